@@ -1,0 +1,50 @@
+# The one interface: make html, make test, make bench.
+PYTHON  ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+SPHINX  := $(VENV)/bin/sphinx-build
+SPHINXOPTS ?= -n -W --keep-going -j 2
+BUILD   := _build
+
+.PHONY: all html test doctest bench lint livehtml clean distclean
+
+all: html
+
+# The build environment: exact pins from requirements.txt, the package editable.
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements.txt
+	$(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+venv: $(VENV)/.installed
+
+html: $(VENV)/.installed
+	@if [ -d docs ]; then \
+	  $(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html; \
+	else echo "no docs/ yet: nothing to build beyond the package"; fi
+
+# Package tests and doctests, then (once the book exists) checks of the built site.
+test: $(VENV)/.installed html
+	$(PY) -m pytest
+
+doctest: $(VENV)/.installed
+	$(PY) -m pytest roofline_book
+
+bench: $(VENV)/.installed
+	$(PY) -m roofline_book bench --out $(BUILD)/bench-$(shell hostname).json
+
+lint: $(VENV)/.installed
+	$(VENV)/bin/ruff check roofline_book tests
+	$(VENV)/bin/ruff format --check roofline_book tests
+
+livehtml: $(VENV)/.installed
+	$(VENV)/bin/sphinx-autobuild -c . docs $(BUILD)/html --watch roofline_book \
+	  --ignore "*.ipynb" --ignore "$(BUILD)/*" --re-ignore "jupyter_execute/.*"
+
+clean:
+	rm -rf $(BUILD) .jupyter_cache .pytest_cache .hypothesis
+
+distclean: clean
+	rm -rf $(VENV)

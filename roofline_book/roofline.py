@@ -1,0 +1,166 @@
+"""The roofline model: attainable performance, the ridge point, bounds and achieved performance.
+
+With peak compute ``P`` (FLOP/s), memory bandwidth ``B`` (byte/s) and
+arithmetic intensity ``I`` (FLOP/byte), a kernel can run at most at
+
+.. math:: P_{\\text{attainable}}(I) = \\min(P,\\; B I).
+
+The two roofs meet at the ridge point ``I* = P / B``: a kernel left of it is
+memory-bound, right of it compute-bound.
+
+Examples
+--------
+>>> ridge_point(100e12, 1e12)
+100.0
+>>> attainable(1 / 6, 100e12, 1e12) / 1e12          # the BF16 add: 1/6 TFLOP/s
+0.16666666666666666
+>>> attainable(1365.0, 100e12, 1e12) / 1e12         # a 4096^3 BF16 GEMM hits the flat roof
+100.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from . import _validate
+from .ops import Cost
+
+Bound = Literal["memory", "compute"]
+
+
+def ridge_point(peak_flops: float, bandwidth: float) -> float:
+    """Intensity at which the two roofs meet, ``P / B`` (FLOP/byte).
+
+    Parameters
+    ----------
+    peak_flops : float
+        Peak compute (FLOP/s), > 0.
+    bandwidth : float
+        Memory bandwidth (byte/s), > 0.
+
+    Examples
+    --------
+    100 TFLOP/s over 1 TB/s:
+
+    >>> ridge_point(100e12, 1e12)
+    100.0
+    """
+    return _validate.positive("peak_flops", peak_flops) / _validate.positive("bandwidth", bandwidth)
+
+
+def attainable(intensity, peak_flops: float, bandwidth: float):
+    """Attainable performance ``min(P, B * I)`` (FLOP/s).
+
+    Parameters
+    ----------
+    intensity : float or array_like
+        Arithmetic intensity (FLOP/byte), finite and >= 0.
+    peak_flops, bandwidth : float
+        Peak compute (FLOP/s) and memory bandwidth (byte/s).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        A float for a scalar intensity, an array of the same shape otherwise.
+
+    Examples
+    --------
+    >>> attainable([1, 10, 100, 1000], 100e12, 1e12) / 1e12
+    array([  1.,  10., 100., 100.])
+    """
+    peak = _validate.positive("peak_flops", peak_flops)
+    band = _validate.positive("bandwidth", bandwidth)
+    values = _validate.non_negative_array("intensity", intensity)
+    with np.errstate(over="ignore"):  # B * I past 1e308 is inf, and min(P, inf) = P
+        result = np.minimum(peak, band * values)
+    return float(result) if result.ndim == 0 else result
+
+
+def bound(intensity: float, peak_flops: float, bandwidth: float) -> Bound:
+    """Which roof limits a kernel of this intensity: ``"memory"`` or ``"compute"``.
+
+    At exactly the ridge point both roofs give the same rate; this returns
+    ``"compute"`` there.
+
+    Examples
+    --------
+    >>> bound(1 / 6, 100e12, 1e12), bound(1365, 100e12, 1e12)
+    ('memory', 'compute')
+    """
+    intensity = _validate.non_negative("intensity", intensity)
+    return "memory" if intensity < ridge_point(peak_flops, bandwidth) else "compute"
+
+
+@dataclass(frozen=True)
+class TimeBound:
+    """Lower bounds on a kernel's run time (second).
+
+    Attributes
+    ----------
+    compute : float
+        ``FLOPs / P``: the time if memory were free.
+    memory : float
+        ``bytes / B``: the time if arithmetic were free.
+    """
+
+    compute: float
+    memory: float
+
+    @property
+    def seconds(self) -> float:
+        """The larger of the two: no kernel can beat it (second)."""
+        return max(self.compute, self.memory)
+
+    @property
+    def bound(self) -> Bound:
+        """Which lower bound dominates."""
+        return "memory" if self.memory > self.compute else "compute"
+
+
+def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBound:
+    """Lower bounds ``FLOPs / P`` and ``bytes / B`` on a kernel's time.
+
+    Examples
+    --------
+    The 4096^3 BF16 GEMM on the example device: 1.37e11 FLOP at 100 TFLOP/s
+    is 1.37 ms; its 100 MB of traffic at 1 TB/s is 0.1 ms.
+
+    >>> from roofline_book.ops import gemm
+    >>> t = time_lower_bound(gemm(4096, 4096, 4096), 100e12, 1e12)
+    >>> round(t.compute * 1e3, 2), round(t.memory * 1e3, 3), t.bound
+    (1.37, 0.101, 'compute')
+    """
+    if not isinstance(cost, Cost):
+        raise TypeError(f"cost must be a roofline_book.Cost, got {type(cost).__name__}")
+    peak = _validate.positive("peak_flops", peak_flops)
+    band = _validate.positive("bandwidth", bandwidth)
+    return TimeBound(compute=cost.flops / peak, memory=cost.bytes / band)
+
+
+def achieved(flops: float, seconds: float) -> float:
+    """Achieved performance ``FLOPs / elapsed time`` (FLOP/s).
+
+    Examples
+    --------
+    >>> achieved(4e13, 1.0) / 1e12
+    40.0
+    """
+    return _validate.non_negative("flops", flops) / _validate.positive("seconds", seconds)
+
+
+def fraction_of_roof(
+    flops: float, seconds: float, intensity: float, peak_flops: float, bandwidth: float
+) -> float:
+    """Achieved performance as a fraction of the roof at that intensity.
+
+    Examples
+    --------
+    The reference chapter's case: a roof of 100 TFLOP/s, 40 TFLOP/s achieved.
+
+    >>> fraction_of_roof(40e12, 1.0, 1365.0, 100e12, 1e12)
+    0.4
+    """
+    return achieved(flops, seconds) / attainable(intensity, peak_flops, bandwidth)

@@ -1,0 +1,180 @@
+"""The operator models: FLOPs and bytes written out by hand."""
+
+import pytest
+
+from roofline_book import ops
+from roofline_book.ops import Cost, adamw, add, attention, gemm, rmsnorm
+
+
+def test_gemm_square_4096_bf16():
+    c = gemm(4096, 4096, 4096, "bf16")
+    assert c.flops == 137_438_953_472  # 2 * 4096**3
+    assert c.bytes_read == 2 * 2 * 4096**2  # A and B, 2 bytes each
+    assert c.bytes_written == 2 * 4096**2
+    assert c.intensity == pytest.approx(2 * 4096 / (3 * 2))  # 2n / (3s) = 1365.33
+
+
+@pytest.mark.parametrize("n", [1, 7, 64, 4096])
+@pytest.mark.parametrize("dtype,s", [("fp32", 4), ("bf16", 2), ("fp8", 1)])
+def test_square_gemm_intensity_is_2n_over_3s(n, dtype, s):
+    assert gemm(n, n, n, dtype).intensity == pytest.approx(2 * n / (3 * s))
+
+
+def test_gemm_rectangular_and_batched():
+    c = gemm(32, 128, 128, "bf16")
+    assert c.flops == 2 * 32 * 128 * 128
+    assert c.bytes == 2 * (32 * 128 + 128 * 128 + 32 * 128)
+    b = gemm(32, 128, 128, "bf16", batch=3)
+    assert (b.flops, b.bytes) == (3 * c.flops, 3 * c.bytes)
+    mixed = gemm(2, 3, 4, "fp8", out_dtype="bf16")
+    assert (mixed.bytes_read, mixed.bytes_written) == (6 + 12, 2 * 8)
+
+
+def test_small_gemm_is_far_less_intense_than_large():
+    # 32x128x128 in BF16: 1,048,576 FLOP over 49,152 bytes, about 21 FLOP/byte.
+    assert gemm(32, 128, 128).intensity == pytest.approx(1_048_576 / 49_152)
+    assert gemm(4096, 4096, 4096).intensity / gemm(32, 128, 128).intensity > 60
+
+
+def test_add_six_bytes_one_flop_per_bf16_element():
+    c = add(1_000_000, "bf16")
+    assert (c.flops, c.bytes_read, c.bytes_written) == (1_000_000, 4_000_000, 2_000_000)
+    assert c.intensity == pytest.approx(1 / 6)
+    assert add(10, "fp32").intensity == pytest.approx(1 / 12)
+
+
+def test_elementwise_family():
+    assert ops.relu(100, "fp32").bytes == 800
+    assert ops.gelu(100, "fp32").flops == 900
+    assert ops.swiglu(100, "bf16").bytes == 600
+    assert ops.elementwise(5, "fp16", inputs=3, outputs=0, flops_per_element=0).bytes == 30
+
+
+def test_rmsnorm_reads_weight_once():
+    c = rmsnorm(10, 8, "bf16", weight_dtype="fp32")
+    assert c.bytes_read == 2 * 80 + 4 * 8
+    assert c.bytes_written == 2 * 80
+    assert c.flops == 4 * 80 + 3 * 10
+
+
+def test_norms_and_softmax_are_low_intensity():
+    for cost in (rmsnorm(4096, 4096), ops.layernorm(4096, 4096), ops.softmax(4096, 4096)):
+        assert cost.intensity < 2
+
+
+def test_cost_arithmetic():
+    a = Cost(1, 2, 3)
+    b = Cost(10, 20, 30, kernels=2)
+    assert a + b == Cost(11, 22, 33, 3)
+    assert sum([a, b]) == a + b
+    assert 2 * a == a * 2 == a + a
+    assert ops.ZERO + a == a
+    with pytest.raises(ValueError, match="no bytes"):
+        _ = ops.ZERO.intensity
+    with pytest.raises(TypeError):
+        _ = a + 1
+    with pytest.raises(TypeError):
+        _ = a * 1.5
+
+
+def test_three_kernels_versus_one_fused():
+    # (x + y) then relu then * scale, as three kernels, versus one fused kernel.
+    n = 1 << 20
+    separate = add(n) + ops.relu(n) + ops.elementwise(n, inputs=1, outputs=1)
+    fused = ops.elementwise(n, inputs=2, outputs=1, flops_per_element=3)
+    assert separate.flops == fused.flops
+    assert separate.bytes == 2 * n * (3 + 2 + 2)
+    assert fused.bytes == 2 * n * 3
+    assert separate.kernels == 3 and fused.kernels == 1
+
+
+def test_adamw_read_write_lists():
+    (step,) = ops.adamw_passes("fused")
+    assert set(step.reads) == {"param", "grad", "exp_avg", "exp_avg_sq"}
+    assert set(step.writes) == {"param", "exp_avg", "exp_avg_sq"}
+    loop = ops.adamw_passes("loop")
+    assert sum(p.flops for p in loop) == step.flops == 14
+    # every pass of the loop writes something back to memory
+    assert all(p.writes for p in loop)
+
+
+def test_adamw_bytes_per_parameter():
+    p = 1000
+    # fp32 everywhere: reads 16, writes 12 bytes per parameter.
+    assert adamw(p, "fused").bytes == 28 * p
+    # loop: 8 + 12 + 8 + 12 + 8 + 8 + 8 + 16 = 80 bytes per parameter
+    assert adamw(p, "loop").bytes == 80 * p
+    assert adamw(p, "foreach").bytes == adamw(p, "loop").bytes
+    # bf16 gradients: the two gradient reads of the loop shrink by 2 bytes each
+    assert adamw(p, "loop", grad_dtype="bf16").bytes == 76 * p
+    assert adamw(p, "fused", grad_dtype="bf16").bytes == 26 * p
+
+
+def test_adamw_launches():
+    assert adamw(100, "loop", tensors=10).kernels == 80
+    assert adamw(100, "foreach", tensors=10).kernels == 8
+    assert adamw(100, "fused", tensors=10).kernels == 1
+    with pytest.raises(ValueError, match="tensors"):
+        adamw(5, tensors=6)
+
+
+def test_attention_same_flops_less_traffic():
+    args = (2, 16, 2048, 2048, 64)
+    mat = attention(*args, impl="materialized")
+    fl = attention(*args, impl="flash")
+    assert mat.flops == fl.flops == 2 * 16 * (4 * 2048 * 2048 * 64 + 5 * 2048 * 2048)
+    assert fl.bytes < mat.bytes
+    assert fl.intensity > mat.intensity
+    assert mat.kernels == 3 and fl.kernels == 1
+
+
+def test_attention_materialized_traffic_written_out():
+    b, h, n, d, s = 1, 2, 256, 32, 2
+    mat = attention(b, h, n, n, d, "bf16", impl="materialized")
+    qkv_o = 4 * b * h * n * d * s  # Q, K, V read and O written, once each
+    scores = 4 * b * h * n * n * s  # S written, read; P written, read
+    assert mat.bytes == qkv_o + scores
+
+
+def test_flash_traffic_follows_theorem_2():
+    # K and V are re-read seq / Br times with Br = M / (4d): 8 N^2 d^2 / M elements.
+    n, d, sram = 16384, 128, 192 * 1024
+    m = sram // 2  # elements of BF16
+    br = m // (4 * d)
+    fl = attention(1, 1, n, n, d, "bf16", sram_bytes=sram)
+    blocks = -(-n // br)
+    assert fl.bytes == 2 * (n * d + 2 * blocks * n * d + n * d)
+    assert fl.bytes / 2 == pytest.approx(8 * n * n * d * d / m, rel=0.02)
+    # doubling on-chip memory roughly halves the K/V re-reads
+    bigger = attention(1, 1, n, n, d, "bf16", sram_bytes=2 * sram)
+    assert bigger.bytes < 0.6 * fl.bytes
+
+
+def test_flash_never_below_one_pass():
+    n, d = 128, 64
+    fl = attention(3, 4, n, n, d, "fp16", sram_bytes=1 << 24)
+    assert fl.bytes == 3 * 4 * 4 * n * d * 2
+
+
+def test_causal_masking():
+    n, d = 1024, 64
+    full = attention(1, 1, n, n, d, impl="flash", sram_bytes=4 * d * 2 * 64)  # Br = 64
+    causal = attention(1, 1, n, n, d, impl="flash", causal=True, sram_bytes=4 * d * 2 * 64)
+    pairs = n * (n + 1) // 2
+    assert causal.flops == pairs * (4 * d + 5)
+    # K/V rows streamed per block: 64, 128, ..., 1024 → 64 * (16 * 17 / 2) = 8704 rows
+    assert causal.bytes_read == 2 * d * (n + 2 * 64 * 16 * 17 // 2)
+    assert causal.bytes < full.bytes
+    # the materialized version computes every score, then masks
+    mat_c = attention(1, 1, n, n, d, impl="materialized", causal=True)
+    assert mat_c == attention(1, 1, n, n, d, impl="materialized")
+
+
+def test_causal_rectangular_pairs():
+    assert ops._causal_pairs(3, 5) == 1 + 2 + 3
+    assert ops._causal_pairs(5, 3) == 1 + 2 + 3 + 3 + 3
+
+
+def test_linear_backward_is_two_gemms():
+    t, i, o = 8, 16, 32
+    assert ops.linear_backward(t, i, o).flops == 4 * t * i * o

@@ -1,0 +1,77 @@
+import pytest
+
+from roofline_book import hardware
+from roofline_book.ops import adamw
+from roofline_book.transformer import (
+    LLAMA2_7B,
+    DecoderConfig,
+    block_ops,
+    block_table,
+    optimizer_table,
+    table_frame,
+)
+
+H100 = hardware("h100-sxm")
+
+
+def test_block_operator_list():
+    names = [n for n, _ in block_ops(LLAMA2_7B)]
+    assert len(names) == 11
+    assert names.count("MLP norm (RMSNorm)") == 1 and "activation (SwiGLU)" in names
+
+
+def test_block_bounds_on_h100():
+    rows = {r.name: r for r in block_table(LLAMA2_7B, H100)}
+    for gemm_name in (
+        "QKV projection",
+        "output projection",
+        "MLP gate projection",
+        "MLP up projection",
+        "MLP down projection",
+    ):
+        assert rows[gemm_name].bound == "compute"
+    for low in ("attention norm (RMSNorm)", "residual add", "activation (SwiGLU)"):
+        assert rows[low].bound == "memory"
+    # the GEMMs carry most of the block's time lower bound at this shape
+    gemm_share = sum(r.share for n, r in rows.items() if "projection" in n)
+    assert gemm_share > 0.6
+
+
+def test_flash_versus_materialized_in_the_block():
+    flash = {r.name: r for r in block_table(LLAMA2_7B, H100)}
+    mat = {r.name: r for r in block_table(LLAMA2_7B, H100, attention_impl="materialized")}
+    assert mat["attention (materialized)"].cost.bytes > 2 * flash["attention (flash)"].cost.bytes
+    assert mat["attention (materialized)"].bound == "memory"
+
+
+def test_short_sequence_turns_gemms_memory_bound():
+    # decode-like: one token per sequence, the weight read dominates each GEMM
+    cfg = DecoderConfig(batch=1, seq=1, hidden=4096, heads=32, ffn=11008)
+    rows = {r.name: r for r in block_table(cfg, H100)}
+    assert rows["MLP up projection"].bound == "memory"
+
+
+def test_optimizer_table():
+    rows = {r.name: r for r in optimizer_table(LLAMA2_7B, H100, grad_dtype="bf16")}
+    assert rows["AdamW (fused)"].cost == adamw(
+        LLAMA2_7B.parameters, "fused", tensors=7, grad_dtype="bf16"
+    )
+    assert rows["AdamW (loop)"].time.seconds > 2.5 * rows["AdamW (fused)"].time.seconds
+    assert rows["AdamW (loop)"].cost.kernels == 56
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="divisible"):
+        DecoderConfig(batch=1, seq=8, hidden=100, heads=3, ffn=10)
+    with pytest.raises(TypeError, match="seq"):
+        DecoderConfig(batch=1, seq=8.0, hidden=64, heads=4, ffn=10)
+    with pytest.raises(ValueError, match="dtype"):
+        DecoderConfig(batch=1, seq=8, hidden=64, heads=4, ffn=10, dtype="bf99")
+    with pytest.raises(TypeError, match="device"):
+        block_table(LLAMA2_7B, "h100-sxm")
+
+
+def test_frame():
+    df = table_frame(block_table(LLAMA2_7B, H100))
+    assert list(df.columns)[:3] == ["operator", "FLOPs", "bytes"]
+    assert df["share"].sum() == pytest.approx(1.0)

@@ -1,0 +1,142 @@
+"""Bad input raises ValueError or TypeError naming the argument; never a wrong number."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roofline_book import ops
+from roofline_book.dtypes import BYTES, bytes_per_element
+from roofline_book.ops import Cost
+
+GOOD = {"m": 4, "k": 4, "n": 4}
+
+
+@pytest.mark.parametrize(
+    "value,error",
+    [
+        (-1, ValueError),
+        (0, ValueError),
+        (2.0, TypeError),
+        (2.5, TypeError),
+        (float("nan"), TypeError),
+        (True, TypeError),
+        (np.bool_(True), TypeError),
+        ("4", TypeError),
+        (None, TypeError),
+    ],
+)
+@pytest.mark.parametrize("arg", ["m", "k", "n"])
+def test_gemm_rejects(arg, value, error):
+    with pytest.raises(error, match=rf"^{arg} must be an integer >= 1"):
+        ops.gemm(**(GOOD | {arg: value}))
+
+
+def test_numpy_integers_are_sizes():
+    assert ops.gemm(np.int64(4), np.int32(4), 4) == ops.gemm(4, 4, 4)
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda: ops.add(10, "bf17"), "dtype 'bf17' is not a known precision"),
+        (lambda: ops.add(10, 16), "dtype must be a precision name"),
+        (lambda: ops.adamw(10, "fast"), "impl must be one of loop, foreach, fused"),
+        (lambda: ops.attention(1, 1, 8, 8, 8, impl="sparse"), "impl must be one of"),
+        (lambda: ops.attention(1, 1, 8, 8, 8, causal=1), "causal must be True or False"),
+        (lambda: ops.attention(1, 1, 8, 8, 64, sram_bytes=100), "sram_bytes must hold"),
+        (lambda: ops.elementwise(8, inputs=0), "inputs must be an integer >= 1"),
+        (lambda: ops.rmsnorm(0, 8), "rows must be an integer >= 1"),
+        (lambda: Cost(-1, 0, 0), "flops must be an integer >= 0"),
+        (lambda: Cost(1.5, 0, 0), "flops must be an integer >= 0"),
+    ],
+)
+def test_messages_name_the_argument(call, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        call()
+
+
+anything = st.one_of(
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=4),
+    st.sampled_from([np.int64(3), np.float32(2)]),
+)
+dtypes = st.one_of(st.sampled_from(sorted(BYTES)), st.text(max_size=6), st.integers())
+
+
+@settings(max_examples=300, deadline=None)
+@given(m=anything, k=anything, n=anything, dtype=dtypes)
+def test_gemm_property(m, k, n, dtype):
+    """Either a Cost that agrees with the formula, or a clear error; never a warning."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            c = ops.gemm(m, k, n, dtype)
+        except (ValueError, TypeError) as exc:
+            assert any(w in str(exc) for w in ("m ", "k ", "n ", "dtype"))
+            return
+    s = bytes_per_element(dtype)
+    assert c.flops == 2 * m * k * n
+    assert c.bytes == s * (m * k + k * n + m * n)
+    assert math.isfinite(c.intensity) and c.intensity > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    b=anything,
+    h=anything,
+    nq=anything,
+    nk=anything,
+    d=anything,
+    impl=st.sampled_from(["flash", "materialized", "other"]),
+    causal=st.booleans(),
+)
+def test_attention_property(b, h, nq, nk, d, impl, causal):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            c = ops.attention(b, h, nq, nk, d, "bf16", impl=impl, causal=causal, sram_bytes=1 << 30)
+        except (ValueError, TypeError) as exc:
+            assert str(exc).split()[0] in {
+                "batch",
+                "heads",
+                "seq_q",
+                "seq_k",
+                "head_dim",
+                "impl",
+                "sram_bytes",
+            }
+            return
+    assert c.flops > 0 and c.bytes >= 2 * b * h * d * (2 * nq + 2 * nk)
+
+
+@settings(max_examples=200, deadline=None)
+@given(p=anything, impl=st.sampled_from(["loop", "foreach", "fused", "x"]), t=anything)
+def test_adamw_property(p, impl, t):
+    try:
+        c = ops.adamw(p, impl, tensors=t)
+    except (ValueError, TypeError) as exc:
+        assert str(exc).split()[0] in {"params", "impl", "tensors"}
+        return
+    assert c.bytes == p * (28 if impl == "fused" else 80)
+
+
+@settings(max_examples=200, deadline=None)
+@given(x=st.one_of(st.floats(), st.lists(st.floats(), max_size=4), st.booleans(), st.text()))
+def test_attainable_property(x):
+    from roofline_book import attainable
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            out = attainable(x, 100e12, 1e12)
+        except (ValueError, TypeError) as exc:
+            assert "intensity" in str(exc)
+            return
+    assert np.all(np.asarray(out) <= 100e12) and np.all(np.asarray(out) >= 0)
