@@ -69,17 +69,17 @@ class Hardware:
         Catalog key, e.g. ``"h100-sxm"``.
     name : str
         Full name.
-    dense_peaks : Mapping[str, float]
+    dense_peaks : mapping of str to float
         Dense peak rate per precision key (FLOP/s; OP/s for int8).
     memory_bandwidth : float
         Peak main-memory bandwidth (byte/s).
-    sparse_peaks : Mapping[str, float]
+    sparse_peaks : mapping of str to float
         2:4-structured-sparsity rates (FLOP/s), for reference only.
     memory_capacity, l2_cache, shared_memory_per_sm : float or None
         Sizes in bytes, where published.
     sms : int or None
         Streaming multiprocessors (compute units on AMD).
-    sources : Mapping[str, Source]
+    sources : mapping of str to Source
         Source of each figure, by field name.
     """
 
@@ -178,7 +178,7 @@ def adhoc(name: str, peak_flops: float | Mapping[str, float], memory_bandwidth: 
     ----------
     name : str
         Any label.
-    peak_flops : float or Mapping[str, float]
+    peak_flops : float or mapping of str to float
         One peak used for every precision (FLOP/s), or one per precision name.
     memory_bandwidth : float
         Bytes per second.
@@ -207,7 +207,7 @@ def adhoc(name: str, peak_flops: float | Mapping[str, float], memory_bandwidth: 
     )
 
 
-#: The reference chapter's example: 100 TFLOP/s peak, 1 TB/s memory bandwidth.
+#: The reference chapter's example device, 100 TFLOP/s peak and 1 TB/s memory bandwidth.
 EXAMPLE = adhoc("example (100 TFLOP/s, 1 TB/s)", 100e12, 1e12)
 
 _FIGURES = (

@@ -29,6 +29,9 @@ from .dtypes import Precision, bytes_per_element, precision_name
 class Cost:
     """FLOPs and bytes moved by one or more kernels.
 
+    Costs add, so the cost of three separate kernels can be set beside the
+    cost of one fused kernel.
+
     Parameters
     ----------
     flops : int
@@ -39,9 +42,6 @@ class Cost:
         Bytes written to main memory (byte).
     kernels : int
         Kernel launches the work takes.
-
-    Costs add: the sum of the costs of three separate kernels is compared
-    with the cost of one fused kernel.
 
     Examples
     --------
@@ -288,8 +288,8 @@ def relu(numel: int, dtype: Precision = "bf16") -> Cost:
 
 
 #: FLOPs per element of the tanh form of GELU,
-#: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``: x^3 (2), the scale and
-#: add inside (2), the sqrt(2/pi) factor (1), tanh (1, NB: a transcendental
+#: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``. They are x^3 (2), the scale and
+#: add inside (2), the sqrt(2/pi) factor (1), tanh (1, NB, a transcendental
 #: counted as one FLOP), the add and the two outer products (3).
 GELU_FLOPS_PER_ELEMENT = 9
 
@@ -307,9 +307,9 @@ def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
     return elementwise(numel, dtype, inputs=1, outputs=1, flops_per_element=GELU_FLOPS_PER_ELEMENT)
 
 
-#: FLOPs per element of ``silu(gate) * up``: the sigmoid ``1 / (1 + exp(-g))``
-#: (negate, exp, add, divide: 4, exp counted as one), the product with ``g``
-#: (1) and the product with ``up`` (1).
+#: FLOPs per element of ``silu(gate) * up``. The sigmoid ``1 / (1 + exp(-g))``
+#: takes 4 (negate, exp, add, divide; exp counted as one), the product with
+#: ``g`` 1 and the product with ``up`` 1.
 SWIGLU_FLOPS_PER_ELEMENT = 6
 
 
@@ -392,8 +392,8 @@ def layernorm(
     )
 
 
-#: FLOPs per element of a numerically safe softmax: the running max, the
-#: subtraction, exp (NB: counted as one), the add into the sum, the division.
+#: FLOPs per element of a numerically safe softmax. They are the running max,
+#: the subtraction, exp (NB, counted as one), the add into the sum, the division.
 SOFTMAX_FLOPS_PER_ELEMENT = 5
 
 
@@ -566,8 +566,8 @@ def adamw(
 
 ATTENTION_IMPLS = ("materialized", "flash")
 
-#: Default on-chip memory a FlashAttention thread block works in (byte): the
-#: 192 KB of combined L1 / shared memory per SM of the A100 that Dao et al.
+#: Default on-chip memory (byte) a FlashAttention thread block works in. It is
+#: the 192 KB of combined L1 / shared memory per SM of the A100 that Dao et al.
 #: (2022, Section 2.1) use as their example.
 DEFAULT_SRAM_BYTES = 192 * 1024
 

@@ -111,7 +111,7 @@ class TimeBound:
 
     @property
     def seconds(self) -> float:
-        """The larger of the two: no kernel can beat it (second)."""
+        """The larger of the two, which no kernel can beat (second)."""
         return max(self.compute, self.memory)
 
     @property

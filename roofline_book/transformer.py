@@ -87,7 +87,7 @@ class DecoderConfig:
 
     @property
     def parameters(self) -> int:
-        """Weights of the block: QKV, output, gate, up, down projections and two norm weights.
+        """Weights of the block (QKV, output, gate, up, down projections, two norm weights).
 
         Examples
         --------

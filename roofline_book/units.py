@@ -52,6 +52,30 @@ def si(value: float, unit: str = "", digits: int = 4) -> str:
     return f"{text} {prefix}{unit}".rstrip()
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def sci(value: float, digits: int = 3) -> str:
+    """``value`` in scientific notation for prose, e.g. ``1.37 × 10¹¹``.
+
+    Examples
+    --------
+    >>> sci(2 * 4096**3)
+    '1.37 × 10¹¹'
+    >>> sci(0.00125, 2), sci(42.0)
+    ('1.2 × 10⁻³', '42')
+    """
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    exponent = math.floor(math.log10(abs(value)))
+    mantissa = round(value / 10**exponent, digits - 1)
+    if abs(mantissa) >= 10:
+        mantissa, exponent = mantissa / 10, exponent + 1
+    if 0 <= exponent < 3:
+        return f"{value:.{digits}g}"
+    return f"{mantissa:.{digits - 1}f} × 10{str(exponent).translate(_SUPERSCRIPT)}"
+
+
 def parse_si(text: str, name: str = "value") -> float:
     """Parse ``"989.5T"``, ``"3.35TB/s"``, ``"2e12"`` into a float.
 

@@ -1,0 +1,84 @@
+"""Sphinx configuration of the book. The source is docs/; this file stays at the root."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+# Notebook kernels start in docs/; they must import the package from the repo root.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+)
+# Quiet kernels: anything a cell writes to stderr fails the build.
+os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+
+import roofline_book  # noqa: E402
+
+project = "Roofline Book"
+author = "roofline-book contributors"
+copyright = "2026, roofline-book contributors"
+release = roofline_book.__version__
+language = "zh_CN"
+root_doc = "index"
+
+extensions = [
+    "myst_nb",
+    "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.mathjax",
+    "sphinx_copybutton",
+    "sphinx_design",
+]
+
+exclude_patterns = ["_build", "**.ipynb_checkpoints", "data/*", "**/README.md"]
+
+# -- MyST and notebooks -------------------------------------------------------
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist", "substitution"]
+myst_heading_anchors = 3
+numfig = True
+math_numfig = True
+math_eqref_format = "({number})"
+numfig_format = {"figure": "图 %s", "table": "表 %s", "code-block": "代码 %s"}
+
+nb_execution_mode = "cache"
+nb_execution_cache_path = str(ROOT / ".jupyter_cache")
+nb_execution_raise_on_error = True
+nb_execution_timeout = 300
+nb_output_stderr = "warn"
+nb_merge_streams = True
+nb_execution_show_tb = True
+
+# With -j, workers race to create a fresh cache database: create it here first.
+from jupyter_cache import get_cache  # noqa: E402
+
+get_cache(nb_execution_cache_path).list_cache_records()
+
+# -- API reference ------------------------------------------------------------
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+napoleon_numpy_docstring = True
+napoleon_google_docstring = False
+napoleon_preprocess_types = True
+# Names in docstring type fields that have no page in this book (no intersphinx offline).
+nitpick_ignore_regex = [
+    ("py:class", r"(torch|numpy|matplotlib|pandas|collections\.abc)\..*"),
+    ("py:class", r"Precision|optional|array_like|matplotlib artists|mapping|default .*"),
+]
+
+# -- HTML ---------------------------------------------------------------------
+html_theme = "sphinx_book_theme"
+html_title = "Roofline Book：为什么不能只看 FLOPs"
+html_static_path = []
+html_theme_options = {
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "home_page_in_toc": True,
+}
+html_search_language = "zh"
+copybutton_exclude = ".linenos, .gp, .go"
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True

@@ -1,0 +1,43 @@
+"""Shared fixtures: where the built book is, and the values its pages glued."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+#: The build folder: html/ and jupyter_execute/ live under it (override with BOOK_BUILD).
+BUILD = pathlib.Path(os.environ.get("BOOK_BUILD", ROOT / "_build"))
+
+
+def _glued_values(page: str) -> dict[str, object]:
+    path = BUILD / "jupyter_execute" / f"{page}.glue.json"
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build the book first (make html)")
+    values = {}
+    for name, output in json.loads(path.read_text("utf-8")).items():
+        text = output["data"].get("text/plain")
+        if text is None:
+            continue
+        try:
+            values[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            values[name] = text  # a figure or other object: keep its repr
+    return values
+
+
+@pytest.fixture(scope="session")
+def glued():
+    """``glued("chapters/01-flops")`` -> {glue name: value} as the built page shows it."""
+    cache: dict[str, dict[str, object]] = {}
+
+    def load(page: str) -> dict[str, object]:
+        if page not in cache:
+            cache[page] = _glued_values(page)
+        return cache[page]
+
+    return load
