@@ -5,8 +5,12 @@ PY      := $(VENV)/bin/python
 SPHINX  := $(VENV)/bin/sphinx-build
 SPHINXOPTS ?= -n -W --keep-going -j 2
 BUILD   := _build
+# MathJax 3 from the npm registry, served from the site's own static files.
+MATHJAX_VERSION := 3.2.2
+MATHJAX := $(BUILD)/mathjax/mathjax
+ES5     := $(BUILD)/npm/node_modules/mathjax/es5
 
-.PHONY: all html test doctest bench lint livehtml clean distclean
+.PHONY: all venv mathjax html test doctest bench lint livehtml clean distclean
 
 all: html
 
@@ -20,7 +24,18 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 venv: $(VENV)/.installed
 
-html: $(VENV)/.installed
+$(MATHJAX)/tex-chtml.js:
+	mkdir -p $(BUILD)/npm
+	npm install --silent --no-save --no-audit --no-fund --prefix $(BUILD)/npm mathjax@$(MATHJAX_VERSION)
+	rm -rf $(MATHJAX) && mkdir -p $(MATHJAX)/output/chtml/fonts $(MATHJAX)/input/tex
+	cp -r $(ES5)/output/chtml/fonts/woff-v2 $(MATHJAX)/output/chtml/fonts/
+	cp -r $(ES5)/input/tex/extensions $(MATHJAX)/input/tex/
+	cp -r $(ES5)/ui $(ES5)/a11y $(MATHJAX)/
+	cp $(ES5)/tex-chtml.js $(MATHJAX)/
+
+mathjax: $(MATHJAX)/tex-chtml.js
+
+html: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
 	@if [ -d docs ]; then \
 	  $(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html; \
 	else echo "no docs/ yet: nothing to build beyond the package"; fi
@@ -39,7 +54,18 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check roofline_book tests
 	$(VENV)/bin/ruff format --check roofline_book tests
 
-livehtml: $(VENV)/.installed
+live$(MATHJAX)/tex-chtml.js:
+	mkdir -p $(BUILD)/npm
+	npm install --silent --no-save --no-audit --no-fund --prefix $(BUILD)/npm mathjax@$(MATHJAX_VERSION)
+	rm -rf $(MATHJAX) && mkdir -p $(MATHJAX)/output/chtml/fonts $(MATHJAX)/input/tex
+	cp -r $(ES5)/output/chtml/fonts/woff-v2 $(MATHJAX)/output/chtml/fonts/
+	cp -r $(ES5)/input/tex/extensions $(MATHJAX)/input/tex/
+	cp -r $(ES5)/ui $(ES5)/a11y $(MATHJAX)/
+	cp $(ES5)/tex-chtml.js $(MATHJAX)/
+
+mathjax: $(MATHJAX)/tex-chtml.js
+
+html: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
 	$(VENV)/bin/sphinx-autobuild -c . docs $(BUILD)/html --watch roofline_book \
 	  --ignore "*.ipynb" --ignore "$(BUILD)/*" --re-ignore "jupyter_execute/.*"
 

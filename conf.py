@@ -72,7 +72,13 @@ nitpick_ignore_regex = [
 # -- HTML ---------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
 html_title = "Roofline Book：为什么不能只看 FLOPs"
-html_static_path = []
+# MathJax is served from the site itself (make fetches it from the npm registry), so
+# math renders with no network.
+MATHJAX_DIR = ROOT / "_build" / "mathjax"
+if not (MATHJAX_DIR / "mathjax" / "tex-chtml.js").is_file():
+    raise RuntimeError(f"{MATHJAX_DIR}/mathjax is missing: build with `make html` (or `make mathjax`)")
+html_static_path = [str(MATHJAX_DIR)]
+mathjax_path = "mathjax/tex-chtml.js"
 html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": True,
