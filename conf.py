@@ -32,7 +32,11 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx_copybutton",
     "sphinx_design",
+    "sphinxcontrib.bibtex",
 ]
+bibtex_bibfiles = ["docs/references.bib"]
+bibtex_default_style = "plain"
+bibtex_reference_style = "author_year"
 
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "data/*", "**/README.md"]
 

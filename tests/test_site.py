@@ -29,6 +29,7 @@ PAGES = [
     "appendix/cuda-benchmarks",
     "appendix/cli",
     "appendix/api",
+    "appendix/references",
 ]
 
 pytestmark = pytest.mark.site
