@@ -38,7 +38,7 @@ bibtex_bibfiles = ["docs/references.bib"]
 bibtex_default_style = "plain"
 bibtex_reference_style = "author_year"
 
-exclude_patterns = ["_build", "**.ipynb_checkpoints", "data/*", "**/README.md"]
+exclude_patterns = ["search-words.txt", "_build", "**.ipynb_checkpoints", "data/*", "**/README.md"]
 
 # -- MyST and notebooks -------------------------------------------------------
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist", "substitution"]
@@ -81,14 +81,20 @@ html_title = "Roofline Book：为什么不能只看 FLOPs"
 MATHJAX_DIR = ROOT / "_build" / "mathjax"
 if not (MATHJAX_DIR / "mathjax" / "tex-chtml.js").is_file():
     raise RuntimeError(f"{MATHJAX_DIR}/mathjax is missing: build with `make html` (or `make mathjax`)")
-html_static_path = [str(MATHJAX_DIR)]
+html_static_path = ["docs/_static", str(MATHJAX_DIR)]
+html_favicon = "docs/_static/favicon.svg"
 mathjax_path = "mathjax/tex-chtml.js"
 html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": True,
     "home_page_in_toc": True,
 }
+# Follow the reader's system setting; an empty mode makes the theme log a console error.
+html_context = {"default_mode": "auto"}
 html_search_language = "zh"
+# jieba splits 算术强度 into 算术 + 强度; the user dictionary keeps the whole term
+# too, so a reader who types the term finds the page.
+html_search_options = {"dict": str(ROOT / "docs" / "search-words.txt")}
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True

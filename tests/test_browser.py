@@ -1,0 +1,183 @@
+"""The built site in a real browser: headless Debian Chromium driven by Playwright.
+
+Serves _build/html on 127.0.0.1 and checks each page as a reader gets it:
+no console errors, no request leaving 127.0.0.1, math typeset, figures visible,
+Chinese search, the copy button, and figures legible in dark mode. A
+screenshot of each page is saved under _build/screenshots/.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import io
+import os
+import pathlib
+import threading
+import urllib.parse
+
+import pytest
+
+from conftest import BUILD
+from test_site import PAGES
+
+HTML = BUILD / "html"
+SHOTS = BUILD / "screenshots"
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+
+pytestmark = [
+    pytest.mark.site,
+    pytest.mark.skipif(not pathlib.Path(CHROMIUM).exists(), reason=f"no Chromium at {CHROMIUM}"),
+]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML / "index.html").exists():
+        pytest.fail(f"{HTML} holds no built book: run `make html` first")
+    handler = functools.partial(_Quiet, directory=str(HTML))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+class _Page:
+    """A page plus the console errors and outside requests it produced."""
+
+    def __init__(self, browser, base: str, **context_args):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
+                                           **context_args)
+        self.page = self.context.new_page()
+        self.errors: list[str] = []
+        self.outside: list[str] = []
+        self.page.on("console",
+                     lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def route(r):
+            host = urllib.parse.urlsplit(r.request.url).hostname
+            if host in ("127.0.0.1", None) or r.request.url.startswith("data:"):
+                r.continue_()
+            else:
+                self.outside.append(r.request.url)
+                r.abort()
+
+        self.page.route("**/*", route)
+        self.base = base
+
+    def open(self, path: str):
+        self.page.goto(f"{self.base}/{path}", wait_until="load")
+        return self.page
+
+    def close(self):
+        self.context.close()
+
+
+def _wait_for_math(page) -> int:
+    """Wait until MathJax has typeset the page; return how many formulas it rendered."""
+    has_math = page.evaluate("() => !!window.MathJax")
+    if not has_math:
+        return 0
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+    page.evaluate("() => MathJax.startup.promise")
+    return page.locator("mjx-container").count()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_in_browser(browser, server, name):
+    p = _Page(browser, server)
+    try:
+        page = p.open(f"{name}.html")
+        rendered = _wait_for_math(page)
+        text = page.inner_text("article")
+        # raw TeX left visible means MathJax did not run
+        for raw in ("\\frac", "\\text{", "\\le", "$$", "\\("):
+            assert raw not in text, f"{name}: raw TeX {raw!r} visible"
+        source = (HTML / f"{name}.html").read_text("utf-8")
+        if "\\(" in source or "\\[" in source:
+            assert rendered > 0, f"{name}: math in the page but none typeset"
+        imgs = page.locator("article img")
+        for i in range(imgs.count()):
+            img = imgs.nth(i)
+            img.scroll_into_view_if_needed()
+            box = img.bounding_box()
+            natural = img.evaluate("e => e.naturalWidth")
+            assert box and box["width"] > 50 and box["height"] > 50 and natural > 0, (
+                f"{name}: figure {i} not visible")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{name.replace('/', '__')}.png"), full_page=True)
+        assert not p.outside, f"{name}: requests left 127.0.0.1: {p.outside}"
+        assert not p.errors, f"{name}: console errors: {p.errors}"
+    finally:
+        p.close()
+
+
+def test_chinese_search_finds_arithmetic_intensity(browser, server):
+    p = _Page(browser, server)
+    try:
+        page = p.open("search.html?q=" + urllib.parse.quote("算术强度"))
+        page.wait_for_selector("#search-results li a", timeout=20000)
+        hrefs = page.eval_on_selector_all("#search-results li a", "els => els.map(e => e.href)")
+        assert any("03-arithmetic-intensity" in h for h in hrefs), hrefs
+        assert not p.errors, p.errors
+    finally:
+        p.close()
+
+
+def test_copy_button_copies_code(browser, server):
+    p = _Page(browser, server, permissions=["clipboard-read", "clipboard-write"])
+    try:
+        page = p.open("chapters/01-flops.html")
+        cell = page.locator("div.cell_input pre").first
+        expected = cell.inner_text().strip()
+        cell.hover()
+        page.locator("div.cell_input button.copybtn").first.click()
+        copied = page.evaluate("() => navigator.clipboard.readText()")
+        assert copied.strip() == expected and "gemm" in copied
+    finally:
+        p.close()
+
+
+def test_figures_legible_in_dark_mode(browser, server):
+    from PIL import Image
+
+    p = _Page(browser, server, color_scheme="dark")
+    try:
+        page = p.open("chapters/04-roofline.html")
+        page.evaluate("() => document.documentElement.setAttribute('data-theme', 'dark')")
+        assert page.evaluate(
+            "() => document.documentElement.dataset.theme") == "dark"
+        background = page.evaluate(
+            "() => getComputedStyle(document.body).backgroundColor")
+        img = page.locator("article img").first
+        img.scroll_into_view_if_needed()
+        shot = Image.open(io.BytesIO(img.screenshot())).convert("L")
+        lo, hi = shot.getextrema()
+        histogram = shot.histogram()
+        light = sum(histogram[200:]) / sum(histogram)
+        # the figure keeps its own light background with dark ink on it
+        assert light > 0.6, f"figure background is not light in dark mode ({light:.2f})"
+        assert hi - lo > 150, f"too little contrast in the figure ({lo}..{hi})"
+        assert background != "rgb(255, 255, 255)", "the page itself did not turn dark"
+    finally:
+        p.close()
