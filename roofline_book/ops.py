@@ -461,7 +461,7 @@ def adamw_passes(impl: Literal["loop", "foreach", "fused"] = "fused") -> tuple[P
     """The passes over memory of one AdamW step, as the model counts them.
 
     ``"loop"`` (``foreach=False``) and ``"foreach"`` (``foreach=True``) run the
-    same sequence of elementwise operations, so they move the same bytes; the
+    same sequence of elementwise kernels, so they move the same bytes; the
     foreach version launches one kernel per operation for a whole list of
     tensors instead of one per tensor. ``"fused"`` (``fused=True``) does all
     of it in one kernel.

@@ -34,18 +34,30 @@ def use_style() -> None:
     """Apply the house style (``roofline_book/data/roofline.mplstyle``) to matplotlib."""
     from importlib import resources
 
-    import matplotlib.pyplot as plt
+    from matplotlib import pyplot as plt
 
     with resources.as_file(resources.files(__package__) / "data" / "roofline.mplstyle") as path:
         plt.style.use(str(path))
 
 
 def setup_notebook() -> None:
-    """House style plus deterministic inline SVG output (no date, fixed hash salt)."""
-    from matplotlib_inline.backend_inline import set_matplotlib_formats
+    """House style plus deterministic inline SVG output (no date, fixed hash salt).
 
+    Call it from a notebook or IPython kernel; outside one it only applies the style.
+    """
     use_style()
-    set_matplotlib_formats("svg", metadata={"Date": None})
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None:
+        return
+    # The inline backend re-reads these when the formats change, so set kwargs first.
+    shell.run_line_magic(
+        "config",
+        "InlineBackend.print_figure_kwargs = "
+        "{'bbox_inches': 'tight', 'metadata': {'Date': None}}",
+    )
+    shell.run_line_magic("config", "InlineBackend.figure_formats = ['svg']")
 
 
 def _scale(unit: str) -> float:

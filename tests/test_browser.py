@@ -17,7 +17,6 @@ import threading
 import urllib.parse
 
 import pytest
-
 from conftest import BUILD
 from test_site import PAGES
 

@@ -8,7 +8,6 @@ import re
 import urllib.parse
 
 import pytest
-
 from conftest import BUILD
 from test_site import PAGES
 

@@ -1,0 +1,245 @@
+"""Chapters 2-5: the problems' answers and key prose numbers, as the built book shows them,
+recomputed by hand arithmetic (datasheet figures written out, not read from the package)."""
+
+import math
+import re
+
+import pytest
+from conftest import BUILD
+
+H100_BF16 = 989.5e12  # FLOP/s, dense
+H100_FP8 = 1979e12  # FLOP/s, dense
+H100_BW = 3.35e12  # byte/s
+H200_BW = 4.8e12  # byte/s, same compute as H100
+A100_BF16 = 312e12  # FLOP/s, dense
+A100_BW = 2.039e12  # byte/s
+RIDGE_H100 = H100_BF16 / H100_BW  # about 295.4 FLOP/byte
+RIDGE_A100 = A100_BF16 / A100_BW  # about 153.0 FLOP/byte
+
+approx = pytest.approx
+
+
+def square_intensity(n, s):
+    return 2 * n**3 / (s * 3 * n * n)  # 2n / (3s)
+
+
+def gemm_intensity(m, k, n, s):
+    return 2 * m * k * n / (s * (m * k + k * n + m * n))
+
+
+# --------------------------------------------------------------------------
+# Chapter 2: memory traffic
+
+PAGE_02 = "chapters/02-memory-traffic"
+
+
+def test_chapter_2_prose_numbers(glued):
+    g = glued(PAGE_02)
+    assert (g["add_read_per_elem"], g["add_write_per_elem"], g["add_bytes_per_elem"]) == (4, 2, 6)
+    numel = 4096 * 4096
+    assert g["act_bytes_si"] == "100.7 MB"  # 6 * 16,777,216 = 100,663,296 bytes
+    assert g["add_h100_tmem_us"] == approx(6 * numel / H100_BW * 1e6)  # about 30.05 us
+    assert g["add_h100_tcomp_us"] == approx(numel / H100_BF16 * 1e6)
+    assert g["add_h100_ratio"] == approx(6 * H100_BF16 / H100_BW)  # about 1772
+    # The 1 GB standardization: 5 reads and 3 writes of a 1 GB tensor.
+    assert (g["std_reads"], g["std_writes"], g["std_total_gb"]) == (5, 3, 8.0)
+    assert g["std_h100_ms"] == approx(8e9 / H100_BW * 1e3)  # about 2.39 ms
+    assert g["once_h100_ms"] == approx(1e9 / H100_BW * 1e3)
+    assert g["h100_capacity_gb"] == 80.0
+    assert (g["h100_l2_mib"], g["h100_smem_kib"], g["h100_sms"]) == ("50 MiB", "228 KiB", 132)
+
+
+def test_chapter_2_answers(glued):
+    g = glued(PAGE_02)
+    assert g["ans_q1_bytes"] == 2 + 2 + 2  # read x, read y, write x
+    assert g["ans_q2_bytes_per_elem"] == 3 * 4
+    assert g["ans_q2_mb"] == approx(12 * 4096 * 4096 / 1e6)  # 201.3 MB
+    assert g["ans_q2_us"] == approx(12 * 4096 * 4096 / H100_BW * 1e6)  # about 60.1 us
+    assert g["ans_q2_ratio"] == 2.0
+    assert g["ans_q3_gb"] == 3.0  # read x twice, write y once
+    assert g["ans_q3_ms"] == approx(3e9 / H100_BW * 1e3)  # about 0.896 ms
+    assert g["ans_q3_ratio"] == approx(8 / 3)
+
+
+# --------------------------------------------------------------------------
+# Chapter 3: arithmetic intensity
+
+PAGE_03 = "chapters/03-arithmetic-intensity"
+
+
+def tiled_intensity(n, tile, s):
+    return 2 * n * tile / (s * (2 * n + tile))
+
+
+def test_chapter_3_prose_numbers(glued):
+    g = glued(PAGE_03)
+    assert g["i_add"] == approx(1 / 6)
+    assert round(g["i_add"], 2) == 0.17
+    assert round(g["i_gemm4096"], 1) == 1365.3
+    assert g["i_gemm_over_add"] == approx(1365.333 * 6, rel=1e-5)
+    # x + r: 2 reads, 1 write; 0.5 * t and relu: 1 + 1 each; 7 tensors of 2 bytes. Fused: 3.
+    assert (g["fuse_sep_bpe"], g["fuse_fused_bpe"]) == (14, 6)
+    assert g["fuse_sep_i"] == approx(3 / 14) and g["fuse_fused_i"] == approx(3 / 6)
+    assert g["fuse_ratio"] == approx(14 / 6)
+    # AdamW, FP32: loop moves 80 bytes per parameter in 8 kernels, fused 28; 14 FLOPs each.
+    assert g["adamw_loop_i"] == approx(14 / 80) and g["adamw_fused_i"] == approx(14 / 28)
+    assert g["adamw_ratio"] == approx(80 / 28) and g["adamw_loop_kernels"] == 8
+    assert g["tile1_i"] == approx(tiled_intensity(4096, 1, 2))  # about 1/s
+    assert g["tile128_i"] == approx(tiled_intensity(4096, 128, 2))  # about 63.0
+    assert g["tilen_i"] == approx(square_intensity(4096, 2))
+    assert g["tile128_a_reads"] == 4096 // 128
+    assert g["acc128_kib"] == 128 * 128 * 4 / 1024
+    assert g["ridge_h100_bf16"] == approx(RIDGE_H100)
+
+
+def test_chapter_3_answers(glued):
+    g = glued(PAGE_03)
+    assert g["ans_q1_add_fp32_bytes"] == 12 and g["ans_q1_add_fp32"] == approx(1 / 12)
+    assert g["ans_q1_relu_bytes"] == 4 and g["ans_q1_relu_bf16"] == approx(1 / 4)
+    # x*a and +b each read 2 and write 1 tensor, relu reads 1 and writes 1: 8 tensors.
+    assert (g["ans_q2_sep_bpe"], g["ans_q2_fused_bpe"]) == (16, 8)
+    assert g["ans_q2_sep_i"] == approx(3 / 16) and g["ans_q2_fused_i"] == approx(3 / 8)
+    # 2nT / (s (2n + T)) >= ridge  <=>  T >= 2 n s R / (2n - s R), about 636.
+    t_min = 2 * 4096 * 2 * RIDGE_H100 / (2 * 4096 - 2 * RIDGE_H100)
+    assert 512 < t_min <= 1024
+    assert g["ans_q3_tile"] == 1024
+    assert g["ans_q3_i"] == approx(tiled_intensity(4096, 1024, 2))  # about 455
+    assert g["ans_q3_acc_mib"] == 1024 * 1024 * 4 / 2**20
+
+
+# --------------------------------------------------------------------------
+# Chapter 4: roofline
+
+PAGE_04 = "chapters/04-roofline"
+
+
+def test_chapter_4_prose_numbers(glued):
+    g = glued(PAGE_04)
+    assert g["ex_ridge"] == 100.0  # 100 TFLOP/s / 1 TB/s
+    assert (g["ex_peak_si"], g["ex_bw_si"]) == ("100 TFLOP/s", "1 TB/s")
+    assert g["add_att_tflops"] == approx(1e12 / 6 / 1e12)  # B * I = 1 TB/s * 1/6
+    assert g["add_att_pct"] == approx(100 / 6 / 100)
+    assert g["g256_i"] == approx(2 * 256 / 6) and g["g256_i"] < 100
+    assert g["g1024_i"] == approx(2 * 1024 / 6) and g["g1024_i"] > 100
+    assert g["adamw_flops_sci"] == "1.40 × 10¹⁰"  # 14 FLOPs x 1e9 parameters
+    assert g["g1024_flops_sci"] == "2.15 × 10⁹"  # 2 * 1024**3
+    assert g["adamw_loop_att"] == approx(14 / 80)
+    assert g["bytes_per_flop_add"] == approx(6.0)
+    assert g["bytes_per_flop_g4096"] == approx(3 / 4096)  # 3s / (2n) with s = 2
+
+
+def _table_rows(html: str, table_id: str) -> dict[str, list[str]]:
+    """The body rows of one table of a built page, by their first cell."""
+    body = html.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0].split("<tbody>", 1)[1]
+    rows = {}
+    for row in body.split("</tr>")[:-1]:
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in row.split("</td>")[:-1]]
+        rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_chapter_4_table():
+    page = BUILD / "html" / f"{PAGE_04}.html"
+    if not page.exists():
+        pytest.fail(f"{page} is missing: build the book first (make html)")
+    rows = _table_rows(page.read_text("utf-8"), "tbl-04-ops")
+    # columns: FLOPs, bytes, I, attainable TFLOP/s, bound (example device, ridge 100)
+    assert list(rows) == [
+        "add",
+        "RMSNorm",
+        "AdamW (loop)",
+        "AdamW (fused)",
+        "GEMM 64",
+        "GEMM 256",
+        "GEMM 1024",
+        "GEMM 4096",
+    ]
+    assert rows["add"][2:] == ["0.167", "0.167", "memory"]  # 1/6, 1 TB/s * 1/6
+    assert rows["AdamW (loop)"][2:] == ["0.175", "0.175", "memory"]  # 14 / 80
+    assert rows["AdamW (fused)"][2:] == ["0.5", "0.5", "memory"]  # 14 / 28
+    assert rows["GEMM 256"][2:] == ["85.3", "85.3", "memory"]  # 512 / 6
+    assert rows["GEMM 1024"][2:] == ["341", "100", "compute"]  # 2048 / 6
+    assert rows["GEMM 4096"][2:] == ["1365", "100", "compute"]  # 8192 / 6
+    assert rows["GEMM 4096"][0] == "137.4 GFLOP"  # 2 * 4096**3
+
+
+def test_chapter_4_answers(glued):
+    g = glued(PAGE_04)
+    i512 = 2 * 512 / 6  # about 170.7
+    assert g["ans_q1_i"] == approx(i512)
+    assert g["ans_q1_ridge_a100"] == approx(RIDGE_A100)
+    assert g["ans_q1_ridge_h100"] == approx(RIDGE_H100)
+    assert g["ans_q1_bound_example"] == "compute"  # 170.7 > 100
+    assert g["ans_q1_bound_a100"] == "compute"  # 170.7 > 153.0
+    assert g["ans_q1_bound_h100"] == "memory"  # 170.7 < 295.4
+    assert g["ans_q2_i_half"] == 50.0
+    assert g["ans_q2_rms_pct"] == approx(1.0, abs=1e-3)  # I = (4 rd + 3 r) / (2 s rd + s d) ~ 1
+    add_h100 = H100_BW / 6 / 1e12  # memory-bound: B * I
+    add_h200 = H200_BW / 6 / 1e12
+    assert g["ans_q3_add_h100"] == approx(add_h100)  # about 0.558 TFLOP/s
+    assert g["ans_q3_add_h200"] == approx(add_h200)  # 0.8 TFLOP/s
+    assert g["ans_q3_add_ratio"] == approx(4.8 / 3.35)
+    assert g["ans_q3_gemm_ratio"] == 1.0
+
+
+# --------------------------------------------------------------------------
+# Chapter 5: GEMM
+
+PAGE_05 = "chapters/05-gemm"
+
+
+def m_star(ridge, k, n, s):
+    """Solve 2MKN = R s (MK + KN + MN) for M."""
+    return ridge * s * k * n / (2 * k * n - ridge * s * (k + n))
+
+
+def test_chapter_5_prose_numbers(glued):
+    g = glued(PAGE_05)
+    assert round(g["g4096_i"], 1) == 1365.3  # 8192 / 6
+    assert g["g4096_flops_sci"] == "1.37 × 10¹¹"
+    assert g["g4096_bytes_si"] == "100.7 MB"  # 2 * 3 * 4096**2
+    for dtype, s, first in (("fp8", 1, 512), ("bf16", 2, 1024), ("fp32", 4, 2048)):
+        n_cross = 3 * s * RIDGE_H100 / 2
+        assert g[f"ncross_{dtype}"] == approx(n_cross)
+        assert first / 2 < n_cross <= first
+        assert g[f"nfirst_{dtype}"] == first
+    assert round(g["ncross_bf16"]) == 886
+    assert g["ridge_h100_bf16"] == approx(RIDGE_H100)
+    assert g["ridge_a100_bf16"] == approx(RIDGE_A100)
+
+
+def test_chapter_5_token_crossover(glued):
+    g = glued(PAGE_05)
+    # K = N = 4096, BF16: I(M) = 4096 M / (2M + 4096), so M* = 4096 R / (4096 - 2R).
+    exact = 4096 * RIDGE_H100 / (4096 - 2 * RIDGE_H100)
+    assert g["mstar_h100"] == approx(exact)  # about 345.2
+    assert g["mstar_h100_int"] == math.ceil(exact) == 346
+    assert gemm_intensity(346, 4096, 4096, 2) >= RIDGE_H100 > gemm_intensity(345, 4096, 4096, 2)
+    assert g["mfirst_h100"] == 512
+    assert g["mhalf"] == 256 and g["mhalf_i"] == approx(4096 * 256 / (512 + 4096))
+    assert g["mfirst_i"] == approx(4096 * 512 / (1024 + 4096))  # 409.6
+    exact_a100 = 4096 * RIDGE_A100 / (4096 - 2 * RIDGE_A100)
+    assert g["mstar_a100"] == approx(exact_a100)  # about 165.4
+    assert g["mfirst_a100"] == 256
+    assert g["rect_limit"] == 2048.0  # 2KN / (s (K + N))
+    assert g["m1_i"] == approx(2 * 4096**2 / (2 * (2 * 4096 + 4096**2)))
+
+
+def test_chapter_5_answers(glued):
+    g = glued(PAGE_05)
+    assert g["ans_q1_fp32"] == approx(square_intensity(4096, 4))  # 682.7
+    assert g["ans_q1_fp8"] == approx(square_intensity(4096, 1))  # 2730.7
+    ridge_fp8 = H100_FP8 / H100_BW
+    assert g["h100_fp8_over_bf16"] == 2.0
+    assert g["ans_q2_ridge_fp8"] == approx(ridge_fp8)  # about 590.7
+    assert g["ans_q2_n_fp8"] == approx(3 * 1 * ridge_fp8 / 2)
+    assert g["ans_q2_n_bf16"] == approx(3 * 2 * RIDGE_H100 / 2)
+    assert g["ans_q2_n_fp8"] == approx(g["ans_q2_n_bf16"])
+    i_decode = gemm_intensity(1, 4096, 4096, 2)  # about 1.0
+    assert g["ans_q3_i"] == approx(i_decode)
+    assert g["ans_q3_tflops"] == approx(H100_BW * i_decode / 1e12)  # about 3.35
+    assert g["ans_q3_pct"] == approx(H100_BW * i_decode / H100_BF16 * 100)  # about 0.34 %
+    q4 = m_star(RIDGE_H100, 4096, 11008, 2)
+    assert g["ans_q4_mstar"] == approx(q4)  # about 327.8
+    assert 256 < q4 <= 512
+    assert g["ans_q4_pow2"] == 512
