@@ -20,12 +20,16 @@ Examples
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from . import _validate
+from .dtypes import Precision, bytes_per_element
+from .hardware import Hardware
 from .ops import Cost
 
 Bound = Literal["memory", "compute"]
@@ -164,3 +168,232 @@ def fraction_of_roof(
     0.4
     """
     return achieved(flops, seconds) / attainable(intensity, peak_flops, bandwidth)
+
+
+# --------------------------------------------------------------------------
+# Where a GEMM reaches a ridge point
+
+
+def gemm_tokens_to_ridge(ridge: float, k: int, n: int, dtype: Precision = "bf16") -> float:
+    """Tokens ``M`` at which a linear layer, ``(M x k) @ (k x n)``, reaches intensity ``ridge``.
+
+    With each operand moved once (:func:`roofline_book.ops.gemm`) the layer's
+    intensity is ``I(M) = 2MKN / (s (MK + KN + MN))`` (FLOP/byte). It rises
+    with ``M`` toward ``2KN / (s (K + N))``; setting ``I(M) = I*`` gives
+
+    .. math:: M^{*} = \\frac{I^{*} s K N}{2KN - I^{*} s (K + N)} .
+
+    Parameters
+    ----------
+    ridge : float
+        Target intensity ``I*`` (FLOP/byte), > 0; usually a device's ridge
+        point (:meth:`roofline_book.hardware.Hardware.ridge_point`).
+    k, n : int
+        Input and output features of the layer (the weight is ``k x n``), each >= 1.
+    dtype : str or torch.dtype
+        Precision of activations, weight and output (``s`` bytes per element).
+
+    Returns
+    -------
+    float
+        ``M*`` (tokens) as a real number; the fewest whole tokens that reach
+        ``ridge`` are ``math.ceil(M*)``. ``math.inf`` when the limit
+        ``2KN / (s (K + N))`` is not above ``ridge``: no token count gets there.
+
+    Examples
+    --------
+    A 4096 x 4096 BF16 weight on the example device (ridge 100 FLOP/byte):
+    ``M* = 100 * 2 * 4096**2 / (2 * 4096**2 - 100 * 2 * 8192) = 409600 / 3896``.
+
+    >>> m_star = gemm_tokens_to_ridge(100.0, 4096, 4096, "bf16")
+    >>> round(m_star, 2)
+    105.13
+    >>> from roofline_book.ops import gemm
+    >>> gemm(105, 4096, 4096).intensity < 100 <= gemm(106, 4096, 4096).intensity
+    True
+
+    The limit here is ``2 * 4096**2 / (2 * 8192) = 2048`` FLOP/byte; a ridge
+    at or above it is never reached:
+
+    >>> gemm_tokens_to_ridge(2048.0, 4096, 4096, "bf16")
+    inf
+    """
+    ridge = _validate.positive("ridge", ridge)
+    k = _validate.size("k", k)
+    n = _validate.size("n", n)
+    s = bytes_per_element(dtype)
+    denominator = 2 * k * n - ridge * s * (k + n)
+    return ridge * s * k * n / denominator if denominator > 0 else math.inf
+
+
+def square_gemm_size_to_ridge(ridge: float, dtype: Precision = "bf16") -> float:
+    """Edge ``n`` at which a square GEMM, ``M = K = N = n``, reaches intensity ``ridge``.
+
+    A square GEMM's intensity is ``2n / (3s)`` (FLOP/byte), so
+
+    .. math:: n^{*} = \\frac{3 s I^{*}}{2} .
+
+    Parameters
+    ----------
+    ridge : float
+        Target intensity ``I*`` (FLOP/byte), > 0; usually a device's ridge point.
+    dtype : str or torch.dtype
+        Precision of the three matrices (``s`` bytes per element).
+
+    Returns
+    -------
+    float
+        ``n*`` (elements) as a real number; the smallest whole size that
+        reaches ``ridge`` is ``math.ceil(n*)``.
+
+    Examples
+    --------
+    The example device's ridge, 100 FLOP/byte, in BF16: ``3 * 2 * 100 / 2 = 300``.
+
+    >>> square_gemm_size_to_ridge(100.0, "bf16")
+    300.0
+    >>> from roofline_book.ops import gemm
+    >>> gemm(300, 300, 300, "bf16").intensity
+    100.0
+
+    Halving ``s`` halves ``n*``:
+
+    >>> square_gemm_size_to_ridge(100.0, "fp8")
+    150.0
+    """
+    ridge = _validate.positive("ridge", ridge)
+    return 3 * bytes_per_element(dtype) * ridge / 2
+
+
+# --------------------------------------------------------------------------
+# Tables of operators on a device
+
+
+@dataclass(frozen=True)
+class Row:
+    """One operator on one device: its cost, which roof binds, and its time lower bound."""
+
+    name: str
+    cost: Cost
+    attainable: float
+    """Roof at the operator's intensity, ``min(P, B I)`` (FLOP/s)."""
+    bound: Bound
+    time: TimeBound
+    share: float
+    """Fraction of the table's summed time lower bounds."""
+
+
+def cost_table(
+    named: Mapping[str, Cost] | Iterable[tuple[str, Cost]],
+    device: Hardware,
+    dtype: Precision = "bf16",
+) -> list[Row]:
+    """Named costs on ``device``: roof, bound, time lower bound and share of each, in order.
+
+    The compute roof is the device's dense peak in ``dtype``
+    (:meth:`roofline_book.hardware.Hardware.peak_flops`), the memory roof its
+    bandwidth. For your own figures, build the device with
+    :func:`roofline_book.hardware.adhoc`.
+
+    Parameters
+    ----------
+    named : mapping or list of tuple
+        The operators, ``{name: Cost}`` or ``[(name, Cost), ...]``; at least
+        one, each moving at least one byte.
+    device : roofline_book.hardware.Hardware
+        Where they run.
+    dtype : str or torch.dtype
+        Which of the device's peaks is the compute roof.
+
+    Returns
+    -------
+    list of Row
+        One per operator, in the order given; the shares sum to 1.
+        :func:`table_frame` turns them into a ``pandas.DataFrame``.
+
+    Examples
+    --------
+    On the example device (100 TFLOP/s, 1 TB/s): the BF16 add moves 6 bytes per
+    FLOP, so its roof is 1 TB/s / 6; the 4096^3 GEMM is under the flat roof.
+
+    >>> from roofline_book.hardware import EXAMPLE
+    >>> from roofline_book.ops import add, gemm
+    >>> rows = cost_table({"add": add(4096 * 4096), "gemm": gemm(4096, 4096, 4096)}, EXAMPLE)
+    >>> [(r.name, r.bound, round(r.attainable / 1e12, 3)) for r in rows]
+    [('add', 'memory', 0.167), ('gemm', 'compute', 100.0)]
+
+    The add's bound is ``6 * 4096**2 / 1e12`` s = 100.7 us, the GEMM's
+    ``2 * 4096**3 / 100e12`` s = 1374.4 us:
+
+    >>> [round(r.time.seconds * 1e6, 1) for r in rows]
+    [100.7, 1374.4]
+    >>> round(rows[0].share, 3)                 # 100.7 / (100.7 + 1374.4)
+    0.068
+    """
+    if not isinstance(device, Hardware):
+        raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
+    pairs = _named_costs(named)
+    peak, band = device.peak_flops(dtype), device.memory_bandwidth
+    times = [time_lower_bound(c, peak, band) for _, c in pairs]
+    total = sum(t.seconds for t in times)
+    return [
+        Row(name, cost, attainable(cost.intensity, peak, band), t.bound, t, t.seconds / total)
+        for (name, cost), t in zip(pairs, times, strict=True)
+    ]
+
+
+def _named_costs(named: object) -> list[tuple[str, Cost]]:
+    """``named`` as a non-empty list of (name, Cost) pairs, each Cost moving some bytes."""
+    if isinstance(named, Mapping):
+        items = list(named.items())
+    elif isinstance(named, (str, bytes)) or not isinstance(named, Iterable):
+        raise TypeError(
+            f"named must be a mapping of name to Cost or an iterable of (name, Cost) pairs, "
+            f"got {type(named).__name__}"
+        )
+    else:
+        items = list(named)
+    if not items:
+        raise ValueError("named must hold at least one (name, Cost) pair, got none")
+    pairs = []
+    for i, item in enumerate(items):
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise TypeError(f"named[{i}] must be a (name, Cost) pair, got {item!r}")
+        name, cost = item
+        if not isinstance(name, str):
+            raise TypeError(f"named[{i}]: the name must be a str, got {type(name).__name__}")
+        if not isinstance(cost, Cost):
+            raise TypeError(
+                f"named[{i}] ({name!r}): the cost must be a roofline_book.Cost, "
+                f"got {type(cost).__name__}"
+            )
+        if cost.bytes == 0:
+            raise ValueError(f"named[{i}] ({name!r}) moves no bytes, so it has no intensity")
+        pairs.append((name, cost))
+    return pairs
+
+
+def table_frame(rows: Iterable[Row]):
+    """The rows as a ``pandas.DataFrame`` (pandas must be installed), one column per figure.
+
+    Columns: operator, FLOPs, bytes, intensity (FLOP/byte), attainable
+    (FLOP/s), bound, time lower bound (microsecond), share of the table's time.
+    """
+    rows = list(rows)
+    for i, r in enumerate(rows):
+        if not isinstance(r, Row):
+            raise TypeError(f"rows[{i}] must be a Row (see cost_table), got {type(r).__name__}")
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "operator": [r.name for r in rows],
+            "FLOPs": [r.cost.flops for r in rows],
+            "bytes": [r.cost.bytes for r in rows],
+            "intensity [FLOP/B]": [r.cost.intensity for r in rows],
+            "attainable [FLOP/s]": [r.attainable for r in rows],
+            "bound": [r.bound for r in rows],
+            "time bound [us]": [r.time.seconds * 1e6 for r in rows],
+            "share": [r.share for r in rows],
+        }
+    )

@@ -35,7 +35,9 @@ from .ops import (
     rmsnorm,
     swiglu,
 )
-from .roofline import Bound, TimeBound, attainable, time_lower_bound
+from .roofline import Row as Row  # re-exported: Row and table_frame lived here first
+from .roofline import cost_table
+from .roofline import table_frame as table_frame
 
 
 @dataclass(frozen=True)
@@ -145,32 +147,6 @@ def block_ops(
     ]
 
 
-@dataclass(frozen=True)
-class Row:
-    """One operator on one device: its cost, which roof binds, and its time lower bound."""
-
-    name: str
-    cost: Cost
-    attainable: float
-    """Roof at the operator's intensity (FLOP/s)."""
-    bound: Bound
-    time: TimeBound
-    share: float
-    """Fraction of the table's summed time lower bounds."""
-
-
-def _rows(named: list[tuple[str, Cost]], device: Hardware, dtype: Precision) -> list[Row]:
-    if not isinstance(device, Hardware):
-        raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
-    peak, band = device.peak_flops(dtype), device.memory_bandwidth
-    times = [time_lower_bound(c, peak, band) for _, c in named]
-    total = sum(t.seconds for t in times)
-    return [
-        Row(name, cost, attainable(cost.intensity, peak, band), t.bound, t, t.seconds / total)
-        for (name, cost), t in zip(named, times, strict=True)
-    ]
-
-
 def block_table(
     config: DecoderConfig,
     device: Hardware,
@@ -189,7 +165,7 @@ def block_table(
     >>> rows["MLP up projection"].bound, rows["residual add"].bound
     ('compute', 'memory')
     """
-    return _rows(
+    return cost_table(
         block_ops(config, attention_impl=attention_impl, sram_bytes=sram_bytes),
         device,
         config.dtype,
@@ -233,25 +209,4 @@ def optimizer_table(
         )
         for impl in ADAMW_IMPLS
     ]
-    return _rows(named, device, param_dtype)
-
-
-def table_frame(rows: list[Row]):
-    """The rows as a ``pandas.DataFrame`` (pandas must be installed), one column per figure.
-
-    Columns: operator, FLOPs, bytes, intensity (FLOP/byte), bound, time lower
-    bound (microsecond), share of the table's time.
-    """
-    import pandas as pd
-
-    return pd.DataFrame(
-        {
-            "operator": [r.name for r in rows],
-            "FLOPs": [r.cost.flops for r in rows],
-            "bytes": [r.cost.bytes for r in rows],
-            "intensity [FLOP/B]": [r.cost.intensity for r in rows],
-            "bound": [r.bound for r in rows],
-            "time bound [us]": [r.time.seconds * 1e6 for r in rows],
-            "share": [r.share for r in rows],
-        }
-    )
+    return cost_table(named, device, param_dtype)

@@ -41,13 +41,19 @@ def si(value: float, unit: str = "", digits: int = 4) -> str:
     --------
     >>> si(137438953472, "FLOP")
     '137.4 GFLOP'
+    >>> si(999.7e9, "FLOP/s"), si(999.96e9, "FLOP/s")
+    ('999.7 GFLOP/s', '1 TFLOP/s')
     >>> si(0, "B"), si(float("inf"), "s")
     ('0 B', 'inf s')
     """
     if not math.isfinite(value) or value == 0:
         return f"{value:g} {unit}".rstrip()
     magnitude = abs(value)
-    prefix, scale = next(((p, v) for p, v in _PREFIXES if magnitude >= v * 0.9995), _PREFIXES[-1])
+    # A value that rounds up to 1000 at this many digits takes the next prefix.
+    threshold = 1 - 0.5 * 10.0**-digits
+    prefix, scale = next(
+        ((p, v) for p, v in _PREFIXES if magnitude >= v * threshold), _PREFIXES[-1]
+    )
     text = f"{value / scale:.{digits}g}"
     return f"{text} {prefix}{unit}".rstrip()
 

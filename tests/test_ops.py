@@ -178,3 +178,71 @@ def test_causal_rectangular_pairs():
 def test_linear_backward_is_two_gemms():
     t, i, o = 8, 16, 32
     assert ops.linear_backward(t, i, o).flops == 4 * t * i * o
+
+
+# --------------------------------------------------------------------------
+# tiled_gemm: per-tile traffic, nothing shared between tiles
+
+
+@pytest.mark.parametrize("tile", [1, 16, 128, 1024, 4096])
+def test_tiled_gemm_square_follows_the_per_tile_formula(tile):
+    n, s = 4096, 2
+    c = ops.tiled_gemm(n, n, n, tile, "bf16")
+    # (n/T)^2 tiles, each reading a T x n strip of A and an n x T strip of B, writing T x T
+    blocks = (n // tile) ** 2
+    assert c.bytes_read == blocks * s * 2 * tile * n == s * 2 * n**3 // tile
+    assert c.bytes_written == s * n * n
+    assert c.flops == 2 * n**3  # tiling changes traffic, never FLOPs
+    assert c.intensity == pytest.approx(2 * n * tile / (s * (2 * n + tile)))
+    assert c.kernels == 1
+
+
+def test_tiled_gemm_one_tile_is_the_ideal_gemm():
+    assert ops.tiled_gemm(4096, 4096, 4096, 4096) == gemm(4096, 4096, 4096)
+    assert ops.tiled_gemm(64, 32, 48, 64, "fp32") == gemm(64, 32, 48, "fp32")
+    # a tile larger than C is still one tile
+    assert ops.tiled_gemm(64, 32, 48, 1000, "fp32") == gemm(64, 32, 48, "fp32")
+
+
+def test_tiled_gemm_tile_of_one_is_naive():
+    m, k, n, s = 8, 512, 4, 4
+    c = ops.tiled_gemm(m, k, n, 1, "fp32")
+    # every output reads a row of A (k) and a column of B (k): 2k elements each
+    assert c.bytes_read == s * m * n * 2 * k  # 4 * 32 * 1024 = 131_072
+    assert c.bytes_read == 131_072
+    assert c.intensity == pytest.approx(2 * k / (s * (2 * k + 1)))  # 1024 / 4100, about 1/s
+    assert ops.tiled_gemm(4096, 4096, 4096, 1).intensity == pytest.approx(8192 / (2 * 8193))
+
+
+def test_tiled_gemm_ragged_edges_count_clipped_tiles():
+    m, k, n, tile, s = 100, 64, 60, 32, 2
+    c = ops.tiled_gemm(m, k, n, tile, "bf16")
+    # ceil(60/32) = 2 tile columns, so A is read twice; ceil(100/32) = 4 tile rows, B 4 times.
+    assert c.bytes_read == s * k * (m * 2 + n * 4) == 56_320  # 2 * 64 * (200 + 240)
+    assert c.bytes_written == s * m * n == 12_000
+    # the same, summed tile by tile with the edge tiles clipped
+    heights = [32, 32, 32, 4]
+    widths = [32, 28]
+    assert sum(s * (h * k + k * w) for h in heights for w in widths) == c.bytes_read
+
+
+def test_tiled_gemm_intensity_grows_with_tile():
+    values = [ops.tiled_gemm(1000, 300, 700, t).intensity for t in (1, 2, 8, 50, 333, 1000)]
+    assert values == sorted(values)
+    assert values[-1] == gemm(1000, 300, 700).intensity
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        ({"tile": 0}, ValueError, r"^tile must be an integer >= 1"),
+        ({"tile": 16.0}, TypeError, r"^tile must be an integer >= 1"),
+        ({"tile": True}, TypeError, r"^tile must be an integer >= 1"),
+        ({"m": 0}, ValueError, r"^m must be an integer >= 1"),
+        ({"dtype": "bf17"}, ValueError, "dtype 'bf17' is not a known precision"),
+    ],
+)
+def test_tiled_gemm_rejects(kwargs, error, match):
+    args = {"m": 8, "k": 8, "n": 8, "tile": 4} | kwargs
+    with pytest.raises(error, match=match):
+        ops.tiled_gemm(**args)

@@ -1,9 +1,26 @@
 """The roofline model itself."""
 
-import numpy as np
+import math
+
+import numpy as np  # intensity grids for attainable()
 import pytest
 
-from roofline_book import achieved, attainable, bound, gemm, ridge_point, time_lower_bound
+from roofline_book import (
+    EXAMPLE,
+    Cost,
+    achieved,
+    add,
+    adhoc,
+    attainable,
+    bound,
+    cost_table,
+    gemm,
+    gemm_tokens_to_ridge,
+    ridge_point,
+    square_gemm_size_to_ridge,
+    table_frame,
+    time_lower_bound,
+)
 from roofline_book.roofline import fraction_of_roof
 
 P, B = 100e12, 1e12  # the reference chapter's example device
@@ -85,3 +102,163 @@ def test_type_errors():
         ridge_point(True, B)
     with pytest.raises(TypeError, match="intensity"):
         attainable(np.array([True, False]), P, B)
+
+
+# --------------------------------------------------------------------------
+# Where a GEMM reaches a ridge point
+
+H100_RIDGE = 989.5e12 / 3.35e12  # BF16 dense peak over bandwidth, about 295.4 FLOP/byte
+
+
+def test_gemm_tokens_to_ridge_example_device():
+    # K = N = 4096, s = 2, ridge 100: 100 * 2 * 4096^2 / (2 * 4096^2 - 100 * 2 * 8192)
+    m_star = gemm_tokens_to_ridge(100.0, 4096, 4096, "bf16")
+    assert m_star == pytest.approx(409_600 / 3_896)  # about 105.13
+    assert gemm(105, 4096, 4096).intensity < 100 <= gemm(106, 4096, 4096).intensity
+
+
+@pytest.mark.parametrize(
+    "ridge,k,n,dtype,s",
+    [
+        (H100_RIDGE, 4096, 4096, "bf16", 2),  # about 345.2 tokens
+        (H100_RIDGE, 4096, 11008, "bf16", 2),  # about 327.8
+        (H100_RIDGE, 4096, 4096, "fp32", 4),
+        (50.0, 1024, 256, "fp8", 1),
+    ],
+)
+def test_gemm_tokens_to_ridge_solves_the_intensity(ridge, k, n, dtype, s):
+    m_star = gemm_tokens_to_ridge(ridge, k, n, dtype)
+    assert m_star == pytest.approx(ridge * s * k * n / (2 * k * n - ridge * s * (k + n)))
+    first = math.ceil(m_star)
+    assert gemm(first, k, n, dtype).intensity >= ridge
+    assert gemm(first - 1, k, n, dtype).intensity < ridge
+
+
+def test_gemm_tokens_to_ridge_h100_values():
+    # 4096 R / (4096 - 2R) with R about 295.4: 345.15 tokens, so 346 whole tokens
+    assert gemm_tokens_to_ridge(H100_RIDGE, 4096, 4096) == pytest.approx(345.1529, rel=1e-6)
+    assert math.ceil(gemm_tokens_to_ridge(H100_RIDGE, 4096, 4096)) == 346
+
+
+def test_gemm_tokens_to_ridge_unreachable_is_inf():
+    # the limit 2KN / (s (K + N)) is 2 * 4096^2 / (2 * 8192) = 2048 FLOP/byte in BF16
+    assert gemm_tokens_to_ridge(2047.0, 4096, 4096) > 1e6
+    assert gemm_tokens_to_ridge(2048.0, 4096, 4096) == math.inf
+    assert gemm_tokens_to_ridge(5000.0, 4096, 4096) == math.inf
+    # a narrow FP32 layer, limit 2 * 64 * 64 / (4 * 128) = 16 FLOP/byte
+    assert gemm_tokens_to_ridge(16.0, 64, 64, "fp32") == math.inf
+    # half the limit: 8 * 4 * 64^2 / (2 * 64^2 - 8 * 4 * 128) = 131_072 / 4_096
+    assert gemm_tokens_to_ridge(8.0, 64, 64, "fp32") == pytest.approx(32.0)
+
+
+@pytest.mark.parametrize(
+    "dtype,s,first",
+    [("fp8", 1, 444), ("bf16", 2, 887), ("fp32", 4, 1773)],
+)
+def test_square_gemm_size_to_ridge(dtype, s, first):
+    n_star = square_gemm_size_to_ridge(H100_RIDGE, dtype)
+    assert n_star == pytest.approx(3 * s * H100_RIDGE / 2)  # 443.1, 886.1, 1772.2
+    assert math.ceil(n_star) == first
+    assert gemm(first, first, first, dtype).intensity >= H100_RIDGE
+    assert gemm(first - 1, first - 1, first - 1, dtype).intensity < H100_RIDGE
+
+
+@pytest.mark.parametrize(
+    "call,error,match",
+    [
+        (lambda: gemm_tokens_to_ridge(0, 64, 64), ValueError, "^ridge must be"),
+        (lambda: gemm_tokens_to_ridge(float("inf"), 64, 64), ValueError, "^ridge must be"),
+        (lambda: gemm_tokens_to_ridge("100", 64, 64), TypeError, "^ridge must be"),
+        (lambda: gemm_tokens_to_ridge(100, 0, 64), ValueError, "^k must be an integer >= 1"),
+        (lambda: gemm_tokens_to_ridge(100, 64, 6.4), TypeError, "^n must be an integer >= 1"),
+        (lambda: gemm_tokens_to_ridge(100, 64, 64, "bf17"), ValueError, "dtype 'bf17'"),
+        (lambda: square_gemm_size_to_ridge(-1.0), ValueError, "^ridge must be"),
+        (lambda: square_gemm_size_to_ridge(True), TypeError, "^ridge must be"),
+        (lambda: square_gemm_size_to_ridge(100, "bf17"), ValueError, "dtype 'bf17'"),
+    ],
+)
+def test_ridge_solvers_reject(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --------------------------------------------------------------------------
+# cost_table and table_frame
+
+
+def test_cost_table_rows_on_the_example_device():
+    named = [("add", add(4096 * 4096)), ("gemm", gemm(4096, 4096, 4096))]
+    rows = cost_table(named, EXAMPLE, "bf16")
+    assert [r.name for r in rows] == ["add", "gemm"]
+    a, g = rows
+    assert a.attainable == pytest.approx(1e12 / 6)  # B * I = 1 TB/s * 1/6
+    assert g.attainable == P  # I = 8192/6 = 1365 > 100: the flat roof
+    assert (a.bound, g.bound) == ("memory", "compute")
+    assert a.time.seconds == pytest.approx(6 * 4096**2 / B)  # 100.7 us
+    assert g.time.seconds == pytest.approx(2 * 4096**3 / P)  # 1374.4 us
+    total = 6 * 4096**2 / B + 2 * 4096**3 / P
+    assert a.share == pytest.approx(6 * 4096**2 / B / total)  # about 0.068
+    assert a.share + g.share == pytest.approx(1.0)
+    assert a.time == time_lower_bound(add(4096 * 4096), P, B)
+    assert cost_table(dict(named), EXAMPLE) == rows  # a mapping works the same
+
+
+def test_cost_table_uses_the_peak_of_dtype():
+    dev = adhoc("two peaks", {"bf16": 200e12, "fp32": 50e12}, 1e12)
+    c = gemm(1024, 1024, 1024)  # I = 2048 / 6 = 341.3 FLOP/byte
+    (bf16,) = cost_table([("g", c)], dev, "bf16")
+    (fp32,) = cost_table([("g", c)], dev, "fp32")
+    assert bf16.attainable == 200e12 and bf16.bound == "compute"  # ridge 200
+    assert fp32.attainable == 50e12 and fp32.bound == "compute"  # ridge 50
+    # roofline.bound agrees with the rows
+    assert bound(c.intensity, 200e12, 1e12) == bf16.bound
+    small = gemm(64, 64, 64)  # I = 128 / 6 = 21.3 < 50
+    (row,) = cost_table({"small": small}, dev, "fp32")
+    assert row.bound == "memory" and row.attainable == pytest.approx(1e12 * 128 / 6)
+
+
+@pytest.mark.parametrize(
+    "named,device,error,match",
+    [
+        ([("add", add(8))], "example", TypeError, "^device must be a Hardware"),
+        ([], EXAMPLE, ValueError, "^named must hold at least one"),
+        ({}, EXAMPLE, ValueError, "^named must hold at least one"),
+        (add(8), EXAMPLE, TypeError, "^named must be a mapping"),
+        ("add", EXAMPLE, TypeError, "^named must be a mapping"),
+        ([add(8)], EXAMPLE, TypeError, r"^named\[0\] must be a \(name, Cost\) pair"),
+        ([("add", add(8)), (3, add(8))], EXAMPLE, TypeError, r"^named\[1\]: the name"),
+        ([("add", 6)], EXAMPLE, TypeError, r"^named\[0\] \('add'\): the cost must be"),
+        ([("nothing", Cost(1, 0, 0))], EXAMPLE, ValueError, r"^named\[0\] \('nothing'\) moves no"),
+    ],
+)
+def test_cost_table_rejects(named, device, error, match):
+    with pytest.raises(error, match=match):
+        cost_table(named, device)
+
+
+def test_cost_table_rejects_a_precision_without_a_peak():
+    dev = adhoc("bf16 only", {"bf16": 100e12}, 1e12)
+    with pytest.raises(ValueError, match="no published dense peak for fp32"):
+        cost_table([("add", add(8))], dev, "fp32")
+
+
+def test_table_frame_columns_and_values():
+    rows = cost_table([("add", add(4096 * 4096)), ("gemm", gemm(4096, 4096, 4096))], EXAMPLE)
+    df = table_frame(rows)
+    assert list(df.columns) == [
+        "operator",
+        "FLOPs",
+        "bytes",
+        "intensity [FLOP/B]",
+        "attainable [FLOP/s]",
+        "bound",
+        "time bound [us]",
+        "share",
+    ]
+    assert list(df["operator"]) == ["add", "gemm"]
+    assert list(df["FLOPs"]) == [4096**2, 2 * 4096**3]
+    assert list(df["bytes"]) == [6 * 4096**2, 3 * 2 * 4096**2]
+    assert list(df["attainable [FLOP/s]"]) == [r.attainable for r in rows]
+    assert df["time bound [us]"].tolist() == pytest.approx([100.663296, 1374.38953472])
+    with pytest.raises(TypeError, match=r"^rows\[1\] must be a Row"):
+        table_frame([rows[0], ("gemm", gemm(8, 8, 8))])

@@ -75,3 +75,18 @@ def test_frame():
     df = table_frame(block_table(LLAMA2_7B, H100))
     assert list(df.columns)[:3] == ["operator", "FLOPs", "bytes"]
     assert df["share"].sum() == pytest.approx(1.0)
+
+
+def test_tables_are_cost_tables():
+    from roofline_book import roofline, transformer
+    from roofline_book.ops import gemm
+
+    # Row and table_frame moved to roofline; transformer keeps the old names
+    assert transformer.Row is roofline.Row and transformer.table_frame is roofline.table_frame
+    assert block_table(LLAMA2_7B, H100) == roofline.cost_table(block_ops(LLAMA2_7B), H100, "bf16")
+    rows = {r.name: r for r in block_table(LLAMA2_7B, H100)}
+    up = rows["MLP up projection"]
+    assert up.cost == gemm(4096, 4096, 11008)
+    # compute-bound: the roof is the BF16 dense peak, the bound 2 * 4096 * 4096 * 11008 / P
+    assert up.attainable == H100.peak_flops("bf16") == 989.5e12
+    assert up.time.seconds == pytest.approx(2 * 4096 * 4096 * 11008 / 989.5e12)  # 373.5 us
