@@ -1,0 +1,381 @@
+"""The command line, run as a real subprocess: its figures are the library's figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import roofline_book as rb
+from roofline_book import cli
+from roofline_book.transformer import LLAMA2_7B, DecoderConfig, block_table, optimizer_table
+
+ROOT = Path(__file__).resolve().parents[1]
+H100 = rb.hardware("h100-sxm")
+
+
+def run(*args: str, program: tuple[str, ...] = (sys.executable, "-m", "roofline_book")):
+    """Run the CLI in a fresh interpreter; return the CompletedProcess."""
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
+    return subprocess.run(
+        [*program, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+
+
+def run_json(*args: str) -> dict:
+    done = run(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def call(capsys):
+    """Run ``cli.main`` in this process (fast): return (status, stdout, stderr)."""
+
+    def call(*args: str) -> tuple[int, str, str]:
+        status = cli.main(list(args))
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return call
+
+
+# --------------------------------------------------------------------------
+# op
+
+
+def test_op_gemm_json_equals_the_library():
+    out = run_json("op", "gemm", "--m", "4096", "--k", "4096", "--n", "4096", "--dtype", "bf16")
+    cost = rb.gemm(4096, 4096, 4096, "bf16")
+    peak, band = H100.peak_flops("bf16"), H100.memory_bandwidth
+    assert out["flops"] == cost.flops == 137_438_953_472  # 2 * 4096**3
+    assert out["bytes_read"] == cost.bytes_read == 2 * 2 * 4096**2  # A and B, 2 bytes each
+    assert out["bytes_written"] == cost.bytes_written == 2 * 4096**2
+    assert out["bytes"] == cost.bytes
+    assert out["intensity"] == cost.intensity
+    assert out["attainable"] == rb.attainable(cost.intensity, peak, band) == 989.5e12
+    assert out["bound"] == rb.bound(cost.intensity, peak, band) == "compute"
+    time = rb.time_lower_bound(cost, peak, band)
+    assert (out["time_compute"], out["time_memory"]) == (time.compute, time.memory)
+    assert out["time_lower_bound"] == time.seconds
+    assert out["device"]["key"] == "h100-sxm"  # the default device
+    assert out["device"]["ridge_point"] == H100.ridge_point("bf16")
+    assert out["arguments"] == {
+        "m": 4096,
+        "k": 4096,
+        "n": 4096,
+        "dtype": "bf16",
+        "batch": 1,
+        "out_dtype": None,
+    }
+
+
+def test_op_add_on_the_example_device():
+    # 100 TFLOP/s and 1 TB/s, typed with units; 2^20 BF16 elements, 6 bytes per FLOP
+    out = run_json("op", "add", "--numel", "2^20", "--peak", "100T", "--bandwidth", "1TB/s")
+    cost = rb.add(2**20, "bf16")
+    assert out["flops"] == 2**20
+    assert out["bytes"] == cost.bytes == 6 * 2**20
+    assert out["intensity"] == cost.intensity == pytest.approx(1 / 6)
+    assert out["attainable"] == rb.attainable(cost.intensity, 100e12, 1e12)
+    assert out["attainable"] == pytest.approx(1e12 / 6)
+    assert out["bound"] == "memory"
+    assert out["time_lower_bound"] == 6 * 2**20 / 1e12
+    assert out["device"]["ridge_point"] == rb.ridge_point(100e12, 1e12) == 100.0
+
+
+# Each operator: the command-line arguments, and the library call they must equal.
+OPERATOR_CASES = {
+    "gemm batched": (
+        ["gemm", "--m", "64", "--k", "128", "--n", "32", "--batch", "8", "--dtype", "fp32"],
+        rb.gemm(64, 128, 32, "fp32", batch=8),
+    ),
+    "residual_add": (["residual_add", "--numel", "4k"], rb.residual_add(4000)),
+    "relu": (["relu", "--numel", "1Mi", "--dtype", "fp16"], rb.relu(2**20, "fp16")),
+    "gelu": (["gelu", "--numel", "1000"], rb.gelu(1000)),
+    "swiglu": (["swiglu", "--numel", "11008"], rb.swiglu(11008)),
+    "elementwise": (
+        ["elementwise", "--numel", "10", "--inputs", "3", "--outputs", "0"]
+        + ["--flops-per-element", "2", "--dtype", "fp32"],
+        rb.elementwise(10, "fp32", inputs=3, outputs=0, flops_per_element=2),
+    ),
+    "rmsnorm": (["rmsnorm", "--rows", "4096", "--d", "4096"], rb.rmsnorm(4096, 4096)),
+    "layernorm": (
+        ["layernorm", "--rows", "2", "--d", "8", "--dtype", "bf16", "--weight-dtype", "fp32"],
+        rb.layernorm(2, 8, "bf16", weight_dtype="fp32"),
+    ),
+    "softmax": (["softmax", "--rows", "4096", "--cols", "4096"], rb.softmax(4096, 4096)),
+    "adamw": (
+        ["adamw", "--params", "1M", "--impl", "loop", "--tensors", "7", "--grad-dtype", "bf16"],
+        rb.adamw(10**6, "loop", tensors=7, grad_dtype="bf16"),
+    ),
+    "attention flash causal": (
+        ["attention", "--batch", "2", "--heads", "4", "--seq-q", "1024", "--head-dim", "64"]
+        + ["--causal", "--sram-bytes", "64Ki"],
+        rb.attention(2, 4, 1024, 1024, 64, causal=True, sram_bytes=65536),
+    ),
+    "attention materialized": (
+        ["attention", "--batch", "1", "--heads", "1", "--seq-q", "512", "--seq-k", "2048"]
+        + ["--head-dim", "128", "--impl", "materialized"],
+        rb.attention(1, 1, 512, 2048, 128, impl="materialized"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", OPERATOR_CASES, ids=list(OPERATOR_CASES))
+def test_every_operator_equals_the_library(case, call):
+    argv, cost = OPERATOR_CASES[case]
+    status, stdout, stderr = call("op", *argv, "--device", "A100-SXM", "--json")  # any case
+    assert (status, stderr) == (0, "")
+    out = json.loads(stdout)
+    got = (out["flops"], out["bytes_read"], out["bytes_written"], out["kernels"])
+    assert got == (cost.flops, cost.bytes_read, cost.bytes_written, cost.kernels)
+    a100 = rb.hardware("a100-sxm")
+    precision = out["device"]["precision"]
+    assert out["attainable"] == rb.attainable(
+        cost.intensity, a100.peak_flops(precision), a100.memory_bandwidth
+    )
+
+
+def test_adamw_roof_is_the_parameter_precision(call):
+    status, stdout, _ = call("op", "adamw", "--params", "100", "--impl", "fused", "--json")
+    assert status == 0
+    out = json.loads(stdout)
+    assert out["device"]["precision"] == "fp32"
+    assert out["device"]["peak_flops"] == H100.peak_flops("fp32") == 67e12
+
+
+def test_op_table_is_aligned_with_si_units():
+    done = run("op", "gemm", "--m", "4096", "--k", "4096", "--n", "4096")
+    assert done.returncode == 0 and done.stderr == ""
+    lines = done.stdout.splitlines()
+    # the longest label, "memory bandwidth", is 16 characters: values start at column 18
+    assert all(line[16:18] == "  " and line[18] != " " for line in lines)
+    values = {line[:18].strip(): line[18:] for line in lines}
+    assert values["FLOPs"] == "137.4 GFLOP"
+    assert values["bytes"] == "100.7 MB"
+    assert values["intensity"] == "1365 FLOP/B"  # 2 * 4096 / (3 * 2) = 1365.3
+    assert values["bound"] == "compute"
+    assert values["attainable"] == "989.5 TFLOP/s"
+    assert values["time lower bound"] == "138.9 us"  # 137.4e9 / 989.5e12
+
+
+# --------------------------------------------------------------------------
+# block
+
+
+def test_block_json_equals_the_transformer_tables():
+    out = run_json("block", "--optimizer", "--grad-dtype", "bf16")
+    rows = block_table(LLAMA2_7B, H100)
+    assert [r["name"] for r in out["rows"]] == [r.name for r in rows]
+    for got, row in zip(out["rows"], rows, strict=True):
+        assert (got["flops"], got["bytes"]) == (row.cost.flops, row.cost.bytes)
+        assert got["time_lower_bound"] == row.time.seconds
+        assert (got["bound"], got["share"]) == (row.bound, row.share)
+    assert out["config"]["parameters"] == LLAMA2_7B.parameters == 202_383_360
+    opt = optimizer_table(LLAMA2_7B, H100, grad_dtype="bf16")
+    got_opt = {r["name"]: r for r in out["optimizer"]["rows"]}
+    assert got_opt["AdamW (loop)"]["kernels"] == 56  # 8 passes x 7 tensors
+    assert [r["bytes"] for r in out["optimizer"]["rows"]] == [r.cost.bytes for r in opt]
+
+
+def test_block_custom_config_on_an_adhoc_device():
+    out = run_json(
+        "block",
+        *("--batch", "2", "--seq", "2k", "--hidden", "2048", "--heads", "16", "--ffn", "5632"),
+        *("--attention", "materialized", "--peak", "100T", "--bandwidth", "1T"),
+    )
+    config = DecoderConfig(batch=2, seq=2000, hidden=2048, heads=16, ffn=5632)
+    rows = block_table(config, rb.adhoc("x", 100e12, 1e12), attention_impl="materialized")
+    assert [r["time_lower_bound"] for r in out["rows"]] == [r.time.seconds for r in rows]
+    assert out["rows"][2]["name"] == "attention (materialized)"
+    assert out["rows"][2]["kernels"] == 3
+
+
+def test_block_table_text():
+    done = run("block", "--seq", "1", "--device", "h200-sxm")
+    assert done.returncode == 0 and done.stderr == ""
+    text = done.stdout
+    assert "seq=1" in text and "h200-sxm" in text
+    total = [line for line in text.splitlines() if line.startswith("total")]
+    assert len(total) == 1
+    # decode-like: one token, so each projection reads its weights for one row
+    up = next(line for line in text.splitlines() if line.startswith("MLP up projection"))
+    assert " memory " in up
+
+
+# --------------------------------------------------------------------------
+# devices
+
+
+def test_devices_json_dense_peaks_and_ridge_points():
+    out = run_json("devices")
+    devices = {d["key"]: d for d in out["devices"]}
+    assert list(devices) == list(rb.catalog())
+    h100 = devices["h100-sxm"]
+    assert h100["dense_peaks"]["bf16"] == 989.5e12
+    assert h100["ridge_points"]["bf16"] == H100.ridge_point("bf16") == 989.5e12 / 3.35e12
+    assert "sparse_peaks" not in h100 and "peak_flops_sparse" not in h100["sources"]
+    assert h100["sources"]["peak_flops"]["title"] == H100.source("peak_flops").title
+
+
+def test_devices_sparse_is_labelled_and_never_a_ridge():
+    done = run("devices", "--sparse", "--device", "h100-sxm", "--dtype", "bf16")
+    assert done.returncode == 0 and done.stderr == ""
+    header, row = done.stdout.splitlines()[:2]
+    assert "2:4-sparse peak (never a roof)" in header
+    # ridge point from the dense 989.5 TFLOP/s (295.4), not the sparse 1979 (590.7)
+    assert row.split() == ["h100-sxm", "bf16", "989.5", "TFLOP/s", "3.35", "TB/s", "295.4"] + [
+        "FLOP/B",
+        "1.979",
+        "PFLOP/s",
+    ]
+
+
+# --------------------------------------------------------------------------
+# plot
+
+
+def test_plot_svg_with_points(tmp_path):
+    svg = tmp_path / "roof.svg"
+    out = run_json(
+        "plot",
+        *("--out", str(svg), "--point", "gemm:4096,4096,4096", "--point", "add:1048576"),
+        *("--peak", "100T", "--bandwidth", "1T"),
+    )
+    text = svg.read_text()
+    assert text.startswith("<?xml") and "<svg" in text
+    assert [p["label"] for p in out["points"]] == ["gemm 4096x4096x4096", "add 1048576"]
+    gemm, add = out["points"]
+    assert gemm["flops"] == rb.gemm(4096, 4096, 4096).flops
+    assert gemm["attainable"] == 100e12 and gemm["bound"] == "compute"
+    assert add["attainable"] == rb.attainable(rb.add(2**20).intensity, 100e12, 1e12)
+
+
+def test_plot_png_on_a_catalog_device(tmp_path):
+    png = tmp_path / "roof.png"
+    done = run(
+        "plot",
+        *("--out", str(png), "--device", "mi300x", "--dtype", "fp16"),
+        *("--point", "attention:1,32,4096,4096,128,impl=materialized"),
+    )
+    assert done.returncode == 0, done.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "mi300x" in done.stdout and "memory" in done.stdout
+
+
+def test_parse_point_names_and_positions():
+    _, label, cost, args = cli.parse_point("gemm:64,64,64,batch=8,dtype=fp32")
+    assert cost == rb.gemm(64, 64, 64, "fp32", batch=8)
+    assert label == "gemm 64x64x64 batch=8 dtype=fp32"
+    _, _, cost, args = cli.parse_point("attention:1,2,128,256,64,causal=yes", dtype="fp16")
+    assert cost == rb.attention(1, 2, 128, 256, 64, "fp16", causal=True)
+    assert args["dtype"] == "fp16"
+    # AdamW keeps its own precision defaults even when the plot's dtype is bf16
+    assert cli.parse_point("adamw:1000", dtype="bf16")[2] == rb.adamw(1000)
+
+
+# --------------------------------------------------------------------------
+# bench
+
+
+def test_bench_runs_or_says_why_not():
+    bench, problem = cli.load_bench()
+    if problem is None:
+        done = run("bench", "--help")
+        assert done.returncode == 0 and "usage: roofline-book bench" in done.stdout
+        assert bench.configure_parser and bench.run_from_args
+    else:
+        done = run("bench")
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.splitlines() == [
+            f"roofline-book bench: error: bench is not available: {problem}"
+        ]
+
+
+# --------------------------------------------------------------------------
+# Bad input: one line on stderr, exit status 2, no traceback
+
+GEMM = ("op", "gemm", "--m", "4", "--k", "4", "--n", "4")
+ERRORS = {
+    "unknown operator": (("op", "conv2d", "--m", "4"), "invalid choice: 'conv2d'"),
+    "unknown device": ((*GEMM, "--device", "tpu-v9"), "allowed: a100-sxm, h100-sxm"),
+    "unknown precision": ((*GEMM, "--dtype", "bf17"), "allowed: fp64, fp32"),
+    "precision the device lacks": ((*GEMM, "--device", "b200", "--dtype", "fp32"), "fp32"),
+    "negative size": (("op", "gemm", "--m", "-4", "--k", "4", "--n", "4"), "--m"),
+    "non-integer size": (("op", "add", "--numel", "1.5"), "whole number"),
+    "zero size": (("op", "add", "--numel", "0"), "numel must be an integer >= 1"),
+    "missing size": (("op", "gemm", "--m", "4", "--k", "4"), "required: --n"),
+    "malformed unit": ((*GEMM, "--peak", "100X", "--bandwidth", "1T"), "cannot read '100X'"),
+    "bytes as a peak": ((*GEMM, "--peak", "1TB/s", "--bandwidth", "1T"), "--peak"),
+    "peak alone": ((*GEMM, "--peak", "100T"), "--bandwidth is missing"),
+    "device and peak": ((*GEMM, "--device", "b200", "--peak", "1T", "--bandwidth", "1T"), "not"),
+    "bad impl": (("op", "adamw", "--params", "9", "--impl", "fast"), "loop, foreach, fused"),
+    "bad block": (("block", "--hidden", "100", "--heads", "3"), "divisible"),
+    "bad point": (("plot", "--out", "x.svg", "--point", "gemm:4,4"), "gemm needs n"),
+    "bad plot file": (("plot", "--out", "x.pdf"), ".svg or .png"),
+}
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=list(ERRORS))
+def test_bad_input_is_one_line_and_exit_2(case, call):
+    argv, expected = ERRORS[case]
+    status, stdout, stderr = call(*argv)
+    assert (status, stdout) == (2, "")
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("roofline-book")
+    assert expected in lines[0]
+
+
+# one of each kind, end to end: argparse's own error, a unit, the library's ValueError
+@pytest.mark.parametrize(
+    "case", ["unknown operator", "malformed unit", "unknown precision", "bad point"]
+)
+def test_bad_input_in_a_real_process_has_no_traceback(case):
+    argv, expected = ERRORS[case]
+    done = run(*argv)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1 and expected in done.stderr
+
+
+@pytest.mark.parametrize(
+    "text,value",
+    [("4096", 4096), ("1_048_576", 2**20), ("4k", 4000), ("4K", 4000), ("1.5M", 1_500_000)]
+    + [("2G", 2 * 10**9), ("64Ki", 65536), ("1Mi", 2**20), ("2^20", 2**20), ("2**10", 1024)],
+)
+def test_sizes(text, value):
+    assert cli.parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["-1", "4.5", "1.0001k", "4kb", "", "1e3", "four", "2^99999"])
+def test_bad_sizes(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        cli.parse_size(text)
+
+
+def test_help_and_version():
+    done = run("--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"roofline-book {rb.__version__}")
+    done = run("op", "attention", "--help")
+    assert done.returncode == 0
+    for flag in ("--seq-q", "--seq-k", "--head-dim", "--causal", "--sram-bytes", "--impl"):
+        assert flag in done.stdout
+
+
+def test_console_script():
+    script = shutil.which("roofline-book", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the roofline-book console script is not installed beside this Python")
+    done = run("op", "add", "--numel", "1", "--json", program=(script,))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["bytes"] == 6  # read x, read y, write z: 3 x 2 bytes
