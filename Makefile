@@ -9,6 +9,8 @@ BUILD   := _build
 MATHJAX_VERSION := 3.2.2
 MATHJAX := $(BUILD)/mathjax/mathjax
 ES5     := $(BUILD)/npm/node_modules/mathjax/es5
+# Where `make bench` writes its run file: one new file per run, never overwritten.
+BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
 .PHONY: all venv mathjax html test doctest bench lint livehtml clean distclean
 
@@ -36,36 +38,26 @@ $(MATHJAX)/tex-chtml.js:
 mathjax: $(MATHJAX)/tex-chtml.js
 
 html: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
-	@if [ -d docs ]; then \
-	  $(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html; \
-	else echo "no docs/ yet: nothing to build beyond the package"; fi
+	$(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html
 
-# Package tests and doctests, then (once the book exists) checks of the built site.
-test: $(VENV)/.installed html
+# Package tests and doctests, then checks of the built site (pages, links, browser).
+test: html
 	$(PY) -m pytest
 
 doctest: $(VENV)/.installed
 	$(PY) -m pytest roofline_book
 
+# The full benchmark suite on this machine's CPU; DEVICE=cuda on a GPU.
+DEVICE ?= cpu
 bench: $(VENV)/.installed
-	$(PY) -m roofline_book bench --out $(BUILD)/bench-$(shell hostname).json
+	mkdir -p $(dir $(BENCH_OUT))
+	$(PY) -m roofline_book bench --device $(DEVICE) --out $(BENCH_OUT)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check roofline_book tests
 	$(VENV)/bin/ruff format --check roofline_book tests
 
-live$(MATHJAX)/tex-chtml.js:
-	mkdir -p $(BUILD)/npm
-	npm install --silent --no-save --no-audit --no-fund --prefix $(BUILD)/npm mathjax@$(MATHJAX_VERSION)
-	rm -rf $(MATHJAX) && mkdir -p $(MATHJAX)/output/chtml/fonts $(MATHJAX)/input/tex
-	cp -r $(ES5)/output/chtml/fonts/woff-v2 $(MATHJAX)/output/chtml/fonts/
-	cp -r $(ES5)/input/tex/extensions $(MATHJAX)/input/tex/
-	cp -r $(ES5)/ui $(ES5)/a11y $(MATHJAX)/
-	cp $(ES5)/tex-chtml.js $(MATHJAX)/
-
-mathjax: $(MATHJAX)/tex-chtml.js
-
-html: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
+livehtml: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
 	$(VENV)/bin/sphinx-autobuild -c . docs $(BUILD)/html --watch roofline_book \
 	  --ignore "*.ipynb" --ignore "$(BUILD)/*" --re-ignore "jupyter_execute/.*"
 
