@@ -1,0 +1,627 @@
+"""The benchmark suite: a real tiny run on the CPU, the command line, the run-file format.
+
+The CPU run uses the ``tiny`` sizes on one thread, so it takes a few seconds.
+Tests of the CUDA path are marked ``cuda`` and skipped without a CUDA device.
+Fixture run files under tests/data/ are hand-made test data, not measurements.
+"""
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from roofline_book import bench, ops, runfile
+
+DATA = Path(__file__).parent / "data"
+FIXTURES = sorted(DATA.glob("fixture-*.json"))
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="bench")
+    bench.configure_parser(parser)
+    return parser.parse_args(list(argv))
+
+
+def run_cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = bench.run_from_args(parse(*argv))
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """A tiny CPU run made through the command line: (path, run, stdout)."""
+    path = tmp_path_factory.mktemp("run") / "cpu-tiny.json"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        status, out, _ = run_cli("--suite", "tiny", "--out", str(path), "--no-progress")
+    finally:
+        torch.set_num_threads(threads)
+    assert status == 0
+    return path, runfile.read_run(path), out
+
+
+# --------------------------------------------------------------------------
+# A real run on the CPU
+
+
+def test_tiny_run_measures_every_case(tiny):
+    _, run, _ = tiny
+    assert [e["id"] for e in run["results"]] == [c.id for c in bench.cases("cpu", "tiny")]
+    assert {e["status"] for e in run["results"]} == {"ok"}
+    assert run["device"]["type"] == "cpu" and run["device"]["threads"] == 1
+    assert run["software"]["torch"] == torch.__version__
+    assert run["suite"] == "tiny"
+    if hasattr(os, "getloadavg"):
+        assert len(run["load_average"]) == 2 and min(run["load_average"]) >= 0
+
+
+def test_models_are_the_ops_functions(tiny):
+    _, run, _ = tiny
+    expected = {
+        "gemm": lambda s, p, i: ops.gemm(s["m"], s["k"], s["n"], p),
+        "add": lambda s, p, i: ops.add(s["numel"], p),
+        "relu": lambda s, p, i: ops.relu(s["numel"], p),
+        "copy": lambda s, p, i: ops.elementwise(s["numel"], p, flops_per_element=0),
+        "triad": lambda s, p, i: ops.elementwise(s["numel"], p, inputs=2, flops_per_element=2),
+        "triad_inplace": lambda s, p, i: ops.elementwise(
+            s["numel"], p, inputs=2, flops_per_element=2
+        ),
+        "rmsnorm": lambda s, p, i: ops.rmsnorm(s["rows"], s["d"], p),
+        "softmax": lambda s, p, i: ops.softmax(s["rows"], s["cols"], p),
+        "adamw": lambda s, p, i: ops.adamw(s["params"], i, tensors=s["tensors"], param_dtype=p),
+        "attention": lambda s, p, i: ops.attention(
+            s["batch"],
+            s["heads"],
+            s["seq_q"],
+            s["seq_k"],
+            s["head_dim"],
+            p,
+            impl="materialized" if i == "materialized" else "flash",
+        ),
+    }
+    for e in run["results"]:
+        assert runfile.model_cost(e) == expected[e["name"]](e["shape"], e["precision"], e["impl"])
+    gemm = next(e for e in run["results"] if e["id"] == "gemm/fp32/mm/m=128,k=128,n=128")
+    # 2 * 128**3 = 4_194_304 FLOP; 4 bytes * 3 * 128**2 = 196_608 bytes
+    assert gemm["model"] == {
+        "flops": 4_194_304,
+        "bytes_read": 131_072,
+        "bytes_written": 65_536,
+        "kernels": 1,
+    }
+
+
+def test_every_entry_is_checked_then_timed(tiny):
+    _, run, _ = tiny
+    for e in run["results"]:
+        t, check = e["time"], e["check"]
+        assert t["median_s"] > 0 and t["iqr_s"] >= 0
+        assert t["reps"] >= bench.MIN_SAMPLES and t["inner"] >= 1
+        assert check["max_abs_err"] <= check["atol"] + check["rtol"] * 1e3
+        assert check["rtol"] == bench.RTOL[e["precision"]]
+        assert e["l2_flush"] is False  # no cache flush on the CPU
+
+
+def test_ceilings_are_the_best_measured(tiny):
+    _, run, _ = tiny
+    ceilings = run["ceilings"]
+    for precision in ("fp32", "bf16"):
+        sweep = [e for e in runfile.results(run, "gemm") if e["precision"] == precision]
+        best = max(sweep, key=lambda e: runfile.rates(e)[0])
+        assert ceilings["peak_flops"][precision] == {
+            "value": runfile.rates(best)[0],
+            "entry": best["id"],
+        }
+    copy_entry = runfile.results(run, "copy")[0]
+    assert ceilings["bandwidth"]["copy"]["value"] == runfile.rates(copy_entry)[1]
+    assert ceilings["working_set_bytes"] == 2 * 4 * 2**16  # source and destination, fp32
+    hw = runfile.as_hardware(run)
+    assert hw.peak_flops("bf16") == ceilings["peak_flops"]["bf16"]["value"]
+    assert hw.memory_bandwidth == runfile.memory_roof(run)
+
+
+def test_cli_prints_table_and_checklist(tiny):
+    _, run, out = tiny
+    assert "gemm/fp32/mm/m=128,k=128,n=128" in out  # the peak's entry, in the ceilings
+    assert out.count("\n") > len(run["results"])
+    assert "claims:" in out and "[not measured]" in out  # tiny: ceilings fit in cache
+
+
+def test_case_for_rebuilds_every_entry(tiny):
+    _, run, _ = tiny
+    for e in run["results"]:
+        assert bench.case_for(e["name"], e["shape"], e["precision"], e["impl"]).id == e["id"]
+
+
+# --------------------------------------------------------------------------
+# Measuring one case
+
+
+def add_case(check) -> bench.Case:
+    """An add of 8 values whose check is ``check(z, x, y)``."""
+
+    def build(device):
+        x, y = torch.arange(8.0), torch.ones(8)
+        z = torch.empty(8)
+        return bench.Prepared(lambda: torch.add(x, y, out=z), lambda: check(z, x, y))
+
+    return bench.Case("add", (("numel", 8),), "fp32", "add", ops.add(8, "fp32"), 96, build)
+
+
+def test_a_wrong_result_is_failed_and_not_timed():
+    def wrong(z, x, y):
+        torch.add(x, y, out=z)
+        return bench.compare(z, (x - y).double(), "fp32")
+
+    entry = bench.measure(add_case(wrong))
+    assert entry["status"] == "failed"
+    assert entry["reason"].startswith("wrong result: max |error| 2 ")
+    assert "time" not in entry and "check" not in entry
+
+
+def test_a_right_result_is_timed():
+    def right(z, x, y):
+        torch.add(x, y, out=z)
+        return bench.compare(z, x.double() + y.double(), "fp32")
+
+    entry = bench.measure(add_case(right), min_run_time=0.001)
+    assert entry["status"] == "ok" and entry["check"]["max_abs_err"] == 0.0
+    assert entry["model"] == {"flops": 8, "bytes_read": 64, "bytes_written": 32, "kernels": 1}
+
+
+def refusing_case(error: Exception, footprint: int = 96) -> bench.Case:
+    def build(device):
+        raise error
+
+    return bench.Case("add", (("numel", 8),), "fp32", "add", ops.add(8), footprint, build)
+
+
+def test_unsupported_and_out_of_memory_are_skipped():
+    entry = bench.measure(refusing_case(bench.Unsupported("no fused kernel here")))
+    assert (entry["status"], entry["reason"]) == ("skipped", "no fused kernel here")
+    oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 TB")
+    entry = bench.measure(refusing_case(oom))
+    assert entry["status"] == "skipped"
+    assert entry["reason"].startswith("out of memory: RuntimeError: DefaultCPUAllocator")
+
+
+def test_a_case_that_raises_is_failed_and_the_run_goes_on():
+    entry = bench.measure(refusing_case(TypeError("softmax() got an unexpected keyword 'out'")))
+    assert entry["status"] == "failed"
+    assert entry["reason"] == "error: TypeError: softmax() got an unexpected keyword 'out'"
+    with pytest.raises(KeyboardInterrupt):
+        bench.measure(refusing_case(KeyboardInterrupt()))
+
+
+def test_a_case_larger_than_free_memory_is_skipped_before_allocating():
+    entry = bench.measure(refusing_case(AssertionError("must not be built"), footprint=10**18))
+    assert entry["status"] == "skipped" and entry["reason"].startswith("needs about 1 EB")
+
+
+def test_measure_rejects_what_is_not_a_case():
+    with pytest.raises(TypeError, match="case must be a roofline_book.bench.Case"):
+        bench.measure("gemm")
+
+
+def test_compare_uses_the_precision_tolerance():
+    ref = torch.full((4,), 100.0, dtype=torch.float64)
+    # bf16: rtol 1.6e-2, so 101 is within 100 * 0.016 + 0.016 of 100; 103 is not
+    assert bench.compare(torch.full((4,), 101.0), ref, "bf16")["max_abs_err"] == 1.0
+    with pytest.raises(bench.Incorrect, match="max .error. 3 "):
+        bench.compare(torch.full((4,), 103.0), ref, "bf16")
+    with pytest.raises(bench.Incorrect, match="shape"):
+        bench.compare(torch.ones(3), ref, "fp32")
+    with pytest.raises(bench.Incorrect):
+        bench.compare(torch.full((4,), math.nan), ref, "fp32")
+
+
+def test_time_cpu_measures_a_known_duration():
+    t = bench.time_cpu(lambda: time.sleep(0.002), min_run_time=0.02)
+    assert 0.002 <= t.median_s < 0.02
+    assert t.reps >= bench.MIN_SAMPLES and t.inner >= 1 and t.iqr_s >= 0
+
+
+def test_time_cpu_rejects_bad_input():
+    with pytest.raises(TypeError, match="fn must be callable"):
+        bench.time_cpu(42)
+    with pytest.raises(ValueError, match="min_run_time must be a finite real number > 0"):
+        bench.time_cpu(lambda: None, min_run_time=0)
+
+
+# --------------------------------------------------------------------------
+# Suites and cases
+
+
+def test_ceilings_leave_the_cache():
+    cache = 32 * 2**20
+    copy_case, triad, inplace = bench.cases("cpu", "quick", cache_bytes=cache)[:3]
+    assert copy_case.id == "copy/fp32/copy_/numel=33554432"  # 8 * 32 MiB / 8 bytes per element
+    assert copy_case.cost.bytes == bench.CEILING_CACHE_MULTIPLE * cache
+    assert triad.cost.bytes == 12 * cache  # three arrays of 4 * cache bytes
+    assert inplace.id == "triad_inplace/fp32/add_(alpha)/numel=33554432"
+    assert inplace.cost == triad.cost  # the same reads, writes and FLOPs, in place
+
+
+def test_every_suite_has_the_chapter_small_gemm_and_all_adamw_impls():
+    for device in bench.DEVICES:
+        for suite in runfile.SUITES:
+            ids = [c.id for c in bench.cases(device, suite, cache_bytes=2**20)]
+            assert len(ids) == len(set(ids))
+            spec = bench.suite_spec(device, suite)
+            for p in spec.gemm_precisions:
+                assert f"gemm/{p}/mm/m=32,k=128,n=128" in ids
+            assert sum(i.startswith("adamw/") for i in ids) == 3
+
+
+@pytest.mark.parametrize(
+    "call,error,match",
+    [
+        (lambda: bench.suite_spec("tpu"), ValueError, "device must be one of cpu, cuda"),
+        (lambda: bench.suite_spec("cpu", "huge"), ValueError, "suite must be one of tiny, quick"),
+        (lambda: bench.run_suite("cpu", 3), TypeError, "suite must be one of"),
+        (lambda: bench.adamw_case(10, 3, "loop"), ValueError, "params .10. must be a multiple"),
+        (lambda: bench.adamw_case(8, 2, "sgd"), ValueError, "impl must be one of loop, foreach"),
+        (lambda: bench.attention_case(1, 1, 8, 8, "flash"), ValueError, "impl must be one of"),
+        (lambda: bench.elementwise_case("gelu", 8), ValueError, "name must be one of copy"),
+        (lambda: bench.case_for("conv", {"n": 1}, "fp32", "x"), ValueError, "name must be one of"),
+        (lambda: bench.case_for("gemm", {"m": 2}, "fp32", "mm"), ValueError, "lacks 'k'"),
+        (lambda: bench.case_for("add", {"numel": 8, "x": 1}, "fp32", "add"), ValueError, "exactly"),
+        (lambda: bench.case_for("gemm", [2, 2, 2], "fp32", "mm"), TypeError, "shape must be"),
+        (lambda: bench.gemm_case(0, 2, 2), ValueError, "m must be an integer >= 1"),
+    ],
+)
+def test_bad_arguments_name_themselves(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+def test_tf32_is_skipped_on_the_cpu():
+    entry = bench.measure(bench.gemm_case(8, 8, 8, "tf32"))
+    assert entry["status"] == "skipped" and "CUDA" in entry["reason"]
+
+
+def test_shape_labels():
+    assert bench.shape_text("adamw", {"params": 2**22, "tensors": 8}) == "2^22 in 8"
+    assert bench.shape_text("rmsnorm", {"rows": 1024, "d": 4096}) == "1024x4096"
+    assert bench.shape_text("add", {"numel": 1000}) == "n=1000"
+
+
+# --------------------------------------------------------------------------
+# The command line
+
+
+def test_options():
+    args = parse("--out", "x.json")
+    assert (args.device, args.suite, args.force, args.out) == ("cpu", "full", False, Path("x.json"))
+    assert parse("--quick", "--out", "x").suite == "quick"
+    assert parse("--suite", "tiny", "--device", "cuda", "--force", "--out", "x").device == "cuda"
+    for argv in (
+        ["--quick", "--suite", "tiny", "--out", "x"],
+        [],
+        ["--device", "tpu", "--out", "x"],
+    ):
+        with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
+            parse(*argv)
+
+
+def test_an_existing_run_file_is_never_overwritten(tiny):
+    path, _, _ = tiny
+    before = path.read_bytes()
+    status, out, err = run_cli("--suite", "tiny", "--out", str(path), "--no-progress")
+    assert status == 2 and out == ""
+    assert "exists" in err and "--force" in err
+    assert path.read_bytes() == before
+
+
+def test_unwritable_out_is_refused_before_measuring(tmp_path):
+    status, out, err = run_cli("--suite", "tiny", "--out", str(tmp_path))
+    assert (status, out) == (2, "") and "is a folder" in err
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    status, _, err = run_cli("--suite", "tiny", "--out", str(blocker / "run.json"))
+    assert status == 2 and "cannot create the folder" in err
+
+
+def test_force_replaces_atomically(tiny, tmp_path, monkeypatch):
+    _, run, _ = tiny
+    path = tmp_path / "run.json"
+    path.write_text("{}")
+    monkeypatch.setattr(bench, "run_suite", lambda *a, **k: run)
+    status, _, _ = run_cli("--suite", "tiny", "--out", str(path), "--force")
+    assert status == 0
+    assert runfile.read_run(path) == run
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temporary file left
+
+
+def test_a_file_appearing_during_the_run_is_kept(tiny, tmp_path, monkeypatch):
+    _, run, _ = tiny
+    path = tmp_path / "run.json"
+
+    def someone_else_writes(*args, **kwargs):
+        path.write_text("theirs")
+        return run
+
+    monkeypatch.setattr(bench, "run_suite", someone_else_writes)
+    status, _, err = run_cli("--suite", "tiny", "--out", str(path))
+    assert status == 1 and "appeared during the run" in err
+    assert path.read_text() == "theirs"
+    stamp = run["date"].replace(":", "")
+    assert runfile.read_run(tmp_path / f"run.{stamp}.json") == run
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_cuda_without_cuda_says_so_in_one_line(tmp_path):
+    path = tmp_path / "gpu.json"
+    status, out, err = run_cli("--device", "cuda", "--out", str(path))
+    assert status == 2 and out == "" and not path.exists()
+    assert err.count("\n") == 1 and "--device cuda" in err and "no CUDA device" in err
+    with pytest.raises(ValueError, match="no CUDA device"):
+        bench.run_suite("cuda", "tiny")
+
+
+# --------------------------------------------------------------------------
+# The run-file format
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_fixtures_are_valid_runs(path):
+    run = runfile.read_run(path)
+    assert "hand-made" in run["device"]["name"]
+
+
+def fixture() -> dict:
+    return json.loads((DATA / "fixture-cpu-pass.json").read_text())
+
+
+def broken(change) -> dict:
+    run = fixture()
+    change(run)
+    return run
+
+
+def _set(path, value):
+    def change(run):
+        node = run
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (lambda r: r["results"][0]["time"].pop("median_s"), r"results\[0\]\.time: 'median_s' is"),
+        (_set(("results", 0, "time", "median_s"), -1.0), r"results\[0\]\.time\.median_s: -1\.0"),
+        (_set(("results", 2, "precision"), "fp33"), r"results\[2\]\.precision: 'fp33' is not"),
+        (_set(("results", 2, "reason"), "why"), r"run\.results\[2\]"),
+        (_set(("results", 2, "status"), "skipped"), r"run\.results\[2\]"),
+        (_set(("date",), "yesterday"), r"run\.date: 'yesterday' does not match"),
+        (_set(("format",), "other"), r"run\.format: 'roofline-book-run' was expected"),
+        (lambda r: r.pop("ceilings"), r"run: 'ceilings' is a required property"),
+        (_set(("results", 1, "id"), "copy/fp32/copy_/numel=33554432"), "appears twice"),
+        (_set(("ceilings", "bandwidth", "copy", "entry"), "nope"), "copy.entry: no result"),
+        (_set(("ceilings", "peak_flops", "fp32", "value"), 1.0), "fp32.value: 1.0 is not the rate"),
+        (
+            _set(
+                ("ceilings", "peak_flops", "fp16"),
+                {"value": 1.0, "entry": "gemm/fp16/mm/m=32,k=128,n=128"},
+            ),
+            "has status 'skipped'",
+        ),
+    ],
+)
+def test_invalid_runs_name_the_field(change, message, tmp_path):
+    run = broken(change)
+    with pytest.raises(ValueError, match=message):
+        runfile.validate_run(run)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(run))
+    with pytest.raises(ValueError, match=str(path)):
+        runfile.read_run(path)
+    with pytest.raises(ValueError):
+        runfile.write_run(run, tmp_path / "never.json")
+    assert not (tmp_path / "never.json").exists()
+
+
+def test_read_run_rejects_what_is_not_json(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        runfile.read_run(path)
+    with pytest.raises(TypeError, match="run must be a mapping"):
+        runfile.validate_run([])
+
+
+def test_write_run_refuses_an_existing_file(tmp_path):
+    run = fixture()
+    path = tmp_path / "deeper" / "run.json"
+    assert runfile.write_run(run, path) == path  # creates the folder
+    with pytest.raises(FileExistsError, match="not overwritten unless forced"):
+        runfile.write_run(run, path)
+    run["host"] = "second"
+    runfile.write_run(run, path, force=True)
+    assert runfile.read_run(path)["host"] == "second"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["run.json"]
+
+
+def test_rates_and_filters():
+    run = fixture()
+    add = next(e for e in run["results"] if e["id"] == "add/fp32/add/numel=16777216")
+    flops, bandwidth = runfile.rates(add)
+    assert flops == 2**24 / 0.009  # 1 FLOP per element
+    assert bandwidth == 12 * 2**24 / 0.009  # 3 fp32 tensors of 2^24 elements
+    assert len(runfile.results(run, "adamw")) == 3
+    assert [e["status"] for e in runfile.results(run, status="skipped")] == ["skipped"]
+    with pytest.raises(ValueError, match="name must be one of copy, triad, triad_inplace, gemm"):
+        runfile.results(run, "conv")
+    with pytest.raises(ValueError, match="status must be one of ok, skipped, failed"):
+        runfile.results(run, status="done")
+
+
+def test_as_hardware_uses_the_measured_ceilings():
+    run = fixture()
+    hw = runfile.as_hardware(run)
+    copy_bw = 2 * 4 * 2**25 / 0.010  # the copy moves 2 x 128 MiB in 10 ms
+    inplace_bw = 3 * 4 * 2**25 / 0.0125  # the in-place triad, 3 x 128 MiB in 12.5 ms
+    assert runfile.memory_roof(run) == hw.memory_bandwidth == inplace_bw > copy_bw
+    assert hw.peak_flops("fp32") == 2 * 1024**3 / 0.02
+    assert hw.ridge_point("fp32") == pytest.approx(2 * 1024**3 / 0.02 / inplace_bw)
+    run["ceilings"]["bandwidth"] = {}
+    with pytest.raises(ValueError, match="lack a measured GEMM peak or a measured bandwidth"):
+        runfile.as_hardware(run)
+
+
+# --------------------------------------------------------------------------
+# Nsight Compute: the DRAM bytes parser (bench/ncu_merge.py)
+
+NCU_HEADER = (
+    '"ID","Process ID","Process Name","Host Name",'
+    '"thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg",'
+    '"Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC",'
+    '"dram__bytes_read.sum","dram__bytes_write.sum"'
+)
+
+
+def ncu_row(kernel_id: int, nvtx: str, kernel: str, read: str, written: str) -> str:
+    cells = [str(kernel_id), "4242", "python3.12", "host", nvtx, kernel, "1", "7"]
+    cells += ["(128, 1, 1)", "(4096, 1, 1)", "0", "9.0", read, written]
+    return ",".join(f'"{c}"' for c in cells)
+
+
+ADD_RANGE = "<default>:rb|add/fp32/add/numel=16777216|:none:none:none:none:none:none"
+LOOP_RANGE = "<default>:rb|adamw/fp32/loop/params=4194304,tensors=8|:none:none:none:none:none:none"
+NCU_CSV = "\n".join(
+    [
+        "==PROF== Connected to process 4242 (/usr/bin/python3.12)",
+        '==PROF== Profiling "vectorized_elementwise_kernel": 0%....50%....100% - 1 pass',
+        NCU_HEADER,
+        '"","","","","","","","","","","","","byte","Kbyte"',
+        ncu_row(0, ADD_RANGE, "vectorized_elementwise_kernel", "134,217,728", "67,108.864"),
+        ncu_row(1, LOOP_RANGE, "elementwise_kernel", "2097152", "2097.152"),
+        ncu_row(2, LOOP_RANGE, "elementwise_kernel", "4194304", "2097.152"),
+        ncu_row(3, "", "fill_kernel", "0", "999"),
+    ]
+)
+
+
+def load_script(name: str):
+    path = Path(__file__).parents[1] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def ncu_merge():
+    return load_script("ncu_merge")
+
+
+def test_ncu_ops_profiles_the_largest_memory_bound_case_of_each_kind():
+    chosen = [e["id"] for e in load_script("ncu_ops").chosen(fixture())]
+    assert "add/fp32/add/numel=16777216" in chosen
+    assert "add/fp32/add/numel=16384" not in chosen  # a smaller add of the same kind
+    assert not any(i.startswith("gemm/") for i in chosen)
+    assert sum(i.startswith("adamw/") for i in chosen) == 3
+    assert sum(i.startswith("attention/") for i in chosen) == 2
+    # 3 ceilings, add and ReLU in 2 precisions, RMSNorm, softmax, 3 AdamW, 2 attention
+    assert len(chosen) == len(set(chosen)) == 14
+
+
+def test_ncu_csv_sums_dram_bytes_per_range(ncu_merge):
+    got = ncu_merge.parse_ncu_csv(NCU_CSV)
+    assert got == {
+        # Kbyte is 1000 bytes: 67,108.864 Kbyte = 67_108_864 bytes
+        "add/fp32/add/numel=16777216": {"read": 134_217_728, "written": 67_108_864, "kernels": 1},
+        # two kernels: 2 + 4 MiB read, 2 x 2_097_152 bytes written
+        "adamw/fp32/loop/params=4194304,tensors=8": {
+            "read": 6_291_456,
+            "written": 4_194_304,
+            "kernels": 2,
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("==PROF== nothing\n", "no CSV header"),
+        ('"ID","Kernel Name","dram__bytes_read.sum","dram__bytes_write.sum"\n', "no NVTX column"),
+        ('"ID","thread Domain:Push/Pop_Range","dram__bytes_read.sum"\n', "no dram__bytes_write"),
+        (NCU_CSV.replace('"byte","Kbyte"', '"byte","furlong"'), "unit 'furlong'"),
+        (NCU_CSV.replace('"134,217,728"', '"n/a"'), "CSV line 5, dram__bytes_read.sum: 'n/a'"),
+    ],
+)
+def test_ncu_csv_problems_are_named(ncu_merge, text, message):
+    with pytest.raises(ValueError, match=message):
+        ncu_merge.parse_ncu_csv(text)
+
+
+def test_ncu_bytes_merge_into_the_run(ncu_merge):
+    run = fixture()
+    merged = ncu_merge.merge_dram_bytes(run, ncu_merge.parse_ncu_csv(NCU_CSV), tool="ncu 2025.1")
+    runfile.validate_run(merged)
+    add = next(e for e in merged["results"] if e["id"] == "add/fp32/add/numel=16777216")
+    assert add["measured_dram_bytes"] == {
+        "read": 134_217_728,
+        "written": 67_108_864,
+        "kernels": 1,
+        "tool": "ncu 2025.1",
+    }
+    assert "measured_dram_bytes" not in next(e for e in run["results"] if e is not add)
+    with pytest.raises(ValueError, match="already has measured_dram_bytes"):
+        ncu_merge.merge_dram_bytes(merged, {add["id"]: add["measured_dram_bytes"]})
+    with pytest.raises(ValueError, match="which the run does not have"):
+        ncu_merge.merge_dram_bytes(run, {"gemm/fp32/mm/m=9,k=9,n=9": add["measured_dram_bytes"]})
+    skipped = "gemm/fp16/mm/m=32,k=128,n=128"
+    with pytest.raises(ValueError, match="status 'skipped'"):
+        ncu_merge.merge_dram_bytes(run, {skipped: add["measured_dram_bytes"]})
+
+
+# --------------------------------------------------------------------------
+# CUDA
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_tiny_cuda_run():
+    run = bench.run_suite("cuda", "tiny")
+    assert run["device"]["type"] == "cuda" and run["software"]["cuda"]
+    by_id = {e["id"]: e for e in run["results"]}
+    assert [e["id"] for e in run["results"]] == [
+        c.id for c in bench.cases("cuda", "tiny", cache_bytes=run["device"]["cache_bytes"])
+    ]
+    for e in run["results"]:
+        assert e["status"] in ("ok", "skipped"), e.get("reason")
+        if e["status"] == "ok":
+            assert e["l2_flush"] is (e["name"] != "gemm")
+    assert by_id["gemm/bf16/mm/m=128,k=128,n=128"]["status"] == "ok"
+    assert set(run["ceilings"]["peak_flops"]) == {"fp32", "bf16"}
+
+
+@pytest.mark.cuda
+@needs_cuda
+def test_time_cuda_measures_a_known_amount_of_work():
+    x = torch.empty(2**26, dtype=torch.float32, device="cuda")
+    flush = torch.empty(2**28, dtype=torch.int8, device="cuda")
+    t = bench.time_cuda(lambda: x.zero_(), min_run_time=0.02, flush=flush)
+    assert t.inner == 1 and t.reps >= bench.CUDA_MIN_REPS
+    bandwidth = 4 * 2**26 / t.median_s
+    props = torch.cuda.get_device_properties(0)
+    assert 1e10 < bandwidth < 2e13, f"{bandwidth:.3g} B/s on {props.name}"
+    batched = bench.time_cuda(lambda: x.zero_(), min_run_time=0.02)
+    assert batched.inner >= 1 and batched.median_s > 0

@@ -1,0 +1,191 @@
+"""The claims checklist on hand-made fixture runs (tests/data/fixture-*.json, not measurements).
+
+fixture-cpu-pass.json is built so that every claim holds; fixture-cpu-fail.json
+is the same run with three medians changed so that three claims fail: the
+small GEMM runs at 98% of the peak, fused AdamW is slower than the loop, and
+the FP32 add reaches half the copy bandwidth.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from roofline_book import claims, runfile
+
+DATA = Path(__file__).parent / "data"
+PASS = DATA / "fixture-cpu-pass.json"
+FAIL = DATA / "fixture-cpu-fail.json"
+NAMES = [check.__name__ for check in claims.CHECKS]
+
+
+def load(path: Path = PASS) -> dict:
+    return json.loads(path.read_text())
+
+
+def verdicts(run) -> dict[str, str]:
+    return dict(zip(NAMES, (c.verdict for c in claims.check_claims(run)), strict=True))
+
+
+def figures(check: claims.Check) -> dict[str, float]:
+    return {f.label: f.value for f in check.figures}
+
+
+def entry(run: dict, entry_id: str) -> dict:
+    return next(e for e in run["results"] if e["id"] == entry_id)
+
+
+def retime(run: dict, entry_id: str, seconds: float) -> dict:
+    entry(run, entry_id)["time"]["median_s"] = seconds
+    return run
+
+
+def test_every_claim_holds_on_the_passing_fixture():
+    assert set(verdicts(PASS).values()) == {"pass"}
+
+
+def test_the_failing_fixture_fails_exactly_its_three_claims():
+    got = verdicts(FAIL)
+    assert {name for name, v in got.items() if v == "fail"} == {
+        "elementwise_is_memory_bound",
+        "small_gemm_is_far_from_peak",
+        "fused_adamw_is_fastest",
+    }
+    assert {v for name, v in got.items() if v != "fail"} == {"pass"}
+    text = claims.format_checks(claims.check_claims(FAIL))
+    assert "[fail] A small GEMM (32x128 times 128x128) is far from the peak" in text
+    assert text.endswith("claims: 5 pass, 3 fail, 0 not measured")
+
+
+def test_small_gemm_figures():
+    check = claims.small_gemm_is_far_from_peak(load(FAIL))
+    got = figures(check)
+    peak = 2 * 1024**3 / 0.02  # the 1024^3 FP32 GEMM in 20 ms
+    assert got["fp32: achieved"] == 2 * 32 * 128 * 128 / 0.00001
+    assert got["fp32: achieved / peak"] == pytest.approx(2 * 32 * 128 * 128 / 0.00001 / peak)
+    assert got["fp32: achieved / peak"] > claims.FAR_FROM_PEAK
+    assert got["bf16: achieved / peak"] < claims.FAR_FROM_PEAK
+
+
+def test_elementwise_threshold_is_the_named_constant():
+    copy_bw = 2 * 4 * 2**25 / 0.010
+    add_id = "add/fp32/add/numel=16777216"
+    add_bytes = 3 * 4 * 2**24
+    # just above and just below NEAR_COPY of the copy bandwidth
+    above = add_bytes / (1.01 * claims.NEAR_COPY * copy_bw)
+    below = add_bytes / (0.99 * claims.NEAR_COPY * copy_bw)
+    assert claims.elementwise_is_memory_bound(retime(load(), add_id, above)).verdict == "pass"
+    check = claims.elementwise_is_memory_bound(retime(load(), add_id, below))
+    assert check.verdict == "fail"
+    assert figures(check)["add fp32 n=2^24: bandwidth / copy"] == pytest.approx(0.99 * 0.7)
+
+
+def test_roofline_predictions_are_max_of_the_two_bounds():
+    run = load()
+    peak_fp32 = 2 * 1024**3 / 0.02
+    bandwidth = 3 * 4 * 2**25 / 0.0125  # the in-place triad, the best bandwidth ceiling
+    by_id = {p.id: p for p in claims.roofline_predictions(run)}
+    add = by_id["add/fp32/add/numel=16777216"]
+    assert add.predicted_s == 12 * 2**24 / bandwidth  # bytes / B beats 2^24 FLOP / P
+    assert (add.bound, add.streams) == ("memory", True)
+    assert add.error == pytest.approx(abs(add.predicted_s - 0.009) / 0.009)
+    gemm = by_id["gemm/fp32/mm/m=1024,k=1024,n=1024"]
+    assert gemm.predicted_s == pytest.approx(2 * 1024**3 / peak_fp32)  # = the 20 ms measured
+    assert gemm.bound == "compute" and gemm.error == pytest.approx(0.0, abs=1e-12)
+    assert by_id["add/fp32/add/numel=16384"].streams is False  # 192 KiB fits the 16 MiB cache
+    # per kernel: the fused step moves 28 B x 2^22 = 112 MiB >= 4 x 16 MiB in one kernel; the
+    # loop's 80 B x 2^22 spread over 8 passes x 8 tensors is 5 MiB a kernel
+    assert by_id["adamw/fp32/fused/params=4194304,tensors=8"].streams is True
+    assert by_id["adamw/fp32/loop/params=4194304,tensors=8"].streams is False
+    assert "gemm/fp16/mm/m=32,k=128,n=128" not in by_id  # skipped, and no fp16 peak
+    errors = sorted(p.error for p in by_id.values())
+    check = claims.roofline_bounds_time(run)
+    got = figures(check)
+    assert got["operators compared"] == len(errors) == 23
+    assert got["median |predicted - measured| / measured"] == errors[11]
+
+
+def test_an_operator_faster_than_the_roofline_fails_the_bound():
+    run = retime(load(), "relu/fp32/clamp_min/numel=16777216", 0.003)  # 2x the copy bandwidth
+    check = claims.roofline_bounds_time(run)
+    assert check.verdict == "fail"
+    assert figures(check)["of those, faster than the roofline allows"] == 1
+    # an add that fits in cache may beat the memory roof: it is not held to it
+    run = retime(load(), "add/fp32/add/numel=16384", 1e-7)
+    assert claims.roofline_bounds_time(run).verdict == "pass"
+
+
+def test_what_a_run_lacks_is_not_measured():
+    run = load()
+    run["results"] = [
+        e for e in run["results"] if e["id"] != "adamw/fp32/fused/params=4194304,tensors=8"
+    ]
+    for e in run["results"]:
+        if e["precision"] == "bf16" and e["name"] == "gemm":
+            e["status"], e["reason"] = "skipped", "no bf16 here"
+            del e["time"], e["check"], e["l2_flush"]
+    del run["ceilings"]["peak_flops"]["bf16"]
+    got = verdicts(run)
+    assert got["fused_adamw_is_fastest"] == "not measured"
+    assert got["bf16_beats_fp32"] == "not measured"
+    assert got["gemm_rises_with_n"] == "pass"  # fp32 alone
+
+
+def test_ceilings_inside_the_cache_measure_no_bandwidth_claim():
+    run = load()
+    run["device"]["cache_bytes"] = 2**30  # the 256 MiB copy now fits in cache
+    got = verdicts(run)
+    assert got["elementwise_is_memory_bound"] == "not measured"
+    assert got["roofline_bounds_time"] == "not measured"
+    assert got["large_gemm_is_compute_bound"] == "pass"
+
+
+def test_gemm_that_stops_rising_fails():
+    run = retime(load(), "gemm/fp32/mm/m=1024,k=1024,n=1024", 0.2)  # 10x slower at the top
+    check = claims.gemm_rises_with_n(run)
+    assert check.verdict == "fail"
+    assert figures(check)["fp32: largest / smallest"] == pytest.approx(
+        (2 * 1024**3 / 0.2) / (2 * 256**3 / 0.001)
+    )
+
+
+def test_slower_sdpa_and_bf16_fail():
+    mat = "attention/fp32/materialized/batch=1,heads=4,seq_q=1024,seq_k=1024,head_dim=64"
+    assert claims.sdpa_beats_materialized(retime(load(), mat, 0.015)).verdict == "fail"
+    bf16 = "gemm/bf16/mm/m=1024,k=1024,n=1024"
+    run = retime(load(), bf16, 0.0195)  # within SPEED_TOLERANCE of FP32's 20 ms: not faster
+    run["ceilings"]["peak_flops"]["bf16"] = {
+        "value": 2 * 512**3 / 0.0015,
+        "entry": "gemm/bf16/mm/m=512,k=512,n=512",
+    }
+    assert claims.bf16_beats_fp32(run).verdict == "fail"
+
+
+def test_check_claims_reads_and_validates_paths(tmp_path):
+    assert [c.claim for c in claims.check_claims(str(PASS))] == [
+        c.claim for c in claims.check_claims(load())
+    ]
+    bad = load()
+    bad["results"][0]["time"]["median_s"] = 0
+    with pytest.raises(ValueError, match=r"results\[0\]\.time\.median_s"):
+        claims.check_claims(bad)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="bad.json"):
+        claims.check_claims(path)
+
+
+def test_check_and_figure_text():
+    check = claims.Check(
+        "claim", "pass", "rule", (claims.Figure("rate", 2.5e9, "FLOP/s"), claims.Figure("x", 0.5))
+    )
+    assert str(check) == "[pass] claim\n    rule: rule\n    rate: 2.5 GFLOP/s\n    x: 0.5"
+    with pytest.raises(ValueError, match="verdict must be one of pass, fail, not measured"):
+        claims.Check("claim", "maybe", "rule")
+    with pytest.raises(TypeError, match="checks must be Check objects"):
+        claims.format_checks(["pass"])
+
+
+def test_fixtures_say_they_are_not_measurements():
+    for path in (PASS, FAIL):
+        assert "not a measurement" in runfile.read_run(path)["device"]["name"]
