@@ -3,7 +3,7 @@
 import math
 import warnings
 
-import numpy as np
+import numpy as np  # numpy scalars and arrays as inputs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -1,0 +1,107 @@
+"""Rendering of run files for the book, on the fixture runs (hand-made test data)."""
+
+import copy
+import json
+import pathlib
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+from matplotlib import pyplot as plt  # noqa: E402
+
+from roofline_book import hardware, report, runfile  # noqa: E402
+
+DATA = pathlib.Path(__file__).parent / "data"
+PASS = runfile.read_run(DATA / "fixture-cpu-pass.json")
+FAIL = runfile.read_run(DATA / "fixture-cpu-fail.json")
+
+
+def test_summary_reports_measured_ceilings():
+    s = report.summary(FAIL)
+    assert s["measured peak fp32"] == "107.4 GFLOP/s"  # 107374182400 FLOP/s
+    assert s["measured bandwidth (copy)"] == "26.84 GB/s"
+    assert s["CUDA"] == "—"
+    assert list(report.summary_frame(FAIL)["value"]) == list(s.values())
+
+
+def test_results_frame_rates_follow_the_model():
+    frame = report.results_frame(PASS).set_index("id")
+    entry = runfile.results(PASS, "add")[-1]
+    row = frame.loc[entry["id"]]
+    model = entry["model"]
+    seconds = entry["time"]["median_s"]
+    assert row["achieved [B/s]"] == pytest.approx(
+        (model["bytes_read"] + model["bytes_written"]) / seconds
+    )
+    assert row["achieved [FLOP/s]"] == pytest.approx(model["flops"] / seconds)
+    # a zero-FLOP copy is judged by bandwidth: its rate over the best bandwidth ceiling
+    copy = frame.loc["copy/fp32/copy_/numel=33554432"]
+    assert copy["fraction of measured roof"] == pytest.approx(
+        PASS["ceilings"]["bandwidth"]["copy"]["value"] / runfile.memory_roof(PASS)
+    )
+    # the best GEMM defines the peak, so it sits exactly on its roof
+    best = PASS["ceilings"]["peak_flops"]["fp32"]["entry"]
+    assert frame.loc[best, "fraction of measured roof"] == pytest.approx(1.0)
+
+
+def test_claims_frame_says_which_claims_fail():
+    frame = report.claims_frame(FAIL)
+    failed = set(frame.loc[frame["verdict"] == "fail", "claim"])
+    assert len(failed) == 3
+    assert any("small GEMM" in c for c in failed)
+    assert any("Fused AdamW" in c for c in failed)
+    assert set(report.claims_frame(PASS)["verdict"]) == {"pass"}
+
+
+def test_claims_frame_reads_a_changed_run():
+    # Make the fused AdamW of the passing run slower than the loop: the verdict follows the data.
+    run = copy.deepcopy(PASS)
+    entries = {e["impl"]: e for e in runfile.results(run, "adamw")}
+    entries["fused"]["time"]["median_s"] = 10 * entries["loop"]["time"]["median_s"]
+    frame = report.claims_frame(run).set_index("claim")
+    verdict = frame.loc[[c for c in frame.index if "Fused AdamW" in c][0], "verdict"]
+    assert verdict == "fail"
+
+
+def test_datasheet_matching():
+    assert report.datasheet_for({"device": {"name": "NVIDIA H100 80GB HBM3"}}).key == "h100-sxm"
+    assert report.datasheet_for({"device": {"name": "NVIDIA A100-SXM4-80GB"}}).key == "a100-sxm"
+    assert report.datasheet_for({"device": {"name": "NVIDIA H200"}}).key == "h200-sxm"
+    assert report.datasheet_for(FAIL) is None
+
+
+def test_against_datasheet():
+    sheet = hardware("h200-sxm")
+    frame = report.against_datasheet(FAIL, sheet).set_index("ceiling")
+    assert frame.loc["memory bandwidth", "measured / datasheet"] == pytest.approx(
+        runfile.memory_roof(FAIL) / 4.8e12
+    )
+    assert frame.loc["peak bf16 (dense)", "datasheet"] == 989.5e12
+    with pytest.raises(TypeError, match="datasheet"):
+        report.against_datasheet(FAIL, "h200-sxm")
+
+
+def test_plot_run_draws_roofs_and_dots():
+    fig, ax = plt.subplots()
+    try:
+        drawn = report.plot_run(ax, PASS, "fp32", datasheet=hardware("a100-sxm"))
+        dots = [a for a in drawn if isinstance(a, matplotlib.collections.PathCollection)]
+        fp32_timed = [
+            e for e in runfile.results(PASS) if e["precision"] == "fp32" and e["model"]["flops"] > 0
+        ]
+        # one dot per fp32 entry with FLOPs, plus the ridge marker of the measured roof
+        assert len(dots) == len(fp32_timed) + 1
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert any(t.startswith("datasheet roof (a100-sxm") for t in labels)
+        with pytest.raises(ValueError, match="unit"):
+            report.plot_run(ax, PASS, "fp32", unit="furlongs")
+        with pytest.raises(ValueError, match="fp8"):
+            report.plot_run(ax, PASS, "fp8")
+    finally:
+        plt.close(fig)
+
+
+def test_fixtures_say_they_are_not_measurements():
+    for path in DATA.glob("fixture-*.json"):
+        assert "not a measurement" in json.loads(path.read_text())["device"]["name"]
