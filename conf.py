@@ -117,10 +117,19 @@ if not (MATHJAX_DIR / "mathjax" / "tex-chtml.js").is_file():
 html_static_path = ["docs/_static", str(MATHJAX_DIR)]
 html_favicon = "docs/_static/favicon.svg"
 mathjax_path = "mathjax/tex-chtml.js"
+# Where the sources are published; a fork sets ROOFLINE_REPO_URL to its own.
+REPO_URL = os.environ.get("ROOFLINE_REPO_URL", "https://github.com/roofline-book/roofline-book")
 html_theme_options = {
     "show_toc_level": 2,
     "use_download_button": True,
     "home_page_in_toc": True,
+    "repository_url": REPO_URL,
+    "repository_branch": "main",
+    "path_to_docs": "docs",
+    "use_repository_button": True,
+    "use_edit_page_button": True,
+    "use_source_button": True,
+    "use_issues_button": True,
 }
 # Follow the reader's system setting; an empty mode makes the theme log a console error.
 html_context = {"default_mode": "auto"}
@@ -131,3 +140,32 @@ html_search_options = {"dict": str(ROOT / "docs" / "search-words.txt")}
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
 copybutton_prompt_is_regexp = True
+
+
+# -- Download buttons: the executed notebook (.ipynb) beside the MyST source --
+def _offer_ipynb(app, pagename, templatename, context, doctree):
+    """Write the executed notebook of a MyST page into _sources and let the theme link it.
+
+    myst-nb's copy in jupyter_execute/ holds the cells; in cache mode the
+    outputs live in the cache, so they are merged back in here.
+    """
+    import nbformat
+
+    executed = pathlib.Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    if not executed.is_file():
+        return
+    notebook = nbformat.read(executed, as_version=4)
+    if not any(c.get("outputs") for c in notebook.cells if c.cell_type == "code"):
+        try:
+            _, notebook = get_cache(nb_execution_cache_path).merge_match_into_notebook(notebook)
+        except KeyError:  # not in the cache (e.g. executed with nb_execution_mode=force)
+            pass
+    target = pathlib.Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+def setup(app):
+    # before the theme builds its header buttons from the page context
+    app.connect("html-page-context", _offer_ipynb, priority=400)
