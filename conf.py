@@ -16,6 +16,14 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 # Quiet kernels: anything a cell writes to stderr fails the build.
 os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+# Kernels read their settings from a profile inside the build folder: no history
+# database, and no start-up log lines (the local TCP transport notice) in the build log.
+_IPYTHONDIR = ROOT / "_build" / "ipython"
+(_IPYTHONDIR / "profile_default").mkdir(parents=True, exist_ok=True)
+(_IPYTHONDIR / "profile_default" / "ipython_kernel_config.py").write_text(
+    'c.IPKernelApp.log_level = "ERROR"\nc.HistoryManager.enabled = False\n'
+)
+os.environ["IPYTHONDIR"] = str(_IPYTHONDIR)
 
 import roofline_book  # noqa: E402
 
