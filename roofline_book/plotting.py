@@ -54,8 +54,7 @@ def setup_notebook() -> None:
     # The inline backend re-reads these when the formats change, so set kwargs first.
     shell.run_line_magic(
         "config",
-        "InlineBackend.print_figure_kwargs = "
-        "{'bbox_inches': 'tight', 'metadata': {'Date': None}}",
+        "InlineBackend.print_figure_kwargs = {'bbox_inches': 'tight', 'metadata': {'Date': None}}",
     )
     shell.run_line_magic("config", "InlineBackend.figure_formats = ['svg']")
 

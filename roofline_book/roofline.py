@@ -397,3 +397,40 @@ def table_frame(rows: Iterable[Row]):
             "share": [r.share for r in rows],
         }
     )
+
+
+def readable_frame(rows: Iterable[Row], digits: int = 3):
+    """The rows for reading: SI-prefixed text, one row per operator (a pandas DataFrame).
+
+    Columns: FLOPs, bytes, I [FLOP/B], bound, time bound, share; the index is
+    the operator name. Numbers and units are joined by a no-break space, so a
+    narrow table column never splits them.
+
+    Examples
+    --------
+    >>> from roofline_book import EXAMPLE, add, gemm
+    >>> df = readable_frame(cost_table([("add", add(2**20)), ("gemm", gemm(4096, 4096, 4096))],
+    ...                                EXAMPLE))
+    >>> df.loc["gemm", "FLOPs"].replace("\\u00a0", " "), df.loc["add", "I [FLOP/B]"]
+    ('137 GFLOP', '0.17')
+    """
+    import pandas as pd
+
+    from .units import si
+
+    df = table_frame(rows)
+
+    def unit(value: float, name: str) -> str:
+        return si(value, name, digits=digits).replace(" ", "\u00a0")
+
+    return pd.DataFrame(
+        {
+            "FLOPs": [unit(v, "FLOP") for v in df["FLOPs"]],
+            "bytes": [unit(v, "B") for v in df["bytes"]],
+            "I [FLOP/B]": [f"{v:.2f}" if v < 10 else f"{v:.0f}" for v in df["intensity [FLOP/B]"]],
+            "bound": list(df["bound"]),
+            "time bound": [unit(t * 1e-6, "s") for t in df["time bound [us]"]],
+            "share": [f"{v:.1%}" for v in df["share"]],
+        },
+        index=pd.Index(df["operator"], name="operator"),
+    )

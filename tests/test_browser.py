@@ -23,14 +23,24 @@ from test_site import PAGES
 HTML = BUILD / "html"
 SHOTS = BUILD / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 pytestmark = [
     pytest.mark.site,
     # CI installs Chromium, so there a missing browser is a failure, not a skip.
-    pytest.mark.skipif(not pathlib.Path(CHROMIUM).exists() and not os.environ.get("CI"),
-                       reason=f"no Chromium at {CHROMIUM}"),
+    pytest.mark.skipif(
+        not pathlib.Path(CHROMIUM).exists() and not os.environ.get("CI"),
+        reason=f"no Chromium at {CHROMIUM}",
+    ),
 ]
 
 
@@ -66,13 +76,11 @@ class _Page:
     """A page plus the console errors and outside requests it produced."""
 
     def __init__(self, browser, base: str, **context_args):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                           **context_args)
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900}, **context_args)
         self.page = self.context.new_page()
         self.errors: list[str] = []
         self.outside: list[str] = []
-        self.page.on("console",
-                     lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
 
         def route(r):
@@ -124,7 +132,8 @@ def test_page_in_browser(browser, server, name):
             box = img.bounding_box()
             natural = img.evaluate("e => e.naturalWidth")
             assert box and box["width"] > 50 and box["height"] > 50 and natural > 0, (
-                f"{name}: figure {i} not visible")
+                f"{name}: figure {i} not visible"
+            )
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"{name.replace('/', '__')}.png"), full_page=True)
         assert not p.outside, f"{name}: requests left 127.0.0.1: {p.outside}"
@@ -166,10 +175,8 @@ def test_figures_legible_in_dark_mode(browser, server):
     try:
         page = p.open("chapters/04-roofline.html")
         page.evaluate("() => document.documentElement.setAttribute('data-theme', 'dark')")
-        assert page.evaluate(
-            "() => document.documentElement.dataset.theme") == "dark"
-        background = page.evaluate(
-            "() => getComputedStyle(document.body).backgroundColor")
+        assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
+        background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
         img = page.locator("article img").first
         img.scroll_into_view_if_needed()
         shot = Image.open(io.BytesIO(img.screenshot())).convert("L")

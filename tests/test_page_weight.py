@@ -32,11 +32,15 @@ def test_page_weight():
     report = {}
     for page in PAGES:
         html_bytes, figure_bytes = _own_bytes(page)
-        report[page] = {"html": html_bytes, "figures": figure_bytes,
-                        "total": html_bytes + figure_bytes}
+        report[page] = {
+            "html": html_bytes,
+            "figures": figure_bytes,
+            "total": html_bytes + figure_bytes,
+        }
     shared = sum(f.stat().st_size for f in (HTML / "_static").rglob("*") if f.is_file())
     site = sum(f.stat().st_size for f in HTML.rglob("*") if f.is_file())
-    (BUILD / "page-weight.json").write_text(json.dumps(
-        {"pages": report, "shared_static": shared, "site": site}, indent=2))
+    (BUILD / "page-weight.json").write_text(
+        json.dumps({"pages": report, "shared_static": shared, "site": site}, indent=2)
+    )
     heavy = {p: r["total"] for p, r in report.items() if r["total"] > LIMIT}
     assert not heavy, f"pages over {LIMIT // 1024} KB: {heavy}"

@@ -106,8 +106,18 @@ def test_no_broken_internal_link(site):
 def test_no_unfilled_glue_or_raw_roles(page):
     text = (HTML / f"{page}.html").read_text("utf-8")
     body = re.sub(r"<(script|style)\b.*?</\1>", "", text, flags=re.S)
-    for raw in ("{glue:text}", "{glue:}", "{glue}", "{numref}", "{eq}", "{doc}", "{ref}",
-                "{dropdown}", "{admonition}", "??"):
+    for raw in (
+        "{glue:text}",
+        "{glue:}",
+        "{glue}",
+        "{numref}",
+        "{eq}",
+        "{doc}",
+        "{ref}",
+        "{dropdown}",
+        "{admonition}",
+        "??",
+    ):
         assert raw not in body, f"{page}: {raw!r} left in the page"
 
 
@@ -128,11 +138,14 @@ def _search_index() -> dict:
     return json.loads(text[text.index("(") + 1 : text.rindex(")")])
 
 
-@pytest.mark.parametrize("word,page", [
-    ("算术强度", "chapters/03-arithmetic-intensity"),
-    ("算术", "chapters/03-arithmetic-intensity"),
-    ("带宽", "chapters/02-memory-traffic"),
-])
+@pytest.mark.parametrize(
+    "word,page",
+    [
+        ("算术强度", "chapters/03-arithmetic-intensity"),
+        ("算术", "chapters/03-arithmetic-intensity"),
+        ("带宽", "chapters/02-memory-traffic"),
+    ],
+)
 def test_chinese_search_index(word, page):
     index = _search_index()
     docs = index["docnames"]
