@@ -41,7 +41,7 @@ html: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
 	$(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html
 
 # Package tests and doctests, then checks of the built site (pages, links, browser).
-test: html
+test: html lint
 	$(PY) -m pytest
 
 doctest: $(VENV)/.installed
