@@ -70,7 +70,7 @@ from fractions import Fraction
 from typing import Any, NoReturn
 
 from . import __version__, ops
-from .hardware import Hardware, _peak_key, adhoc, catalog, hardware
+from .hardware import Hardware, peak_key, adhoc, catalog, hardware
 from .ops import Cost
 from .roofline import Row, attainable, bound, time_lower_bound
 from .transformer import LLAMA2_7B, block_table, optimizer_table
@@ -742,7 +742,7 @@ def _rate_unit(precision: str) -> str:
 def run_devices(args: argparse.Namespace) -> int:
     """The ``devices`` subcommand: the catalog, dense peaks and ridge points, with sources."""
     devices = [hardware(args.device)] if args.device else list(catalog().values())
-    wanted = None if args.dtype is None else _peak_key(args.dtype)
+    wanted = None if args.dtype is None else peak_key(args.dtype)
     if args.json:
         out = []
         for d in devices:

@@ -53,8 +53,14 @@ class Source:
 USER_SOURCE = Source("user", "supplied by the caller (not a datasheet)")
 
 
-def _peak_key(dtype: Precision) -> str:
-    """The catalog key under which a precision's peak is listed (both FP8 formats share 'fp8')."""
+def peak_key(dtype: Precision) -> str:
+    """The catalog key under which a precision's peak is listed (both FP8 formats share 'fp8').
+
+    Examples
+    --------
+    >>> peak_key("fp8_e5m2"), peak_key("bfloat16")
+    ('fp8', 'bf16')
+    """
     name = precision_name(dtype)
     return "fp8" if name.startswith("fp8") else name
 
@@ -137,7 +143,7 @@ class Hardware:
         if ANY_PRECISION in self.dense_peaks:
             precision_name(dtype)  # still reject unknown names
             return self.dense_peaks[ANY_PRECISION]
-        key = _peak_key(dtype)
+        key = peak_key(dtype)
         if key not in self.dense_peaks:
             raise ValueError(
                 f"{self.key} has no published dense peak for {key}; "
@@ -147,7 +153,7 @@ class Hardware:
 
     def sparse_peak_flops(self, dtype: Precision = "bf16") -> float:
         """The vendor's 2:4-sparse rate (FLOP/s): reference only, never a roof for dense work."""
-        key = _peak_key(dtype)
+        key = peak_key(dtype)
         if key not in self.sparse_peaks:
             raise ValueError(
                 f"{self.key} has no published sparse peak for {key}; "
@@ -193,7 +199,7 @@ def adhoc(name: str, peak_flops: float | Mapping[str, float], memory_bandwidth: 
         raise TypeError(f"name must be a non-empty string, got {name!r}")
     if isinstance(peak_flops, Mapping):
         peaks = {
-            _peak_key(k): _validate.positive(f"peak_flops[{k!r}]", v) for k, v in peak_flops.items()
+            peak_key(k): _validate.positive(f"peak_flops[{k!r}]", v) for k, v in peak_flops.items()
         }
     else:
         peaks = {ANY_PRECISION: _validate.positive("peak_flops", peak_flops)}
