@@ -70,7 +70,7 @@ from fractions import Fraction
 from typing import Any, NoReturn
 
 from . import __version__, ops
-from .hardware import Hardware, peak_key, adhoc, catalog, hardware
+from .hardware import Hardware, adhoc, catalog, hardware, peak_key
 from .ops import Cost
 from .roofline import Row, attainable, bound, time_lower_bound
 from .transformer import LLAMA2_7B, block_table, optimizer_table
