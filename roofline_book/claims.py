@@ -138,7 +138,7 @@ def _cache(run: Mapping[str, Any]) -> int | None:
     return run["device"].get("cache_bytes")
 
 
-def _streams(run: Mapping[str, Any], cost: Cost) -> bool:
+def streams_from_memory(run: Mapping[str, Any], cost: Cost) -> bool:
     """Whether each kernel of ``cost`` moves :data:`CACHE_MARGIN` times the cache or more."""
     cache = _cache(run)
     return cache is None or cost.bytes >= CACHE_MARGIN * cache * max(cost.kernels, 1)
@@ -147,7 +147,7 @@ def _streams(run: Mapping[str, Any], cost: Cost) -> bool:
 def _bandwidth(run: Mapping[str, Any]) -> float | None:
     """The measured memory roof, if the copy's working set left the cache."""
     copy = Cost(0, run["ceilings"]["working_set_bytes"], 0)
-    return runfile.memory_roof(run) if _streams(run, copy) else None
+    return runfile.memory_roof(run) if streams_from_memory(run, copy) else None
 
 
 def _squares(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
@@ -165,6 +165,15 @@ def _gemm_precisions(run: Mapping[str, Any]) -> list[str]:
 
 def _seconds(entry: Mapping[str, Any]) -> float:
     return entry["time"]["median_s"]
+
+
+def _by_impl(run: Mapping[str, Any], name: str) -> dict[tuple, dict[str, Mapping[str, Any]]]:
+    """One operator's timed entries grouped by (precision, shape), then keyed by implementation."""
+    groups: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    for e in runfile.results(run, name):
+        key = (e["precision"], tuple(sorted(e["shape"].items())))
+        groups.setdefault(key, {})[e["impl"]] = e
+    return groups
 
 
 def _not_measured(claim: str, rule: str, missing: str) -> Check:
@@ -214,7 +223,7 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
         for p in sorted({e["precision"] for e in runfile.results(run, name)}):
             entries = [e for e in runfile.results(run, name) if e["precision"] == p]
             largest = max(entries, key=lambda e: e["shape"]["numel"])
-            if not _streams(run, model_cost(largest)):
+            if not streams_from_memory(run, model_cost(largest)):
                 continue
             seen += 1
             flops, bandwidth = rates(largest)
@@ -286,12 +295,8 @@ def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
     """fused <= foreach <= loop in time, per AdamW shape, within the timing tolerance."""
     claim = "Fused AdamW is at least as fast as foreach, and foreach as the per-tensor loop"
     rule = f"t_fused <= t_foreach and t_foreach <= t_loop, each within {SPEED_TOLERANCE:.0%}"
-    groups: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for e in runfile.results(run, "adamw"):
-        key = (e["precision"], tuple(sorted(e["shape"].items())))
-        groups.setdefault(key, {})[e["impl"]] = e
     figures, ok, seen = [], True, 0
-    for (precision, shape), impls in groups.items():
+    for (precision, shape), impls in _by_impl(run, "adamw").items():
         if not {"loop", "foreach", "fused"} <= impls.keys():
             continue
         seen += 1
@@ -313,10 +318,7 @@ def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
         f"at the longest sequence timed both ways, (1 + {SPEED_TOLERANCE:g}) t_sdpa < "
         "t_materialized, and its model bytes are fewer"
     )
-    pairs: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for e in runfile.results(run, "attention"):
-        key = (e["precision"], tuple(sorted(e["shape"].items())))
-        pairs.setdefault(key, {})[e["impl"]] = e
+    pairs = _by_impl(run, "attention")
     both = [(key, p) for key, p in pairs.items() if {"materialized", "sdpa"} <= p.keys()]
     if not both:
         return _not_measured(claim, rule, "no shape timed both materialized and with SDPA")
@@ -379,7 +381,9 @@ def roofline_predictions(run: Mapping[str, Any]) -> list[Prediction]:
         cost = model_cost(e)
         bound = time_lower_bound(cost, peak, bandwidth)
         out.append(
-            Prediction(e["id"], bound.seconds, _seconds(e), bound.bound, _streams(run, cost))
+            Prediction(
+                e["id"], bound.seconds, _seconds(e), bound.bound, streams_from_memory(run, cost)
+            )
         )
     return out
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import runfile
-from .claims import _streams, check_claims
+from .claims import check_claims, streams_from_memory
 from .hardware import Hardware, catalog
 from .plotting import PALETTE, UNITS, roofline
 from .units import si
@@ -193,7 +193,7 @@ def plot_run(
             continue
         flops, _ = runfile.rates(entry)
         marker, color = _STYLE.get(entry["name"], ("o", PALETTE["black"]))
-        hollow = not _streams(run, cost)
+        hollow = not streams_from_memory(run, cost)
         label = None if entry["name"] in seen else entry["name"]
         seen.add(entry["name"])
         drawn.append(
