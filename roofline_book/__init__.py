@@ -38,21 +38,18 @@ from .ops import (
     tiled_gemm,
 )
 from .roofline import (
-    Row,
     TimeBound,
     achieved,
     attainable,
     bound,
-    cost_table,
     fraction_of_roof,
     gemm_tokens_to_ridge,
-    readable_frame,
     ridge_point,
     square_gemm_size_to_ridge,
-    table_frame,
     time_lower_bound,
 )
-from .transformer import LLAMA2_7B, DecoderConfig, block_ops, block_table, optimizer_table
+from .tables import Row, block_table, cost_table, optimizer_table, readable_frame, table_frame
+from .transformer import LLAMA2_7B, DecoderConfig, block_ops
 
 __version__ = "0.1.0"
 

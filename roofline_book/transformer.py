@@ -1,20 +1,19 @@
-"""The operators of one Transformer decoder block, as a table of costs on a device.
+"""The operators of one Transformer decoder block, and the optimizer step over its weights.
 
 The block is the Llama-style pre-norm block: RMSNorm, a fused QKV projection,
 attention, the output projection and a residual add; then RMSNorm, the gate
 and up projections of a SwiGLU MLP, the gated activation, the down
 projection and a second residual add. Forward pass only. The optimizer step
-over the block's parameters is a separate table, since it runs once per
-training step, not once per forward pass.
+over the block's parameters is a separate list, since it runs once per
+training step, not once per forward pass. On a device, these become tables
+(:func:`roofline_book.tables.block_table`, :func:`roofline_book.tables.optimizer_table`).
 
 Examples
 --------
->>> from roofline_book.hardware import hardware
->>> rows = block_table(LLAMA2_7B, hardware("h100-sxm"))
->>> [r.name for r in rows][:4]
+>>> [name for name, _ in block_ops(LLAMA2_7B)][:4]
 ['attention norm (RMSNorm)', 'QKV projection', 'attention (flash)', 'output projection']
->>> round(sum(r.share for r in rows), 6)
-1.0
+>>> [name for name, _ in optimizer_ops(LLAMA2_7B)]
+['AdamW (loop)', 'AdamW (foreach)', 'AdamW (fused)']
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ from dataclasses import dataclass
 
 from . import _validate
 from .dtypes import Precision, precision_name
-from .hardware import Hardware
 from .ops import (
     ADAMW_IMPLS,
     DEFAULT_SRAM_BYTES,
@@ -35,9 +33,6 @@ from .ops import (
     rmsnorm,
     swiglu,
 )
-from .roofline import Row as Row  # re-exported: Row and table_frame lived here first
-from .roofline import cost_table
-from .roofline import table_frame as table_frame
 
 
 @dataclass(frozen=True)
@@ -147,55 +142,27 @@ def block_ops(
     ]
 
 
-def block_table(
+def optimizer_ops(
     config: DecoderConfig,
-    device: Hardware,
-    *,
-    attention_impl: str = "flash",
-    sram_bytes: int = DEFAULT_SRAM_BYTES,
-) -> list[Row]:
-    """The block's forward operators on ``device``, each with bound, time lower bound and share.
-
-    The compute roof is the device's dense peak in ``config.dtype``.
-
-    Examples
-    --------
-    >>> from roofline_book.hardware import hardware
-    >>> rows = {r.name: r for r in block_table(LLAMA2_7B, hardware("h100-sxm"))}
-    >>> rows["MLP up projection"].bound, rows["residual add"].bound
-    ('compute', 'memory')
-    """
-    return cost_table(
-        block_ops(config, attention_impl=attention_impl, sram_bytes=sram_bytes),
-        device,
-        config.dtype,
-    )
-
-
-def optimizer_table(
-    config: DecoderConfig,
-    device: Hardware,
     *,
     param_dtype: Precision = "fp32",
     grad_dtype: Precision | None = None,
     state_dtype: Precision | None = None,
-) -> list[Row]:
-    """One AdamW step over the block's parameters, in each implementation, on ``device``.
+) -> list[tuple[str, Cost]]:
+    """One AdamW step over the block's parameters, in each implementation, with its cost.
 
-    The block's weights are 7 tensors (5 projections, 2 norm weights). The
-    compute roof is the device's peak in ``param_dtype``; the share column
-    compares the three implementations with each other.
+    The block's weights are 7 tensors (5 projections, 2 norm weights).
 
     Examples
     --------
-    >>> from roofline_book.hardware import hardware
-    >>> rows = optimizer_table(LLAMA2_7B, hardware("h100-sxm"), grad_dtype="bf16")
-    >>> [r.name for r in rows], {r.bound for r in rows}
-    (['AdamW (loop)', 'AdamW (foreach)', 'AdamW (fused)'], {'memory'})
+    The three implementations do the same FLOPs:
+
+    >>> len({c.flops for _, c in optimizer_ops(LLAMA2_7B)})
+    1
     """
     if not isinstance(config, DecoderConfig):
         raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
-    named = [
+    return [
         (
             f"AdamW ({impl})",
             adamw(
@@ -209,4 +176,3 @@ def optimizer_table(
         )
         for impl in ADAMW_IMPLS
     ]
-    return cost_table(named, device, param_dtype)

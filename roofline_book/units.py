@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 
 _PREFIXES = (
     ("E", 1e18),
@@ -105,3 +106,58 @@ def parse_si(text: str, name: str = "value") -> float:
         )
     number, prefix, _ = match.groups()
     return float(number) * _SCALE.get(prefix, 1.0)
+
+
+_SIZE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)(k|K|M|G|T|Ki|Mi|Gi|Ti)?$")
+_POWER = re.compile(r"^(\d+)(?:\^|\*\*)(\d+)$")
+_SIZE_SCALE = {
+    "": 1,
+    "k": 10**3,
+    "K": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
+SIZE_FORMS = "e.g. 4096, 1_048_576, 4k (= 4000), 4Ki (= 4096) or 2^20"
+"""The forms :func:`parse_size` reads, as error messages and help texts name them."""
+
+
+def parse_size(text: str) -> int:
+    """Read a size: a whole number >= 0, plain, with an SI or binary suffix, or a power.
+
+    ``k`` means 1000 and ``Ki`` 1024; a value that is not a whole number is
+    refused rather than rounded.
+
+    Raises
+    ------
+    ValueError
+        Naming the accepted forms (:data:`SIZE_FORMS`).
+
+    Examples
+    --------
+    >>> parse_size("4096"), parse_size("4k"), parse_size("4Ki"), parse_size("2^20")
+    (4096, 4000, 4096, 1048576)
+    >>> parse_size("1.5M"), parse_size("1_048_576")
+    (1500000, 1048576)
+    >>> parse_size("1.0001k")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a whole number (e.g. ...), got '1.0001k'
+    """
+    flat = str(text).strip().replace("_", "")
+    power = _POWER.match(flat)
+    if power:
+        base, exponent = int(power[1]), int(power[2])
+        if base > 1 and exponent * math.log10(base) > 300:
+            raise ValueError(f"{text!r} is too large a size")
+        return base**exponent
+    match = _SIZE.match(flat)
+    if match:
+        value = Fraction(match[1]) * _SIZE_SCALE[match[2] or ""]
+        if value.denominator == 1:
+            return int(value)
+    raise ValueError(f"expected a whole number ({SIZE_FORMS}), got {text!r}")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_book import claims, runfile
+from roofline_book.measure import claims, runfile
 
 DATA = Path(__file__).parent / "data"
 PASS = DATA / "fixture-cpu-pass.json"

@@ -14,7 +14,8 @@ import pytest
 
 import roofline_book as rb
 from roofline_book import cli
-from roofline_book.transformer import LLAMA2_7B, DecoderConfig, block_table, optimizer_table
+from roofline_book.tables import block_table, optimizer_table
+from roofline_book.transformer import LLAMA2_7B, DecoderConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = rb.hardware("h100-sxm")
@@ -288,18 +289,11 @@ def test_parse_point_names_and_positions():
 # bench
 
 
-def test_bench_runs_or_says_why_not():
-    bench, problem = cli.load_bench()
-    if problem is None:
-        done = run("bench", "--help")
-        assert done.returncode == 0 and "usage: roofline-book bench" in done.stdout
-        assert bench.configure_parser and bench.run_from_args
-    else:
-        done = run("bench")
-        assert done.returncode == 2 and done.stdout == ""
-        assert done.stderr.splitlines() == [
-            f"roofline-book bench: error: bench is not available: {problem}"
-        ]
+def test_bench_lists_its_options():
+    done = run("bench", "--help")
+    assert done.returncode == 0 and "usage: roofline-book bench" in done.stdout
+    for option in ("--device", "--quick", "--suite", "--out", "--force", "--no-progress"):
+        assert option in done.stdout
 
 
 # --------------------------------------------------------------------------

@@ -10,7 +10,8 @@ import pytest
 matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402
 
-from roofline_book import hardware, report, runfile  # noqa: E402
+from roofline_book import hardware  # noqa: E402
+from roofline_book.measure import report, runfile  # noqa: E402
 
 DATA = pathlib.Path(__file__).parent / "data"
 PASS = runfile.read_run(DATA / "fixture-cpu-pass.json")

@@ -2,14 +2,8 @@ import pytest
 
 from roofline_book import hardware
 from roofline_book.ops import adamw
-from roofline_book.transformer import (
-    LLAMA2_7B,
-    DecoderConfig,
-    block_ops,
-    block_table,
-    optimizer_table,
-    table_frame,
-)
+from roofline_book.tables import block_table, optimizer_table, table_frame
+from roofline_book.transformer import LLAMA2_7B, DecoderConfig, block_ops
 
 H100 = hardware("h100-sxm")
 
@@ -78,12 +72,10 @@ def test_frame():
 
 
 def test_tables_are_cost_tables():
-    from roofline_book import roofline, transformer
+    from roofline_book import tables
     from roofline_book.ops import gemm
 
-    # Row and table_frame moved to roofline; transformer keeps the old names
-    assert transformer.Row is roofline.Row and transformer.table_frame is roofline.table_frame
-    assert block_table(LLAMA2_7B, H100) == roofline.cost_table(block_ops(LLAMA2_7B), H100, "bf16")
+    assert block_table(LLAMA2_7B, H100) == tables.cost_table(block_ops(LLAMA2_7B), H100, "bf16")
     rows = {r.name: r for r in block_table(LLAMA2_7B, H100)}
     up = rows["MLP up projection"]
     assert up.cost == gemm(4096, 4096, 11008)

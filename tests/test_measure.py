@@ -18,7 +18,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from roofline_book import bench, ops, runfile
+from roofline_book import ops
+from roofline_book.cli import bench as cli_bench
+from roofline_book.measure import cases, registry, runfile, suites, timing
+from roofline_book.measure import run as measure_run
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = sorted(DATA.glob("fixture-*.json"))
@@ -27,14 +30,14 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 def parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="bench")
-    bench.configure_parser(parser)
+    cli_bench.configure_parser(parser)
     return parser.parse_args(list(argv))
 
 
 def run_cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = bench.run_from_args(parse(*argv))
+        status = cli_bench.run(parse(*argv))
     return status, out.getvalue(), err.getvalue()
 
 
@@ -58,7 +61,7 @@ def tiny(tmp_path_factory):
 
 def test_tiny_run_measures_every_case(tiny):
     _, run, _ = tiny
-    assert [e["id"] for e in run["results"]] == [c.id for c in bench.cases("cpu", "tiny")]
+    assert [e["id"] for e in run["results"]] == [c.id for c in suites.cases("cpu", "tiny")]
     assert {e["status"] for e in run["results"]} == {"ok"}
     assert run["device"]["type"] == "cpu" and run["device"]["threads"] == 1
     assert run["software"]["torch"] == torch.__version__
@@ -108,9 +111,9 @@ def test_every_entry_is_checked_then_timed(tiny):
     for e in run["results"]:
         t, check = e["time"], e["check"]
         assert t["median_s"] > 0 and t["iqr_s"] >= 0
-        assert t["reps"] >= bench.MIN_SAMPLES and t["inner"] >= 1
+        assert t["reps"] >= timing.MIN_SAMPLES and t["inner"] >= 1
         assert check["max_abs_err"] <= check["atol"] + check["rtol"] * 1e3
-        assert check["rtol"] == bench.RTOL[e["precision"]]
+        assert check["rtol"] == registry.RTOL[e["precision"]]
         assert e["l2_flush"] is False  # no cache flush on the CPU
 
 
@@ -134,7 +137,8 @@ def test_ceilings_are_the_best_measured(tiny):
 
 def test_cli_prints_table_and_checklist(tiny):
     _, run, out = tiny
-    assert "gemm/fp32/mm/m=128,k=128,n=128" in out  # the peak's entry, in the ceilings
+    for peak in run["ceilings"]["peak_flops"].values():
+        assert f"best: {peak['entry']}" in out  # each peak names the entry it came from
     assert out.count("\n") > len(run["results"])
     assert "claims:" in out and "[not measured]" in out  # tiny: ceilings fit in cache
 
@@ -142,30 +146,30 @@ def test_cli_prints_table_and_checklist(tiny):
 def test_case_for_rebuilds_every_entry(tiny):
     _, run, _ = tiny
     for e in run["results"]:
-        assert bench.case_for(e["name"], e["shape"], e["precision"], e["impl"]).id == e["id"]
+        assert cases.case_for(e["name"], e["shape"], e["precision"], e["impl"]).id == e["id"]
 
 
 # --------------------------------------------------------------------------
 # Measuring one case
 
 
-def add_case(check) -> bench.Case:
+def add_case(check) -> registry.Case:
     """An add of 8 values whose check is ``check(z, x, y)``."""
 
     def build(device):
         x, y = torch.arange(8.0), torch.ones(8)
         z = torch.empty(8)
-        return bench.Prepared(lambda: torch.add(x, y, out=z), lambda: check(z, x, y))
+        return registry.Prepared(lambda: torch.add(x, y, out=z), lambda: check(z, x, y))
 
-    return bench.Case("add", (("numel", 8),), "fp32", "add", ops.add(8, "fp32"), 96, build)
+    return registry.Case("add", (("numel", 8),), "fp32", "add", ops.add(8, "fp32"), 96, build)
 
 
 def test_a_wrong_result_is_failed_and_not_timed():
     def wrong(z, x, y):
         torch.add(x, y, out=z)
-        return bench.compare(z, (x - y).double(), "fp32")
+        return registry.compare(z, (x - y).double(), "fp32")
 
-    entry = bench.measure(add_case(wrong))
+    entry = measure_run.measure(add_case(wrong))
     assert entry["status"] == "failed"
     assert entry["reason"].startswith("wrong result: max |error| 2 ")
     assert "time" not in entry and "check" not in entry
@@ -174,70 +178,70 @@ def test_a_wrong_result_is_failed_and_not_timed():
 def test_a_right_result_is_timed():
     def right(z, x, y):
         torch.add(x, y, out=z)
-        return bench.compare(z, x.double() + y.double(), "fp32")
+        return registry.compare(z, x.double() + y.double(), "fp32")
 
-    entry = bench.measure(add_case(right), min_run_time=0.001)
+    entry = measure_run.measure(add_case(right), min_run_time=0.001)
     assert entry["status"] == "ok" and entry["check"]["max_abs_err"] == 0.0
     assert entry["model"] == {"flops": 8, "bytes_read": 64, "bytes_written": 32, "kernels": 1}
 
 
-def refusing_case(error: Exception, footprint: int = 96) -> bench.Case:
+def refusing_case(error: Exception, footprint: int = 96) -> registry.Case:
     def build(device):
         raise error
 
-    return bench.Case("add", (("numel", 8),), "fp32", "add", ops.add(8), footprint, build)
+    return registry.Case("add", (("numel", 8),), "fp32", "add", ops.add(8), footprint, build)
 
 
 def test_unsupported_and_out_of_memory_are_skipped():
-    entry = bench.measure(refusing_case(bench.Unsupported("no fused kernel here")))
+    entry = measure_run.measure(refusing_case(registry.Unsupported("no fused kernel here")))
     assert (entry["status"], entry["reason"]) == ("skipped", "no fused kernel here")
     oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 TB")
-    entry = bench.measure(refusing_case(oom))
+    entry = measure_run.measure(refusing_case(oom))
     assert entry["status"] == "skipped"
     assert entry["reason"].startswith("out of memory: RuntimeError: DefaultCPUAllocator")
 
 
 def test_a_case_that_raises_is_failed_and_the_run_goes_on():
-    entry = bench.measure(refusing_case(TypeError("softmax() got an unexpected keyword 'out'")))
+    entry = measure_run.measure(refusing_case(TypeError("softmax() got an unexpected keyword 'out'")))
     assert entry["status"] == "failed"
     assert entry["reason"] == "error: TypeError: softmax() got an unexpected keyword 'out'"
     with pytest.raises(KeyboardInterrupt):
-        bench.measure(refusing_case(KeyboardInterrupt()))
+        measure_run.measure(refusing_case(KeyboardInterrupt()))
 
 
 def test_a_case_larger_than_free_memory_is_skipped_before_allocating():
-    entry = bench.measure(refusing_case(AssertionError("must not be built"), footprint=10**18))
+    entry = measure_run.measure(refusing_case(AssertionError("must not be built"), footprint=10**18))
     assert entry["status"] == "skipped" and entry["reason"].startswith("needs about 1 EB")
 
 
 def test_measure_rejects_what_is_not_a_case():
-    with pytest.raises(TypeError, match="case must be a roofline_book.bench.Case"):
-        bench.measure("gemm")
+    with pytest.raises(TypeError, match="case must be a roofline_book.measure.Case"):
+        measure_run.measure("gemm")
 
 
 def test_compare_uses_the_precision_tolerance():
     ref = torch.full((4,), 100.0, dtype=torch.float64)
     # bf16: rtol 1.6e-2, so 101 is within 100 * 0.016 + 0.016 of 100; 103 is not
-    assert bench.compare(torch.full((4,), 101.0), ref, "bf16")["max_abs_err"] == 1.0
-    with pytest.raises(bench.Incorrect, match="max .error. 3 "):
-        bench.compare(torch.full((4,), 103.0), ref, "bf16")
-    with pytest.raises(bench.Incorrect, match="shape"):
-        bench.compare(torch.ones(3), ref, "fp32")
-    with pytest.raises(bench.Incorrect):
-        bench.compare(torch.full((4,), math.nan), ref, "fp32")
+    assert registry.compare(torch.full((4,), 101.0), ref, "bf16")["max_abs_err"] == 1.0
+    with pytest.raises(registry.Incorrect, match="max .error. 3 "):
+        registry.compare(torch.full((4,), 103.0), ref, "bf16")
+    with pytest.raises(registry.Incorrect, match="shape"):
+        registry.compare(torch.ones(3), ref, "fp32")
+    with pytest.raises(registry.Incorrect):
+        registry.compare(torch.full((4,), math.nan), ref, "fp32")
 
 
 def test_time_cpu_measures_a_known_duration():
-    t = bench.time_cpu(lambda: time.sleep(0.002), min_run_time=0.02)
+    t = timing.time_cpu(lambda: time.sleep(0.002), min_run_time=0.02)
     assert 0.002 <= t.median_s < 0.02
-    assert t.reps >= bench.MIN_SAMPLES and t.inner >= 1 and t.iqr_s >= 0
+    assert t.reps >= timing.MIN_SAMPLES and t.inner >= 1 and t.iqr_s >= 0
 
 
 def test_time_cpu_rejects_bad_input():
     with pytest.raises(TypeError, match="fn must be callable"):
-        bench.time_cpu(42)
+        timing.time_cpu(42)
     with pytest.raises(ValueError, match="min_run_time must be a finite real number > 0"):
-        bench.time_cpu(lambda: None, min_run_time=0)
+        timing.time_cpu(lambda: None, min_run_time=0)
 
 
 # --------------------------------------------------------------------------
@@ -246,20 +250,20 @@ def test_time_cpu_rejects_bad_input():
 
 def test_ceilings_leave_the_cache():
     cache = 32 * 2**20
-    copy_case, triad, inplace = bench.cases("cpu", "quick", cache_bytes=cache)[:3]
+    copy_case, triad, inplace = suites.cases("cpu", "quick", cache_bytes=cache)[:3]
     assert copy_case.id == "copy/fp32/copy_/numel=33554432"  # 8 * 32 MiB / 8 bytes per element
-    assert copy_case.cost.bytes == bench.CEILING_CACHE_MULTIPLE * cache
+    assert copy_case.cost.bytes == suites.CEILING_CACHE_MULTIPLE * cache
     assert triad.cost.bytes == 12 * cache  # three arrays of 4 * cache bytes
     assert inplace.id == "triad_inplace/fp32/add_(alpha)/numel=33554432"
     assert inplace.cost == triad.cost  # the same reads, writes and FLOPs, in place
 
 
 def test_every_suite_has_the_chapter_small_gemm_and_all_adamw_impls():
-    for device in bench.DEVICES:
+    for device in suites.DEVICES:
         for suite in runfile.SUITES:
-            ids = [c.id for c in bench.cases(device, suite, cache_bytes=2**20)]
+            ids = [c.id for c in suites.cases(device, suite, cache_bytes=2**20)]
             assert len(ids) == len(set(ids))
-            spec = bench.suite_spec(device, suite)
+            spec = suites.suite_spec(device, suite)
             for p in spec.gemm_precisions:
                 assert f"gemm/{p}/mm/m=32,k=128,n=128" in ids
             assert sum(i.startswith("adamw/") for i in ids) == 3
@@ -268,18 +272,18 @@ def test_every_suite_has_the_chapter_small_gemm_and_all_adamw_impls():
 @pytest.mark.parametrize(
     "call,error,match",
     [
-        (lambda: bench.suite_spec("tpu"), ValueError, "device must be one of cpu, cuda"),
-        (lambda: bench.suite_spec("cpu", "huge"), ValueError, "suite must be one of tiny, quick"),
-        (lambda: bench.run_suite("cpu", 3), TypeError, "suite must be one of"),
-        (lambda: bench.adamw_case(10, 3, "loop"), ValueError, "params .10. must be a multiple"),
-        (lambda: bench.adamw_case(8, 2, "sgd"), ValueError, "impl must be one of loop, foreach"),
-        (lambda: bench.attention_case(1, 1, 8, 8, "flash"), ValueError, "impl must be one of"),
-        (lambda: bench.elementwise_case("gelu", 8), ValueError, "name must be one of copy"),
-        (lambda: bench.case_for("conv", {"n": 1}, "fp32", "x"), ValueError, "name must be one of"),
-        (lambda: bench.case_for("gemm", {"m": 2}, "fp32", "mm"), ValueError, "lacks 'k'"),
-        (lambda: bench.case_for("add", {"numel": 8, "x": 1}, "fp32", "add"), ValueError, "exactly"),
-        (lambda: bench.case_for("gemm", [2, 2, 2], "fp32", "mm"), TypeError, "shape must be"),
-        (lambda: bench.gemm_case(0, 2, 2), ValueError, "m must be an integer >= 1"),
+        (lambda: suites.suite_spec("tpu"), ValueError, "device must be one of cpu, cuda"),
+        (lambda: suites.suite_spec("cpu", "huge"), ValueError, "suite must be one of tiny, quick"),
+        (lambda: measure_run.run_suite("cpu", 3), TypeError, "suite must be one of"),
+        (lambda: cases.adamw_case(10, 3, impl="loop"), ValueError, "params .10. must be a multiple"),
+        (lambda: cases.adamw_case(8, 2, impl="sgd"), ValueError, "impl must be one of loop, foreach"),
+        (lambda: cases.attention_case(1, 1, 8, 8, 8, impl="flash"), ValueError, "impl must be one of"),
+        (lambda: cases.elementwise_case("gelu", 8), ValueError, "name must be one of copy"),
+        (lambda: cases.case_for("conv", {"n": 1}, "fp32", "x"), ValueError, "name must be one of"),
+        (lambda: cases.case_for("gemm", {"m": 2}, "fp32", "mm"), ValueError, "lacks 'k'"),
+        (lambda: cases.case_for("add", {"numel": 8, "x": 1}, "fp32", "add"), ValueError, "exactly"),
+        (lambda: cases.case_for("gemm", [2, 2, 2], "fp32", "mm"), TypeError, "shape must be"),
+        (lambda: cases.gemm_case(0, 2, 2), ValueError, "m must be an integer >= 1"),
     ],
 )
 def test_bad_arguments_name_themselves(call, error, match):
@@ -288,14 +292,14 @@ def test_bad_arguments_name_themselves(call, error, match):
 
 
 def test_tf32_is_skipped_on_the_cpu():
-    entry = bench.measure(bench.gemm_case(8, 8, 8, "tf32"))
+    entry = measure_run.measure(cases.gemm_case(8, 8, 8, precision="tf32"))
     assert entry["status"] == "skipped" and "CUDA" in entry["reason"]
 
 
 def test_shape_labels():
-    assert bench.shape_text("adamw", {"params": 2**22, "tensors": 8}) == "2^22 in 8"
-    assert bench.shape_text("rmsnorm", {"rows": 1024, "d": 4096}) == "1024x4096"
-    assert bench.shape_text("add", {"numel": 1000}) == "n=1000"
+    assert cases.shape_text("adamw", {"params": 2**22, "tensors": 8}) == "2^22 in 8"
+    assert cases.shape_text("rmsnorm", {"rows": 1024, "d": 4096}) == "1024x4096"
+    assert cases.shape_text("add", {"numel": 1000}) == "n=1000"
 
 
 # --------------------------------------------------------------------------
@@ -338,7 +342,7 @@ def test_force_replaces_atomically(tiny, tmp_path, monkeypatch):
     _, run, _ = tiny
     path = tmp_path / "run.json"
     path.write_text("{}")
-    monkeypatch.setattr(bench, "run_suite", lambda *a, **k: run)
+    monkeypatch.setattr(cli_bench, "run_suite", lambda *a, **k: run)
     status, _, _ = run_cli("--suite", "tiny", "--out", str(path), "--force")
     assert status == 0
     assert runfile.read_run(path) == run
@@ -353,7 +357,7 @@ def test_a_file_appearing_during_the_run_is_kept(tiny, tmp_path, monkeypatch):
         path.write_text("theirs")
         return run
 
-    monkeypatch.setattr(bench, "run_suite", someone_else_writes)
+    monkeypatch.setattr(cli_bench, "run_suite", someone_else_writes)
     status, _, err = run_cli("--suite", "tiny", "--out", str(path))
     assert status == 1 and "appeared during the run" in err
     assert path.read_text() == "theirs"
@@ -368,7 +372,7 @@ def test_cuda_without_cuda_says_so_in_one_line(tmp_path):
     assert status == 2 and out == "" and not path.exists()
     assert err.count("\n") == 1 and "--device cuda" in err and "no CUDA device" in err
     with pytest.raises(ValueError, match="no CUDA device"):
-        bench.run_suite("cuda", "tiny")
+        measure_run.run_suite("cuda", "tiny")
 
 
 # --------------------------------------------------------------------------
@@ -466,7 +470,7 @@ def test_rates_and_filters():
     assert bandwidth == 12 * 2**24 / 0.009  # 3 fp32 tensors of 2^24 elements
     assert len(runfile.results(run, "adamw")) == 3
     assert [e["status"] for e in runfile.results(run, status="skipped")] == ["skipped"]
-    with pytest.raises(ValueError, match="name must be one of copy, triad, triad_inplace, gemm"):
+    with pytest.raises(ValueError, match="name must be one of gemm, copy, triad, triad_inplace, add"):
         runfile.results(run, "conv")
     with pytest.raises(ValueError, match="status must be one of ok, skipped, failed"):
         runfile.results(run, status="done")
@@ -486,7 +490,7 @@ def test_as_hardware_uses_the_measured_ceilings():
 
 
 # --------------------------------------------------------------------------
-# Nsight Compute: the DRAM bytes parser (bench/ncu_merge.py)
+# Nsight Compute: the DRAM bytes parser (gpu/ncu_merge.py)
 
 NCU_HEADER = (
     '"ID","Process ID","Process Name","Host Name",'
@@ -519,7 +523,7 @@ NCU_CSV = "\n".join(
 
 
 def load_script(name: str):
-    path = Path(__file__).parents[1] / "bench" / f"{name}.py"
+    path = Path(__file__).parents[1] / "gpu" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -599,11 +603,11 @@ def test_ncu_bytes_merge_into_the_run(ncu_merge):
 @pytest.mark.cuda
 @needs_cuda
 def test_tiny_cuda_run():
-    run = bench.run_suite("cuda", "tiny")
+    run = measure_run.run_suite("cuda", "tiny")
     assert run["device"]["type"] == "cuda" and run["software"]["cuda"]
     by_id = {e["id"]: e for e in run["results"]}
     assert [e["id"] for e in run["results"]] == [
-        c.id for c in bench.cases("cuda", "tiny", cache_bytes=run["device"]["cache_bytes"])
+        c.id for c in suites.cases("cuda", "tiny", cache_bytes=run["device"]["cache_bytes"])
     ]
     for e in run["results"]:
         assert e["status"] in ("ok", "skipped"), e.get("reason")
@@ -618,10 +622,10 @@ def test_tiny_cuda_run():
 def test_time_cuda_measures_a_known_amount_of_work():
     x = torch.empty(2**26, dtype=torch.float32, device="cuda")
     flush = torch.empty(2**28, dtype=torch.int8, device="cuda")
-    t = bench.time_cuda(lambda: x.zero_(), min_run_time=0.02, flush=flush)
-    assert t.inner == 1 and t.reps >= bench.CUDA_MIN_REPS
+    t = timing.time_cuda(lambda: x.zero_(), min_run_time=0.02, flush=flush)
+    assert t.inner == 1 and t.reps >= timing.CUDA_MIN_REPS
     bandwidth = 4 * 2**26 / t.median_s
     props = torch.cuda.get_device_properties(0)
     assert 1e10 < bandwidth < 2e13, f"{bandwidth:.3g} B/s on {props.name}"
-    batched = bench.time_cuda(lambda: x.zero_(), min_run_time=0.02)
+    batched = timing.time_cuda(lambda: x.zero_(), min_run_time=0.02)
     assert batched.inner >= 1 and batched.median_s > 0

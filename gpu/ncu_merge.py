@@ -1,13 +1,13 @@
 """Add the DRAM bytes Nsight Compute measured to a run file, per entry.
 
 Reads the CSV that ``ncu --csv --page raw --nvtx`` wrote while
-``bench/ncu_ops.py`` ran (one row per profiled kernel, a column per metric, a
+``gpu/ncu_ops.py`` ran (one row per profiled kernel, a column per metric, a
 units row under the header), sums ``dram__bytes_read.sum`` and
 ``dram__bytes_write.sum`` over the kernels inside each ``rb|<entry id>|`` NVTX
 range, and writes them into that entry as ``measured_dram_bytes``:
 ``{"read": ..., "written": ..., "kernels": ..., "tool": ...}`` (byte).
 
-    python3 bench/ncu_merge.py RUN.json ncu.csv [--tool "ncu 2025.1"]
+    python3 gpu/ncu_merge.py RUN.json ncu.csv [--tool "ncu 2025.1"]
 
 The run file is rewritten in place, atomically, and only gains these fields;
 entries that already carry measured bytes are not replaced unless ``--force``.
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from roofline_book import runfile
+from roofline_book.measure import runfile
 
 READ, WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 _RANGE = re.compile(r"rb\|([^|]+)\|")

@@ -9,9 +9,9 @@ cudaProfilerStop, inside an NVTX range named ``rb|<entry id>|``. Under
     ncu --nvtx --profile-from-start off --clock-control none \\
         --metrics dram__bytes_read.sum,dram__bytes_write.sum \\
         --csv --page raw --print-units base --log-file ncu.csv \\
-        python3 bench/ncu_ops.py RUN.json
+        python3 gpu/ncu_ops.py RUN.json
 
-only those calls are profiled, and ``bench/ncu_merge.py`` adds the bytes to
+only those calls are profiled, and ``gpu/ncu_merge.py`` adds the bytes to
 the run file. Nsight Compute flushes the caches before each kernel it
 profiles (its default ``--cache-control all``), so each kernel's bytes are
 what it moves from a cold cache.
@@ -26,7 +26,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline_book import bench, runfile
+from roofline_book.measure import cases, runfile
 
 RANGE = "rb|{}|"
 """NVTX range name around an entry's profiled call; ``ncu_merge.py`` parses it back."""
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     device = torch.device("cuda", torch.cuda.current_device())
     for e in todo:
-        case = bench.case_for(e["name"], e["shape"], e["precision"], e["impl"])
+        case = cases.case_for(e["name"], e["shape"], e["precision"], e["impl"])
         prepared = case.build(device)
         try:
             prepared.check()

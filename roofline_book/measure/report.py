@@ -2,7 +2,7 @@
 
 The CUDA appendix and the achieved-performance chapter render every run the
 same way through these functions; the tests render fixture runs with them.
-Everything here reads a run (a mapping as :func:`roofline_book.runfile.read_run`
+Everything here reads a run (a mapping as :func:`roofline_book.measure.runfile.read_run`
 returns it); nothing is measured or typed in.
 """
 
@@ -12,11 +12,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..hardware import Hardware, catalog
+from ..plotting import PALETTE, UNITS, roofline
+from ..roofline import attainable
+from ..units import si
 from . import runfile
+from .cases import OPERATORS
 from .claims import check_claims, streams_from_memory
-from .hardware import Hardware, catalog
-from .plotting import PALETTE, UNITS, roofline
-from .units import si
 
 #: Device names as CUDA or the vendor tools report them, mapped to catalog keys.
 _DATASHEET_NAMES = (
@@ -26,17 +28,6 @@ _DATASHEET_NAMES = (
     (r"\bB200\b", "b200"),
     (r"\bMI300X\b", "mi300x"),
 )
-
-#: Marker and colour per operator family on the measured roofline.
-_STYLE = {
-    "gemm": ("o", PALETTE["blue"]),
-    "add": ("s", PALETTE["vermillion"]),
-    "relu": ("s", PALETTE["orange"]),
-    "rmsnorm": ("D", PALETTE["green"]),
-    "softmax": ("D", PALETTE["sky"]),
-    "adamw": ("^", PALETTE["purple"]),
-    "attention": ("v", PALETTE["black"]),
-}
 
 
 def datasheet_for(run: Mapping[str, Any]) -> Hardware | None:
@@ -112,8 +103,6 @@ def results_frame(run: Mapping[str, Any]):
 
 
 def _roof(device: Hardware, precision: str, intensity: float) -> float | None:
-    from .roofline import attainable
-
     try:
         peak = device.peak_flops(precision)
     except ValueError:
@@ -192,7 +181,8 @@ def plot_run(
         if not cost.flops or entry["precision"] != precision:
             continue
         flops, _ = runfile.rates(entry)
-        marker, color = _STYLE.get(entry["name"], ("o", PALETTE["black"]))
+        style = OPERATORS[entry["name"]]
+        marker, color = style.marker, PALETTE[style.colour]
         hollow = not streams_from_memory(run, cost)
         label = None if entry["name"] in seen else entry["name"]
         seen.add(entry["name"])

@@ -1,7 +1,7 @@
 """The reference chapter's qualitative claims, checked against a measured run.
 
 Each claim becomes a :class:`Check`: the figures it rests on, taken from a run
-file (:mod:`roofline_book.runfile`), and a verdict, ``"pass"``, ``"fail"`` or
+file (:mod:`roofline_book.measure.runfile`), and a verdict, ``"pass"``, ``"fail"`` or
 ``"not measured"`` when the run lacks what the claim needs. The thresholds are
 the named constants below; change one and every verdict follows.
 
@@ -23,12 +23,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..ops import Cost
+from ..roofline import time_lower_bound
+from ..units import si
 from . import runfile
-from .bench import SMALL_GEMM, shape_text
-from .ops import Cost
-from .roofline import time_lower_bound
+from .cases import names, shape_text
 from .runfile import model_cost, rates
-from .units import si
+from .suites import SMALL_GEMM
 
 Verdict = Literal["pass", "fail", "not measured"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "not measured")
@@ -219,7 +220,7 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
     if copy is None or not peaks or _bandwidth(run) is None:
         return _not_measured(claim, rule, "no copy bandwidth from beyond the cache, or no peak")
     figures, ok, seen = [], True, 0
-    for name in ("add", "relu"):
+    for name in names("elementwise"):
         for p in sorted({e["precision"] for e in runfile.results(run, name)}):
             entries = [e for e in runfile.results(run, name) if e["precision"] == p]
             largest = max(entries, key=lambda e: e["shape"]["numel"])
@@ -243,7 +244,7 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
 
 
 def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
-    """The chapter's small GEMM (:data:`roofline_book.bench.SMALL_GEMM`) runs far from the peak."""
+    """The small GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) is far from the peak."""
     m, k, n = SMALL_GEMM
     claim = f"A small GEMM ({m}x{k} times {k}x{n}) is far from the peak"
     rule = f"per precision, it reaches <= {FAR_FROM_PEAK:.0%} of the measured peak"
@@ -442,7 +443,7 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
     Parameters
     ----------
     run : Mapping or path
-        A run (as :func:`roofline_book.bench.run_suite` returns it) or the path
+        A run (as :func:`roofline_book.measure.run.run_suite` returns it) or the path
         of a run file, which is read and validated against the schema. A
         mapping is checked for consistency, and against the schema where
         ``jsonschema`` is installed.

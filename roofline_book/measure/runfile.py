@@ -3,7 +3,7 @@
 A run file holds what one benchmark run measured on one device: the device,
 the software versions, the date, the measured ceilings and, per operator, the
 model's FLOPs and bytes with the measured time (or why it was skipped). The
-book and :mod:`roofline_book.claims` read it; nothing in it is typed by hand.
+book and :mod:`roofline_book.measure.claims` read it; nothing in it is typed by hand.
 
 Top-level keys: ``format``, ``version``, ``date`` (UTC, ISO 8601), ``host``,
 ``suite``, ``device``, ``software``, ``ceilings`` and ``results`` (one entry
@@ -34,9 +34,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .dtypes import BYTES
-from .hardware import Hardware, adhoc
-from .ops import Cost
+from ..dtypes import BYTES
+from ..hardware import Hardware, adhoc
+from ..ops import Cost
+from .cases import BANDWIDTH_KINDS, REGISTRY
+from .suites import SUITES
 
 FORMAT = "roofline-book-run"
 """The ``format`` field every run file carries."""
@@ -44,30 +46,13 @@ FORMAT = "roofline-book-run"
 VERSION = 1
 """The run-file format version this package writes and reads."""
 
-OPERATORS = (
-    "copy",
-    "triad",
-    "triad_inplace",
-    "gemm",
-    "add",
-    "relu",
-    "rmsnorm",
-    "softmax",
-    "adamw",
-    "attention",
-)
-"""Operator names a run entry may carry."""
+OPERATORS = tuple(REGISTRY)
+"""Operator names a run entry may carry: every registered operator."""
 
 STATUSES = ("ok", "skipped", "failed")
 """``ok``: checked and timed; ``skipped``: not run here (unsupported, out of
 memory), with the reason; ``failed``: the result was wrong or the case raised an
 error, so it was not timed; the reason says which."""
-
-SUITES = ("tiny", "quick", "full")
-"""Size presets of a run: ``tiny`` for tests, ``quick`` for a first look, ``full``."""
-
-BANDWIDTH_KINDS = ("copy", "triad", "triad_inplace")
-"""The memory-bandwidth ceilings: ``dst = src``, ``a = b + s * c`` and ``a += s * b``."""
 
 _COUNT = {"type": "integer", "minimum": 0}
 _SIZE = {"type": "integer", "minimum": 1}
@@ -205,6 +190,12 @@ RUN_SCHEMA: dict[str, Any] = {
                         "iqr_s": _NON_NEGATIVE,
                         "reps": _SIZE,
                         "inner": _SIZE,
+                        "samples_s": {
+                            "type": "array",
+                            "items": _NON_NEGATIVE,
+                            "minItems": 1,
+                            "description": "per-call time of each sample, second",
+                        },
                     },
                 },
                 "check": {
@@ -364,7 +355,7 @@ def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bo
     Parameters
     ----------
     run : Mapping
-        A run, as :func:`roofline_book.bench.run_suite` returns it.
+        A run, as :func:`roofline_book.measure.run.run_suite` returns it.
     path : str or os.PathLike
         Where to write.
     force : bool

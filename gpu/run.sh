@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # Measure one CUDA device for the book's benchmark appendix.
 #
-#   OUT=/some/folder bash bench/gpu_run.sh [name]
+#   OUT=/some/folder bash gpu/run.sh [name]
 #
 # Run from the repository root. Needs Python >= 3.11 with torch (>= 2.1, CUDA)
 # and numpy; tqdm, jsonschema, pytest and Nsight Compute (ncu) are used when
 # present. Steps, each under its own time limit (about 6 minutes in all on an
 # H200; SKIP_TESTS=1, SKIP_NCU=1 or QUICK=1 make it shorter):
-#   1. the CUDA tests of tests/test_bench.py (if pytest is installed);
+#   1. the CUDA tests of tests/test_measure.py (if pytest is installed);
 #   2. the full CUDA suite -> $OUT/<name>.json, its summary -> $OUT/<name>.txt;
-#   3. Nsight Compute over bench/ncu_ops.py -> $OUT/<name>.ncu.csv, and the
+#   3. Nsight Compute over gpu/ncu_ops.py -> $OUT/<name>.ncu.csv, and the
 #      measured DRAM bytes merged into $OUT/<name>.json.
 # Nothing is overwritten: an existing $OUT/<name>.json stops the script.
 set -uo pipefail
@@ -20,7 +20,7 @@ PY=${PYTHON:-python3}
 
 die() { echo "gpu_run: $*" >&2; exit 2; }
 
-[ -f roofline_book/bench.py ] || die "run from the repository root"
+[ -f roofline_book/measure/run.py ] || die "run from the repository root"
 "$PY" - <<'PYEOF' || die "preflight failed (see above)"
 import sys
 if sys.version_info < (3, 11):
@@ -48,7 +48,7 @@ mkdir -p "$OUT"
 
 if [ "${SKIP_TESTS:-0}" != 1 ] && "$PY" -c 'import pytest, hypothesis' 2>/dev/null; then
   echo "== 1. CUDA tests"
-  timeout 120 "$PY" -m pytest -q -p no:cacheprovider -o addopts="" -m cuda tests/test_bench.py \
+  timeout 120 "$PY" -m pytest -q -p no:cacheprovider -o addopts="" -m cuda tests/test_measure.py \
     || echo "gpu_run: the CUDA tests failed (above); measuring anyway" >&2
 fi
 
@@ -67,8 +67,8 @@ if [ "${SKIP_NCU:-0}" != 1 ] && command -v ncu >/dev/null; then
   if timeout 240 ncu --nvtx --profile-from-start off --clock-control none \
        --metrics dram__bytes_read.sum,dram__bytes_write.sum \
        --csv --page raw --print-units base --log-file "$csv" \
-       "$PY" bench/ncu_ops.py "$run"; then
-    "$PY" bench/ncu_merge.py "$run" "$csv" --tool "$(ncu --version | tail -n 1)" \
+       "$PY" gpu/ncu_ops.py "$run"; then
+    "$PY" gpu/ncu_merge.py "$run" "$csv" --tool "$(ncu --version | tail -n 1)" \
       || echo "gpu_run: merging the ncu bytes failed; $run keeps the timings" >&2
   else
     echo "gpu_run: ncu failed (no permission for GPU counters?); $run keeps the timings" >&2

@@ -1,0 +1,124 @@
+"""The book's Sphinx extension: what a build does before and around the notebooks.
+
+- ``config-inited``: the notebook kernels' environment (the repository root on
+  ``PYTHONPATH``, a quiet IPython profile inside the build folder, the path of
+  the CPU run), and a check that MathJax was installed (``make mathjax``).
+- ``builder-inited``: creates the jupyter-cache database (with ``-j``, workers
+  would race to create it); measures this machine's CPU into the quick run
+  file if it is missing, before any kernel starts, so nothing else competes
+  for the cores while it is timed; and drops the cached outputs of the pages
+  that read the run file when the run is newer than them, so prose and run
+  agree.
+- ``html-page-context``: writes each executed notebook (``.ipynb``, outputs
+  included) beside the page's source, for the theme's download button.
+
+Configuration values (set in conf.py): ``roofline_root`` (the repository root),
+``roofline_cpu_run`` (the run file) and ``roofline_run_pages`` (pages that
+read it).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.errors import ConfigError
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+_KERNEL_CONFIG = 'c.IPKernelApp.log_level = "ERROR"\nc.HistoryManager.enabled = False\n'
+
+
+def _kernel_environment(app: Sphinx, config: Config) -> None:
+    root = pathlib.Path(config.roofline_root)
+    # Notebook kernels start in docs/; they must import the package from the repo root.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p
+    )
+    # Quiet kernels: anything a cell writes to stderr fails the build.
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    # No history database, and no start-up log lines (the local TCP transport notice).
+    profile = root / "_build" / "ipython" / "profile_default"
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "ipython_kernel_config.py").write_text(_KERNEL_CONFIG)
+    os.environ["IPYTHONDIR"] = str(profile.parent)
+    os.environ["ROOFLINE_CPU_RUN"] = str(config.roofline_cpu_run)
+    mathjax = root / "_build" / "mathjax"
+    if not (mathjax / "mathjax" / "tex-chtml.js").is_file():
+        raise ConfigError(f"{mathjax}/mathjax is missing: run `make html` (or `make mathjax`)")
+
+
+def _measure_cpu(run: pathlib.Path, root: pathlib.Path) -> None:
+    run.parent.mkdir(parents=True, exist_ok=True)
+    logger.info("measuring this CPU (quick suite) into %s ...", run)
+    command = [sys.executable, "-m", "roofline_book", "bench", "--device", "cpu", "--quick"]
+    subprocess.run(
+        [*command, "--no-progress", "--out", str(run)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        cwd=root,
+    )
+
+
+def _prepare(app: Sphinx) -> None:
+    from jupyter_cache import get_cache
+
+    cache = get_cache(app.config.nb_execution_cache_path)
+    records = cache.list_cache_records()  # creates the database
+    run = pathlib.Path(app.config.roofline_cpu_run)
+    if not run.exists():
+        _measure_cpu(run, pathlib.Path(app.config.roofline_root))
+    measured = run.stat().st_mtime
+    for record in records:
+        created = record.created  # stored as naive UTC
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=datetime.timezone.utc)  # noqa: UP017
+        reads_run = record.uri.endswith(tuple(app.config.roofline_run_pages))
+        if reads_run and created.timestamp() < measured:
+            cache.remove_cache(record.pk)
+
+
+def _offer_ipynb(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Write the executed notebook of a MyST page into _sources and let the theme link it.
+
+    myst-nb's copy in jupyter_execute/ holds the cells; in cache mode the
+    outputs live in the cache, so they are merged back in here.
+    """
+    import nbformat
+    from jupyter_cache import get_cache
+
+    executed = pathlib.Path(app.outdir).parent / "jupyter_execute" / f"{pagename}.ipynb"
+    if not executed.is_file():
+        return
+    notebook = nbformat.read(executed, as_version=4)
+    if not any(c.get("outputs") for c in notebook.cells if c.cell_type == "code"):
+        try:
+            cache = get_cache(app.config.nb_execution_cache_path)
+            _, notebook = cache.merge_match_into_notebook(notebook)
+        except KeyError:  # not in the cache (e.g. executed with nb_execution_mode=force)
+            pass
+    target = pathlib.Path(app.outdir) / "_sources" / f"{pagename}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    context["ipynb_source"] = f"{pagename}.ipynb"
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("roofline_root", "", "env", str)
+    app.add_config_value("roofline_cpu_run", "", "env", str)
+    app.add_config_value("roofline_run_pages", (), "env", tuple)
+    app.connect("config-inited", _kernel_environment)
+    app.connect("builder-inited", _prepare)
+    # before the theme builds its header buttons from the page context
+    app.connect("html-page-context", _offer_ipynb, priority=400)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
