@@ -39,7 +39,8 @@ def peaks_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
     >>> from roofline_book import EXAMPLE, hardware
     >>> df = peaks_frame({"h100-sxm": hardware("h100-sxm"), "example": EXAMPLE})
-    >>> df.loc["h100-sxm", ["bf16 dense", "int8 dense", "bandwidth", "ridge bf16 [FLOP/B]"]].tolist()
+    >>> columns = ["bf16 dense", "int8 dense", "bandwidth", "ridge bf16 [FLOP/B]"]
+    >>> df.loc["h100-sxm", columns].tolist()
     ['989.5 TFLOP/s', '1.979 POP/s', '3.35 TB/s', '295']
     >>> df.loc["example", "bf16 dense"], df.loc["example", "capacity"]
     ('—', '—')

@@ -46,7 +46,8 @@ def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
     Examples
     --------
     >>> from roofline_book import EXAMPLE, add, cost_table, gemm
-    >>> df = roof_frame(cost_table([("add", add(4096 * 4096)), ("gemm", gemm(64, 64, 64))], EXAMPLE))
+    >>> rows = cost_table([("add", add(4096 * 4096)), ("gemm", gemm(64, 64, 64))], EXAMPLE)
+    >>> df = roof_frame(rows)
     >>> df.iloc[0].tolist()  # 1 / 6 FLOP/byte at 1 TB/s: 0.167 TFLOP/s
     ['add', '16.78 MFLOP', '100.7 MB', '0.167', '0.167', 'memory']
     >>> df.iloc[1, 3:].tolist()  # 2 * 64 / (3 * 2) = 21.3 FLOP/byte
