@@ -67,3 +67,64 @@ def test_style_is_okabe_ito_on_white():
     assert colors[0] == plotting.PALETTE["blue"].lower()
     assert matplotlib.rcParams["savefig.facecolor"] == "white"
     assert matplotlib.rcParams["svg.hashsalt"] == "roofline-book"
+
+
+def test_points_labels_take_offsets_as_data(ax):
+    drawn = plotting.points(
+        ax,
+        [("add", add(2**20)), ("gemm", gemm(4096, 4096, 4096))],
+        100e12,
+        1e12,
+        offsets={"gemm": (-40, 6)},
+        fontsize=7.5,
+    )
+    add_label, gemm_label = drawn[1], drawn[3]
+    assert add_label.get_text() == "add" and gemm_label.get_text() == "gemm"
+    assert add_label.xyann == (5, -12)  # not named: the default, below right
+    assert gemm_label.xyann == (-40, 6)
+    np.testing.assert_allclose(gemm_label.xy, (8192 / 6, 100.0))  # at the point, on the flat roof
+    assert gemm_label.get_fontsize() == 7.5
+
+
+def test_reference_and_ridge_lines(ax):
+    ax.set_yscale("log")
+    line, text = plotting.ridge_line(ax, 295.4, "H100 ridge", label="ridge", linestyle=":")
+    assert line.get_ydata()[0] == 295.4 and line.get_linestyle() == ":"
+    assert line.get_label() == "ridge"
+    assert text.get_text() == "H100 ridge" and text.xy == (0.02, 295.4) and text.xyann == (0, 3)
+    vline, vtext = plotting.reference_line(ax, 347.9, "M*", vertical=True, below=True)
+    assert vline.get_xdata()[0] == 347.9
+    assert vtext.get_rotation() == 90 and vtext.xyann == (-3, 0)
+    assert plotting.reference_line(ax, 1.0)[0].get_linestyle() == "--"  # no text: just the line
+    with pytest.raises(ValueError, match="ridge"):
+        plotting.ridge_line(ax, 0.0)
+
+
+def test_time_bars_draw_both_bounds(ax):
+    from roofline_book import time_lower_bound
+
+    named = [
+        ("add", time_lower_bound(add(4096 * 4096), 100e12, 1e12)),
+        ("gemm", time_lower_bound(gemm(4096, 4096, 4096), 100e12, 1e12)),
+    ]
+    compute, memory = plotting.time_bars(ax, named)
+    # add: 4096^2 / 100e12 s = 0.168 us of compute, 6 * 4096^2 / 1e12 s = 100.7 us of memory
+    assert [round(b.get_width(), 3) for b in compute] == [0.168, 1374.39]
+    assert [round(b.get_width(), 1) for b in memory] == [100.7, 100.7]  # 3 * 2 * 4096^2 B each
+    labels = {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
+    assert labels == {"add": 1, "gemm": 0}  # the first operator on top
+    assert compute[0].get_y() > memory[0].get_y()  # compute bar above the memory bar
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "Time lower bound [us]"
+    with pytest.raises(ValueError, match="unit"):
+        plotting.time_bars(ax, named, unit="min")
+
+
+def test_traffic_bars_stack_read_on_written(ax):
+    from roofline_book import adamw
+
+    named = [("loop", adamw(1000, "loop")), ("fused", adamw(1000, "fused"))]
+    read, written, *totals = plotting.traffic_bars(ax, named, per=1000)
+    fused = adamw(1000, "fused")  # FP32: reads p, g, m, v (16 B), writes p, m, v (12 B)
+    assert read[1].get_height() == fused.bytes_read / 1000 == 16
+    assert written[1].get_y() == 16 and written[1].get_height() == 12
+    assert [t.get_text() for t in totals] == [f"{adamw(1000, 'loop').bytes / 1000:.0f}", "28"]

@@ -1,0 +1,133 @@
+"""The chapters' helpers (roofline_book.book): gluing, tables, shares, sweeps; real values."""
+
+import numpy as np
+import pytest
+
+from roofline_book import EXAMPLE, add, book, cost_table, gemm, hardware, rmsnorm
+
+ROWS = cost_table(
+    [
+        ("add", add(4096 * 4096)),
+        ("RMSNorm", rmsnorm(4096, 4096)),
+        ("GEMM 4096", gemm(4096, 4096, 4096)),
+    ],
+    EXAMPLE,
+)
+
+
+@pytest.fixture
+def glued(monkeypatch):
+    """What book.glue hands to myst-nb, as (name, value, display) triples."""
+    import myst_nb
+
+    calls = []
+    monkeypatch.setattr(
+        myst_nb, "glue", lambda name, value, display=True: calls.append((name, value, display))
+    )
+    return calls
+
+
+def test_glue_many_values_plain_and_hidden(glued):
+    book.glue("fig-x", "figure")
+    book.glue(ratio=np.float64(8.0), sms=np.int64(132), bound="memory")
+    assert glued == [
+        ("fig-x", "figure", False),
+        ("ratio", 8.0, False),
+        ("sms", 132, False),
+        ("bound", "memory", False),
+    ]
+    assert type(glued[1][1]) is float and type(glued[2][1]) is int  # NumPy scalars made plain
+    with pytest.raises(TypeError, match="name"):
+        book.glue(None, 1.0)
+
+
+def test_glue_figure_closes_it(glued):
+    from matplotlib import pyplot as plt
+
+    fig, _ = plt.subplots()
+    book.glue_figure("fig-y", fig)
+    assert glued == [("fig-y", fig, False)]
+    assert not plt.fignum_exists(fig.number)
+
+
+def test_short_keeps_three_digits_then_whole_numbers():
+    assert [book.short(v) for v in (1 / 6, 21.333, 99.94, 100.4, 1365.33)] == [
+        "0.167",
+        "21.3",
+        "99.9",
+        "100",
+        "1365",
+    ]
+
+
+def test_roof_frame_matches_the_rows():
+    df = book.roof_frame(ROWS)
+    assert list(df.columns) == [
+        "operator",
+        "FLOPs",
+        "bytes",
+        "I [FLOP/byte]",
+        "attainable [TFLOP/s]",
+        "bound",
+    ]
+    # add: 4096^2 FLOP, 6 * 4096^2 = 100,663,296 bytes, 1 TB/s / 6 = 0.167 TFLOP/s
+    assert df.iloc[0].tolist() == ["add", "16.78 MFLOP", "100.7 MB", "0.167", "0.167", "memory"]
+    # 4096^3 GEMM: I = 2 * 4096 / 6 = 1365.3 FLOP/byte, under the flat 100 TFLOP/s roof
+    assert df.iloc[2, 3:].tolist() == ["1365", "100", "compute"]
+    assert book.roof_frame(ROWS, unit="GFLOP/s").iloc[0, 4] == "167"  # 1e12 / 6 / 1e9 = 166.67
+    with pytest.raises(ValueError, match="unit"):
+        book.roof_frame(ROWS, unit="TB/s")
+
+
+def test_markdown_table_alignment_and_index():
+    import pandas as pd
+
+    frame = pd.DataFrame({"I": ["0.170", "1365"]}, index=pd.Index(["add", "gemm"], name="operator"))
+    lines = book.markdown_table(frame).data.splitlines()
+    assert [cell.strip() for cell in lines[0].split("|")[1:3]] == ["operator", "I"]
+    assert lines[1] == "|:-----------|------:|"  # names left, numbers right
+    assert lines[2] == "| add        | 0.170 |"  # the text "0.170" keeps its trailing zero
+    plain = book.markdown_table(pd.DataFrame({"a": ["x"], "b": ["y"]}), align=["center", "left"])
+    assert plain.data.splitlines()[1] == "|:---:|:----|"  # unnamed 0, 1, ... index dropped
+    with pytest.raises(ValueError, match="align"):
+        book.markdown_table(frame, align=["left"])
+
+
+def test_share_picks_rows_by_name_and_bound():
+    times = [r.time.seconds for r in ROWS]
+    assert book.share(ROWS, contains=["add", "Norm"]) == pytest.approx(
+        (times[0] + times[1]) / sum(times)
+    )
+    assert book.share(ROWS, bound="memory") == book.share(ROWS, contains=["add", "RMSNorm"])
+    assert book.share(ROWS, bound="compute") == pytest.approx(times[2] / sum(times))
+    with pytest.raises(ValueError, match="bound"):
+        book.share(ROWS, bound="latency")
+
+
+def test_first_size_of_a_sweep_past_the_ridge():
+    ridge = hardware("h100-sxm").ridge_point("bf16")  # 989.5e12 / 3.35e12 = 295.4 FLOP/byte
+    sizes = [2**p for p in range(4, 15)]
+    # square BF16: I = 2n / 6; 2n/6 >= 295.4 first at 1024 (341.3; 512 gives 170.7)
+    assert book.first_size(sizes, ridge, "bf16") == 1024
+    assert book.first_size(sizes, ridge, "fp32") == 2048  # I = 2n / 12
+    # M x 4096 x 4096 BF16: I = 2 M 4096^2 / (2 (2 M 4096 + 4096^2)); M* = 347.9, so 512
+    m_star = 4096 * ridge / (4096 - 2 * ridge)
+    assert 256 < m_star < 512
+    assert book.first_size([2**p for p in range(17)], ridge, k=4096, n=4096) == 512
+    with pytest.raises(ValueError, match="no size"):
+        book.first_size([16, 32], ridge)
+
+
+def test_hardware_tables_read_the_catalog():
+    h100 = hardware("h100-sxm")
+    peaks = book.peaks_frame()
+    assert peaks.loc["h100-sxm", "bf16 dense"] == "989.5 TFLOP/s"
+    assert peaks.loc["h100-sxm", "ridge bf16 [FLOP/B]"] == f"{989.5 / 3.35:.0f}"  # 295
+    assert len(peaks) == len(book.sources_frame().index.get_level_values("key").unique())
+    sparse = book.sparse_frame()
+    assert (
+        sparse.loc[("h100-sxm", "fp8"), "ratio"]
+        == f"{h100.sparse_peak_flops('fp8') / h100.peak_flops('fp8'):.2f}"
+    )
+    caches = book.cache_frame()
+    assert caches.loc["h100-sxm", "SMs / CUs"] == h100.sms == 132
