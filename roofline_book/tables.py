@@ -253,7 +253,15 @@ def optimizer_table(
 # Rendering
 
 
-def _aligned(header: Sequence[str] | None, rows: Sequence[Sequence[str]], right: Collection[int]):
+_ALIGN = ("left", "right", "center")
+
+
+def _aligned(
+    header: Sequence[str] | None,
+    rows: Sequence[Sequence[object]],
+    right: Collection[int],
+    align: Sequence[str] | None = None,
+) -> tuple[list[list[str]], list[str]]:
     lines = ([list(header)] if header else []) + [[str(c) for c in r] for r in rows]
     if not lines:
         raise ValueError("a table needs a header or at least one row")
@@ -261,8 +269,13 @@ def _aligned(header: Sequence[str] | None, rows: Sequence[Sequence[str]], right:
     for i, line in enumerate(lines):
         if len(line) != width:
             raise ValueError(f"row {i} has {len(line)} cells, the table has {width} columns")
-    align = ["right" if i in right else "left" for i in range(width)]
-    return lines, align
+    if align is None:
+        return lines, ["right" if i in right else "left" for i in range(width)]
+    if len(align) != width or not set(align) <= set(_ALIGN):
+        raise ValueError(
+            f"align must hold {width} of 'left', 'right', 'center'; got {list(align)!r}"
+        )
+    return lines, list(align)
 
 
 def text_table(
@@ -288,9 +301,16 @@ def text_table(
 
 
 def markdown_table(
-    header: Sequence[str], rows: Sequence[Sequence[str]], right: Collection[int] = ()
+    header: Sequence[str],
+    rows: Sequence[Sequence[object]],
+    right: Collection[int] = (),
+    *,
+    align: Sequence[str] | None = None,
 ) -> str:
-    """Rows of text as a Markdown (pipe) table; a ``|`` inside a cell is escaped.
+    """Rows as a Markdown (pipe) table; a ``|`` inside a cell is escaped.
+
+    Cells are written as ``str(cell)``. ``align`` (``"left"``, ``"right"`` or
+    ``"center"`` per column) overrides ``right``.
 
     Examples
     --------
@@ -302,6 +322,7 @@ def markdown_table(
     from tabulate import tabulate
 
     escaped = [[str(c).replace("|", "\\|") for c in r] for r in rows]
-    lines, align = _aligned(header, escaped, right)
-    return tabulate(lines[1:], headers=lines[0], tablefmt="pipe", colalign=align,
-                    disable_numparse=True)  # fmt: skip
+    lines, colalign = _aligned([str(h) for h in header], escaped, right, align)
+    return tabulate(
+        lines[1:], headers=lines[0], tablefmt="pipe", colalign=colalign, disable_numparse=True
+    )

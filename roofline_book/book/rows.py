@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..ops import gemm
-from ..roofline import Row
+from ..tables import Row
 
 
 def share(rows: Iterable[Row], *, contains: Sequence[str] = (), bound: str | None = None) -> float:
@@ -13,7 +13,7 @@ def share(rows: Iterable[Row], *, contains: Sequence[str] = (), bound: str | Non
 
     Parameters
     ----------
-    rows : iterable of roofline_book.roofline.Row
+    rows : iterable of roofline_book.Row
         From :func:`roofline_book.cost_table` or :func:`roofline_book.block_table`.
     contains : sequence of str
         Keep a row whose name contains any of these (all rows when empty).

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..roofline import Row, table_frame
+from ..tables import Row, table_frame
+from ..tables import markdown_table as markdown_table_text
 from ..units import si
 
 
@@ -34,7 +35,7 @@ def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
 
     Parameters
     ----------
-    rows : iterable of roofline_book.roofline.Row
+    rows : iterable of roofline_book.Row
         From :func:`roofline_book.cost_table`.
     unit : str
         Unit of the attainable rate, a key of :data:`roofline_book.plotting.UNITS`.
@@ -114,8 +115,5 @@ def markdown_table(
     frame = frame.reset_index() if named else frame
     columns = frame.shape[1]
     align = list(align) if align is not None else ["left"] + ["right"] * (columns - 1)
-    if len(align) != columns or not set(align) <= {"left", "right", "center"}:
-        raise ValueError(
-            f"align must hold {columns} of 'left', 'right', 'center'; got {list(align)!r}"
-        )
-    return Markdown(frame.to_markdown(index=False, colalign=align, disable_numparse=True))
+    header = [str(c) for c in frame.columns]
+    return Markdown(markdown_table_text(header, frame.values.tolist(), align=align))
