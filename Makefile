@@ -53,12 +53,16 @@ bench: $(VENV)/.installed
 	mkdir -p $(dir $(BENCH_OUT))
 	$(PY) -m roofline_book bench --device $(DEVICE) --out $(BENCH_OUT)
 
+# Everything Python: the package, tests, conf.py, the Sphinx extension, the GPU scripts.
+LINTED := roofline_book tests conf.py docs/_ext gpu
 lint: $(VENV)/.installed
-	$(VENV)/bin/ruff check roofline_book tests
-	$(VENV)/bin/ruff format --check roofline_book tests
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy $(LINTED)
 
 livehtml: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
-	$(VENV)/bin/sphinx-autobuild -c . docs $(BUILD)/html --watch roofline_book \
+	$(VENV)/bin/sphinx-autobuild -c . docs $(BUILD)/html --watch roofline_book --watch docs/_ext \
 	  --ignore "*.ipynb" --ignore "$(BUILD)/*" --re-ignore "jupyter_execute/.*"
 
 clean:

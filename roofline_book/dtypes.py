@@ -18,7 +18,10 @@ TF32 is a Tensor Core compute mode: its operands are stored as 32-bit floats.
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Union
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:  # torch is optional: its dtypes are accepted where it is installed
+    import torch
 
 #: Bytes one element occupies in memory, by canonical precision name.
 BYTES = MappingProxyType(
@@ -51,7 +54,7 @@ _ALIASES = {
     "float8_e5m2fnuz": "fp8_e5m2",
 }
 
-Precision = Union[str, "torch.dtype"]  # noqa: F821 - torch is optional here
+Precision = Union[str, "torch.dtype"]
 
 
 def precision_name(dtype: Precision) -> str:

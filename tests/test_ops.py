@@ -171,8 +171,8 @@ def test_causal_masking():
 
 
 def test_causal_rectangular_pairs():
-    assert ops._causal_pairs(3, 5) == 1 + 2 + 3
-    assert ops._causal_pairs(5, 3) == 1 + 2 + 3 + 3 + 3
+    assert ops.attn._causal_pairs(3, 5) == 1 + 2 + 3
+    assert ops.attn._causal_pairs(5, 3) == 1 + 2 + 3 + 3 + 3
 
 
 def test_linear_backward_is_two_gemms():

@@ -168,9 +168,9 @@ def test_square_gemm_size_to_ridge(dtype, s, first):
     [
         (lambda: gemm_tokens_to_ridge(0, 64, 64), ValueError, "^ridge must be"),
         (lambda: gemm_tokens_to_ridge(float("inf"), 64, 64), ValueError, "^ridge must be"),
-        (lambda: gemm_tokens_to_ridge("100", 64, 64), TypeError, "^ridge must be"),
+        (lambda: gemm_tokens_to_ridge("100", 64, 64), TypeError, "^ridge must be"),  # type: ignore[arg-type]  # bad input on purpose
         (lambda: gemm_tokens_to_ridge(100, 0, 64), ValueError, "^k must be an integer >= 1"),
-        (lambda: gemm_tokens_to_ridge(100, 64, 6.4), TypeError, "^n must be an integer >= 1"),
+        (lambda: gemm_tokens_to_ridge(100, 64, 6.4), TypeError, "^n must be an integer >= 1"),  # type: ignore[arg-type]  # bad input on purpose
         (lambda: gemm_tokens_to_ridge(100, 64, 64, "bf17"), ValueError, "dtype 'bf17'"),
         (lambda: square_gemm_size_to_ridge(-1.0), ValueError, "^ridge must be"),
         (lambda: square_gemm_size_to_ridge(True), TypeError, "^ridge must be"),

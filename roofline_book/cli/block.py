@@ -55,7 +55,7 @@ def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
         "time bound",
         "share",
     )
-    body = [
+    body: list[tuple[str, ...]] = [
         (
             r.name,
             si(r.cost.flops, "FLOP"),

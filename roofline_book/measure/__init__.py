@@ -12,34 +12,7 @@ One idea per module:
 - :mod:`~roofline_book.measure.claims`: the claims checklist, judged from a run.
 - :mod:`~roofline_book.measure.report`: a run as the book shows it.
 
-torch is imported inside the functions that need it, so ``import
-roofline_book.measure`` stays light.
+torch is imported inside the functions that need it, so importing any of
+them stays light. The package itself imports nothing: ``from
+roofline_book.measure import runfile`` loads just what it names.
 """
-
-from .cases import OPERATORS, case_for, shape_text
-from .registry import Case, Incorrect, Operator, Prepared, Unsupported
-from .run import measure, run_suite, summary_table
-from .runfile import read_run, write_run
-from .suites import Suite, suite_spec
-from .timing import Timing, time_cpu, time_cuda
-
-__all__ = [
-    "OPERATORS",
-    "Case",
-    "Incorrect",
-    "Operator",
-    "Prepared",
-    "Suite",
-    "Timing",
-    "Unsupported",
-    "case_for",
-    "measure",
-    "read_run",
-    "run_suite",
-    "shape_text",
-    "suite_spec",
-    "summary_table",
-    "time_cpu",
-    "time_cuda",
-    "write_run",
-]

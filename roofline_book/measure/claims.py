@@ -196,6 +196,7 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
     for p in precisions:
         largest = _squares(run, p)[-1]
         peak = _peak(run, p)
+        assert peak is not None  # the precisions are those with a measured peak
         fraction = rates(largest)[0] / peak
         intensity, ridge = model_cost(largest).intensity, peak / bandwidth
         ok &= fraction >= NEAR_PEAK and intensity >= ridge

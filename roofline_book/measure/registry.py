@@ -159,7 +159,8 @@ class Operator:
 
 _REGISTRY: dict[str, Operator] = {}
 REGISTRY: Mapping[str, Operator] = MappingProxyType(_REGISTRY)
-"""Every registered operator by name, in registration order (read-only)."""
+"""Every registered operator by name (read-only), ordered by family as :data:`FAMILIES`
+lists them and, within a family, in registration order."""
 
 
 def register(operator: Operator) -> Operator:
@@ -176,7 +177,9 @@ def register(operator: Operator) -> Operator:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {operator.family!r}")
     if not operator.impls or not operator.sizes:
         raise ValueError(f"operator {operator.name!r} needs at least one impl and one size")
-    _REGISTRY[operator.name] = operator
+    ordered = sorted([*_REGISTRY.values(), operator], key=lambda o: FAMILIES.index(o.family))
+    _REGISTRY.clear()
+    _REGISTRY.update((o.name, o) for o in ordered)
     return operator
 
 

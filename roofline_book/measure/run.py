@@ -76,7 +76,8 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
     import torch
 
     if not isinstance(case, Case):
-        raise TypeError(f"case must be a roofline_book.measure.Case, got {type(case).__name__}")
+        kind = type(case).__name__
+        raise TypeError(f"case must be a roofline_book.measure.registry.Case, got {kind}")
     device = torch.device(device)
     flushed = device.type == "cuda" and flush is not None and case.memory_bound
     entry: dict[str, Any] = {
