@@ -168,6 +168,27 @@ def fraction_of_roof(
     return achieved(flops, seconds) / attainable(intensity, peak_flops, bandwidth)
 
 
+def overhead_fraction(cost: Cost, peak_flops: float, bandwidth: float, overhead: float) -> float:
+    """Fraction of the roof a kernel can reach when each launch also costs ``overhead`` seconds.
+
+    With the time lower bound ``T`` (:func:`time_lower_bound`), the kernel takes
+    at least ``overhead + T``, so it reaches at most ``T / (overhead + T)`` of
+    the roof: close to 0 for tiny kernels, close to 1 once ``T`` dwarfs the
+    fixed cost.
+
+    Examples
+    --------
+    A BF16 add of 2^20 elements moves 6 MiB: 6.29 us at 1 TB/s, against 5 us
+    of overhead, so 6.29 / 11.29 of the roof:
+
+    >>> from roofline_book.ops import add
+    >>> round(overhead_fraction(add(2**20), 100e12, 1e12, 5e-6), 3)
+    0.557
+    """
+    seconds = time_lower_bound(cost, peak_flops, bandwidth).seconds
+    return seconds / (_validate.non_negative("overhead", overhead) + seconds)
+
+
 # --------------------------------------------------------------------------
 # Where a GEMM reaches a ridge point
 

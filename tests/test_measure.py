@@ -15,6 +15,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -432,6 +433,7 @@ def _set(path, value):
         (_set(("results", 1, "id"), "copy/fp32/copy_/numel=33554432"), "appears twice"),
         (_set(("ceilings", "bandwidth", "copy", "entry"), "nope"), "copy.entry: no result"),
         (_set(("ceilings", "peak_flops", "fp32", "value"), 1.0), "fp32.value: 1.0 is not the rate"),
+        (_set(("results", 0, "time", "samples_s"), [1e-3]), r"results\[0\]\.time\.samples_s: 1 samp"),
         (
             _set(
                 ("ceilings", "peak_flops", "fp16"),
@@ -643,3 +645,48 @@ def test_time_cuda_measures_a_known_amount_of_work():
     assert 1e10 < bandwidth < 2e13, f"{bandwidth:.3g} B/s on {props.name}"
     batched = timing.time_cuda(lambda: x.zero_(), min_run_time=0.02)
     assert batched.inner >= 1 and batched.median_s > 0
+
+
+# --------------------------------------------------------------------------
+# The registry and the timing record
+
+
+def test_every_operator_is_registered_once_and_read_everywhere():
+    from roofline_book.measure import registry
+    from roofline_book.plotting import PALETTE
+
+    assert list(cases.OPERATORS) == list(runfile.OPERATORS)
+    assert runfile.RUN_SCHEMA["$defs"]["entry"]["properties"]["name"]["enum"] == list(
+        cases.OPERATORS
+    )
+    assert cases.names("elementwise") == ("add", "relu")
+    assert cases.BANDWIDTH_KINDS == cases.names("ceiling") == ("copy", "triad", "triad_inplace")
+    for op in cases.OPERATORS.values():
+        assert op.colour in PALETTE and op.family in registry.FAMILIES
+    gemm = cases.OPERATORS["gemm"]
+    with pytest.raises(ValueError, match="'gemm' is registered already"):
+        registry.register(gemm)
+    with pytest.raises(ValueError, match="family must be one of ceiling, gemm"):
+        registry.register(registry.Operator("conv", ("n",), ("x",), "convolution", gemm.make))
+
+
+def test_timing_keeps_its_samples_and_knows_its_spread():
+    steady = timing.Timing((1.0, 1.01, 0.99, 1.0, 1.02), inner=3)
+    assert steady.median_s == 1.0 and steady.reps == 5
+    assert steady.iqr_s == pytest.approx(0.01)  # q3 1.01 - q1 1.00
+    assert steady.meets_confidence()  # 0.01 / 1.0 < 0.1
+    noisy = timing.Timing((1.0, 2.0, 1.0, 3.0), inner=1)
+    assert not noisy.meets_confidence()  # IQR 1.25 against a median of 1.5
+    assert steady.as_dict()["samples_s"] == [1.0, 1.01, 0.99, 1.0, 1.02]
+    with pytest.raises(ValueError, match="samples_s must hold at least one"):
+        timing.Timing((), inner=1)
+    with pytest.raises(ValueError, match="finite and >= 0"):
+        timing.Timing((1.0, float("nan")), inner=1)
+
+
+def test_run_entries_keep_their_samples(tiny):
+    _, run, _ = tiny
+    for e in runfile.results(run):
+        samples = e["time"]["samples_s"]
+        assert len(samples) == e["time"]["reps"]
+        assert e["time"]["median_s"] == pytest.approx(float(np.median(samples)))

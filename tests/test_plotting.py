@@ -128,3 +128,45 @@ def test_traffic_bars_stack_read_on_written(ax):
     assert read[1].get_height() == fused.bytes_read / 1000 == 16
     assert written[1].get_y() == 16 and written[1].get_height() == 12
     assert [t.get_text() for t in totals] == [f"{adamw(1000, 'loop').bytes / 1000:.0f}", "28"]
+
+
+def test_achieved_gap_joins_each_point_to_its_roof(ax):
+    # the 4096^3 BF16 GEMM at 40 TFLOP/s under a 100 TFLOP/s roof; an add at half its roof
+    work, small = gemm(4096, 4096, 4096), add(2**20)
+    add_roof = 1e12 * small.intensity  # memory roof: B * I = 1e12 / 6 FLOP/s
+    drawn = plotting.achieved_gap(
+        ax, [("gemm", work, 40e12), ("add", small, add_roof / 2)], 100e12, 1e12, right={"add"}
+    )
+    gap, roof_dot, got_dot, label = drawn[:4]
+    np.testing.assert_allclose(gap.get_segments()[0], [[work.intensity, 40], [work.intensity, 100]])
+    np.testing.assert_allclose(roof_dot.get_offsets(), [[work.intensity, 100]])
+    np.testing.assert_allclose(got_dot.get_offsets(), [[work.intensity, 40]])
+    assert label.get_text() == "gemm: 40% of roof" and label.get_ha() == "right"
+    assert drawn[7].get_text() == "add: 50% of roof" and drawn[7].get_ha() == "left"
+    assert [h.get_label() for h in ax.get_legend_handles_labels()[0]] == ["roof", "achieved"]
+
+
+def test_roof_labels_sit_where_they_are_told(ax):
+    texts = plotting.roof_labels(
+        ax, 100e12, 1e12, memory=(0.01, 1), compute=(1000, 120), ridge=(120, 1), regions_y=0.01
+    )
+    assert [t.get_text().split("\n")[0] for t in texts] == [
+        "memory roof", "compute roof", "ridge point", "memory-bound", "compute-bound",
+    ]  # fmt: skip
+    assert "I* = 100 FLOP/byte" in texts[2].get_text()  # 100 TFLOP/s / 1 TB/s
+    assert texts[3].get_position() == (100 / 1.3, 0.01) and texts[4].get_position() == (130, 0.01)
+
+
+def test_device_rooflines_one_style_per_precision(ax):
+    from roofline_book import hardware
+
+    h100 = hardware("h100-sxm")
+    drawn = plotting.device_rooflines(ax, [(h100, "H100", "blue")], {"bf16": "-", "fp32": "--"})
+    lines = [a for a in drawn if hasattr(a, "get_linestyle") and a.get_label().startswith("H100")]
+    assert [(line.get_label(), line.get_linestyle()) for line in lines] == [
+        ("H100 BF16", "-"),
+        ("H100 FP32", "--"),
+    ]
+    # each flat roof is that precision's dense peak, in TFLOP/s
+    assert max(lines[0].get_ydata()) == pytest.approx(h100.peak_flops("bf16") / 1e12)
+    assert max(lines[1].get_ydata()) == pytest.approx(h100.peak_flops("fp32") / 1e12)

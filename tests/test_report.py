@@ -106,3 +106,45 @@ def test_plot_run_draws_roofs_and_dots():
 def test_fixtures_say_they_are_not_measurements():
     for path in DATA.glob("fixture-*.json"):
         assert "not a measurement" in json.loads(path.read_text())["device"]["name"]
+
+
+def test_highlights_are_the_run_figures():
+    h = report.highlights(PASS)
+    # peaks and bandwidths as the fixture states them: 100 Gi FLOP/s, 25 GiB/s copy,
+    # 30 GiB/s in-place triad (the best bandwidth, so the memory roof)
+    assert h["cpu_peak32_g"] == pytest.approx(107.3741824)
+    assert h["cpu_copy_g"] == pytest.approx(26.8435456)
+    assert h["cpu_bw_g"] == pytest.approx(32.21225472)
+    assert h["cpu_ridge32"] == pytest.approx(107374182400 / 32212254720)  # 10/3 FLOP/byte
+    big_add = runfile.results(PASS, "add")[1]  # fp32, 2^24 elements
+    seconds = big_add["time"]["median_s"]
+    assert h["add_numel_m"] == 16  # 2^24 / 2^20
+    assert h["add_bw_g"] == pytest.approx(12 * 2**24 / seconds / 1e9)
+    assert h["add_over_copy"] == pytest.approx(12 * 2**24 / seconds / 26843545600)
+    small = next(e for e in runfile.results(PASS, "gemm") if e["shape"]["m"] == 32)
+    small_rate = 2 * 32 * 128 * 128 / small["time"]["median_s"]
+    assert h["small_gemm_pct"] == pytest.approx(100 * small_rate / 107374182400)
+    assert (h["large_gemm_n"], h["large_gemm_pct"]) == (1024, pytest.approx(100.0))
+    assert (h["n_claims"], h["n_pass"], h["n_fail"]) == (8, 8, 0)
+    assert h["failed_claims"] == "（无）"
+    failing = report.highlights(FAIL)
+    assert failing["n_fail"] > 0 and failing["failed_claims"] != "（无）"
+    assert failing["failed_claims"].count("；") == failing["n_fail"] - 1
+
+
+def test_highlights_name_what_a_run_lacks():
+    run = copy.deepcopy(PASS)
+    run["results"] = [e for e in run["results"] if e["name"] != "add"]
+    with pytest.raises(ValueError, match="an fp32 add"):
+        report.highlights(run)
+
+
+def test_plot_runs_draws_one_axes_per_precision():
+    fig = report.plot_runs(PASS, report.measured_precisions(PASS))
+    try:
+        titles = [ax.get_title() for ax in fig.axes]
+        assert report.measured_precisions(PASS) == ["fp32", "bf16"]
+        assert [t.rsplit(", ", 1)[1] for t in titles] == ["fp32", "bf16"]
+        assert fig.axes[1].get_ylabel() == ""  # the shared axis is labelled once
+    finally:
+        plt.close(fig)

@@ -1,7 +1,7 @@
 """Helpers the book's chapters call, so their hidden cells only choose inputs and glue results.
 
 This is the top layer of the package: it may import everything below it
-(the models, :mod:`roofline_book.plotting`, :mod:`roofline_book.units`) and
+(the models, the presentation layer, :mod:`roofline_book.measure`) and
 nothing imports it. A chapter starts with one line::
 
     from roofline_book import book; glue, plt, plotting = book.preamble()
@@ -10,13 +10,17 @@ and then calls :func:`glue` (many values at once), :func:`glue_figure` and
 :func:`markdown_table`.
 """
 
+from .cli import cli_error, cli_json, run_cli
 from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame
 from .notebook import glue, glue_figure, plain, preamble
 from .rows import first_size, share
+from .runs import show_run
 from .tables import markdown_table, roof_frame, short
 
 __all__ = [
     "cache_frame",
+    "cli_error",
+    "cli_json",
     "first_size",
     "glue",
     "glue_figure",
@@ -25,8 +29,10 @@ __all__ = [
     "plain",
     "preamble",
     "roof_frame",
+    "run_cli",
     "share",
     "short",
+    "show_run",
     "sources_frame",
     "sparse_frame",
 ]

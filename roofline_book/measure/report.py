@@ -9,7 +9,7 @@ returns it); nothing is measured or typed in.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..hardware import Hardware, catalog
@@ -19,6 +19,7 @@ from ..units import si
 from . import runfile
 from .cases import OPERATORS
 from .claims import check_claims, streams_from_memory
+from .suites import SMALL_GEMM
 
 #: Device names as CUDA or the vendor tools report them, mapped to catalog keys.
 _DATASHEET_NAMES = (
@@ -246,3 +247,99 @@ def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
     frame = pd.DataFrame(rows)
     frame["measured / datasheet"] = frame["measured"] / frame["datasheet"]
     return frame
+
+
+def _square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
+    return [
+        e
+        for e in runfile.results(run, "gemm")
+        if e["precision"] == precision and e["shape"]["m"] == e["shape"]["k"] == e["shape"]["n"]
+    ]
+
+
+def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures the achieved-performance chapter quotes from a CPU run, as plain numbers.
+
+    Keys: ``cpu_name``, ``cpu_threads``; measured peaks ``cpu_peak32_g`` and
+    ``cpu_peak16_g`` (GFLOP/s), bandwidth ``cpu_bw_g`` and copy ``cpu_copy_g``
+    (GB/s), ridge points ``cpu_ridge32`` and ``cpu_ridge16`` (FLOP/byte); the
+    largest FP32 add: ``add_numel_m`` (Mi elements), ``add_bw_g`` (GB/s),
+    ``add_over_copy`` and ``add_flops_frac_pct`` (% of the FP32 peak); the small
+    GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) and the largest FP32
+    square GEMM as % of the FP32 peak (``small_gemm_pct``, ``large_gemm_n``,
+    ``large_gemm_pct``); the claims' counts (``n_claims``, ``n_pass``,
+    ``n_fail``, ``n_unmeasured``) and ``failed_claims``, the failed claims joined
+    by "；" (or "（无）").
+
+    Raises
+    ------
+    ValueError
+        If the run lacks an FP32 GEMM sweep, the small GEMM, an FP32 add or the
+        copy bandwidth.
+    """
+    cpu = runfile.as_hardware(run)
+    copy = run["ceilings"]["bandwidth"].get("copy")
+    adds = [e for e in runfile.results(run, "add") if e["precision"] == "fp32"]
+    squares = _square_gemms(run, "fp32")
+    m, k, n = SMALL_GEMM
+    small = [
+        e
+        for e in runfile.results(run, "gemm")
+        if e["precision"] == "fp32" and tuple(e["shape"].values()) == (m, k, n)
+    ]
+    if copy is None or not adds or not squares or not small:
+        raise ValueError(
+            f"run: needs the copy bandwidth, an fp32 add, fp32 square GEMMs and the "
+            f"{m}x{k}x{n} fp32 GEMM"
+        )
+    peak32 = cpu.peak_flops("fp32")
+    big_add = max(adds, key=lambda e: e["shape"]["numel"])
+    add_flops, add_bw = runfile.rates(big_add)
+    largest = max(squares, key=lambda e: e["shape"]["n"])
+    checks = check_claims(run)
+    verdicts = [c.verdict for c in checks]
+    failed = [c.claim for c in checks if c.verdict == "fail"]
+    return {
+        "cpu_name": run["device"]["name"],
+        "cpu_threads": int(run["device"].get("threads") or 0),
+        "cpu_peak32_g": peak32 / 1e9,
+        "cpu_peak16_g": cpu.peak_flops("bf16") / 1e9,
+        "cpu_bw_g": cpu.memory_bandwidth / 1e9,
+        "cpu_copy_g": copy["value"] / 1e9,
+        "cpu_ridge32": cpu.ridge_point("fp32"),
+        "cpu_ridge16": cpu.ridge_point("bf16"),
+        "add_numel_m": big_add["shape"]["numel"] / 2**20,
+        "add_bw_g": add_bw / 1e9,
+        "add_over_copy": add_bw / copy["value"],
+        "add_flops_frac_pct": 100 * add_flops / peak32,
+        "small_gemm_pct": 100 * runfile.rates(small[0])[0] / peak32,
+        "large_gemm_n": int(largest["shape"]["n"]),
+        "large_gemm_pct": 100 * runfile.rates(largest)[0] / peak32,
+        "n_claims": len(verdicts),
+        "n_pass": verdicts.count("pass"),
+        "n_fail": verdicts.count("fail"),
+        "n_unmeasured": verdicts.count("not measured"),
+        "failed_claims": "；".join(failed) if failed else "（无）",
+    }
+
+
+def plot_runs(run: Mapping[str, Any], precisions: Sequence[str], *, datasheet=None):
+    """One measured roofline per precision, side by side (a matplotlib Figure), each titled
+    with the device and precision; ``datasheet`` as in :func:`plot_run`."""
+    from matplotlib import pyplot as plt
+
+    fig, axes = plt.subplots(
+        1, len(precisions), figsize=(5 * len(precisions), 3.9), sharey=True, squeeze=False
+    )
+    for ax, precision in zip(axes[0], precisions, strict=True):
+        plot_run(ax, run, precision, datasheet=datasheet)
+        ax.set_title(f"{run['device']['name']}, {precision}")
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
+    return fig
+
+
+def measured_precisions(run: Mapping[str, Any]) -> list[str]:
+    """The precisions to draw for a run: FP32 and BF16 where measured, else the first peak."""
+    measured = list(run["ceilings"]["peak_flops"])
+    return [p for p in ("fp32", "bf16") if p in measured] or measured[:1]

@@ -295,6 +295,12 @@ def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None
         if entry["id"] in index:
             raise ValueError(f"run.results[{i}].id: {entry['id']!r} appears twice")
         index[entry["id"]] = entry
+        samples = entry.get("time", {}).get("samples_s")
+        if samples is not None and len(samples) != entry["time"]["reps"]:
+            raise ValueError(
+                f"run.results[{i}].time.samples_s: {len(samples)} samples, "
+                f"but reps is {entry['time']['reps']}"
+            )
 
     ceilings = run["ceilings"]
     named = [("peak_flops", key, 0) for key in ceilings["peak_flops"]]
