@@ -356,7 +356,7 @@ def test_force_replaces_atomically(tiny, tmp_path, monkeypatch):
     _, run, _ = tiny
     path = tmp_path / "run.json"
     path.write_text("{}")
-    monkeypatch.setattr(cli_bench, "run_suite", lambda *a, **k: run)
+    monkeypatch.setattr(measure_run, "run_suite", lambda *a, **k: run)
     status, _, _ = run_cli("--suite", "tiny", "--out", str(path), "--force")
     assert status == 0
     assert runfile.read_run(path) == run
@@ -371,7 +371,7 @@ def test_a_file_appearing_during_the_run_is_kept(tiny, tmp_path, monkeypatch):
         path.write_text("theirs")
         return run
 
-    monkeypatch.setattr(cli_bench, "run_suite", someone_else_writes)
+    monkeypatch.setattr(measure_run, "run_suite", someone_else_writes)
     status, _, err = run_cli("--suite", "tiny", "--out", str(path))
     assert status == 1 and "appeared during the run" in err
     assert path.read_text() == "theirs"
@@ -433,7 +433,10 @@ def _set(path, value):
         (_set(("results", 1, "id"), "copy/fp32/copy_/numel=33554432"), "appears twice"),
         (_set(("ceilings", "bandwidth", "copy", "entry"), "nope"), "copy.entry: no result"),
         (_set(("ceilings", "peak_flops", "fp32", "value"), 1.0), "fp32.value: 1.0 is not the rate"),
-        (_set(("results", 0, "time", "samples_s"), [1e-3]), r"results\[0\]\.time\.samples_s: 1 samp"),
+        (
+            _set(("results", 0, "time", "samples_s"), [1e-3]),
+            r"results\[0\]\.time\.samples_s: 1 samp",
+        ),
         (
             _set(
                 ("ceilings", "peak_flops", "fp16"),

@@ -170,3 +170,47 @@ def test_device_rooflines_one_style_per_precision(ax):
     # each flat roof is that precision's dense peak, in TFLOP/s
     assert max(lines[0].get_ydata()) == pytest.approx(h100.peak_flops("bf16") / 1e12)
     assert max(lines[1].get_ydata()) == pytest.approx(h100.peak_flops("fp32") / 1e12)
+
+
+def test_square_gemm_fraction_reaches_one_past_the_ridge(ax):
+    from roofline_book import hardware
+
+    h100 = hardware("h100-sxm")
+    sizes = [64, 1024, 4096]
+    bf16, fp32 = plotting.square_gemm_fraction(ax, h100, sizes, {"bf16": "blue", "fp32": "red"})
+    # BF16 square GEMM intensity 2n/(3*2) = n/3: 64 -> 21.3 FLOP/byte, under the 295 ridge
+    assert bf16.get_ydata()[0] == pytest.approx(64 / 3 * 3.35e12 / 989.5e12)
+    assert list(bf16.get_ydata()[1:]) == [1.0, 1.0]  # n/3 >= 295 from n = 1024 on
+    # FP32 intensity 2n/(3*4) = n/6: 10.7 FLOP/byte at n = 64, under the FP32 ridge (about 20)
+    assert fp32.get_ydata()[0] == pytest.approx(64 / 6 * 3.35e12 / h100.peak_flops("fp32"))
+    assert list(fp32.get_ydata()[1:]) == [1.0, 1.0]
+    assert bf16.get_label() == "BF16 (ridge 295 FLOP/byte)"
+
+
+def test_attention_sweep_draws_both_impls_and_the_floor():
+    from roofline_book import attention
+
+    fig, (left, right) = plt.subplots(1, 2)
+    try:
+        drawn = plotting.attention_sweep(
+            left, right, [512, 1024], 4, 64, {"materialized": "red", "flash": "blue"}
+        )
+        labels = [a.get_label() for a in drawn]
+        assert labels == ["materialized", "materialized", "flash", "flash", "Q, K, V, O once"]
+        assert list(drawn[0].get_ydata()) == [
+            attention(1, 4, n, n, 64, "bf16", impl="materialized").bytes for n in (512, 1024)
+        ]
+        assert list(drawn[-1].get_ydata()) == [4 * 4 * n * 64 * 2 for n in (512, 1024)]
+        assert left.get_yscale() == "log" and right.get_xscale() == "log"
+    finally:
+        plt.close(fig)
+
+
+def test_log2_axis_labels_plain_integers(ax):
+    ax.plot([1, 64], [1, 2])
+    plotting.log2_axis(ax, [1, 4, 16, 64])
+    assert ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "4", "16", "64"]
+    assert len(ax.xaxis.get_minorticklocs()) == 0
+    with pytest.raises(ValueError, match="axis must be 'x' or 'y'"):
+        plotting.log2_axis(ax, axis="z")

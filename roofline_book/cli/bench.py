@@ -2,7 +2,8 @@
 
 The suite, its timing and the run file are :mod:`roofline_book.measure`;
 this is the command line over :func:`~roofline_book.measure.run.run_suite`.
-torch is needed to run it, not to list its options.
+torch is needed to run it, not to list its options; the measuring modules are
+imported when it runs, so the other subcommands start without them.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import _validate
-from ..measure import machine, runfile
-from ..measure.claims import check_claims, format_checks
-from ..measure.run import run_suite, summary_table
 from ..measure.suites import DEVICES, SUITES
 
 
@@ -65,6 +63,10 @@ def run(args: argparse.Namespace) -> int:
     written, or torch is missing (one line on stderr says which). 1: measured,
     but a file took the name ``--out`` meanwhile; the run went next to it.
     """
+    from ..measure import machine, runfile
+    from ..measure import run as measure_run
+    from ..measure.claims import check_claims, format_checks
+
     device = _validate.choice("device", args.device, DEVICES)
     suite = _validate.choice("suite", args.suite, SUITES)
     out = Path(args.out)
@@ -91,17 +93,18 @@ def run(args: argparse.Namespace) -> int:
     if device == "cuda" and not torch.cuda.is_available():
         print(f"bench: {machine.no_cuda_message()}", file=sys.stderr)
         return 2
-    run = run_suite(device, suite, progress=not getattr(args, "no_progress", False))
+    progress = not getattr(args, "no_progress", False)
+    measured = measure_run.run_suite(device, suite, progress=progress)
     status = 0
     try:
-        runfile.write_run(run, out, force=force)
+        runfile.write_run(measured, out, force=force)
     except FileExistsError:
-        out = out.with_name(f"{out.stem}.{run['date'].replace(':', '')}{out.suffix}")
-        runfile.write_run(run, out)
+        out = out.with_name(f"{out.stem}.{measured['date'].replace(':', '')}{out.suffix}")
+        runfile.write_run(measured, out)
         print(f"bench: {args.out} appeared during the run; wrote {out} instead", file=sys.stderr)
         status = 1
-    print(summary_table(run))
+    print(measure_run.summary_table(measured))
     print()
-    print(format_checks(check_claims(run)))
+    print(format_checks(check_claims(measured)))
     print(f"\nwrote {out}")
     return status

@@ -184,3 +184,21 @@ def traffic_bars(ax, named: Sequence[tuple[str, Cost]], *, per: float = 1.0):
         )
     ax.grid(axis="x", visible=False)
     return drawn
+
+
+def log2_axis(ax, ticks: Sequence[int] | None = None, *, axis: str = "x") -> None:
+    """Put ``axis`` (``"x"`` or ``"y"``) on a base-2 log scale; with ``ticks``, label exactly
+    those ticks with plain integers (``1, 4, 16``, not ``2^0``) and drop the minor ticks."""
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y'; got {axis!r}")
+    getattr(ax, f"set_{axis}scale")("log", base=2)
+    if ticks is not None:
+        ticks = [_validate.size("ticks", t) for t in ticks]
+        getattr(ax, f"set_{axis}ticks")(ticks, [str(t) for t in ticks])
+        getattr(ax, f"{axis}axis").set_minor_locator(_null_locator())
+
+
+def _null_locator():
+    from matplotlib.ticker import NullLocator
+
+    return NullLocator()

@@ -7,8 +7,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 import numpy as np
 
 from .. import _validate
+from ..dtypes import bytes_per_element
 from ..hardware import Hardware
-from ..ops import Cost, gemm
+from ..ops import Cost, attention, gemm
 from ..roofline import attainable, ridge_point
 from .style import PALETTE, _scale
 
@@ -210,6 +211,74 @@ def gemm_intensity(
     )
     ax.set_ylabel("Arithmetic intensity [FLOP/byte]")
     return drawn
+
+
+def square_gemm_fraction(ax, device: Hardware, sizes: Sequence[int], colors: Mapping[str, str]):
+    """The roof a square GEMM reaches as a fraction of the peak, per precision, as ``n`` grows.
+
+    For each precision (key of ``colors``, the line's colour its value) the
+    curve is ``attainable(I(n)) / P`` of ``gemm(n, n, n)`` on ``device``'s
+    dense peak and bandwidth, labelled with that precision's ridge point.
+
+    Returns
+    -------
+    list of matplotlib artists
+    """
+    sizes = [_validate.size("sizes", s) for s in sizes]
+    drawn = []
+    for dtype, color in colors.items():
+        peak, band = device.peak_flops(dtype), device.memory_bandwidth
+        frac = [float(attainable(gemm(n, n, n, dtype).intensity, peak, band)) / peak for n in sizes]
+        label = f"{dtype.upper()} (ridge {device.ridge_point(dtype):.0f} FLOP/byte)"
+        drawn += ax.semilogx(sizes, frac, marker="o", markersize=3, base=2, color=color,
+                             label=label)  # fmt: skip
+    return drawn
+
+
+def attention_sweep(
+    traffic_ax,
+    intensity_ax,
+    seqs: Sequence[int],
+    heads: int,
+    head_dim: int,
+    colors: Mapping[str, str],
+    dtype: str = "bf16",
+):
+    """Self-attention's HBM traffic (left) and intensity (right) as the sequence grows.
+
+    One curve per implementation (a key of ``colors``: ``"materialized"``,
+    ``"flash"``), for batch 1, ``seq_q = seq_k = N`` and no mask, from
+    :func:`roofline_book.ops.attention`; the traffic axes also gets the floor
+    of reading Q, K, V and writing O once (``4 heads N d s`` bytes).
+
+    Returns
+    -------
+    list of matplotlib artists
+    """
+    seqs = [_validate.size("seqs", n) for n in seqs]
+    drawn = []
+    for impl, color in colors.items():
+        cs = [attention(1, heads, n, n, head_dim, dtype, impl=impl) for n in seqs]
+        drawn += traffic_ax.plot(
+            seqs, [c.bytes for c in cs], marker="o", markersize=3, color=color, label=impl
+        )
+        drawn += intensity_ax.semilogx(
+            seqs,
+            [c.intensity for c in cs],
+            marker="o",
+            markersize=3,
+            base=2,
+            color=color,
+            label=impl,
+        )
+    once = [4 * heads * n * head_dim * bytes_per_element(dtype) for n in seqs]
+    drawn += traffic_ax.plot(
+        seqs, once, color="#555555", linestyle="--", linewidth=1.2, label="Q, K, V, O once"
+    )
+    traffic_ax.set_xscale("log", base=2)
+    traffic_ax.set(yscale="log", xlabel="Sequence length N", ylabel="HBM traffic [bytes]")
+    intensity_ax.set(xlabel="Sequence length N", ylabel="Intensity [FLOP/byte]")
+    return drawn  # fmt: skip
 
 
 def achieved_gap(

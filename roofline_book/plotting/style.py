@@ -14,6 +14,9 @@ PALETTE = {
 }
 
 #: Scale and label of each unit the y axis can be drawn in.
+PRECISION_COLORS = {"fp8": PALETTE["purple"], "bf16": PALETTE["blue"], "fp32": PALETTE["orange"]}
+"""One colour per precision, the same in every figure that compares precisions."""
+
 UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "FLOP/s": 1.0}
 
 
