@@ -373,3 +373,14 @@ def test_console_script():
     done = run("op", "add", "--numel", "1", "--json", program=(script,))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["bytes"] == 6  # read x, read y, write z: 3 x 2 bytes
+
+
+def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch, capsys):
+    # a None entry in sys.modules makes `import matplotlib` fail as if it were not installed
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    status = cli.main(["plot", "--out", str(tmp_path / "r.svg"), "--point", "add:1000"])
+    err = capsys.readouterr().err
+    assert status == 2 and not (tmp_path / "r.svg").exists()
+    assert err.splitlines() == [
+        "roofline-book plot: error: plot needs matplotlib: pip install 'roofline-book[plot]'"
+    ]

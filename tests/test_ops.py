@@ -170,9 +170,32 @@ def test_causal_masking():
     assert mat_c == attention(1, 1, n, n, d, impl="materialized")
 
 
-def test_causal_rectangular_pairs():
-    assert ops.attn._causal_pairs(3, 5) == 1 + 2 + 3
-    assert ops.attn._causal_pairs(5, 3) == 1 + 2 + 3 + 3 + 3
+def test_causal_mask_is_aligned_bottom_right():
+    # 3 queries over 5 keys: the last query sees all 5, the first 5 - 3 + 1 = 3
+    assert ops.attn._causal_pairs(3, 5) == 3 + 4 + 5
+    # 5 queries over 3 keys: the first 2 see none, then 1, 2, 3
+    assert ops.attn._causal_pairs(5, 3) == 0 + 0 + 1 + 2 + 3
+    assert ops.attn._causal_pairs(4, 4) == 1 + 2 + 3 + 4  # square: the usual triangle
+
+
+def test_one_decode_query_sees_its_whole_cache():
+    heads, d = 32, 128
+    step = ops.attention(1, heads, 1, 1024, d, "bf16", causal=True)
+    assert step == ops.attention(1, heads, 1, 1024, d, "bf16", causal=False)
+    # the two products: 4 x heads x 1024 x d, plus 5 softmax FLOPs per score
+    assert step.flops == 4 * heads * 1024 * d + 5 * heads * 1024
+    # traffic: Q and O of one token, K and V of all 1024, BF16
+    assert step.bytes == 2 * heads * d * (1 + 2 * 1024 + 1)
+
+
+@pytest.mark.parametrize("seq_q,seq_k,rows", [(1, 1024, 1), (7, 30, 3), (30, 7, 4), (64, 64, 8)])
+def test_flash_causal_key_reads_match_a_block_by_block_count(seq_q, seq_k, rows):
+    # each query block streams keys up to its last query's limit, seq_k - seq_q + last + 1
+    expected = sum(
+        max(0, min(seq_k, seq_k - seq_q + min(start + rows, seq_q)))
+        for start in range(0, seq_q, rows)
+    )
+    assert ops.attn._flash_keys_read(seq_q, seq_k, rows, True) == expected
 
 
 def test_linear_backward_is_two_gemms():
@@ -246,3 +269,15 @@ def test_tiled_gemm_rejects(kwargs, error, match):
     args = {"m": 8, "k": 8, "n": 8, "tile": 4} | kwargs
     with pytest.raises(error, match=match):
         ops.tiled_gemm(**args)
+
+
+@pytest.mark.parametrize("seq_q,seq_k", [(3, 5), (1, 1024), (8, 8), (5, 3), (17, 40)])
+def test_causal_pairs_are_pytorchs_lower_right_mask(seq_q, seq_k):
+    import warnings
+
+    from torch.nn.attention.bias import causal_lower_right
+
+    with warnings.catch_warnings():  # seq_q > seq_k: torch warns that keyless rows give NaN
+        warnings.simplefilter("ignore", UserWarning)
+        mask = causal_lower_right(seq_q, seq_k)._materialize()
+    assert ops.attn._causal_pairs(seq_q, seq_k) == int(mask.sum())

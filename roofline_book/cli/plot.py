@@ -35,8 +35,10 @@ def run(args: argparse.Namespace) -> int:
     peak, band = device.peak_flops(args.dtype), device.memory_bandwidth
     named = [parse_point(text, args.dtype) for text in args.point]
 
-    import matplotlib
-
+    try:
+        import matplotlib
+    except ImportError:
+        raise UsageError("plot needs matplotlib: pip install 'roofline-book[plot]'") from None
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 

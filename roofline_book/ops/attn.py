@@ -19,10 +19,17 @@ DEFAULT_SRAM_BYTES = 192 * 1024
 
 
 def _causal_pairs(seq_q: int, seq_k: int) -> int:
-    """(query, key) pairs a causal mask keeps: query i sees keys 0..i (top-left aligned)."""
+    """(query, key) pairs a causal mask keeps, aligned bottom-right.
+
+    Query ``i`` (of ``seq_q``) sees keys ``0 .. seq_k - seq_q + i``, so the
+    last query sees every key: a decode step's one new query attends to its
+    whole cache. This is the alignment of FlashAttention >= 2.1, vLLM and
+    ``torch.nn.attention.bias.causal_lower_right``. With ``seq_q > seq_k`` the
+    first ``seq_q - seq_k`` queries see no key.
+    """
     if seq_q <= seq_k:
-        return seq_q * (seq_q + 1) // 2
-    return seq_k * (seq_k + 1) // 2 + (seq_q - seq_k) * seq_k
+        return seq_q * (seq_k - seq_q) + seq_q * (seq_q + 1) // 2
+    return seq_k * (seq_k + 1) // 2
 
 
 def _flash_keys_read(seq_q: int, seq_k: int, rows: int, causal: bool) -> int:
@@ -30,10 +37,14 @@ def _flash_keys_read(seq_q: int, seq_k: int, rows: int, causal: bool) -> int:
     blocks = math.ceil(seq_q / rows)
     if not causal:
         return blocks * seq_k
-    # Block j (1-based) needs keys up to its last query row, min(seq_k, j * rows);
-    # the last block ends at seq_q.
-    full = min(blocks - 1, seq_k // rows)
-    return rows * full * (full + 1) // 2 + (blocks - 1 - full) * seq_k + min(seq_k, seq_q)
+    # Bottom-right mask: block m (1-based, a full block of `rows` queries) ends at query
+    # m * rows - 1 and needs keys up to seq_k - seq_q + m * rows, never more than seq_k
+    # (m * rows < seq_q) and none while that is <= 0; the last block needs all seq_k keys.
+    offset = seq_k - seq_q
+    first = max(1, -(offset // rows)) if offset < 0 else 1  # ceil(-offset / rows)
+    count = max(0, blocks - first)  # full blocks m = first .. blocks - 1
+    full = count * offset + rows * (first + blocks - 1) * count // 2
+    return full + seq_k
 
 
 def attention(
@@ -86,7 +97,9 @@ def attention(
         Precision of Q, K, V, O (and of the materialized scores).
     impl : {"materialized", "flash"}
     causal : bool
-        Apply a causal mask (query ``i`` attends to keys ``0..i``).
+        Apply a causal mask, aligned bottom-right: query ``i`` attends to keys
+        ``0 .. seq_k - seq_q + i`` (``0 .. i`` when ``seq_q == seq_k``), so one
+        decode query sees its whole context.
     sram_bytes : int
         On-chip memory of one flash thread block (byte); must hold at least
         one query row's working set, ``4 * head_dim`` elements.
@@ -107,6 +120,12 @@ def attention(
     True
     >>> round(mat.bytes / fl.bytes, 1), round(fl.intensity / mat.intensity, 1)
     (2.9, 2.9)
+
+    A causal decode step, one query over a cache of 1024 keys, sees every key:
+
+    >>> step = attention(1, 8, 1, 1024, 128, causal=True)
+    >>> step.flops == 8 * 1024 * (4 * 128 + 5)    # 4 * heads * 1024 * d, plus the softmax
+    True
 
     With enough on-chip memory for all of Q, each tensor moves once:
 

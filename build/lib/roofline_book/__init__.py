@@ -1,0 +1,103 @@
+"""roofline_book: FLOPs, memory traffic, arithmetic intensity and the roofline model.
+
+The models behind the book. Everything a chapter computes comes from here, so
+a snippet copied from the book gives the same numbers.
+
+>>> from roofline_book import Cost, gemm, add, ridge_point, attainable, hardware
+>>> gemm(4096, 4096, 4096, "bf16").flops
+137438953472
+>>> add(1, "bf16").bytes
+6
+>>> ridge_point(100e12, 1e12)
+100.0
+>>> attainable(add(2**20).intensity, 100e12, 1e12) < 1e12
+True
+>>> hardware("h100-sxm").peak_flops("bf16")
+989500000000000.0
+"""
+
+from .dtypes import BYTES, bytes_per_element, precision_name
+from .hardware import EXAMPLE, Hardware, Source, adhoc, catalog, hardware
+from .ops import (
+    Cost,
+    Pass,
+    adamw,
+    adamw_passes,
+    add,
+    attention,
+    elementwise,
+    gelu,
+    gemm,
+    layernorm,
+    linear_backward,
+    relu,
+    residual_add,
+    rmsnorm,
+    softmax,
+    swiglu,
+    tiled_gemm,
+)
+from .roofline import (
+    TimeBound,
+    achieved,
+    attainable,
+    bound,
+    fraction_of_roof,
+    gemm_tokens_to_ridge,
+    overhead_fraction,
+    ridge_point,
+    square_gemm_size_to_ridge,
+    time_lower_bound,
+)
+from .tables import Row, block_table, cost_table, optimizer_table, readable_frame, table_frame
+from .transformer import LLAMA2_7B, DecoderConfig, block_ops
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BYTES",
+    "EXAMPLE",
+    "LLAMA2_7B",
+    "Cost",
+    "DecoderConfig",
+    "Hardware",
+    "Pass",
+    "Row",
+    "Source",
+    "TimeBound",
+    "achieved",
+    "adamw",
+    "adamw_passes",
+    "add",
+    "adhoc",
+    "attainable",
+    "attention",
+    "block_ops",
+    "block_table",
+    "bound",
+    "bytes_per_element",
+    "catalog",
+    "cost_table",
+    "readable_frame",
+    "elementwise",
+    "fraction_of_roof",
+    "gelu",
+    "gemm",
+    "gemm_tokens_to_ridge",
+    "hardware",
+    "layernorm",
+    "linear_backward",
+    "optimizer_table",
+    "overhead_fraction",
+    "precision_name",
+    "relu",
+    "residual_add",
+    "ridge_point",
+    "rmsnorm",
+    "softmax",
+    "square_gemm_size_to_ridge",
+    "swiglu",
+    "table_frame",
+    "tiled_gemm",
+    "time_lower_bound",
+]

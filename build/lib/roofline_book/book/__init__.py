@@ -1,0 +1,38 @@
+"""Helpers the book's chapters call, so their hidden cells only choose inputs and glue results.
+
+This is the top layer of the package: it may import everything below it
+(the models, the presentation layer, :mod:`roofline_book.measure`) and
+nothing imports it. A chapter starts with one line::
+
+    from roofline_book import book; glue, plt, plotting = book.preamble()
+
+and then calls :func:`glue` (many values at once), :func:`glue_figure` and
+:func:`markdown_table`.
+"""
+
+from .cli import cli_error, cli_json, run_cli
+from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame
+from .notebook import glue, glue_figure, plain, preamble
+from .rows import first_size, share
+from .runs import show_run
+from .tables import markdown_table, roof_frame, short
+
+__all__ = [
+    "cache_frame",
+    "cli_error",
+    "cli_json",
+    "first_size",
+    "glue",
+    "glue_figure",
+    "markdown_table",
+    "peaks_frame",
+    "plain",
+    "preamble",
+    "roof_frame",
+    "run_cli",
+    "share",
+    "short",
+    "show_run",
+    "sources_frame",
+    "sparse_frame",
+]

@@ -1,0 +1,185 @@
+"""``roofline-book block``: a decoder block's operators (and an AdamW step) as a table."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from .. import ops
+from ..tables import Row, block_table, optimizer_table
+from ..transformer import LLAMA2_7B
+from ..units import si
+from .common import (
+    add_device_arguments,
+    device_from_args,
+    device_json,
+    device_line,
+    emit,
+    number,
+    parse_size,
+    text_table,
+)
+
+_CONFIG_FIELDS = ("batch", "seq", "hidden", "heads", "ffn")
+
+
+def _row_json(row: Row) -> dict[str, Any]:
+    return {
+        "name": row.name,
+        "flops": row.cost.flops,
+        "bytes_read": row.cost.bytes_read,
+        "bytes_written": row.cost.bytes_written,
+        "bytes": row.cost.bytes,
+        "kernels": row.cost.kernels,
+        "intensity": row.cost.intensity,
+        "bound": row.bound,
+        "attainable": row.attainable,
+        "time_compute": row.time.compute,
+        "time_memory": row.time.memory,
+        "time_lower_bound": row.time.seconds,
+        "share": row.share,
+    }
+
+
+def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
+    header = (
+        "operator",
+        "FLOPs",
+        "bytes",
+        "kernels",
+        "FLOP/B",
+        "bound",
+        "attainable",
+        "time bound",
+        "share",
+    )
+    body: list[tuple[str, ...]] = [
+        (
+            r.name,
+            si(r.cost.flops, "FLOP"),
+            si(r.cost.bytes, "B"),
+            str(r.cost.kernels),
+            number(r.cost.intensity),
+            r.bound,
+            si(r.attainable, "FLOP/s"),
+            si(r.time.seconds, "s"),
+            f"{r.share:.1%}",
+        )
+        for r in rows
+    ]
+    if total:
+        summed = sum((r.cost for r in rows), ops.ZERO)
+        seconds = sum(r.time.seconds for r in rows)
+        body.append(
+            ("total", si(summed.flops, "FLOP"), si(summed.bytes, "B"), str(summed.kernels))
+            + ("", "", "", si(seconds, "s"), "")
+        )
+    return text_table(header, body, right={1, 2, 3, 4, 6, 7, 8})
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``block`` subcommand: a decoder block's operators, and optionally AdamW."""
+    changes = {
+        f: getattr(args, f) for f in (*_CONFIG_FIELDS, "dtype", "causal") if hasattr(args, f)
+    }
+    config = dataclasses.replace(LLAMA2_7B, **changes)
+    device = device_from_args(args)
+    sram = {"sram_bytes": args.sram_bytes} if args.sram_bytes is not None else {}
+    rows = block_table(config, device, attention_impl=args.attention, **sram)
+    opt_rows: list[Row] = []
+    if args.optimizer:
+        opt_rows = optimizer_table(
+            config,
+            device,
+            param_dtype=args.param_dtype,
+            grad_dtype=args.grad_dtype,
+            state_dtype=args.state_dtype,
+        )
+    if args.json:
+        data: dict[str, Any] = {
+            "config": dataclasses.asdict(config)
+            | {
+                "tokens": config.tokens,
+                "head_dim": config.head_dim,
+                "parameters": config.parameters,
+            },
+            "attention": args.attention,
+            "device": device_json(device, config.dtype),
+            "rows": [_row_json(r) for r in rows],
+        }
+        if args.optimizer:
+            data["optimizer"] = {
+                "device": device_json(device, args.param_dtype),
+                "rows": [_row_json(r) for r in opt_rows],
+            }
+        emit(data)
+        return 0
+    shape = ", ".join(f"{f}={getattr(config, f)}" for f in _CONFIG_FIELDS)
+    print(
+        f"decoder block ({shape}, dtype={config.dtype}, causal={config.causal}, "
+        f"attention={args.attention}), forward pass"
+    )
+    print(f"device: {device_line(device, config.dtype)}")
+    print()
+    print(_rows_table(rows))
+    if args.optimizer:
+        print()
+        print(
+            f"one AdamW step over the block's {config.parameters:,} parameters, "
+            f"roof: {device_line(device, args.param_dtype)}"
+        )
+        print()
+        print(_rows_table(opt_rows, total=False))  # three alternatives: no sum
+    return 0
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``block`` to ``sub``."""
+    block = sub.add_parser(
+        "block",
+        parents=[common],
+        help="a Transformer decoder block's operators as a table",
+        description=(
+            "The forward operators of one Llama-style decoder block on a device; "
+            "sizes default to a Llama-2-7B block at sequence length 4096."
+        ),
+    )
+    for field in _CONFIG_FIELDS:
+        block.add_argument(
+            f"--{field}",
+            type=parse_size,
+            default=argparse.SUPPRESS,
+            metavar="N",
+            help=f"(default: {getattr(LLAMA2_7B, field)})",
+        )
+    block.add_argument(
+        "--dtype", default=argparse.SUPPRESS, help=f"precision (default: {LLAMA2_7B.dtype})"
+    )
+    block.add_argument(
+        "--causal",
+        action=argparse.BooleanOptionalAction,
+        default=argparse.SUPPRESS,
+        help=f"causal self-attention (default: {LLAMA2_7B.causal})",
+    )
+    block.add_argument(
+        "--attention",
+        default="flash",
+        metavar="IMPL",
+        help=f"attention implementation: {', '.join(ops.ATTENTION_IMPLS)} (default: flash)",
+    )
+    block.add_argument(
+        "--sram-bytes",
+        type=parse_size,
+        metavar="N",
+        help=f"on-chip memory of a flash thread block (default: {ops.DEFAULT_SRAM_BYTES})",
+    )
+    block.add_argument(
+        "--optimizer", action="store_true", help="add one AdamW step over the block's weights"
+    )
+    block.add_argument("--param-dtype", default="fp32", help="AdamW parameters (default: fp32)")
+    block.add_argument("--grad-dtype", help="AdamW gradients (default: --param-dtype)")
+    block.add_argument("--state-dtype", help="AdamW moments (default: --param-dtype)")
+    add_device_arguments(block)
+    block.set_defaults(handler=run)

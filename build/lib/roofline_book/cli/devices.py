@@ -1,0 +1,103 @@
+"""``roofline-book devices``: the hardware catalog, dense peaks, ridge points and sources."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any
+
+from ..hardware import Hardware, catalog, hardware, peak_key
+from ..units import si
+from .common import UsageError, emit, number, text_table
+
+
+def _precisions(device: Hardware, wanted: str | None) -> list[str]:
+    return [p for p in device.precisions if wanted is None or p == wanted]
+
+
+def _rate_unit(precision: str) -> str:
+    return "OP/s" if precision == "int8" else "FLOP/s"  # int8 peaks count integer operations
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``devices`` subcommand: the catalog, dense peaks and ridge points, with sources."""
+    devices = [hardware(args.device)] if args.device else list(catalog().values())
+    wanted = None if args.dtype is None else peak_key(args.dtype)
+    if args.json:
+        out = []
+        for d in devices:
+            keep = _precisions(d, wanted)
+            entry: dict[str, Any] = {
+                "key": d.key,
+                "name": d.name,
+                "vendor": d.vendor,
+                "memory_bandwidth": d.memory_bandwidth,
+                "memory_capacity": d.memory_capacity,
+                "l2_cache": d.l2_cache,
+                "shared_memory_per_sm": d.shared_memory_per_sm,
+                "sms": d.sms,
+                "dense_peaks": {p: d.peak_flops(p) for p in keep},
+                "ridge_points": {p: d.ridge_point(p) for p in keep},
+            }
+            if args.sparse:
+                entry["sparse_peaks"] = {p: v for p, v in d.sparse_peaks.items() if p in keep}
+            entry["sources"] = {
+                f: dataclasses.asdict(s)
+                for f, s in d.sources.items()
+                if args.sparse or f != "peak_flops_sparse"
+            }
+            out.append(entry)
+        emit({"devices": out})
+        return 0
+    header = ["device", "precision", "dense peak", "bandwidth", "ridge point"]
+    if args.sparse:
+        header.append("2:4-sparse peak (never a roof)")
+    body = []
+    for d in devices:
+        for p in _precisions(d, wanted):
+            row = [
+                d.key,
+                p,
+                si(d.peak_flops(p), _rate_unit(p)),
+                si(d.memory_bandwidth, "B/s"),
+                f"{number(d.ridge_point(p))} {_rate_unit(p)[:-2]}/B",
+            ]
+            if args.sparse:
+                sparse = p in d.sparse_peaks
+                row.append(si(d.sparse_peak_flops(p), _rate_unit(p)) if sparse else "-")
+            body.append(row)
+    if not body:
+        raise UsageError(f"no device here publishes a dense peak for {wanted}")
+    print(text_table(header, body, right={2, 3, 4, 5}))
+    print()
+    print("sources:")
+    for d in devices:
+        cited: dict[str, list[str]] = {}
+        for figure, source in d.sources.items():
+            if args.sparse or figure != "peak_flops_sparse":
+                cited.setdefault(source.key, []).append(figure)
+        print(f"  {d.key}: {d.name}")
+        for figures in cited.values():
+            source = d.sources[figures[0]]
+            url = f" <{source.url}>" if source.url else ""
+            print(f"    {', '.join(figures)}: {source}{url}")
+    return 0
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``devices`` to ``sub``."""
+    devices = sub.add_parser(
+        "devices",
+        parents=[common],
+        help="the hardware catalog: dense peaks, ridge points, sources",
+        description=(
+            "The hardware catalog. Peaks are dense rates; ridge points use them. "
+            "Vendors' 2:4-sparse rates are shown only with --sparse."
+        ),
+    )
+    devices.add_argument("--device", metavar="NAME", help="show one device only")
+    devices.add_argument("--dtype", help="show one precision only, e.g. bf16")
+    devices.add_argument(
+        "--sparse", action="store_true", help="also show 2:4-sparse peaks (never used as a roof)"
+    )
+    devices.set_defaults(handler=run)

@@ -1,0 +1,86 @@
+"""``roofline-book op OPERATOR``: one operator's cost and bounds on one device."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..units import si
+from .common import (
+    add_device_arguments,
+    cost_figures,
+    device_from_args,
+    device_json,
+    device_line,
+    emit,
+    number,
+    text_table,
+)
+from .operators import ALIASES, OPERATORS, add_operator_arguments
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``op`` and one sub-subcommand per operator to ``sub``."""
+    op = sub.add_parser(
+        "op",
+        help="one operator on one device",
+        description="One operator's FLOPs, bytes, intensity, bound and time lower bound.",
+    )
+    op_sub = op.add_subparsers(dest="operator", metavar="OPERATOR", required=True)
+    for name, spec in OPERATORS.items():
+        p = op_sub.add_parser(
+            name,
+            aliases=ALIASES.get(name, []),
+            parents=[common],
+            help=spec.summary,
+            description=spec.summary,
+        )
+        add_operator_arguments(p, spec)
+        add_device_arguments(p)
+        p.set_defaults(handler=run, operator=name)
+
+
+def call_text(name: str, arguments: dict[str, Any]) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in arguments.items() if v is not None)
+    return f"{name}({shown})"
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``op`` subcommand: one operator on one device."""
+    spec = OPERATORS[args.operator]
+    given = {a.name: getattr(args, a.name) for a in spec.args if hasattr(args, a.name)}
+    cost, arguments = spec.call(given)
+    device = device_from_args(args)
+    precision = spec.roof_precision(arguments)
+    peak, band = device.peak_flops(precision), device.memory_bandwidth
+    figures = cost_figures(cost, peak, band)
+    if args.json:
+        emit(
+            {
+                "operator": args.operator,
+                "arguments": arguments,
+                "device": device_json(device, precision),
+                **figures,
+            }
+        )
+        return 0
+    rows = [
+        ("operator", call_text(args.operator, arguments)),
+        ("device", device_line(device, precision)),
+        ("FLOPs", si(cost.flops, "FLOP")),
+        ("bytes read", si(cost.bytes_read, "B")),
+        ("bytes written", si(cost.bytes_written, "B")),
+        ("bytes", si(cost.bytes, "B")),
+        ("kernels", str(cost.kernels)),
+        ("intensity", f"{number(cost.intensity)} FLOP/B"),
+        ("ridge point", f"{number(device.ridge_point(precision))} FLOP/B"),
+        ("peak compute", si(peak, "FLOP/s")),
+        ("memory bandwidth", si(band, "B/s")),
+        ("bound", figures["bound"]),
+        ("attainable", si(figures["attainable"], "FLOP/s")),
+        ("time, compute", si(figures["time_compute"], "s")),
+        ("time, memory", si(figures["time_memory"], "s")),
+        ("time lower bound", si(figures["time_lower_bound"], "s")),
+    ]
+    print(text_table(None, rows, right=set()))
+    return 0

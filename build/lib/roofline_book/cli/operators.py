@@ -1,0 +1,284 @@
+"""The library's operator functions as the command line offers them, described once.
+
+``op OPERATOR`` and ``plot --point NAME:SIZES`` both read :data:`OPERATORS`:
+each entry is an :mod:`roofline_book.ops` function and the arguments the
+command line passes to it, so a new operator is one entry here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import ops
+from ..ops import Cost
+from .common import UsageError, parse_size
+
+_REQUIRED = inspect.Parameter.empty
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of an operator function, as the command line offers it."""
+
+    name: str
+    kind: str  # "size", "text" or "flag"
+    help: str
+    required: bool | None = None  # None: as the library's signature says
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A library operator function and the arguments the command line passes to it."""
+
+    func: Callable[..., Cost]
+    args: tuple[Arg, ...]
+    roof_dtype: str = "dtype"  # the argument whose precision selects the compute roof
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    @property
+    def summary(self) -> str:
+        return (inspect.getdoc(self.func) or "").splitlines()[0]
+
+    def default(self, name: str) -> Any:
+        return inspect.signature(self.func).parameters[name].default
+
+    def is_required(self, arg: Arg) -> bool:
+        return self.default(arg.name) is _REQUIRED if arg.required is None else arg.required
+
+    def call(self, given: dict[str, Any]) -> tuple[Cost, dict[str, Any]]:
+        """The cost, and every argument the function saw (defaults filled in)."""
+        kwargs = self.prepare(dict(given)) if self.prepare else dict(given)
+        bound_args = inspect.signature(self.func).bind(**kwargs)
+        bound_args.apply_defaults()
+        return self.func(**kwargs), dict(bound_args.arguments)
+
+    def roof_precision(self, arguments: dict[str, Any]) -> str:
+        return arguments[self.roof_dtype]
+
+
+_DTYPE = Arg("dtype", "text", "precision name, e.g. bf16, fp16, fp32, fp8")
+_NUMEL = Arg("numel", "size", "elements per tensor")
+
+
+def _numel_op(func: Callable[..., Cost]) -> Operator:
+    return Operator(func, (_NUMEL, _DTYPE))
+
+
+def _seq_k_defaults_to_seq_q(kwargs: dict[str, Any]) -> dict[str, Any]:
+    kwargs.setdefault("seq_k", kwargs.get("seq_q"))
+    return kwargs
+
+
+OPERATORS: dict[str, Operator] = {
+    "gemm": Operator(
+        ops.gemm,
+        (
+            Arg("m", "size", "rows of A and C"),
+            Arg("k", "size", "the shared (reduction) dimension"),
+            Arg("n", "size", "columns of B and C"),
+            Arg("batch", "size", "independent products of this shape"),
+            _DTYPE,
+            Arg("out_dtype", "text", "precision of C, if not that of A and B"),
+        ),
+    ),
+    "add": _numel_op(ops.add),
+    "residual_add": _numel_op(ops.residual_add),
+    "relu": _numel_op(ops.relu),
+    "gelu": _numel_op(ops.gelu),
+    "swiglu": _numel_op(ops.swiglu),
+    "elementwise": Operator(
+        ops.elementwise,
+        (
+            _NUMEL,
+            Arg("inputs", "size", "tensors read"),
+            Arg("outputs", "size", "tensors written"),
+            Arg("flops_per_element", "size", "FLOPs per element"),
+            _DTYPE,
+        ),
+    ),
+    "rmsnorm": Operator(
+        ops.rmsnorm,
+        (
+            Arg("rows", "size", "rows (tokens)"),
+            Arg("d", "size", "features normalized over"),
+            _DTYPE,
+            Arg("weight_dtype", "text", "precision of the weight, if not --dtype"),
+        ),
+    ),
+    "layernorm": Operator(
+        ops.layernorm,
+        (
+            Arg("rows", "size", "rows (tokens)"),
+            Arg("d", "size", "features normalized over"),
+            _DTYPE,
+            Arg("weight_dtype", "text", "precision of weight and bias, if not --dtype"),
+        ),
+    ),
+    "softmax": Operator(
+        ops.softmax,
+        (
+            Arg("rows", "size", "rows"),
+            Arg("cols", "size", "elements per row"),
+            _DTYPE,
+        ),
+    ),
+    "adamw": Operator(
+        ops.adamw,
+        (
+            Arg("params", "size", "parameters updated"),
+            Arg("impl", "text", f"implementation: {', '.join(ops.ADAMW_IMPLS)}"),
+            Arg("tensors", "size", "parameter tensors the parameters are spread over"),
+            Arg("param_dtype", "text", "precision of the parameters (and of the compute roof)"),
+            Arg("grad_dtype", "text", "precision of the gradients (default: --param-dtype)"),
+            Arg("state_dtype", "text", "precision of both moments (default: --param-dtype)"),
+        ),
+        roof_dtype="param_dtype",
+    ),
+    "attention": Operator(
+        ops.attention,
+        (
+            Arg("batch", "size", "sequences"),
+            Arg("heads", "size", "attention heads"),
+            Arg("seq_q", "size", "queries per sequence"),
+            Arg("seq_k", "size", "keys per sequence (default: --seq-q)", required=False),
+            Arg("head_dim", "size", "width of one head"),
+            _DTYPE,
+            Arg("impl", "text", f"implementation: {', '.join(ops.ATTENTION_IMPLS)}"),
+            Arg("causal", "flag", "apply a causal mask"),
+            Arg("sram_bytes", "size", "on-chip memory of one flash thread block, bytes"),
+        ),
+        prepare=_seq_k_defaults_to_seq_q,
+    ),
+}
+ALIASES = {"residual_add": ["residual-add"]}
+
+
+def operator(name: str) -> tuple[str, Operator]:
+    key = name.strip().lower().replace("-", "_")
+    if key not in OPERATORS:
+        raise UsageError(f"unknown operator {name!r}; allowed: {', '.join(OPERATORS)}")
+    return key, OPERATORS[key]
+
+
+def add_operator_arguments(parser: argparse.ArgumentParser, spec: Operator) -> None:
+    for arg in spec.args:
+        required = spec.is_required(arg)
+        default = spec.default(arg.name) if arg.required is None else _REQUIRED
+        shown = "" if required or default in (_REQUIRED, None) else f" (default: {default})"
+        if arg.kind == "flag":
+            parser.add_argument(
+                arg.flag,
+                dest=arg.name,
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help=arg.help,
+            )
+            continue
+        parser.add_argument(
+            arg.flag,
+            dest=arg.name,
+            type=parse_size if arg.kind == "size" else str,
+            required=required,
+            default=argparse.SUPPRESS,
+            metavar="N" if arg.kind == "size" else arg.name.upper(),
+            help=arg.help + shown,
+        )
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_point(text: str, dtype: str | None = None) -> tuple[str, str, Cost, dict[str, Any]]:
+    """Read ``NAME:SIZE,SIZE,...,KEY=VALUE`` into an operator's cost.
+
+    Sizes fill the operator's size arguments in order (``gemm:M,K,N``,
+    ``add:NUMEL``, ``attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM``); any
+    argument can also be named, ``adamw:1M,impl=loop``, ``gemm:64,64,64,batch=8``.
+
+    Parameters
+    ----------
+    text : str
+        The point as typed.
+    dtype : str, optional
+        Precision of an operator that takes a ``dtype`` and names none here
+        (AdamW's precisions keep their own defaults).
+
+    Returns
+    -------
+    (str, str, Cost, dict)
+        The operator's name, a label, its cost and every argument it saw.
+
+    Raises
+    ------
+    ValueError, TypeError
+        For a malformed point, an unknown operator or argument, or sizes the
+        operator refuses; each message names the point.
+
+    Examples
+    --------
+    >>> name, label, cost, _ = parse_point("gemm:4096,4096,4096")
+    >>> name, label, cost.flops
+    ('gemm', 'gemm 4096x4096x4096', 137438953472)
+    >>> parse_point("adamw:1M,impl=loop")[1]          # the label keeps what was typed
+    'adamw 1M impl=loop'
+    """
+    name, sep, rest = text.partition(":")
+    key, spec = operator(name)
+    if not sep or not rest.strip():
+        wanted = ",".join(a.name.upper() for a in spec.args if spec.is_required(a))
+        raise UsageError(f"--point {text!r}: give sizes after the name, e.g. {key}:{wanted}")
+    by_name = {a.name: a for a in spec.args}
+    sizes = [a for a in spec.args if a.kind == "size"]
+    given: dict[str, Any] = {}
+    positional: list[str] = []
+    named: list[str] = []
+    for item in (part.strip() for part in rest.split(",")):
+        try:
+            if "=" in item:
+                field, value = (s.strip() for s in item.split("=", 1))
+                field = field.replace("-", "_")
+                if field not in by_name:
+                    raise UsageError(
+                        f"--point {text!r}: {key} has no argument {field!r}; "
+                        f"allowed: {', '.join(by_name)}"
+                    )
+                arg = by_name[field]
+                named.append(f"{field}={value}")
+            else:
+                if len(positional) == len(sizes):
+                    raise UsageError(
+                        f"--point {text!r}: {key} takes at most {len(sizes)} sizes "
+                        f"({', '.join(a.name for a in sizes)})"
+                    )
+                arg, value = sizes[len(positional)], item
+                positional.append(item)
+            if arg.kind == "size":
+                given[arg.name] = parse_size(value)
+            elif arg.kind == "flag":
+                if value.lower() not in _TRUE | _FALSE:
+                    raise UsageError(f"--point {text!r}: {arg.name} must be true or false")
+                given[arg.name] = value.lower() in _TRUE
+            else:
+                given[arg.name] = value
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"--point {text!r}: {exc}") from None
+    missing = [a.name for a in spec.args if spec.is_required(a) and a.name not in given]
+    if missing:
+        raise UsageError(f"--point {text!r}: {key} needs {', '.join(missing)}")
+    if dtype is not None and "dtype" in by_name:
+        given.setdefault("dtype", dtype)
+    try:
+        cost, arguments = spec.call(given)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"--point {text!r}: {exc}") from None
+    label = " ".join([key, "x".join(positional), *named]) if positional else " ".join([key, *named])
+    return key, label, cost, arguments

@@ -1,0 +1,119 @@
+"""``roofline-book plot``: a roofline chart (SVG or PNG) with operators as points."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from ..roofline import attainable, bound
+from ..units import si
+from .common import (
+    UsageError,
+    add_device_arguments,
+    cost_figures,
+    device_from_args,
+    device_json,
+    device_line,
+    emit,
+    number,
+    text_table,
+)
+from .operators import OPERATORS, parse_point
+
+
+def _y_unit(peak: float, units: dict[str, float]) -> str:
+    return next((u for u, scale in units.items() if peak >= scale), list(units)[-1])
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``plot`` subcommand: a roofline chart with operators as points."""
+    suffix = args.out.rsplit(".", 1)[-1].lower() if "." in args.out else ""
+    if suffix not in ("svg", "png"):
+        raise UsageError(f"--out must end in .svg or .png, got {args.out!r}")
+    device = device_from_args(args)
+    peak, band = device.peak_flops(args.dtype), device.memory_bandwidth
+    named = [parse_point(text, args.dtype) for text in args.point]
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from .. import plotting
+
+    plotting.use_style()
+    ridge = device.ridge_point(args.dtype)
+    xs = [ridge] + [cost.intensity for _, _, cost, _ in named]
+    lo = 10 ** math.floor(math.log10(min(xs)) - 1)
+    hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
+    unit = _y_unit(peak, plotting.UNITS)
+    fig, ax = plt.subplots()
+    try:
+        plotting.roofline(
+            ax,
+            peak,
+            band,
+            label=device_line(device, args.dtype),
+            intensity_range=(lo, hi),
+            unit=unit,
+        )
+        named_costs = [(label, cost) for _, label, cost, _ in named]
+        # the legend names the points; labels beside them would collide
+        plotting.points(ax, named_costs, peak, band, unit=unit, annotate=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes, off the roof
+        metadata = {"Date": None} if suffix == "svg" else {}
+        fig.savefig(args.out, format=suffix, metadata=metadata)
+    finally:
+        plt.close(fig)
+    if args.json:
+        emit(
+            {
+                "out": args.out,
+                "device": device_json(device, args.dtype),
+                "points": [
+                    {"operator": key, "label": label, "arguments": arguments}
+                    | cost_figures(cost, peak, band)
+                    for key, label, cost, arguments in named
+                ],
+            }
+        )
+        return 0
+    print(f"wrote {args.out}: {device_line(device, args.dtype)}, {len(named)} point(s)")
+    body = [
+        (
+            label,
+            number(cost.intensity),
+            bound(cost.intensity, peak, band),
+            si(attainable(cost.intensity, peak, band), "FLOP/s"),
+        )
+        for _, label, cost, _ in named
+    ]
+    if body:
+        print(text_table(("point", "FLOP/B", "bound", "attainable"), body, right={1, 3}))
+    return 0
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``plot`` to ``sub``."""
+    plot = sub.add_parser(
+        "plot",
+        parents=[common],
+        help="a roofline chart (SVG or PNG) with operators as points",
+        description=(
+            "Draw the roofline of a device and place operators on it. A point is "
+            "NAME:SIZE,SIZE,...[,KEY=VALUE], e.g. gemm:4096,4096,4096, add:1048576, "
+            "attention:1,32,4096,4096,128,impl=materialized."
+        ),
+    )
+    plot.add_argument("--out", required=True, help="output file, .svg or .png")
+    plot.add_argument(
+        "--point",
+        action="append",
+        default=[],
+        metavar="NAME:SIZES",
+        help=f"an operator to place (repeatable); NAME is one of {', '.join(OPERATORS)}",
+    )
+    plot.add_argument("--dtype", default="bf16", help="precision of the roof and the points")
+    add_device_arguments(plot)
+    plot.set_defaults(handler=run)

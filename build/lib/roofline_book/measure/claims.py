@@ -1,0 +1,470 @@
+"""The reference chapter's qualitative claims, checked against a measured run.
+
+Each claim becomes a :class:`Check`: the figures it rests on, taken from a run
+file (:mod:`roofline_book.measure.runfile`), and a verdict, ``"pass"``, ``"fail"`` or
+``"not measured"`` when the run lacks what the claim needs. The thresholds are
+the named constants below; change one and every verdict follows.
+
+The claims: large GEMMs are compute-bound; elementwise operators are
+memory-bound; a small GEMM is far from the peak; GEMM throughput rises with
+``n``; fused AdamW is at least as fast as foreach, and foreach as the loop;
+SDPA beats materialized attention and moves less; BF16 GEMMs beat FP32 ones;
+and no operator beats the roofline drawn from the measured ceilings.
+
+``python -m roofline_book bench`` prints the checklist after a run;
+:func:`check_claims` gives it for any run file.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..ops import Cost
+from ..roofline import time_lower_bound
+from ..units import si
+from . import runfile
+from .cases import names, shape_text
+from .runfile import model_cost, rates
+from .suites import SMALL_GEMM
+
+Verdict = Literal["pass", "fail", "not measured"]
+VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "not measured")
+
+NEAR_PEAK = 0.8
+"""A GEMM is "close to the peak" at this fraction of the measured peak or more."""
+
+NEAR_COPY = 0.7
+"""An elementwise operator is "memory-bound" when its bandwidth (model bytes over
+time) reaches this fraction of the measured copy bandwidth or more."""
+
+TINY_FLOP_FRACTION = 0.05
+"""... and when its FLOP/s is at most this fraction of the peak."""
+
+FAR_FROM_PEAK = 0.25
+"""The small GEMM is "far from the peak" at this fraction of the peak or less."""
+
+RISE_FACTOR = 2.0
+"""GEMM throughput "rises with n" when the largest size runs at least this many
+times the smallest size's FLOP/s (and the best size is in the upper half)."""
+
+SPEED_TOLERANCE = 0.05
+"""Timing noise allowed when comparing medians: A is "at least as fast" as B if
+``t_A <= (1 + tol) t_B``, and "faster" if ``(1 + tol) t_A < t_B``."""
+
+BOUND_TOLERANCE = 0.10
+"""The roofline bound holds if no operator's measured time is below
+``(1 - tol)`` times the time the measured ceilings allow."""
+
+CACHE_MARGIN = 4
+"""An operator counts as streaming from memory, not from cache, when its model
+bytes per kernel are at least this many times the device's last-level cache or
+L2. Twice was not enough on a 32 MiB-L3 CPU: a victim cache and the prefetchers
+still served part of a 64 MiB working set, and the AdamW loop re-reads each
+tensor from cache in its eight passes."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number a verdict rests on, with its unit ("" for a plain ratio)."""
+
+    label: str
+    value: float
+    unit: str = ""
+
+    def __str__(self) -> str:
+        text = si(self.value, self.unit) if self.unit else f"{self.value:.3g}"
+        return f"{self.label}: {text}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One claim, the figures measured for it, and the verdict they give.
+
+    Attributes
+    ----------
+    claim : str
+        The claim, as the chapter makes it.
+    verdict : {"pass", "fail", "not measured"}
+    rule : str
+        How the figures decide the verdict.
+    figures : tuple of Figure
+    """
+
+    claim: str
+    verdict: Verdict
+    rule: str
+    figures: tuple[Figure, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {', '.join(VERDICTS)}; got {self.verdict!r}")
+
+    def __str__(self) -> str:
+        lines = [f"[{self.verdict}] {self.claim}", f"    rule: {self.rule}"]
+        lines += [f"    {f}" for f in self.figures]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The roofline's time for one measured entry beside the measured time (second)."""
+
+    id: str
+    predicted_s: float
+    measured_s: float
+    bound: Literal["memory", "compute"]
+    streams: bool
+    """Whether the working set is large enough to stream from memory (see :data:`CACHE_MARGIN`)."""
+
+    @property
+    def error(self) -> float:
+        """``|predicted - measured| / measured``."""
+        return abs(self.predicted_s - self.measured_s) / self.measured_s
+
+
+def _verdict(ok: bool) -> Verdict:
+    return "pass" if ok else "fail"
+
+
+def _peak(run: Mapping[str, Any], precision: str) -> float | None:
+    entry = run["ceilings"]["peak_flops"].get(precision)
+    return entry["value"] if entry else None
+
+
+def _cache(run: Mapping[str, Any]) -> int | None:
+    return run["device"].get("cache_bytes")
+
+
+def streams_from_memory(run: Mapping[str, Any], cost: Cost) -> bool:
+    """Whether each kernel of ``cost`` moves :data:`CACHE_MARGIN` times the cache or more."""
+    cache = _cache(run)
+    return cache is None or cost.bytes >= CACHE_MARGIN * cache * max(cost.kernels, 1)
+
+
+def _bandwidth(run: Mapping[str, Any]) -> float | None:
+    """The measured memory roof, if the copy's working set left the cache."""
+    copy = Cost(0, run["ceilings"]["working_set_bytes"], 0)
+    return runfile.memory_roof(run) if streams_from_memory(run, copy) else None
+
+
+def _squares(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
+    entries = [
+        e
+        for e in runfile.results(run, "gemm")
+        if e["precision"] == precision and e["shape"]["m"] == e["shape"]["k"] == e["shape"]["n"]
+    ]
+    return sorted(entries, key=lambda e: e["shape"]["n"])
+
+
+def _gemm_precisions(run: Mapping[str, Any]) -> list[str]:
+    return [p for p in run["ceilings"]["peak_flops"] if _squares(run, p)]
+
+
+def _seconds(entry: Mapping[str, Any]) -> float:
+    return entry["time"]["median_s"]
+
+
+def _by_impl(run: Mapping[str, Any], name: str) -> dict[tuple, dict[str, Mapping[str, Any]]]:
+    """One operator's timed entries grouped by (precision, shape), then keyed by implementation."""
+    groups: dict[tuple, dict[str, Mapping[str, Any]]] = {}
+    for e in runfile.results(run, name):
+        key = (e["precision"], tuple(sorted(e["shape"].items())))
+        groups.setdefault(key, {})[e["impl"]] = e
+    return groups
+
+
+def _not_measured(claim: str, rule: str, missing: str) -> Check:
+    return Check(claim, "not measured", f"{rule} (not measured: {missing})")
+
+
+def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
+    """The largest square GEMM of each precision runs near the peak, right of the ridge."""
+    claim = "Large GEMMs are compute-bound: they run close to the measured peak"
+    rule = (
+        f"per precision, the largest square GEMM reaches >= {NEAR_PEAK:.0%} of the measured "
+        "peak and its intensity is right of the measured ridge point"
+    )
+    bandwidth = runfile.memory_roof(run)
+    precisions = _gemm_precisions(run)
+    if not precisions or bandwidth is None:
+        return _not_measured(claim, rule, "no GEMM sweep or no bandwidth ceiling")
+    figures, ok = [], True
+    for p in precisions:
+        largest = _squares(run, p)[-1]
+        peak = _peak(run, p)
+        assert peak is not None  # the precisions are those with a measured peak
+        fraction = rates(largest)[0] / peak
+        intensity, ridge = model_cost(largest).intensity, peak / bandwidth
+        ok &= fraction >= NEAR_PEAK and intensity >= ridge
+        label = f"{p} n={largest['shape']['n']}"
+        figures += [
+            Figure(f"{label}: achieved / peak", fraction),
+            Figure(f"{label}: intensity", intensity, "FLOP/B"),
+            Figure(f"{p} ridge point", ridge, "FLOP/B"),
+        ]
+    return Check(claim, _verdict(ok), rule, tuple(figures))
+
+
+def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
+    """Add and ReLU stream near the copy bandwidth while using a sliver of the peak FLOP/s."""
+    claim = "Elementwise operators are memory-bound: bandwidth near copy, FLOP/s far below peak"
+    rule = (
+        f"the largest add and ReLU per precision reach >= {NEAR_COPY:.0%} of the copy "
+        f"bandwidth and <= {TINY_FLOP_FRACTION:.0%} of the peak FLOP/s"
+    )
+    copy = run["ceilings"]["bandwidth"].get("copy")
+    peaks = run["ceilings"]["peak_flops"]
+    if copy is None or not peaks or _bandwidth(run) is None:
+        return _not_measured(claim, rule, "no copy bandwidth from beyond the cache, or no peak")
+    figures, ok, seen = [], True, 0
+    for name in names("elementwise"):
+        for p in sorted({e["precision"] for e in runfile.results(run, name)}):
+            entries = [e for e in runfile.results(run, name) if e["precision"] == p]
+            largest = max(entries, key=lambda e: e["shape"]["numel"])
+            if not streams_from_memory(run, model_cost(largest)):
+                continue
+            seen += 1
+            flops, bandwidth = rates(largest)
+            peak = _peak(run, p) or max(c["value"] for c in peaks.values())
+            to_copy, to_peak = bandwidth / copy["value"], flops / peak
+            ok &= to_copy >= NEAR_COPY and to_peak <= TINY_FLOP_FRACTION
+            label = f"{name} {p} {shape_text(name, largest['shape'])}"
+            figures += [
+                Figure(f"{label}: bandwidth", bandwidth, "B/s"),
+                Figure(f"{label}: bandwidth / copy", to_copy),
+                Figure(f"{label}: FLOP/s / peak", to_peak),
+            ]
+    if not seen:
+        return _not_measured(claim, rule, "no add or ReLU large enough to leave the cache")
+    figures.insert(0, Figure("copy bandwidth", copy["value"], "B/s"))
+    return Check(claim, _verdict(ok), rule, tuple(figures))
+
+
+def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
+    """The small GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) is far from the peak."""
+    m, k, n = SMALL_GEMM
+    claim = f"A small GEMM ({m}x{k} times {k}x{n}) is far from the peak"
+    rule = f"per precision, it reaches <= {FAR_FROM_PEAK:.0%} of the measured peak"
+    figures, ok = [], True
+    for e in runfile.results(run, "gemm"):
+        if (e["shape"]["m"], e["shape"]["k"], e["shape"]["n"]) != (m, k, n):
+            continue
+        peak = _peak(run, e["precision"])
+        if peak is None:
+            continue
+        fraction = rates(e)[0] / peak
+        ok &= fraction <= FAR_FROM_PEAK
+        figures += [
+            Figure(f"{e['precision']}: achieved", rates(e)[0], "FLOP/s"),
+            Figure(f"{e['precision']}: achieved / peak", fraction),
+        ]
+    if not figures:
+        return _not_measured(claim, rule, f"no {m}x{k}x{n} GEMM")
+    return Check(claim, _verdict(ok), rule, tuple(figures))
+
+
+def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
+    """Square-GEMM FLOP/s grows from the smallest to the largest size of the sweep."""
+    claim = "GEMM throughput rises with n"
+    rule = (
+        f"per precision, the largest n runs >= {RISE_FACTOR:g}x the smallest n's FLOP/s, "
+        "and the best n lies in the larger half of the sweep"
+    )
+    figures, ok, seen = [], True, 0
+    for p in _gemm_precisions(run):
+        sweep = _squares(run, p)
+        if len(sweep) < 3:
+            continue
+        seen += 1
+        flops = [rates(e)[0] for e in sweep]
+        best = max(range(len(sweep)), key=flops.__getitem__)
+        ok &= flops[-1] >= RISE_FACTOR * flops[0] and best >= len(sweep) // 2
+        figures += [
+            Figure(f"{p} n={e['shape']['n']}", f, "FLOP/s")
+            for e, f in zip(sweep, flops, strict=True)
+        ]
+        figures.append(Figure(f"{p}: largest / smallest", flops[-1] / flops[0]))
+    if not seen:
+        return _not_measured(claim, rule, "no sweep of three or more square GEMMs")
+    return Check(claim, _verdict(ok), rule, tuple(figures))
+
+
+def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
+    """fused <= foreach <= loop in time, per AdamW shape, within the timing tolerance."""
+    claim = "Fused AdamW is at least as fast as foreach, and foreach as the per-tensor loop"
+    rule = f"t_fused <= t_foreach and t_foreach <= t_loop, each within {SPEED_TOLERANCE:.0%}"
+    figures, ok, seen = [], True, 0
+    for (precision, shape), impls in _by_impl(run, "adamw").items():
+        if not {"loop", "foreach", "fused"} <= impls.keys():
+            continue
+        seen += 1
+        t = {impl: _seconds(impls[impl]) for impl in ("loop", "foreach", "fused")}
+        tol = 1 + SPEED_TOLERANCE
+        ok &= t["fused"] <= tol * t["foreach"] and t["foreach"] <= tol * t["loop"]
+        label = f"{precision} {shape_text('adamw', dict(shape))}"
+        figures += [Figure(f"{label}: {impl}", t[impl], "s") for impl in t]
+        figures.append(Figure(f"{label}: loop / fused", t["loop"] / t["fused"]))
+    if not seen:
+        return _not_measured(claim, rule, "no AdamW shape with loop, foreach and fused all timed")
+    return Check(claim, _verdict(ok), rule, tuple(figures))
+
+
+def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
+    """At the longest sequence, SDPA is faster than materialized attention and moves less."""
+    claim = "SDPA (FlashAttention) is faster than materialized attention and moves less"
+    rule = (
+        f"at the longest sequence timed both ways, (1 + {SPEED_TOLERANCE:g}) t_sdpa < "
+        "t_materialized, and its model bytes are fewer"
+    )
+    pairs = _by_impl(run, "attention")
+    both = [(key, p) for key, p in pairs.items() if {"materialized", "sdpa"} <= p.keys()]
+    if not both:
+        return _not_measured(claim, rule, "no shape timed both materialized and with SDPA")
+    ordered = sorted(both, key=lambda pair: dict(pair[0][1])["seq_q"])
+    figures = []
+    for (_, shape), p in ordered:
+        mat, fl = p["materialized"], p["sdpa"]
+        label = f"seq={dict(shape)['seq_q']}"
+        figures += [
+            Figure(f"{label}: materialized", _seconds(mat), "s"),
+            Figure(f"{label}: sdpa", _seconds(fl), "s"),
+            Figure(f"{label}: materialized / sdpa time", _seconds(mat) / _seconds(fl)),
+            Figure(
+                f"{label}: model bytes materialized / flash",
+                model_cost(mat).bytes / model_cost(fl).bytes,
+            ),
+        ]
+    mat, fl = ordered[-1][1]["materialized"], ordered[-1][1]["sdpa"]  # the longest sequence
+    ok = (1 + SPEED_TOLERANCE) * _seconds(fl) < _seconds(mat) and (
+        model_cost(fl).bytes < model_cost(mat).bytes
+    )
+    return Check(claim, _verdict(ok), rule, tuple(figures))
+
+
+def bf16_beats_fp32(run: Mapping[str, Any]) -> Check:
+    """At the largest square size timed in both, the BF16 GEMM is faster than the FP32 one."""
+    claim = "BF16 GEMMs are faster than FP32 GEMMs"
+    rule = f"at the largest n timed in both, (1 + {SPEED_TOLERANCE:g}) t_bf16 < t_fp32"
+    fp32 = {e["shape"]["n"]: e for e in _squares(run, "fp32")}
+    bf16 = {e["shape"]["n"]: e for e in _squares(run, "bf16")}
+    common = sorted(fp32.keys() & bf16.keys())
+    if not common:
+        return _not_measured(claim, rule, "no square GEMM size timed in both BF16 and FP32")
+    n = common[-1]
+    t32, t16 = _seconds(fp32[n]), _seconds(bf16[n])
+    figures = (
+        Figure(f"n={n}: fp32", t32, "s"),
+        Figure(f"n={n}: bf16", t16, "s"),
+        Figure(f"n={n}: fp32 / bf16 time", t32 / t16),
+    )
+    return Check(claim, _verdict((1 + SPEED_TOLERANCE) * t16 < t32), rule, figures)
+
+
+def roofline_predictions(run: Mapping[str, Any]) -> list[Prediction]:
+    """The roofline's time for each timed entry, from the measured ceilings.
+
+    ``predicted = max(FLOPs / peak, bytes / bandwidth)``
+    (:func:`roofline_book.roofline.time_lower_bound`) with the measured peak of
+    the entry's precision and the measured memory roof. Entries whose
+    precision has no measured peak are left out.
+    """
+    bandwidth = runfile.memory_roof(run)
+    if bandwidth is None:
+        return []
+    out = []
+    for e in runfile.results(run):
+        peak = _peak(run, e["precision"])
+        if peak is None:
+            continue
+        cost = model_cost(e)
+        bound = time_lower_bound(cost, peak, bandwidth)
+        out.append(
+            Prediction(
+                e["id"], bound.seconds, _seconds(e), bound.bound, streams_from_memory(run, cost)
+            )
+        )
+    return out
+
+
+def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
+    """No operator beats the roofline of the measured ceilings; the median error, reported."""
+    claim = "The roofline of the measured ceilings bounds every operator's time"
+    rule = (
+        f"no operator streaming from memory runs faster than {1 - BOUND_TOLERANCE:.0%} of the "
+        "roofline's time max(FLOPs/peak, bytes/bandwidth); |predicted - measured| / measured "
+        "is reported"
+    )
+    if _bandwidth(run) is None:
+        return _not_measured(claim, rule, "no bandwidth ceiling from beyond the cache")
+    predictions = roofline_predictions(run)
+    if not predictions:
+        return _not_measured(claim, rule, "no timed operator with a measured peak")
+    streaming = [p for p in predictions if p.streams]
+    beaten = [p for p in streaming if p.measured_s < (1 - BOUND_TOLERANCE) * p.predicted_s]
+    figures = [
+        Figure("operators compared", len(predictions)),
+        Figure(
+            "median |predicted - measured| / measured",
+            statistics.median(p.error for p in predictions),
+        ),
+        Figure("operators streaming from memory", len(streaming)),
+        Figure("of those, faster than the roofline allows", len(beaten)),
+    ]
+    if streaming:
+        tightest = max(streaming, key=lambda p: p.predicted_s / p.measured_s)
+        figures.append(
+            Figure(
+                f"tightest: predicted / measured ({tightest.id})",
+                tightest.predicted_s / tightest.measured_s,
+            )
+        )
+    return Check(claim, _verdict(not beaten), rule, tuple(figures))
+
+
+CHECKS = (
+    large_gemm_is_compute_bound,
+    elementwise_is_memory_bound,
+    small_gemm_is_far_from_peak,
+    gemm_rises_with_n,
+    fused_adamw_is_fastest,
+    sdpa_beats_materialized,
+    bf16_beats_fp32,
+    roofline_bounds_time,
+)
+"""Every check, in the order :func:`check_claims` runs them."""
+
+
+def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
+    """Check each claim of the reference chapter against a run.
+
+    Parameters
+    ----------
+    run : Mapping or path
+        A run (as :func:`roofline_book.measure.run.run_suite` returns it) or the path
+        of a run file, which is read and validated against the schema. A
+        mapping is checked for consistency, and against the schema where
+        ``jsonschema`` is installed.
+
+    Returns
+    -------
+    list of Check
+        One per claim, in the order of :data:`CHECKS`.
+    """
+    if isinstance(run, (str, os.PathLike)):
+        run = runfile.read_run(run)
+    else:
+        runfile.validate_run(run, require_schema=False)
+    return [check(run) for check in CHECKS]
+
+
+def format_checks(checks: Iterable[Check]) -> str:
+    """The checklist as text: each claim's verdict, rule and figures, then a tally."""
+    checks = list(checks)
+    if not all(isinstance(c, Check) for c in checks):
+        raise TypeError("checks must be Check objects, as check_claims returns them")
+    tally = ", ".join(f"{sum(c.verdict == v for c in checks)} {v}" for v in VERDICTS)
+    return "\n".join([*(str(c) for c in checks), f"claims: {tally}"])

@@ -1,0 +1,345 @@
+"""Run files as the book shows them: summary, results table, claims table, measured roofline.
+
+The CUDA appendix and the achieved-performance chapter render every run the
+same way through these functions; the tests render fixture runs with them.
+Everything here reads a run (a mapping as :func:`roofline_book.measure.runfile.read_run`
+returns it); nothing is measured or typed in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..hardware import Hardware, catalog
+from ..plotting import PALETTE, UNITS, roofline
+from ..roofline import attainable
+from ..units import si
+from . import runfile
+from .cases import OPERATORS
+from .claims import check_claims, streams_from_memory
+from .suites import SMALL_GEMM
+
+#: Device names as CUDA or the vendor tools report them, mapped to catalog keys.
+_DATASHEET_NAMES = (
+    (r"\bH200\b", "h200-sxm"),
+    (r"\bH100\b.*(SXM|HBM3)", "h100-sxm"),
+    (r"\bA100\b.*(SXM|80GB)", "a100-sxm"),
+    (r"\bB200\b", "b200"),
+    (r"\bMI300X\b", "mi300x"),
+)
+
+
+def datasheet_for(run: Mapping[str, Any]) -> Hardware | None:
+    """The catalog device a run was measured on, matched by name; None if not in the catalog.
+
+    Examples
+    --------
+    >>> datasheet_for({"device": {"name": "NVIDIA H200"}}).key
+    'h200-sxm'
+    >>> datasheet_for({"device": {"name": "AMD EPYC"}}) is None
+    True
+    """
+    name = run["device"].get("name", "")
+    for pattern, key in _DATASHEET_NAMES:
+        if re.search(pattern, name):
+            return catalog()[key]
+    return None
+
+
+def summary(run: Mapping[str, Any]) -> dict[str, str]:
+    """Device, software, date and measured ceilings of a run, as readable text."""
+    device, software, ceilings = run["device"], run["software"], run["ceilings"]
+    out = {
+        "device": device.get("name", "?"),
+        "type": device.get("type", "?"),
+        "host": run.get("host", "?"),
+        "date (UTC)": run["date"],
+        "suite": run.get("suite", "?"),
+        "torch": software.get("torch") or "—",
+        "CUDA": software.get("cuda") or "—",
+        "driver": software.get("driver") or "—",
+    }
+    for precision, c in ceilings["peak_flops"].items():
+        out[f"measured peak {precision}"] = si(c["value"], "FLOP/s")
+    for kind, c in ceilings["bandwidth"].items():
+        out[f"measured bandwidth ({kind})"] = si(c["value"], "B/s")
+    return out
+
+
+def results_frame(run: Mapping[str, Any]):
+    """Every entry of a run with its model cost, time and achieved rates (a pandas DataFrame).
+
+    Columns: id, status, model FLOPs and bytes, intensity, median time and IQR
+    (second), achieved FLOP/s and byte/s, the measured roof at that intensity
+    and the fraction of it reached; skipped or failed entries keep their reason.
+    """
+    import pandas as pd
+
+    device = runfile.as_hardware(run)
+    rows = []
+    for entry in runfile.results(run, status=None):
+        row = {"id": entry["id"], "status": entry["status"]}
+        cost = runfile.model_cost(entry)
+        row["FLOPs"] = cost.flops
+        row["bytes"] = cost.bytes
+        row["intensity [FLOP/B]"] = cost.intensity if cost.bytes else float("nan")
+        if entry["status"] == "ok":
+            flops, band = runfile.rates(entry)
+            row["median [s]"] = entry["time"]["median_s"]
+            row["IQR [s]"] = entry["time"]["iqr_s"]
+            row["achieved [FLOP/s]"] = flops
+            row["achieved [B/s]"] = band
+            if cost.flops:
+                roof = _roof(device, entry["precision"], cost.intensity)
+                row["fraction of measured roof"] = flops / roof if roof else float("nan")
+            else:
+                row["fraction of measured roof"] = band / device.memory_bandwidth
+        row["note"] = entry.get("reason") or entry.get("note") or ""
+        if "measured_dram_bytes" in entry:
+            row["DRAM bytes (ncu)"] = entry["measured_dram_bytes"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _roof(device: Hardware, precision: str, intensity: float) -> float | None:
+    try:
+        peak = device.peak_flops(precision)
+    except ValueError:
+        return None
+    return attainable(intensity, peak, device.memory_bandwidth)
+
+
+def claims_frame(run: Mapping[str, Any]):
+    """The claims checklist of a run as a pandas DataFrame: claim, verdict, figures, rule."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                "claim": c.claim,
+                "verdict": c.verdict,
+                "figures": "; ".join(str(f) for f in c.figures),
+                "rule": c.rule,
+            }
+            for c in check_claims(run)
+        ]
+    )
+
+
+def plot_run(
+    ax,
+    run: Mapping[str, Any],
+    precision: str = "fp32",
+    *,
+    unit: str | None = None,
+    datasheet: Hardware | None = None,
+):
+    """The run's measured roofline in ``precision``, with that precision's operators as dots.
+
+    The measured roof uses the best GEMM of that precision and the best
+    bandwidth ceiling. If ``datasheet`` is given (for example
+    :func:`datasheet_for`), its dense roof is drawn dashed beside it. Filled
+    markers stream from memory; hollow markers have a working set small
+    enough to be served partly from cache, so they may sit above the memory
+    roof.
+
+    Returns
+    -------
+    list of matplotlib artists
+    """
+    device = runfile.as_hardware(run)
+    peak = device.peak_flops(precision)
+    if unit is None:
+        unit = "TFLOP/s" if peak >= 1e13 else "GFLOP/s"
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}")
+    scale = UNITS[unit]
+    drawn = roofline(
+        ax,
+        peak,
+        device.memory_bandwidth,
+        label=f"measured roof ({precision})",
+        color=PALETTE["blue"],
+        intensity_range=(1e-2, 1e4),
+        unit=unit,
+    )
+    if datasheet is not None:
+        drawn += roofline(
+            ax,
+            datasheet.peak_flops(precision),
+            datasheet.memory_bandwidth,
+            label=f"datasheet roof ({datasheet.key}, dense {precision})",
+            color=PALETTE["orange"],
+            linestyle="--",
+            unit=unit,
+            ridge=False,
+        )
+    seen = set()
+    for entry in runfile.results(run):
+        cost = runfile.model_cost(entry)
+        if not cost.flops or entry["precision"] != precision:
+            continue
+        flops, _ = runfile.rates(entry)
+        style = OPERATORS[entry["name"]]
+        marker, color = style.marker, PALETTE[style.colour]
+        hollow = not streams_from_memory(run, cost)
+        label = None if entry["name"] in seen else entry["name"]
+        seen.add(entry["name"])
+        drawn.append(
+            ax.scatter(
+                [cost.intensity],
+                [flops / scale],
+                marker=marker,
+                s=28,
+                zorder=5,
+                label=label,
+                edgecolors=color,
+                linewidths=1.2,
+                facecolors="none" if hollow else color,
+            )
+        )
+    ax.legend(loc="lower right", fontsize=7, ncol=2)
+    return drawn
+
+
+def summary_frame(run: Mapping[str, Any]):
+    """:func:`summary` as a one-column pandas DataFrame, for display."""
+    import pandas as pd
+
+    return pd.Series(summary(run), name="value").to_frame()
+
+
+def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
+    """Measured ceilings beside the datasheet's dense figures (a pandas DataFrame).
+
+    One row per measured GEMM precision the datasheet lists, and one for the
+    memory bandwidth; ``measured / datasheet`` is the fraction reached.
+    """
+    import pandas as pd
+
+    if not isinstance(datasheet, Hardware):
+        raise TypeError(f"datasheet must be a Hardware, got {type(datasheet).__name__}")
+    device = runfile.as_hardware(run)
+    rows = []
+    for precision in device.precisions:
+        try:
+            sheet = datasheet.peak_flops(precision)
+        except ValueError:
+            continue
+        rows.append(
+            {
+                "ceiling": f"peak {precision} (dense)",
+                "measured": device.peak_flops(precision),
+                "datasheet": sheet,
+                "unit": "FLOP/s",
+            }
+        )
+    rows.append(
+        {
+            "ceiling": "memory bandwidth",
+            "measured": device.memory_bandwidth,
+            "datasheet": datasheet.memory_bandwidth,
+            "unit": "B/s",
+        }
+    )
+    frame = pd.DataFrame(rows)
+    frame["measured / datasheet"] = frame["measured"] / frame["datasheet"]
+    return frame
+
+
+def _square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
+    return [
+        e
+        for e in runfile.results(run, "gemm")
+        if e["precision"] == precision and e["shape"]["m"] == e["shape"]["k"] == e["shape"]["n"]
+    ]
+
+
+def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures the achieved-performance chapter quotes from a CPU run, as plain numbers.
+
+    Keys: ``cpu_name``, ``cpu_threads``; measured peaks ``cpu_peak32_g`` and
+    ``cpu_peak16_g`` (GFLOP/s), bandwidth ``cpu_bw_g`` and copy ``cpu_copy_g``
+    (GB/s), ridge points ``cpu_ridge32`` and ``cpu_ridge16`` (FLOP/byte); the
+    largest FP32 add: ``add_numel_m`` (Mi elements), ``add_bw_g`` (GB/s),
+    ``add_over_copy`` and ``add_flops_frac_pct`` (% of the FP32 peak); the small
+    GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) and the largest FP32
+    square GEMM as % of the FP32 peak (``small_gemm_pct``, ``large_gemm_n``,
+    ``large_gemm_pct``); the claims' counts (``n_claims``, ``n_pass``,
+    ``n_fail``, ``n_unmeasured``) and ``failed_claims``, the failed claims joined
+    by "；" (or "（无）").
+
+    Raises
+    ------
+    ValueError
+        If the run lacks an FP32 GEMM sweep, the small GEMM, an FP32 add or the
+        copy bandwidth.
+    """
+    cpu = runfile.as_hardware(run)
+    copy = run["ceilings"]["bandwidth"].get("copy")
+    adds = [e for e in runfile.results(run, "add") if e["precision"] == "fp32"]
+    squares = _square_gemms(run, "fp32")
+    m, k, n = SMALL_GEMM
+    small = [
+        e
+        for e in runfile.results(run, "gemm")
+        if e["precision"] == "fp32" and tuple(e["shape"].values()) == (m, k, n)
+    ]
+    if copy is None or not adds or not squares or not small:
+        raise ValueError(
+            f"run: needs the copy bandwidth, an fp32 add, fp32 square GEMMs and the "
+            f"{m}x{k}x{n} fp32 GEMM"
+        )
+    peak32 = cpu.peak_flops("fp32")
+    big_add = max(adds, key=lambda e: e["shape"]["numel"])
+    add_flops, add_bw = runfile.rates(big_add)
+    largest = max(squares, key=lambda e: e["shape"]["n"])
+    checks = check_claims(run)
+    verdicts = [c.verdict for c in checks]
+    failed = [c.claim for c in checks if c.verdict == "fail"]
+    return {
+        "cpu_name": run["device"]["name"],
+        "cpu_threads": int(run["device"].get("threads") or 0),
+        "cpu_peak32_g": peak32 / 1e9,
+        "cpu_peak16_g": cpu.peak_flops("bf16") / 1e9,
+        "cpu_bw_g": cpu.memory_bandwidth / 1e9,
+        "cpu_copy_g": copy["value"] / 1e9,
+        "cpu_ridge32": cpu.ridge_point("fp32"),
+        "cpu_ridge16": cpu.ridge_point("bf16"),
+        "add_numel_m": big_add["shape"]["numel"] / 2**20,
+        "add_bw_g": add_bw / 1e9,
+        "add_over_copy": add_bw / copy["value"],
+        "add_flops_frac_pct": 100 * add_flops / peak32,
+        "small_gemm_pct": 100 * runfile.rates(small[0])[0] / peak32,
+        "large_gemm_n": int(largest["shape"]["n"]),
+        "large_gemm_pct": 100 * runfile.rates(largest)[0] / peak32,
+        "n_claims": len(verdicts),
+        "n_pass": verdicts.count("pass"),
+        "n_fail": verdicts.count("fail"),
+        "n_unmeasured": verdicts.count("not measured"),
+        "failed_claims": "；".join(failed) if failed else "（无）",
+    }
+
+
+def plot_runs(run: Mapping[str, Any], precisions: Sequence[str], *, datasheet=None):
+    """One measured roofline per precision, side by side (a matplotlib Figure), each titled
+    with the device and precision; ``datasheet`` as in :func:`plot_run`."""
+    from matplotlib import pyplot as plt
+
+    fig, axes = plt.subplots(
+        1, len(precisions), figsize=(5 * len(precisions), 3.9), sharey=True, squeeze=False
+    )
+    for ax, precision in zip(axes[0], precisions, strict=True):
+        plot_run(ax, run, precision, datasheet=datasheet)
+        ax.set_title(f"{run['device']['name']}, {precision}")
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
+    return fig
+
+
+def measured_precisions(run: Mapping[str, Any]) -> list[str]:
+    """The precisions to draw for a run: FP32 and BF16 where measured, else the first peak."""
+    measured = list(run["ceilings"]["peak_flops"])
+    return [p for p in ("fp32", "bf16") if p in measured] or measured[:1]

@@ -1,0 +1,493 @@
+"""Benchmark run files: the JSON a run writes, its schema, and reading it back.
+
+A run file holds what one benchmark run measured on one device: the device,
+the software versions, the date, the measured ceilings and, per operator, the
+model's FLOPs and bytes with the measured time (or why it was skipped). The
+book and :mod:`roofline_book.measure.claims` read it; nothing in it is typed by hand.
+
+Top-level keys: ``format``, ``version``, ``date`` (UTC, ISO 8601), ``host``,
+``suite``, ``device``, ``software``, ``ceilings`` and ``results`` (one entry
+per operator case); ``load_average`` (the host's, at the start and the end)
+where the OS reports it, since other work on the machine slows a CPU run.
+:data:`RUN_SCHEMA` is the JSON Schema; :func:`read_run` validates against it,
+then checks what a schema cannot say (unique ids, ceilings that point at a
+measured entry and agree with it).
+
+Writing is atomic (a temporary file in the same directory, then
+:func:`os.replace`) and never replaces an existing file unless asked to.
+
+Examples
+--------
+>>> entry = {"model": {"flops": 2 * 10**9, "bytes_read": 8 * 10**6, "bytes_written": 4 * 10**6},
+...          "time": {"median_s": 0.01, "iqr_s": 0.001, "reps": 20, "inner": 1}}
+>>> rates(entry)                       # FLOP/s, byte/s
+(200000000000.0, 1200000000.0)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..dtypes import BYTES
+from ..hardware import Hardware, adhoc
+from ..ops import Cost
+from .cases import BANDWIDTH_KINDS, REGISTRY
+from .suites import SUITES
+
+FORMAT = "roofline-book-run"
+"""The ``format`` field every run file carries."""
+
+VERSION = 1
+"""The run-file format version this package writes and reads."""
+
+OPERATORS = tuple(REGISTRY)
+"""Operator names a run entry may carry: every registered operator."""
+
+STATUSES = ("ok", "skipped", "failed")
+"""``ok``: checked and timed; ``skipped``: not run here (unsupported, out of
+memory), with the reason; ``failed``: the result was wrong or the case raised an
+error, so it was not timed; the reason says which."""
+
+_COUNT = {"type": "integer", "minimum": 0}
+_SIZE = {"type": "integer", "minimum": 1}
+_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+_NON_NEGATIVE = {"type": "number", "minimum": 0}
+_TEXT = {"type": "string", "minLength": 1}
+_OPTIONAL_TEXT = {"type": ["string", "null"]}
+_OPTIONAL_COUNT = {"type": ["integer", "null"], "minimum": 0}
+
+RUN_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "roofline-book benchmark run",
+    "type": "object",
+    "required": [
+        "format",
+        "version",
+        "date",
+        "host",
+        "suite",
+        "device",
+        "software",
+        "ceilings",
+        "results",
+    ],
+    "additionalProperties": False,
+    "properties": {
+        "format": {"const": FORMAT},
+        "version": {"const": VERSION},
+        "date": {
+            "type": "string",
+            "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$",
+            "description": "start of the run, UTC, ISO 8601",
+        },
+        "host": {"type": "string"},
+        "suite": {"enum": list(SUITES)},
+        "device": {
+            "type": "object",
+            "required": ["type", "name", "cache_bytes", "memory_bytes"],
+            "additionalProperties": False,
+            "properties": {
+                "type": {"enum": ["cpu", "cuda"]},
+                "name": _TEXT,
+                "cache_bytes": {
+                    **_OPTIONAL_COUNT,
+                    "description": "last-level cache (CPU) or L2 (GPU), byte",
+                },
+                "memory_bytes": {**_OPTIONAL_COUNT, "description": "main memory, byte"},
+                "cpu_model": _OPTIONAL_TEXT,
+                "threads": {"type": ["integer", "null"], "minimum": 1},
+                "cpu_capability": _OPTIONAL_TEXT,
+                "sm_count": {"type": ["integer", "null"], "minimum": 1},
+                "compute_capability": _OPTIONAL_TEXT,
+            },
+        },
+        "software": {
+            "type": "object",
+            "required": ["python", "torch", "cuda", "driver"],
+            "additionalProperties": False,
+            "properties": {
+                "python": _TEXT,
+                "torch": _TEXT,
+                "cuda": _OPTIONAL_TEXT,
+                "driver": _OPTIONAL_TEXT,
+            },
+        },
+        "ceilings": {
+            "type": "object",
+            "required": ["peak_flops", "bandwidth", "working_set_bytes"],
+            "additionalProperties": False,
+            "properties": {
+                "peak_flops": {
+                    "type": "object",
+                    "description": "best GEMM rate of the sweep per precision, FLOP/s",
+                    "propertyNames": {"enum": list(BYTES)},
+                    "additionalProperties": {"$ref": "#/$defs/ceiling"},
+                },
+                "bandwidth": {
+                    "type": "object",
+                    "description": "rates of the streaming kernels from the model's bytes, byte/s",
+                    "additionalProperties": False,
+                    "properties": {kind: {"$ref": "#/$defs/ceiling"} for kind in BANDWIDTH_KINDS},
+                },
+                "working_set_bytes": {
+                    **_SIZE,
+                    "description": "bytes the copy touches (source and destination)",
+                },
+            },
+        },
+        "results": {"type": "array", "items": {"$ref": "#/$defs/entry"}},
+        "load_average": {
+            "type": "array",
+            "items": _NON_NEGATIVE,
+            "minItems": 2,
+            "maxItems": 2,
+            "description": "the host's 1-minute load average at the start and the end",
+        },
+    },
+    "$defs": {
+        "ceiling": {
+            "type": "object",
+            "required": ["value", "entry"],
+            "additionalProperties": False,
+            "properties": {"value": _POSITIVE, "entry": _TEXT},
+        },
+        "entry": {
+            "type": "object",
+            "required": ["id", "name", "shape", "precision", "impl", "status", "model"],
+            "additionalProperties": False,
+            "properties": {
+                "id": _TEXT,
+                "name": {"enum": list(OPERATORS)},
+                "shape": {"type": "object", "minProperties": 1, "additionalProperties": _SIZE},
+                "precision": {"enum": list(BYTES)},
+                "impl": _TEXT,
+                "status": {"enum": list(STATUSES)},
+                "reason": _TEXT,
+                "note": _TEXT,
+                "model": {
+                    "type": "object",
+                    "required": ["flops", "bytes_read", "bytes_written", "kernels"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "flops": _COUNT,
+                        "bytes_read": _COUNT,
+                        "bytes_written": _COUNT,
+                        "kernels": _COUNT,
+                    },
+                },
+                "time": {
+                    "type": "object",
+                    "required": ["median_s", "iqr_s", "reps", "inner"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "median_s": _POSITIVE,
+                        "iqr_s": _NON_NEGATIVE,
+                        "reps": _SIZE,
+                        "inner": _SIZE,
+                        "samples_s": {
+                            "type": "array",
+                            "items": _NON_NEGATIVE,
+                            "minItems": 1,
+                            "description": "per-call time of each sample, second",
+                        },
+                    },
+                },
+                "check": {
+                    "type": "object",
+                    "required": ["reference", "max_abs_err", "rtol", "atol"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "reference": _TEXT,
+                        "max_abs_err": _NON_NEGATIVE,
+                        "rtol": _NON_NEGATIVE,
+                        "atol": _NON_NEGATIVE,
+                    },
+                },
+                "l2_flush": {"type": "boolean"},
+                "measured_dram_bytes": {
+                    "type": "object",
+                    "required": ["read", "written", "kernels", "tool"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "read": _COUNT,
+                        "written": _COUNT,
+                        "kernels": _SIZE,
+                        "tool": _TEXT,
+                    },
+                },
+            },
+            "allOf": [
+                {
+                    "if": {"properties": {"status": {"const": "ok"}}},
+                    "then": {"required": ["time", "check"], "not": {"required": ["reason"]}},
+                    "else": {
+                        "required": ["reason"],
+                        "not": {"anyOf": [{"required": ["time"]}, {"required": ["check"]}]},
+                    },
+                }
+            ],
+        },
+    },
+}
+"""JSON Schema (draft 2020-12) of a run file."""
+
+# A ceiling must equal the rate of the entry it names, to this relative tolerance
+# (the two are written from the same float; the slack only absorbs decimal round trips).
+_CEILING_RTOL = 1e-9
+
+
+def _where(path: Any) -> str:
+    parts = [f"[{p}]" if isinstance(p, int) else f".{p}" for p in path]
+    return "run" + "".join(parts)
+
+
+def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None:
+    """Check a run against :data:`RUN_SCHEMA` and for internal consistency.
+
+    Parameters
+    ----------
+    run : Mapping
+        A parsed run file.
+    require_schema : bool
+        Without the ``jsonschema`` package, raise ImportError (True) or skip
+        the schema and check only the consistency (False: a machine that
+        measures need not have it, the book's build has it).
+
+    Raises
+    ------
+    TypeError
+        If ``run`` is not a mapping.
+    ValueError
+        Naming the first offending field, e.g. ``run.results[3].time.median_s``.
+    ImportError
+        If ``jsonschema`` is missing and ``require_schema`` is true.
+
+    Examples
+    --------
+    >>> validate_run({"format": "roofline-book-run"})
+    Traceback (most recent call last):
+    ...
+    ValueError: run: 'version' is a required property
+    """
+    if not isinstance(run, Mapping):
+        raise TypeError(f"run must be a mapping (a parsed run file), got {type(run).__name__}")
+    try:
+        import jsonschema
+    except ImportError:
+        if require_schema:
+            raise ImportError(
+                "validating a run file needs jsonschema (pip install jsonschema)"
+            ) from None
+    else:
+        validator = jsonschema.Draft202012Validator(RUN_SCHEMA)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(run))
+        if error is not None:
+            raise ValueError(f"{_where(error.absolute_path)}: {error.message}")
+
+    index: dict[str, Mapping[str, Any]] = {}
+    for i, entry in enumerate(run["results"]):
+        if entry["id"] in index:
+            raise ValueError(f"run.results[{i}].id: {entry['id']!r} appears twice")
+        index[entry["id"]] = entry
+        samples = entry.get("time", {}).get("samples_s")
+        if samples is not None and len(samples) != entry["time"]["reps"]:
+            raise ValueError(
+                f"run.results[{i}].time.samples_s: {len(samples)} samples, "
+                f"but reps is {entry['time']['reps']}"
+            )
+
+    ceilings = run["ceilings"]
+    named = [("peak_flops", key, 0) for key in ceilings["peak_flops"]]
+    named += [("bandwidth", key, 1) for key in ceilings["bandwidth"]]
+    for group, key, which in named:
+        ceiling = ceilings[group][key]
+        where = f"run.ceilings.{group}.{key}"
+        entry = index.get(ceiling["entry"])
+        if entry is None:
+            raise ValueError(f"{where}.entry: no result has id {ceiling['entry']!r}")
+        if entry["status"] != "ok":
+            raise ValueError(f"{where}.entry: {ceiling['entry']!r} has status {entry['status']!r}")
+        expected = rates(entry)[which]
+        if not math.isclose(ceiling["value"], expected, rel_tol=_CEILING_RTOL):
+            raise ValueError(
+                f"{where}.value: {ceiling['value']!r} is not the rate of {ceiling['entry']!r} "
+                f"({expected!r})"
+            )
+
+
+def read_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> dict[str, Any]:
+    """Read and validate a run file (see :func:`validate_run` for ``require_schema``).
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file.
+    ValueError
+        If the file is not JSON or not a valid run (naming the file and the field).
+
+    Examples
+    --------
+    >>> read_run("no/such/run.json")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: ...
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    try:
+        run = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON: {exc}") from None
+    try:
+        validate_run(run, require_schema=require_schema)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return run
+
+
+def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """Validate ``run`` and write it to ``path`` atomically.
+
+    The JSON goes to a temporary file in the same directory, which then
+    takes the name ``path`` in one step, so a reader never sees half a file.
+    Missing parent directories are created.
+
+    Parameters
+    ----------
+    run : Mapping
+        A run, as :func:`roofline_book.measure.run.run_suite` returns it.
+    path : str or os.PathLike
+        Where to write.
+    force : bool
+        Replace an existing file. Without it an existing file is never
+        touched: measured data is not thrown away silently.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    FileExistsError
+        If ``path`` exists and ``force`` is false.
+    ValueError
+        If ``run`` is not a valid run (nothing is written). The schema is
+        checked where ``jsonschema`` is installed, the consistency always.
+    """
+    validate_run(run, require_schema=False)
+    if not isinstance(force, bool):
+        raise TypeError(f"force must be True or False, got {force!r}")
+    path = Path(path)
+    if path.exists() and not force:
+        raise FileExistsError(
+            f"{path} already exists; a run file is not overwritten unless forced (--force)"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(run, indent=1, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if force:
+            os.replace(tmp, path)
+        else:
+            _publish_new(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _publish_new(tmp: str, path: Path) -> None:
+    """Give ``tmp`` the name ``path`` unless ``path`` exists, in one step where the OS can."""
+    try:
+        # A hard link fails if the name was taken meanwhile, where os.replace would not.
+        os.link(tmp, path)
+    except FileExistsError:
+        raise FileExistsError(
+            f"{path} appeared while writing; a run file is not overwritten unless forced (--force)"
+        ) from None
+    except OSError:  # no hard links on this file system
+        if path.exists():
+            raise FileExistsError(f"{path} already exists") from None
+        os.replace(tmp, path)
+        return
+    os.unlink(tmp)
+
+
+def model_cost(entry: Mapping[str, Any]) -> Cost:
+    """The model's cost an entry carries, as a :class:`~roofline_book.ops.Cost`.
+
+    Examples
+    --------
+    >>> model_cost({"model": {"flops": 1, "bytes_read": 8, "bytes_written": 4, "kernels": 1}}).bytes
+    12
+    """
+    return Cost(**entry["model"])
+
+
+def rates(entry: Mapping[str, Any]) -> tuple[float, float]:
+    """Achieved rates of a timed entry from the model: (FLOP/s, byte/s).
+
+    FLOP/s is the model's FLOPs over the median time; byte/s the model's bytes
+    (read plus written) over the median time.
+    """
+    model, seconds = entry["model"], entry["time"]["median_s"]
+    return model["flops"] / seconds, (model["bytes_read"] + model["bytes_written"]) / seconds
+
+
+def results(
+    run: Mapping[str, Any], name: str | None = None, *, status: str | None = "ok"
+) -> list[Mapping[str, Any]]:
+    """The entries of a run, optionally only one operator's and only one status.
+
+    Parameters
+    ----------
+    name : str, optional
+        One of :data:`OPERATORS`; all operators if omitted.
+    status : str or None
+        One of :data:`STATUSES` (default ``"ok"``), or None for every status.
+    """
+    if name is not None and name not in OPERATORS:
+        raise ValueError(f"name must be one of {', '.join(OPERATORS)}; got {name!r}")
+    if status is not None and status not in STATUSES:
+        raise ValueError(f"status must be one of {', '.join(STATUSES)} or None; got {status!r}")
+    return [
+        e
+        for e in run["results"]
+        if (name is None or e["name"] == name) and (status is None or e["status"] == status)
+    ]
+
+
+def memory_roof(run: Mapping[str, Any]) -> float | None:
+    """The measured memory bandwidth: the best of the bandwidth ceilings (byte/s), or None."""
+    values = [c["value"] for c in run["ceilings"]["bandwidth"].values()]
+    return max(values) if values else None
+
+
+def as_hardware(run: Mapping[str, Any]) -> Hardware:
+    """The run's measured ceilings as a :class:`~roofline_book.hardware.Hardware`.
+
+    Peak FLOP/s per precision is the best GEMM of the sweep; the bandwidth is
+    :func:`memory_roof`. Use it wherever a datasheet device would go.
+
+    Raises
+    ------
+    ValueError
+        If the run measured no GEMM peak or no bandwidth.
+    """
+    peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
+    bandwidth = memory_roof(run)
+    if not peaks or bandwidth is None:
+        raise ValueError("run: the ceilings lack a measured GEMM peak or a measured bandwidth")
+    return adhoc(f"{run['device']['name']} (measured {run['date']})", peaks, bandwidth)

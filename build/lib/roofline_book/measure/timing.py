@@ -1,0 +1,204 @@
+"""Timing a call on the CPU or on CUDA: a :class:`Timing` that keeps its samples.
+
+Warm up, synchronize, repeat until the timer's overhead is negligible, and
+report the median with the interquartile range, as ``torch.utils.benchmark``
+and ``triton.testing.do_bench`` do. The samples stay in the result, so a
+reader can ask whether the median is to be trusted
+(:meth:`Timing.meets_confidence`, after
+``torch.utils.benchmark.Measurement.meets_confidence``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _validate
+
+MIN_SAMPLES = 5
+"""Fewest timed samples behind a median on the CPU."""
+
+CPU_IQR_TARGET = 0.1
+"""On the CPU, sampling goes on while the IQR exceeds this fraction of the median ..."""
+
+CPU_MAX_RUN_FACTOR = 4
+"""... up to this many times the least timed duration."""
+
+CUDA_MIN_REPS = 10
+"""Fewest timed samples behind a median on CUDA."""
+
+CUDA_MAX_REPS = 2000
+"""Most timed samples per case on CUDA."""
+
+CUDA_SAMPLE_S = 1e-3
+"""On CUDA, calls that need no cache flush are batched until a sample lasts
+this long (second), so the events' own cost is negligible."""
+
+IQR_WARN_THRESHOLD = 0.1
+"""A timing whose IQR is at least this fraction of its median does not meet
+confidence (the threshold ``torch.utils.benchmark`` warns at)."""
+
+_WARMUP_S = 0.02  # warm-up calls continue until this long has passed (at least one call)
+_WARMUP_CALLS = 10  # ... or this many calls
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call time of a timed call (second), with the samples behind it.
+
+    Attributes
+    ----------
+    samples_s : tuple of float
+        Per-call time of each sample (a sample's time over its calls).
+    inner : int
+        Calls per sample.
+
+    Examples
+    --------
+    >>> t = Timing((1e-3, 1.1e-3, 1.2e-3, 0.9e-3, 1e-3), inner=4)
+    >>> round(t.median_s, 6), round(t.iqr_s, 6), t.reps
+    (0.001, 0.0001, 5)
+    >>> t.meets_confidence(0.2), t.meets_confidence(0.05)
+    (True, False)
+    """
+
+    samples_s: tuple[float, ...]
+    inner: int
+
+    def __post_init__(self) -> None:
+        if not self.samples_s:
+            raise ValueError("samples_s must hold at least one sample")
+        if any(not math.isfinite(s) or s < 0 for s in self.samples_s):
+            raise ValueError(f"samples_s must be finite and >= 0; got {self.samples_s}")
+        _validate.size("inner", self.inner)
+
+    @property
+    def median_s(self) -> float:
+        """Median of the samples (second)."""
+        return float(np.median(self.samples_s))
+
+    @property
+    def iqr_s(self) -> float:
+        """Interquartile range of the samples (second)."""
+        q1, q3 = np.percentile(self.samples_s, [25, 75])
+        return float(q3 - q1)
+
+    @property
+    def reps(self) -> int:
+        """Number of samples."""
+        return len(self.samples_s)
+
+    def meets_confidence(self, threshold: float = IQR_WARN_THRESHOLD) -> bool:
+        """Whether the spread is small against the median: ``iqr / median < threshold``."""
+        threshold = _validate.positive("threshold", threshold)
+        return self.median_s > 0 and self.iqr_s / self.median_s < threshold
+
+    def as_dict(self) -> dict[str, float | int | list[float]]:
+        """The run file's ``time`` record."""
+        return {
+            "median_s": self.median_s,
+            "iqr_s": self.iqr_s,
+            "reps": self.reps,
+            "inner": self.inner,
+            "samples_s": list(self.samples_s),
+        }
+
+
+def _samples(times: Sequence[float]) -> tuple[float, ...]:
+    return tuple(float(t) for t in times)
+
+
+def _warm_up(fn: Callable[[], object], sync: Callable[[], None]) -> float:
+    """Call ``fn`` until warm; return the fastest single call seen (second)."""
+    fastest, start = math.inf, time.perf_counter()
+    for _ in range(_WARMUP_CALLS):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        fastest = min(fastest, time.perf_counter() - t0)
+        if time.perf_counter() - start >= _WARMUP_S:
+            break
+    return fastest
+
+
+def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
+    """Time ``fn`` on the CPU with ``torch.utils.benchmark.Timer.adaptive_autorange``.
+
+    The timer runs blocks of calls long enough that its own overhead is
+    negligible (a sample is a block's time over its calls), with all of
+    torch's threads, for at least ``min_run_time`` seconds and
+    :data:`MIN_SAMPLES` samples; while the samples' IQR exceeds
+    :data:`CPU_IQR_TARGET` of their median it keeps sampling, up to
+    :data:`CPU_MAX_RUN_FACTOR` times as long, so that a burst of work from
+    another process moves the median less.
+
+    Examples
+    --------
+    >>> t = time_cpu(lambda: time.sleep(0.001), min_run_time=0.02)
+    >>> 0.001 <= t.median_s < 0.01, t.reps >= MIN_SAMPLES
+    (True, True)
+    """
+    import torch
+    from torch.utils.benchmark import Timer
+
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    min_run_time = _validate.positive("min_run_time", min_run_time)
+    once = _warm_up(fn, lambda: None)
+    timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    least = max(min_run_time, MIN_SAMPLES * once)
+    m = timer.adaptive_autorange(
+        CPU_IQR_TARGET, min_run_time=least, max_run_time=CPU_MAX_RUN_FACTOR * least
+    )
+    times = list(m.times)
+    while len(times) < MIN_SAMPLES:  # blocks came out longer than the time asked for
+        times += timer.timeit(m.number_per_run).times
+    return Timing(_samples(times), int(m.number_per_run))
+
+
+def time_cuda(fn: Callable[[], object], *, min_run_time: float = 0.2, flush=None) -> Timing:
+    """Time ``fn`` on the current CUDA device with CUDA events.
+
+    Parameters
+    ----------
+    fn : callable
+        Launches the work; it is not synchronized inside.
+    min_run_time : float
+        Timed seconds, at least (second); between :data:`CUDA_MIN_REPS` and
+        :data:`CUDA_MAX_REPS` samples.
+    flush : torch.Tensor, optional
+        A buffer larger than the L2, zeroed before every call outside the
+        timed region. Without it, calls are batched until a sample lasts
+        :data:`CUDA_SAMPLE_S`.
+    """
+    import torch
+
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    min_run_time = _validate.positive("min_run_time", min_run_time)
+    _warm_up(fn, torch.cuda.synchronize)
+    begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    begin.record()
+    for _ in range(3):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    once = max(begin.elapsed_time(end) * 1e-3 / 3, 1e-7)
+    inner = 1 if flush is not None else max(1, math.ceil(CUDA_SAMPLE_S / once))
+    reps = min(CUDA_MAX_REPS, max(CUDA_MIN_REPS, math.ceil(min_run_time / (once * inner))))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for start, stop in zip(starts, ends, strict=True):
+        if flush is not None:
+            flush.zero_()
+        start.record()
+        for _ in range(inner):
+            fn()
+        stop.record()
+    torch.cuda.synchronize()
+    times = [s.elapsed_time(e) * 1e-3 / inner for s, e in zip(starts, ends, strict=True)]
+    return Timing(_samples(times), inner)

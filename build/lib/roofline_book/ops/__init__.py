@@ -1,0 +1,62 @@
+"""FLOPs and memory traffic of deep-learning operators.
+
+Every operator is a small pure function that returns a :class:`Cost`. The
+traffic is the *minimum* a kernel of the described structure must move
+between main memory (HBM / DRAM) and the chip: each input read once, each
+output written once, per kernel. Caches can only make real traffic lower than
+this for data that is re-read, and a poor kernel can make it higher.
+
+Notation: ``s`` is bytes per element (:func:`roofline_book.dtypes.bytes_per_element`),
+``I = FLOPs / bytes`` the arithmetic intensity in FLOP/byte.
+
+NB: ``torch.utils.flop_counter.FlopCounterMode`` counts matrix products only
+(mm, bmm, addmm, baddbmm, convolutions and, on CUDA, SDPA). It reports zero for
+elementwise operators, norms, softmax and optimizer steps, so for those the
+FLOP conventions stated in each docstring are this package's own.
+"""
+
+from .attn import ATTENTION_IMPLS, DEFAULT_SRAM_BYTES, attention
+from .cost import ZERO, Cost
+from .matmul import gemm, linear_backward, tiled_gemm
+from .optimizer import ADAMW_IMPLS, Pass, adamw, adamw_passes
+from .pointwise import (
+    GELU_FLOPS_PER_ELEMENT,
+    SOFTMAX_FLOPS_PER_ELEMENT,
+    SWIGLU_FLOPS_PER_ELEMENT,
+    add,
+    elementwise,
+    gelu,
+    layernorm,
+    relu,
+    residual_add,
+    rmsnorm,
+    softmax,
+    swiglu,
+)
+
+__all__ = [
+    "ADAMW_IMPLS",
+    "ATTENTION_IMPLS",
+    "DEFAULT_SRAM_BYTES",
+    "GELU_FLOPS_PER_ELEMENT",
+    "SOFTMAX_FLOPS_PER_ELEMENT",
+    "SWIGLU_FLOPS_PER_ELEMENT",
+    "ZERO",
+    "Cost",
+    "Pass",
+    "adamw",
+    "adamw_passes",
+    "add",
+    "attention",
+    "elementwise",
+    "gelu",
+    "gemm",
+    "layernorm",
+    "linear_backward",
+    "relu",
+    "residual_add",
+    "rmsnorm",
+    "softmax",
+    "swiglu",
+    "tiled_gemm",
+]

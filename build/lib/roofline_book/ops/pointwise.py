@@ -1,0 +1,221 @@
+"""Elementwise operators, normalizations and softmax: one pass over their tensors."""
+
+from __future__ import annotations
+
+from .. import _validate
+from ..dtypes import Precision, bytes_per_element
+from .cost import Cost
+
+
+def elementwise(
+    numel: int,
+    dtype: Precision = "bf16",
+    *,
+    inputs: int = 1,
+    outputs: int = 1,
+    flops_per_element: int = 1,
+) -> Cost:
+    """A kernel that reads ``inputs`` tensors and writes ``outputs`` tensors of ``numel`` elements.
+
+    .. math:: \\text{bytes} = (\\text{inputs} + \\text{outputs})\\, s\\, N,
+              \\qquad I = \\frac{\\text{flops per element}}{(\\text{inputs} + \\text{outputs})\\, s}
+
+    Parameters
+    ----------
+    numel : int
+        Elements per tensor, >= 1.
+    dtype : str or torch.dtype
+        Precision of every tensor.
+    inputs, outputs : int
+        Tensors read and written (inputs >= 1, outputs >= 0: an in-place update
+        such as ``x.add_(y)`` reads two tensors and writes one).
+    flops_per_element : int
+        FLOPs per output element (>= 0). FlopCounterMode counts these ops as
+        zero; the convention here counts each arithmetic operation as one.
+
+    Examples
+    --------
+    >>> elementwise(10, "fp32", inputs=3, outputs=1, flops_per_element=2).bytes
+    160
+    """
+    numel = _validate.size("numel", numel)
+    inputs = _validate.size("inputs", inputs, minimum=1)
+    outputs = _validate.size("outputs", outputs, minimum=0)
+    flops_per_element = _validate.size("flops_per_element", flops_per_element, minimum=0)
+    s = bytes_per_element(dtype)
+    return Cost(
+        flops=flops_per_element * numel,
+        bytes_read=inputs * s * numel,
+        bytes_written=outputs * s * numel,
+    )
+
+
+def add(numel: int, dtype: Precision = "bf16") -> Cost:
+    """``z = x + y`` over ``numel`` elements: 1 FLOP, two reads and one write each.
+
+    Examples
+    --------
+    Per BF16 element: read x (2 bytes), read y (2), write z (2), 6 bytes for
+    one FLOP, so ``I = 1/6``:
+
+    >>> per_element = add(1, "bf16")
+    >>> per_element.bytes_read, per_element.bytes_written, per_element.bytes
+    (4, 2, 6)
+    >>> round(add(2**20).intensity, 2)
+    0.17
+    >>> add(10**6).bytes                            # 6 N bytes
+    6000000
+    """
+    return elementwise(numel, dtype, inputs=2, outputs=1, flops_per_element=1)
+
+
+def residual_add(numel: int, dtype: Precision = "bf16") -> Cost:
+    """``y = x + f(x)``, the skip connection of a Transformer block; the same cost as :func:`add`.
+
+    Examples
+    --------
+    >>> residual_add(4096 * 4096) == add(4096 * 4096)
+    True
+    """
+    return add(numel, dtype)
+
+
+def relu(numel: int, dtype: Precision = "bf16") -> Cost:
+    """``y = max(x, 0)``: one input, one output, one FLOP (a comparison) per element.
+
+    Examples
+    --------
+    >>> relu(1, "bf16").bytes, relu(2**20, "bf16").intensity
+    (4, 0.25)
+    """
+    return elementwise(numel, dtype, inputs=1, outputs=1, flops_per_element=1)
+
+
+#: FLOPs per element of the tanh form of GELU,
+#: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``. They are x^3 (2), the scale and
+#: add inside (2), the sqrt(2/pi) factor (1), tanh (1, NB, a transcendental
+#: counted as one FLOP), the add and the two outer products (3).
+GELU_FLOPS_PER_ELEMENT = 9
+
+
+def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
+    """GELU activation, tanh form; see :data:`GELU_FLOPS_PER_ELEMENT`.
+
+    Examples
+    --------
+    Even at 9 FLOPs per element GELU stays far left of any GPU's ridge point:
+
+    >>> gelu(2**20, "bf16").intensity
+    2.25
+    """
+    return elementwise(numel, dtype, inputs=1, outputs=1, flops_per_element=GELU_FLOPS_PER_ELEMENT)
+
+
+#: FLOPs per element of ``silu(gate) * up``. The sigmoid ``1 / (1 + exp(-g))``
+#: takes 4 (negate, exp, add, divide; exp counted as one), the product with
+#: ``g`` 1 and the product with ``up`` 1.
+SWIGLU_FLOPS_PER_ELEMENT = 6
+
+
+def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
+    """The gated activation of a SwiGLU MLP, ``silu(gate) * up``: two inputs, one output.
+
+    Examples
+    --------
+    >>> swiglu(1, "bf16").bytes      # read gate, read up, write the product
+    6
+    """
+    return elementwise(
+        numel, dtype, inputs=2, outputs=1, flops_per_element=SWIGLU_FLOPS_PER_ELEMENT
+    )
+
+
+# --------------------------------------------------------------------------
+# Normalizations and softmax
+
+
+def rmsnorm(
+    rows: int, d: int, dtype: Precision = "bf16", *, weight_dtype: Precision | None = None
+) -> Cost:
+    """RMSNorm over the last dimension of a ``rows x d`` activation.
+
+    .. math:: y = \\frac{x}{\\sqrt{\\tfrac1d \\sum_i x_i^2 + \\epsilon}} \\odot \\gamma
+
+    Traffic: read ``x`` once, read the weight ``gamma`` (``d`` values) once,
+    write ``y`` once. FLOPs (NB: this package's convention; FlopCounterMode
+    counts none): per element a square, an add into the sum, a multiply by
+    the reciprocal root and a multiply by ``gamma`` (4); per row the mean,
+    the ``+ eps`` and the reciprocal square root (3).
+
+    Examples
+    --------
+    A Llama-7B-sized activation, 4096 tokens by 4096 features, in BF16:
+
+    >>> c = rmsnorm(4096, 4096, "bf16")
+    >>> c.bytes == 2 * (2 * 4096 * 4096 + 4096)
+    True
+    >>> round(c.intensity, 2)               # about 4 FLOP per 4 bytes
+    1.0
+    """
+    rows = _validate.size("rows", rows)
+    d = _validate.size("d", d)
+    s = bytes_per_element(dtype)
+    s_w = s if weight_dtype is None else bytes_per_element(weight_dtype)
+    return Cost(
+        flops=4 * rows * d + 3 * rows,
+        bytes_read=s * rows * d + s_w * d,
+        bytes_written=s * rows * d,
+    )
+
+
+def layernorm(
+    rows: int, d: int, dtype: Precision = "bf16", *, weight_dtype: Precision | None = None
+) -> Cost:
+    """LayerNorm over the last dimension of a ``rows x d`` activation, with weight and bias.
+
+    Traffic: read ``x``, ``gamma`` and ``beta`` once, write ``y`` once. FLOPs
+    (NB: this package's convention): per element an add into the mean,
+    subtracting the mean, a square, an add into the variance, the multiply by
+    the reciprocal deviation, the scale and the shift (7); per row the two
+    divisions by ``d``, the ``+ eps`` and the reciprocal root (4).
+
+    Examples
+    --------
+    >>> c = layernorm(2, 8, "fp32")
+    >>> c.flops, c.bytes_read, c.bytes_written    # 7*16 + 4*2; 4*(16 + 2*8); 4*16
+    (120, 128, 64)
+    """
+    rows = _validate.size("rows", rows)
+    d = _validate.size("d", d)
+    s = bytes_per_element(dtype)
+    s_w = s if weight_dtype is None else bytes_per_element(weight_dtype)
+    return Cost(
+        flops=7 * rows * d + 4 * rows,
+        bytes_read=s * rows * d + 2 * s_w * d,
+        bytes_written=s * rows * d,
+    )
+
+
+#: FLOPs per element of a numerically safe softmax. They are the running max,
+#: the subtraction, exp (NB, counted as one), the add into the sum, the division.
+SOFTMAX_FLOPS_PER_ELEMENT = 5
+
+
+def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
+    """Softmax along the last dimension of a ``rows x cols`` tensor, one fused kernel.
+
+    Each row is read once and written once (a row fits on chip, or an online
+    softmax computes the max and the sum in one pass); see
+    :data:`SOFTMAX_FLOPS_PER_ELEMENT`.
+
+    Examples
+    --------
+    >>> c = softmax(4, 8, "fp32")
+    >>> c.flops, c.bytes
+    (160, 256)
+    """
+    rows = _validate.size("rows", rows)
+    cols = _validate.size("cols", cols)
+    return elementwise(
+        rows * cols, dtype, inputs=1, outputs=1, flops_per_element=SOFTMAX_FLOPS_PER_ELEMENT
+    )
