@@ -12,7 +12,7 @@ ES5     := $(BUILD)/npm/node_modules/mathjax/es5
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax html test doctest bench lint livehtml clean distclean
+.PHONY: all venv mathjax html test doctest bench lint dist livehtml clean distclean
 
 all: html
 
@@ -52,6 +52,12 @@ DEVICE ?= cpu
 bench: $(VENV)/.installed
 	mkdir -p $(dir $(BENCH_OUT))
 	$(PY) -m roofline_book bench --device $(DEVICE) --out $(BENCH_OUT)
+
+# The package as users install it: a wheel and an sdist, checked by twine.
+dist: $(VENV)/.installed
+	rm -rf $(BUILD)/dist
+	$(PY) -m build --no-isolation --outdir $(BUILD)/dist .
+	$(PY) -m twine check --strict $(BUILD)/dist/*
 
 # Everything Python: the package, tests, conf.py, the Sphinx extension, the GPU scripts.
 LINTED := roofline_book tests conf.py docs/_ext gpu

@@ -22,6 +22,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .dtypes import Precision
+from .extras import require
 from .hardware import Hardware
 from .ops import DEFAULT_SRAM_BYTES, Cost
 from .roofline import Bound, TimeBound, attainable, time_lower_bound
@@ -143,7 +144,7 @@ def table_frame(rows: Iterable[Row]):
     for i, r in enumerate(rows):
         if not isinstance(r, Row):
             raise TypeError(f"rows[{i}] must be a Row (see cost_table), got {type(r).__name__}")
-    import pandas as pd
+    pd = require("pandas", "table_frame")
 
     return pd.DataFrame(
         {
@@ -174,7 +175,7 @@ def readable_frame(rows: Iterable[Row], digits: int = 3):
     >>> df.loc["gemm", "FLOPs"].replace("\\u00a0", " "), df.loc["add", "I [FLOP/B]"]
     ('137 GFLOP', '0.17')
     """
-    import pandas as pd
+    pd = require("pandas", "table_frame")
 
     df = table_frame(rows)
 

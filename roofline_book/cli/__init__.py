@@ -65,6 +65,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from ..extras import MissingExtra
 from . import bench, block, devices, op, plot
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = args.handler(args)
         return 0 if status is None else int(status)
-    except (UsageError, ValueError, TypeError) as exc:
+    except (UsageError, ValueError, TypeError, MissingExtra) as exc:
         message = " ".join(str(exc).split())
         where = f"{PROG} {args.command}" + (f" {args.operator}" if args.command == "op" else "")
         print(f"{where}: error: {message}", file=sys.stderr)

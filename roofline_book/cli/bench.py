@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _validate
+from ..extras import MissingExtra, require
 from ..measure.suites import DEVICES, SUITES
 
 
@@ -86,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench: cannot write in {out.parent}", file=sys.stderr)
         return 2
     try:
-        import torch
-    except ImportError:
-        print("bench: needs torch and tqdm (pip install 'roofline-book[bench]')", file=sys.stderr)
+        torch = require("torch", "measuring")
+    except MissingExtra as exc:
+        print(f"bench: {exc}", file=sys.stderr)
         return 2
     if device == "cuda" and not torch.cuda.is_available():
         print(f"bench: {machine.no_cuda_message()}", file=sys.stderr)

@@ -6,6 +6,7 @@ import argparse
 import math
 from typing import Any
 
+from ..extras import require
 from ..roofline import attainable, bound
 from ..units import si
 from .common import (
@@ -35,10 +36,7 @@ def run(args: argparse.Namespace) -> int:
     peak, band = device.peak_flops(args.dtype), device.memory_bandwidth
     named = [parse_point(text, args.dtype) for text in args.point]
 
-    try:
-        import matplotlib
-    except ImportError:
-        raise UsageError("plot needs matplotlib: pip install 'roofline-book[plot]'") from None
+    matplotlib = require("matplotlib", "plot")
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 

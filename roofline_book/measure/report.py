@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..extras import require
 from ..hardware import Hardware, catalog
 from ..plotting import PALETTE, UNITS, roofline
 from ..roofline import attainable
@@ -75,7 +76,7 @@ def results_frame(run: Mapping[str, Any]):
     (second), achieved FLOP/s and byte/s, the measured roof at that intensity
     and the fraction of it reached; skipped or failed entries keep their reason.
     """
-    import pandas as pd
+    pd = require("pandas", "the run report")
 
     device = runfile.as_hardware(run)
     rows = []
@@ -113,7 +114,7 @@ def _roof(device: Hardware, precision: str, intensity: float) -> float | None:
 
 def claims_frame(run: Mapping[str, Any]):
     """The claims checklist of a run as a pandas DataFrame: claim, verdict, figures, rule."""
-    import pandas as pd
+    pd = require("pandas", "the run report")
 
     return pd.DataFrame(
         [
@@ -206,7 +207,7 @@ def plot_run(
 
 def summary_frame(run: Mapping[str, Any]):
     """:func:`summary` as a one-column pandas DataFrame, for display."""
-    import pandas as pd
+    pd = require("pandas", "the run report")
 
     return pd.Series(summary(run), name="value").to_frame()
 
@@ -217,7 +218,7 @@ def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
     One row per measured GEMM precision the datasheet lists, and one for the
     memory bandwidth; ``measured / datasheet`` is the fraction reached.
     """
-    import pandas as pd
+    pd = require("pandas", "the run report")
 
     if not isinstance(datasheet, Hardware):
         raise TypeError(f"datasheet must be a Hardware, got {type(datasheet).__name__}")
@@ -326,7 +327,7 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
 def plot_runs(run: Mapping[str, Any], precisions: Sequence[str], *, datasheet=None):
     """One measured roofline per precision, side by side (a matplotlib Figure), each titled
     with the device and precision; ``datasheet`` as in :func:`plot_run`."""
-    from matplotlib import pyplot as plt
+    plt = require("matplotlib.pyplot", "the run report")
 
     fig, axes = plt.subplots(
         1, len(precisions), figsize=(5 * len(precisions), 3.9), sharey=True, squeeze=False

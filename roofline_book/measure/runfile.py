@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..dtypes import BYTES
+from ..extras import MissingExtra, install_hint
 from ..hardware import Hardware, adhoc
 from ..ops import Cost
 from .cases import BANDWIDTH_KINDS, REGISTRY
@@ -281,8 +282,8 @@ def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None
         import jsonschema
     except ImportError:
         if require_schema:
-            raise ImportError(
-                "validating a run file needs jsonschema (pip install jsonschema)"
+            raise MissingExtra(
+                f"validating a run file needs jsonschema: {install_hint('jsonschema')}"
             ) from None
     else:
         validator = jsonschema.Draft202012Validator(RUN_SCHEMA)

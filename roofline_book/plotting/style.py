@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..extras import require
+
 PALETTE = {
     "blue": "#0072B2",
     "orange": "#E69F00",
@@ -24,7 +26,7 @@ def use_style() -> None:
     """Apply the house style (``roofline_book/data/roofline.mplstyle``) to matplotlib."""
     from importlib import resources
 
-    from matplotlib import pyplot as plt
+    plt = require("matplotlib.pyplot", "plotting")
 
     with resources.as_file(resources.files("roofline_book") / "data" / "roofline.mplstyle") as path:
         plt.style.use(str(path))
