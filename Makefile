@@ -1,4 +1,4 @@
-# The one interface: make html, make test, make bench.
+# The one interface: make html, make pdf, make test, make bench.
 PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -12,7 +12,7 @@ ES5     := $(BUILD)/npm/node_modules/mathjax/es5
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax html test doctest bench lint dist livehtml clean distclean
+.PHONY: all venv mathjax html pdf test doctest bench lint dist livehtml clean distclean
 
 all: html
 
@@ -40,8 +40,19 @@ mathjax: $(MATHJAX)/tex-chtml.js
 html: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
 	$(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html
 
-# Package tests and doctests, then checks of the built site (pages, links, browser).
-test: html lint
+# The whole book as one PDF: the LaTeX builder on the same sources, conf and notebook
+# cache as html (so no notebook runs twice), then XeLaTeX; into _build/pdf and the site.
+# -E rereads every page (from the cache: seconds), so a changed extension always shows.
+PDF_NAME := roofline-book.pdf
+pdf: html
+	$(SPHINX) -E $(SPHINXOPTS) -c . -b latex docs $(BUILD)/latex
+	$(MAKE) -C $(BUILD)/latex all-pdf LATEXMKOPTS="-halt-on-error -interaction=nonstopmode -quiet"
+	mkdir -p $(BUILD)/pdf
+	cp $(BUILD)/latex/$(PDF_NAME) $(BUILD)/pdf/$(PDF_NAME)
+	cp $(BUILD)/pdf/$(PDF_NAME) $(BUILD)/html/$(PDF_NAME)
+
+# Package tests and doctests, then checks of the built site (pages, links, browser) and PDF.
+test: html pdf lint
 	$(PY) -m pytest
 
 doctest: $(VENV)/.installed

@@ -1,0 +1,218 @@
+"""Checks of the book's PDF (_build/pdf, `make pdf`) against the built site (_build/html).
+
+Nothing here is hard-coded to today's chapters: the figures, glued numbers, titles
+and figure numbers are read from the built HTML, so the checks follow the book.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import re
+import unicodedata
+
+import pytest
+from conftest import BUILD
+from test_site import PAGES
+
+pypdf = pytest.importorskip("pypdf")
+
+HTML = BUILD / "html"
+PDF = BUILD / "pdf" / "roofline-book.pdf"
+LIMIT = 15 * 1024 * 1024  # bytes
+
+pytestmark = pytest.mark.site
+
+_MATH = re.compile(r'<span class="math notranslate nohighlight">.*?</span>', re.S)
+_GLUE = re.compile(r'<span class="pasted-text">([^<]*)</span>')
+_TAG = re.compile(r"<[^>]+>")
+_BREAK = "\x00"  # where math or a block ended: context never runs across it
+_BLOCK = re.compile(r"</(p|div|pre|li|td|th|h\d|dt|dd|figcaption)>")
+
+
+def _squeeze(text: str) -> str:
+    """No blanks (CJK lines break anywhere), ligatures such as ﬀ spelt out (NFKC)."""
+    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
+
+
+def _article(page: str) -> str:
+    """The page's own content (the theme's navigation and footer left out)."""
+    text = (HTML / f"{page}.html").read_text("utf-8")
+    start = text.index("<article")
+    return text[start : text.index("</article>", start)]
+
+
+def _plain(fragment: str) -> str:
+    fragment = _BLOCK.sub(_BREAK, _MATH.sub(_BREAK, fragment))
+    return _squeeze(html.unescape(_TAG.sub("", fragment)))
+
+
+@pytest.fixture(scope="module")
+def reader():
+    if not PDF.is_file():
+        pytest.fail(f"{PDF} is missing: run `make pdf` (after `make html`)")
+    return pypdf.PdfReader(PDF)
+
+
+@pytest.fixture(scope="module")
+def text(reader) -> str:
+    """The PDF's text with every blank removed (CJK lines break anywhere)."""
+    return _squeeze("".join(page.extract_text() for page in reader.pages))
+
+
+def _chapter_pages() -> list[str]:
+    return [p for p in PAGES if p != "index"]
+
+
+def _title(page: str) -> str:
+    match = re.search(r"<h1>(.*?)</h1>", _article(page), re.S)
+    assert match, page
+    title = re.sub(r'<span class="section-number">.*?</span>', "", match.group(1))
+    title = re.sub(r'<a class="headerlink".*?</a>', "", title, flags=re.S)
+    return _plain(title)
+
+
+def test_size_and_page_count(reader):
+    # A cover, a table of contents, then every page of the site starts a chapter.
+    assert len(reader.pages) >= len(PAGES) + 2
+    assert PDF.stat().st_size < LIMIT
+    assert (HTML / PDF.name).read_bytes() == PDF.read_bytes(), "the site serves this PDF"
+
+
+def test_chinese_text_in_a_cjk_font(reader, text):
+    assert "算术强度" in text
+    fonts = set()
+    for page in reader.pages[:8]:
+        for font in ((page.get("/Resources") or {}).get("/Font") or {}).values():
+            fonts.add(str(font.get_object().get("/BaseFont")))
+    assert any("NotoSerifCJK" in f for f in fonts), fonts
+
+
+def _bookmarks(reader) -> dict[str, object]:
+    """The PDF's top-level bookmarks (its chapters) by title."""
+    return {_squeeze(item.title): item for item in reader.outline if not isinstance(item, list)}
+
+
+def _first_chapter(reader) -> int:
+    """The page index where the first chapter after the preface starts."""
+    return reader.get_destination_page_number(_bookmarks(reader)[_title(_chapter_pages()[0])])
+
+
+def test_every_chapter_in_toc_with_its_page_number(reader):
+    """Each site page is a top-level bookmark to its chapter, and its TOC line gives that page."""
+    titles = _bookmarks(reader)
+    first = _first_chapter(reader)
+    lines = [_squeeze(x) for page in reader.pages[:first] for x in page.extract_text().splitlines()]
+    lines += [a + b for a, b in itertools.pairwise(lines)]  # a title that wraps
+    labels = reader.page_labels
+    for page in _chapter_pages():
+        title = _title(page)
+        assert title in titles, f"{page}: no bookmark {title!r}"
+        target = reader.get_destination_page_number(titles[title])
+        assert title in _squeeze(reader.pages[target].extract_text()), page
+        line = re.compile(r"[0-9A-Z]*" + re.escape(title) + r"\.*" + re.escape(labels[target]))
+        assert any(line.fullmatch(x) for x in lines), f"{page}: no TOC line ... {labels[target]}"
+
+
+def test_toc_links_work(reader):
+    """The TOC's entries are links to pages of this PDF."""
+    first = _first_chapter(reader)
+    names = reader.named_destinations
+    targets = []
+    for page in reader.pages[:first]:
+        for annot in page.get("/Annots") or []:
+            action = annot.get_object().get("/A") or {}
+            if action.get("/S") == "/GoTo":
+                dest = action["/D"]
+                targets.append(
+                    reader.get_destination_page_number(names[dest]) if dest in names else -1
+                )
+    assert len(targets) >= len(_chapter_pages())
+    assert all(0 <= t < len(reader.pages) for t in targets)
+
+
+def test_as_many_vector_figures_as_the_site(reader):
+    site = sum(
+        len(re.findall(r'<img [^>]*src="[^"]*_images/', _article(page)))
+        for page in PAGES
+        if (HTML / f"{page}.html").exists()
+    )
+    placed = raster = 0
+    for page in reader.pages:
+        xobjects = (page.get("/Resources") or {}).get("/XObject")
+        if not xobjects:
+            continue
+        content = page.get_contents().get_data()
+        for name, ref in xobjects.get_object().items():
+            kind = ref.get_object().get("/Subtype")
+            uses = content.count(f"{name} Do".encode())
+            placed += uses
+            raster += uses if kind == "/Image" else 0
+    assert site > 0
+    assert placed == site
+    assert raster == 0, "every figure is a vector drawing"
+
+
+def test_figure_numbers_as_on_the_site(text):
+    for page in _chapter_pages():
+        for number in re.findall(r'<span class="caption-number">(.*?)</span>', _article(page)):
+            assert _squeeze(html.unescape(number)) in text, f"{page}: {number}"
+
+
+def _glued(page: str) -> list[tuple[str, str, str]]:
+    """(text before, value, text after) of each glued number on the page, as read."""
+    article = _MATH.sub(_BREAK, _article(page))
+    found = []
+    for match in _GLUE.finditer(article):
+        before = _plain(article[: match.start()]).rsplit(_BREAK, 1)[-1][-6:]
+        after = _plain(article[match.end() :]).split(_BREAK, 1)[0][:4]
+        found.append((before, _squeeze(html.unescape(match.group(1))), after))
+    return found
+
+
+def test_every_glued_number_as_on_the_site(text):
+    missing = []
+    count = 0
+    for page in PAGES:
+        for before, value, after in _glued(page):
+            count += 1
+            context = before + value if len(before) >= 2 else value + after
+            if context not in text:
+                missing.append(f"{page}: {context}")
+    assert count > 0
+    assert not missing, missing
+
+
+def test_intensity_sentence_and_its_glued_number(text):
+    """The page that names 算术强度: its first sentence with a glued number reads the same."""
+    page = next(p for p in PAGES if "算术强度" in _article(p))
+    sentences = re.split(r"(?<=[。！？])", _MATH.sub(_BREAK, _article(page)))
+    sentence = next(s for s in sentences if _GLUE.search(s))
+    value = _squeeze(html.unescape(_GLUE.search(sentence).group(1)))
+    words = [w for w in _plain(sentence).split(_BREAK) if len(w) >= 4]
+    pdf = re.split(r"(?<=[。！？])", text)
+    assert [s for s in pdf if value in s and all(w in s for w in words)], (value, words)
+
+
+def test_every_character_has_a_glyph():
+    """XeLaTeX only logs a character its font lacks; the page would show a gap."""
+    log = (BUILD / "latex" / PDF.name).with_suffix(".log").read_text("utf-8", errors="replace")
+    assert not re.findall(r"Missing character: There is no .*", log)
+
+
+def test_no_raw_tex(text):
+    assert "\\frac" not in text
+    assert not re.search(r"\\(begin|end|text|mathrm|operatorname|left|right)\b", text)
+    # A dollar sign is only where the site prints one in code (a shell prompt).
+    code = "".join(re.findall(r"<pre.*?</pre>", "".join(_article(p) for p in PAGES), re.S))
+    site = html.unescape(_TAG.sub("", code)).count("$")
+    assert text.count("$") <= site
+
+
+def test_download_link_on_every_page():
+    pdf = (HTML / PDF.name).resolve()
+    for page in PAGES:
+        path = HTML / f"{page}.html"
+        links = re.findall(r'href="([^"]*roofline-book\.pdf)"', path.read_text("utf-8"))
+        assert links, f"{page}: no PDF link"
+        assert all((path.parent / link).resolve() == pdf for link in links), page
