@@ -183,6 +183,12 @@ latex_elements = {
 \newcommand{\booknumberingoff}{\edef\booksecnumdepth{\the\c@secnumdepth}%
   \setcounter{secnumdepth}{-1}}
 \newcommand{\booknumberingon}{\setcounter{secnumdepth}{\booksecnumdepth}}
+% The bibliography, which Sphinx puts at the end, is the body of the last appendix
+% (参考文献, docs/appendix/references.md): no second chapter of the same name.
+\usepackage{etoolbox}
+\patchcmd{\thebibliography}{\chapter*{\bibname}}{}{}{}
+\patchcmd{\thebibliography}{\@mkboth{\MakeUppercase\bibname}{\MakeUppercase\bibname}}{}{}{}
+\renewenvironment{sphinxthebibliography}[1]{\begin{thebibliography}{#1}}{\end{thebibliography}}
 \makeatother
 \titleformat{\chapter}[display]{\normalfont\sffamily\huge\bfseries}%
   {\bookchapterlabel}{0.6em}{\Huge}
