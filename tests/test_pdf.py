@@ -153,10 +153,17 @@ def test_as_many_vector_figures_as_the_site(reader):
     assert raster == 0, "every figure is a vector drawing"
 
 
-def test_figure_numbers_as_on_the_site(text):
+def test_figure_table_and_equation_numbers_as_on_the_site(text):
+    """图 3.1, 表 4.1, (3.2): the PDF numbers the chapters' figures, tables and equations alike."""
+    count = 0
     for page in _chapter_pages():
-        for number in re.findall(r'<span class="caption-number">(.*?)</span>', _article(page)):
+        article = _article(page)
+        numbers = re.findall(r'<span class="caption-number">(.*?)</span>', article)
+        numbers += re.findall(r'<span class="eqno">(\(.*?\))', article)
+        for number in numbers:
+            count += 1
             assert _squeeze(html.unescape(number)) in text, f"{page}: {number}"
+    assert count > 0
 
 
 def _glued(page: str) -> list[tuple[str, str, str]]:
