@@ -11,11 +11,10 @@ import itertools
 import re
 import unicodedata
 
+import pypdf
 import pytest
 from conftest import BUILD
 from test_site import PAGES
-
-pypdf = pytest.importorskip("pypdf")
 
 HTML = BUILD / "html"
 PDF = BUILD / "pdf" / "roofline-book.pdf"
