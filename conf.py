@@ -130,6 +130,7 @@ extensions.append("sphinxcontrib.rsvgconverter")
 # myst-nb's LaTeX priorities know no SVG: without this a figure prints its text/plain repr.
 nb_mime_priority_overrides = [("latex", "image/svg+xml", 15)]
 latex_engine = "xelatex"
+LATEX = ROOT / "docs" / "_latex"  # the TeX that latex_elements reads: fonts, preamble, cover
 latex_documents = [
     (root_doc, PDF_NAME.replace(".pdf", ".tex"), project, author, "manual", False),
 ]
@@ -142,82 +143,12 @@ latex_elements = {
     "pointsize": "10pt",
     # Read on a screen: no blank left-hand pages before chapters.
     "extraclassoptions": "openany,oneside",
-    "fontpkg": r"""
-\usepackage{unicode-math}
-\setmainfont{TeX Gyre Pagella}
-\setsansfont{TeX Gyre Heros}[Scale=MatchLowercase]
-\setmonofont{DejaVu Sans Mono}[Scale=MatchLowercase]
-\setmathfont{TeX Gyre Pagella Math}
-% CJK has no italic: emphasis in Chinese switches to the sans face.
-\setCJKmainfont{Noto Serif CJK SC}[BoldFont={Noto Serif CJK SC Bold},
-  ItalicFont={Noto Sans CJK SC}, BoldItalicFont={Noto Sans CJK SC Bold}]
-\setCJKsansfont{Noto Sans CJK SC}[BoldFont={Noto Sans CJK SC Bold},
-  ItalicFont={Noto Sans CJK SC}]
-\setCJKmonofont{Noto Sans Mono CJK SC}[ItalicFont={Noto Sans Mono CJK SC}]
-% Glued numbers print powers as 10⁹: Pagella has only ¹²³, so where the current font
-% lacks ⁰ every superscript digit comes from DejaVu Serif (DejaVu Sans Mono has them).
-\usepackage{newunicodechar}
-\newfontfamily\booksupfont{DejaVu Serif}[Scale=MatchLowercase]
-\newcommand{\booksup}[1]{\iffontchar\font"2070 \char#1\relax\else{\booksupfont\char#1\relax}\fi}
-\newunicodechar{⁰}{\booksup{"2070}}\newunicodechar{¹}{\booksup{"00B9}}
-\newunicodechar{²}{\booksup{"00B2}}\newunicodechar{³}{\booksup{"00B3}}
-\newunicodechar{⁴}{\booksup{"2074}}\newunicodechar{⁵}{\booksup{"2075}}
-\newunicodechar{⁶}{\booksup{"2076}}\newunicodechar{⁷}{\booksup{"2077}}
-\newunicodechar{⁸}{\booksup{"2078}}\newunicodechar{⁹}{\booksup{"2079}}
-\newunicodechar{⁺}{\booksup{"207A}}\newunicodechar{⁻}{\booksup{"207B}}
-""",
+    "fontpkg": (LATEX / "fonts.tex").read_text(encoding="utf-8"),
     "fncychap": "",
-    "preamble": r"""
-\usepackage{tikz}
-\xeCJKsetup{CJKecglue={\hskip 0.2em plus 0.1em minus 0.05em}}
-\setcounter{tocdepth}{1}
-\makeatletter
-% Chapters read 第 3 章, appendices A, B, ...; babel is English, so its captions are reset.
-\newcommand{\bookchapterlabel}{第\,\thechapter\,章}
-\g@addto@macro\appendix{\renewcommand{\bookchapterlabel}{\thechapter}}% titles say 附录
-\addto\captionsenglish{\renewcommand{\contentsname}{目录}%
-  \renewcommand{\bibname}{参考文献}\renewcommand{\chaptername}{}}
-\renewcommand{\chaptermark}[1]{\markboth{\ifnum\c@secnumdepth>\m@ne
-  \bookchapterlabel\quad\fi #1}{}}
-% The preface (index.md before its toctrees) is unnumbered, as on the site.
-\newcommand{\booknumberingoff}{\edef\booksecnumdepth{\the\c@secnumdepth}%
-  \setcounter{secnumdepth}{-1}}
-\newcommand{\booknumberingon}{\setcounter{secnumdepth}{\booksecnumdepth}}
-% The bibliography, which Sphinx puts at the end, is the body of the last appendix
-% (参考文献, docs/appendix/references.md): no second chapter of the same name.
-\usepackage{etoolbox}
-\patchcmd{\thebibliography}{\chapter*{\bibname}}{}{}{}
-\patchcmd{\thebibliography}{\@mkboth{\MakeUppercase\bibname}{\MakeUppercase\bibname}}{}{}{}
-\renewenvironment{sphinxthebibliography}[1]{\begin{thebibliography}{#1}}{\end{thebibliography}}
-\makeatother
-\titleformat{\chapter}[display]{\normalfont\sffamily\huge\bfseries}%
-  {\bookchapterlabel}{0.6em}{\Huge}
-""",
+    "preamble": (LATEX / "preamble.tex").read_text(encoding="utf-8"),
     # The cover: title, subtitle, a roofline drawn in the figures' blue (Okabe-Ito).
-    "maketitle": r"""
-\begin{titlepage}
-\centering
-\vspace*{0.16\textheight}
-{\sffamily\bfseries\fontsize{40}{48}\selectfont %(project)s\par}
-\vspace{1.5em}
-{\sffamily\LARGE %(subtitle)s\par}
-\vspace{3em}
-\begin{tikzpicture}[line cap=round]
-  \definecolor{okabeblue}{HTML}{0072B2}\definecolor{okabeorange}{HTML}{E69F00}
-  \draw[->, gray] (0,0) -- (9,0) node[below left, black] {\small arithmetic intensity};
-  \draw[->, gray] (0,0) -- (0,5) node[above right, black] {\small FLOP/s};
-  \draw[okabeblue, line width=2.5pt] (0.3,0.4) -- (4.5,4) -- (8.7,4);
-  \draw[okabeorange, dashed, line width=1pt] (4.5,0) node[below] {\small ridge point} -- (4.5,4);
-  \fill[okabeorange] (1.6,1.0) circle (3pt) (7.2,3.4) circle (3pt);
-\end{tikzpicture}
-\vfill
-{\large %(author)s\par}
-\vspace{0.6em}
-{\large 版本 %(release)s\par}
-\vspace{0.4em}
-\makeatletter{\large \@date\par}\makeatother
-\end{titlepage}
-"""  # noqa: UP031 (percent format: str.format would double every brace of the TeX)
+    # percent-format: str.format would need every brace of the TeX doubled
+    "maketitle": (LATEX / "cover.tex").read_text(encoding="utf-8")  # noqa: UP031
     % {"project": project, "subtitle": SUBTITLE, "author": author, "release": release},
     "sphinxsetup": "verbatimwrapslines=true, verbatimforcewraps=true, hmargin={2.2cm,2.2cm}",
     # No general index: the API appendix and the site's search serve that.
