@@ -150,3 +150,22 @@ def test_the_plot_extra_is_enough_to_plot(dist, fresh, tmp_path):
                 cwd=tmp_path)  # fmt: skip
     assert plot.returncode == 0, plot.stderr
     assert out.read_text().lstrip().startswith("<?xml")
+
+
+def test_the_report_extra_reads_and_renders_a_run(dist, fresh, tmp_path):
+    # [report] brings pandas (so [table]'s frames work too), matplotlib and jsonschema.
+    # [bench] is not installed here: an unpinned torch would pull a multi-GB CUDA build;
+    # its requirements are checked above and `bench` runs in the book's own environment.
+    done = _run(str(fresh / "python"), "-m", "pip", "install", "--quiet",
+                f"{_wheel(dist)}[report]", cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    fixture = ROOT / "tests" / "data" / "fixture-cpu-pass.json"
+    code = (
+        "import sys, roofline_book as rb; from roofline_book.measure import report, runfile; "
+        f"run = runfile.read_run({str(fixture)!r}); "
+        "print(len(report.results_frame(run)), report.highlights(run)['n_pass'], "
+        "list(rb.table_frame(rb.cost_table([('a', rb.add(8))], rb.EXAMPLE))['bound']))"
+    )
+    shown = _run(str(fresh / "python"), "-c", code, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.split() == ["24", "8", "['memory']"]  # 24 entries, 8 claims hold

@@ -190,14 +190,15 @@ def test_every_glued_number_as_on_the_site(text):
 
 
 def test_intensity_sentence_and_its_glued_number(text):
-    """The page that names 算术强度: its first sentence with a glued number reads the same."""
+    """A sentence of the site with 算术强度 and a glued number reads the same in the PDF."""
     page = next(p for p in PAGES if "算术强度" in _article(p))
-    sentences = re.split(r"(?<=[。！？])", _MATH.sub(_BREAK, _article(page)))
-    sentence = next(s for s in sentences if _GLUE.search(s))
+    sentences = re.split(r"(?<=[。！？：])", _MATH.sub(_BREAK, _article(page)))
+    sentence = next(s for s in sentences if "算术强度" in s and _GLUE.search(s))
     value = _squeeze(html.unescape(_GLUE.search(sentence).group(1)))
     words = [w for w in _plain(sentence).split(_BREAK) if len(w) >= 4]
-    pdf = re.split(r"(?<=[。！？])", text)
-    assert [s for s in pdf if value in s and all(w in s for w in words)], (value, words)
+    pdf = re.split(r"(?<=[。！？：])", text)
+    found = [s for s in pdf if value in s and all(w in s for w in words)]
+    assert found and all("算术强度" in s for s in found), (value, words)
 
 
 def test_every_character_has_a_glyph():
