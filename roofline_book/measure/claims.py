@@ -151,7 +151,8 @@ def _bandwidth(run: Mapping[str, Any]) -> float | None:
     return runfile.memory_roof(run) if streams_from_memory(run, copy) else None
 
 
-def _squares(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
+def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
+    """The run's timed square GEMMs (m = k = n) of one precision, smallest first."""
     entries = [
         e
         for e in runfile.results(run, "gemm")
@@ -161,7 +162,7 @@ def _squares(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
 
 
 def _gemm_precisions(run: Mapping[str, Any]) -> list[str]:
-    return [p for p in run["ceilings"]["peak_flops"] if _squares(run, p)]
+    return [p for p in run["ceilings"]["peak_flops"] if square_gemms(run, p)]
 
 
 def _seconds(entry: Mapping[str, Any]) -> float:
@@ -194,7 +195,7 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
         return _not_measured(claim, rule, "no GEMM sweep or no bandwidth ceiling")
     figures, ok = [], True
     for p in precisions:
-        largest = _squares(run, p)[-1]
+        largest = square_gemms(run, p)[-1]
         peak = _peak(run, p)
         assert peak is not None  # the precisions are those with a measured peak
         fraction = rates(largest)[0] / peak
@@ -276,7 +277,7 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
     )
     figures, ok, seen = [], True, 0
     for p in _gemm_precisions(run):
-        sweep = _squares(run, p)
+        sweep = square_gemms(run, p)
         if len(sweep) < 3:
             continue
         seen += 1
@@ -349,8 +350,8 @@ def bf16_beats_fp32(run: Mapping[str, Any]) -> Check:
     """At the largest square size timed in both, the BF16 GEMM is faster than the FP32 one."""
     claim = "BF16 GEMMs are faster than FP32 GEMMs"
     rule = f"at the largest n timed in both, (1 + {SPEED_TOLERANCE:g}) t_bf16 < t_fp32"
-    fp32 = {e["shape"]["n"]: e for e in _squares(run, "fp32")}
-    bf16 = {e["shape"]["n"]: e for e in _squares(run, "bf16")}
+    fp32 = {e["shape"]["n"]: e for e in square_gemms(run, "fp32")}
+    bf16 = {e["shape"]["n"]: e for e in square_gemms(run, "bf16")}
     common = sorted(fp32.keys() & bf16.keys())
     if not common:
         return _not_measured(claim, rule, "no square GEMM size timed in both BF16 and FP32")

@@ -19,7 +19,7 @@ from ..roofline import attainable
 from ..units import si
 from . import runfile
 from .cases import OPERATORS
-from .claims import check_claims, streams_from_memory
+from .claims import check_claims, square_gemms, streams_from_memory
 from .suites import SMALL_GEMM
 
 #: Device names as CUDA or the vendor tools report them, mapped to catalog keys.
@@ -250,14 +250,6 @@ def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
     return frame
 
 
-def _square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
-    return [
-        e
-        for e in runfile.results(run, "gemm")
-        if e["precision"] == precision and e["shape"]["m"] == e["shape"]["k"] == e["shape"]["n"]
-    ]
-
-
 def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     """The figures the achieved-performance chapter quotes from a CPU run, as plain numbers.
 
@@ -281,7 +273,7 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     cpu = runfile.as_hardware(run)
     copy = run["ceilings"]["bandwidth"].get("copy")
     adds = [e for e in runfile.results(run, "add") if e["precision"] == "fp32"]
-    squares = _square_gemms(run, "fp32")
+    squares = square_gemms(run, "fp32")
     m, k, n = SMALL_GEMM
     small = [
         e
