@@ -3,7 +3,7 @@
 The models behind the book. Everything a chapter computes comes from here, so
 a snippet copied from the book gives the same numbers.
 
->>> from roofline_book import Cost, gemm, add, ridge_point, attainable, hardware
+>>> from roofline_book import Cost, gemm, add, ridge_point, attainable, hardware, time_bound
 >>> gemm(4096, 4096, 4096, "bf16").flops
 137438953472
 >>> add(1, "bf16").bytes
@@ -14,10 +14,13 @@ a snippet copied from the book gives the same numbers.
 True
 >>> hardware("h100-sxm").peak_flops("bf16")
 989500000000000.0
+>>> time_bound(add(2**20), hardware("h100-sxm")).resource
+'hbm'
+
 """
 
 from .dtypes import BYTES, bytes_per_element, precision_name
-from .hardware import EXAMPLE, Hardware, Source, adhoc, catalog, hardware
+from .hardware import EXAMPLE, Ceiling, Hardware, Source, adhoc, catalog, hardware
 from .ops import (
     Cost,
     Pass,
@@ -33,6 +36,7 @@ from .ops import (
     relu,
     residual_add,
     rmsnorm,
+    rmsnorm_eager,
     softmax,
     swiglu,
     tiled_gemm,
@@ -41,12 +45,14 @@ from .roofline import (
     TimeBound,
     achieved,
     attainable,
+    attainable_on,
     bound,
     fraction_of_roof,
     gemm_tokens_to_ridge,
     overhead_fraction,
     ridge_point,
     square_gemm_size_to_ridge,
+    time_bound,
     time_lower_bound,
 )
 from .tables import Row, block_table, cost_table, optimizer_table, readable_frame, table_frame
@@ -58,6 +64,7 @@ __all__ = [
     "BYTES",
     "EXAMPLE",
     "LLAMA2_7B",
+    "Ceiling",
     "Cost",
     "DecoderConfig",
     "Hardware",
@@ -71,6 +78,7 @@ __all__ = [
     "add",
     "adhoc",
     "attainable",
+    "attainable_on",
     "attention",
     "block_ops",
     "block_table",
@@ -94,10 +102,12 @@ __all__ = [
     "residual_add",
     "ridge_point",
     "rmsnorm",
+    "rmsnorm_eager",
     "softmax",
     "square_gemm_size_to_ridge",
     "swiglu",
     "table_frame",
     "tiled_gemm",
+    "time_bound",
     "time_lower_bound",
 ]

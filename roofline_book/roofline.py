@@ -8,6 +8,12 @@ arithmetic intensity ``I`` (FLOP/byte), a kernel can run at most at
 The two roofs meet at the ridge point ``I* = P / B``: a kernel left of it is
 memory-bound, right of it compute-bound.
 
+A real device has more than two roofs: a flat one per compute unit and
+precision (matrix, vector, special functions) and a slope per memory level
+(HBM, L2). :func:`time_bound` holds a :class:`~roofline_book.ops.Cost` to
+every ceiling it uses, on a catalog device: its time lower bound is the
+largest of the times each resource needs, and the bound names that resource.
+
 Examples
 --------
 >>> ridge_point(100e12, 1e12)
@@ -21,16 +27,22 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 import numpy as np
 
 from . import _validate
 from .dtypes import Precision, bytes_per_element
+from .hardware import COMPUTE_UNITS, MEMORY_LEVELS, Hardware
 from .ops import Cost
 
 Bound = Literal["memory", "compute"]
+
+COMPUTE_RESOURCES = ("compute", *COMPUTE_UNITS)
+MEMORY_RESOURCES = ("memory", *MEMORY_LEVELS)
 
 
 def ridge_point(peak_flops: float, bandwidth: float) -> float:
@@ -98,32 +110,68 @@ def bound(intensity: float, peak_flops: float, bandwidth: float) -> Bound:
 
 @dataclass(frozen=True)
 class TimeBound:
-    """Lower bounds on a kernel's run time (second).
+    """Lower bounds on a kernel's run time, one per resource it uses (second).
 
     Attributes
     ----------
-    compute : float
-        ``FLOPs / P``: the time if memory were free.
-    memory : float
-        ``bytes / B``: the time if arithmetic were free.
+    by_resource : mapping of str to float
+        Seconds each resource needs: FLOPs over a unit's ceiling
+        (``"matrix"``, ``"vector"``, ``"special"``; ``"compute"`` in the
+        two-roof model) or bytes over a level's bandwidth (``"hbm"``,
+        ``"l2"``; ``"memory"`` in the two-roof model).
+
+    Examples
+    --------
+    >>> t = TimeBound({"matrix": 2e-3, "hbm": 1e-3})
+    >>> t.seconds, t.resource, t.bound
+    (0.002, 'matrix', 'compute')
     """
 
-    compute: float
-    memory: float
+    by_resource: Mapping[str, float]
+
+    def __post_init__(self) -> None:
+        known = COMPUTE_RESOURCES + MEMORY_RESOURCES
+        if not self.by_resource:
+            raise ValueError("by_resource must name at least one resource")
+        for name, seconds in self.by_resource.items():
+            if name not in known:
+                raise ValueError(f"resource must be one of {', '.join(known)}; got {name!r}")
+            _validate.non_negative(f"by_resource[{name!r}]", seconds)
+        object.__setattr__(self, "by_resource", MappingProxyType(dict(self.by_resource)))
 
     @property
     def seconds(self) -> float:
-        """The larger of the two, which no kernel can beat (second)."""
-        return max(self.compute, self.memory)
+        """The largest of the times, which no kernel can beat (second)."""
+        return max(self.by_resource.values())
+
+    @property
+    def resource(self) -> str:
+        """The resource that sets the bound; compute wins a tie, as at the ridge point."""
+        order = [r for r in COMPUTE_RESOURCES + MEMORY_RESOURCES if r in self.by_resource]
+        return max(order, key=lambda r: (self.by_resource[r], -order.index(r)))
+
+    @property
+    def compute(self) -> float:
+        """The largest compute time: the time if memory were free (second)."""
+        return max((v for r, v in self.by_resource.items() if r in COMPUTE_RESOURCES), default=0.0)
+
+    @property
+    def memory(self) -> float:
+        """The largest memory time: the time if arithmetic were free (second)."""
+        return max((v for r, v in self.by_resource.items() if r in MEMORY_RESOURCES), default=0.0)
 
     @property
     def bound(self) -> Bound:
-        """Which lower bound dominates."""
-        return "memory" if self.memory > self.compute else "compute"
+        """Whether a memory level or a compute unit sets the bound."""
+        return "memory" if self.resource in MEMORY_RESOURCES else "compute"
 
 
 def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBound:
-    """Lower bounds ``FLOPs / P`` and ``bytes / B`` on a kernel's time.
+    """Lower bounds ``FLOPs / P`` and ``bytes / B`` on a kernel's time: the two-roof model.
+
+    Every FLOP is held to one peak and every byte to one bandwidth, as in the
+    reference chapter. For a catalog device, :func:`time_bound` holds each
+    unit and memory level to its own ceiling.
 
     Examples
     --------
@@ -139,7 +187,89 @@ def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBou
         raise TypeError(f"cost must be a roofline_book.Cost, got {type(cost).__name__}")
     peak = _validate.positive("peak_flops", peak_flops)
     band = _validate.positive("bandwidth", bandwidth)
-    return TimeBound(compute=cost.flops / peak, memory=cost.bytes / band)
+    return TimeBound({"compute": cost.flops / peak, "memory": cost.bytes / band})
+
+
+def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeBound:
+    """The time each of ``device``'s resources needs for ``cost``; the largest is the bound.
+
+    Compute: each unit's FLOPs (:attr:`Cost.flops_by_unit`) over that unit's
+    ceiling for ``dtype`` (:meth:`Hardware.ceiling`). Memory: the
+    compulsory bytes over the HBM bandwidth, assuming a cold L2 (inputs come
+    from HBM, outputs go there). Re-reads (:attr:`Cost.reread_bytes`) are
+    charged to HBM only when their footprint does not fit in the L2; every
+    byte, re-read or not, passes the L2, which is charged where the device
+    has an L2 bandwidth. Units and levels work at the same time, so the
+    kernel needs at least the largest of these times. A device with one peak
+    for everything (:func:`roofline_book.hardware.adhoc` without ``vector``)
+    has one compute resource, ``"compute"``, that all FLOPs share.
+
+    Examples
+    --------
+    A BF16 add on H100 SXM runs on the vector units, not the Tensor Cores:
+    6 bytes at 3.35 TB/s against 1 FLOP at 67 TFLOP/s is 120 times longer.
+
+    >>> from roofline_book import add, attention, gemm, hardware
+    >>> h100 = hardware("h100-sxm")
+    >>> t = time_bound(add(2**20), h100)
+    >>> t.resource, round(t.by_resource["hbm"] / t.by_resource["vector"])
+    ('hbm', 120)
+
+    A large GEMM is held to the matrix units:
+
+    >>> time_bound(gemm(8192, 8192, 8192), h100).resource
+    'matrix'
+
+    FlashAttention at head dim 128 re-reads K and V from L2, not HBM, and
+    its exponentials need the special function units:
+
+    >>> fa = time_bound(attention(4, 16, 4096, 4096, 128, sram_bytes=228 * 1024), h100)
+    >>> fa.resource, sorted(fa.by_resource)
+    ('matrix', ['hbm', 'matrix', 'special', 'vector'])
+    """
+    if not isinstance(cost, Cost):
+        raise TypeError(f"cost must be a roofline_book.Cost, got {type(cost).__name__}")
+    if not isinstance(device, Hardware):
+        raise TypeError(f"device must be a roofline_book.Hardware, got {type(device).__name__}")
+    if device.vector_peaks:
+        times = {
+            unit: flops / device.ceiling(unit, dtype)
+            for unit, flops in cost.flops_by_unit.items()
+            if flops
+        }
+    else:  # one peak for every unit (an ad-hoc device): the FLOPs queue on it together
+        times = {"compute": cost.flops / device.peak_flops(dtype)}
+    cached = device.l2_cache is None or cost.reread_footprint <= device.l2_cache
+    hbm_bytes = cost.bytes + (0 if cached else cost.reread_bytes)
+    times["hbm"] = hbm_bytes / device.memory_bandwidth
+    if device.l2_bandwidth is not None:
+        times["l2"] = (cost.bytes + cost.reread_bytes) / device.l2_bandwidth
+    return TimeBound(times)
+
+
+def attainable_on(
+    intensity,
+    device: Hardware,
+    dtype: Precision = "bf16",
+    *,
+    unit: str = "matrix",
+    level: str = "hbm",
+):
+    """Attainable performance under one unit's flat roof and one level's slope (FLOP/s).
+
+    The defaults, matrix units over HBM, give the roofline of a GEMM.
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> h100 = hardware("h100-sxm")
+    >>> attainable_on(1000, h100) / 1e12, attainable_on(1000, h100, unit="vector") / 1e12
+    (989.5, 67.0)
+    """
+    band = device.bandwidth(level)
+    if band is None:
+        raise ValueError(f"{device.key} has no published {level} bandwidth")
+    return attainable(intensity, device.ceiling(unit, dtype), band)
 
 
 def achieved(flops: float, seconds: float) -> float:

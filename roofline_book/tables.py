@@ -25,7 +25,7 @@ from .dtypes import Precision
 from .extras import require
 from .hardware import Hardware
 from .ops import DEFAULT_SRAM_BYTES, Cost
-from .roofline import Bound, TimeBound, attainable, time_lower_bound
+from .roofline import Bound, TimeBound, time_bound
 from .transformer import DecoderConfig, block_ops, optimizer_ops
 from .units import si
 
@@ -37,11 +37,17 @@ class Row:
     name: str
     cost: Cost
     attainable: float
-    """Roof at the operator's intensity, ``min(P, B I)`` (FLOP/s)."""
+    """The best rate the operator can reach, FLOPs over its time lower bound (FLOP/s);
+    ``min(P, B I)`` for work on one unit."""
     bound: Bound
     time: TimeBound
     share: float
     """Fraction of the table's summed time lower bounds."""
+
+    @property
+    def resource(self) -> str:
+        """The unit or memory level that sets the bound (``"matrix"``, ``"hbm"``, ...)."""
+        return self.time.resource
 
 
 def cost_table(
@@ -51,10 +57,11 @@ def cost_table(
 ) -> list[Row]:
     """Named costs on ``device``: roof, bound, time lower bound and share of each, in order.
 
-    The compute roof is the device's dense peak in ``dtype``
-    (:meth:`roofline_book.hardware.Hardware.peak_flops`), the memory roof its
-    bandwidth. For your own figures, build the device with
-    :func:`roofline_book.hardware.adhoc`.
+    Each operator is held to every ceiling it uses
+    (:func:`roofline_book.roofline.time_bound`): its matrix FLOPs to the
+    device's matrix peak in ``dtype``, vector and special-function FLOPs to
+    those units' rates, its bytes to HBM (and L2 where modelled). For your
+    own figures, build the device with :func:`roofline_book.hardware.adhoc`.
 
     Parameters
     ----------
@@ -64,7 +71,7 @@ def cost_table(
     device : roofline_book.hardware.Hardware
         Where they run.
     dtype : str or torch.dtype
-        Which of the device's peaks is the compute roof.
+        The operators' precision, which picks the ceilings.
 
     Returns
     -------
@@ -94,11 +101,10 @@ def cost_table(
     if not isinstance(device, Hardware):
         raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
     pairs = _named_costs(named)
-    peak, band = device.peak_flops(dtype), device.memory_bandwidth
-    times = [time_lower_bound(c, peak, band) for _, c in pairs]
+    times = [time_bound(c, device, dtype) for _, c in pairs]
     total = sum(t.seconds for t in times)
     return [
-        Row(name, cost, attainable(cost.intensity, peak, band), t.bound, t, t.seconds / total)
+        Row(name, cost, cost.flops / t.seconds, t.bound, t, t.seconds / total)
         for (name, cost), t in zip(pairs, times, strict=True)
     ]
 
@@ -154,6 +160,7 @@ def table_frame(rows: Iterable[Row]):
             "intensity [FLOP/B]": [r.cost.intensity for r in rows],
             "attainable [FLOP/s]": [r.attainable for r in rows],
             "bound": [r.bound for r in rows],
+            "resource": [r.resource for r in rows],
             "time bound [us]": [r.time.seconds * 1e6 for r in rows],
             "share": [r.share for r in rows],
         }
@@ -195,27 +202,50 @@ def readable_frame(rows: Iterable[Row], digits: int = 3):
     )
 
 
+def device_sram_bytes(device: Hardware) -> int:
+    """On-chip memory a flash kernel's block can use on ``device`` (byte).
+
+    The device's shared memory per SM, or :data:`roofline_book.ops.DEFAULT_SRAM_BYTES`
+    (the A100's 192 KB) where the catalog gives none.
+
+    Examples
+    --------
+    >>> from roofline_book.hardware import EXAMPLE, hardware
+    >>> device_sram_bytes(hardware("h100-sxm")) // 1024, device_sram_bytes(EXAMPLE) // 1024
+    (228, 192)
+    """
+    smem = device.shared_memory_per_sm
+    return DEFAULT_SRAM_BYTES if smem is None else int(smem)
+
+
 def block_table(
     config: DecoderConfig,
     device: Hardware,
     *,
     attention_impl: str = "flash",
-    sram_bytes: int = DEFAULT_SRAM_BYTES,
+    sram_bytes: int | None = None,
 ) -> list[Row]:
     """The block's forward operators on ``device``, each with bound, time lower bound and share.
 
-    The compute roof is the device's dense peak in ``config.dtype``.
+    Each operator is held to the ceilings of the units and levels it uses
+    (:func:`cost_table`), in ``config.dtype``. ``sram_bytes``, the flash
+    kernel's on-chip memory, defaults to the device's shared memory per SM
+    (the A100's 192 KB where the device gives none).
 
     Examples
     --------
     >>> from roofline_book.hardware import hardware
     >>> from roofline_book.transformer import LLAMA2_7B
     >>> rows = {r.name: r for r in block_table(LLAMA2_7B, hardware("h100-sxm"))}
-    >>> rows["MLP up projection"].bound, rows["residual add"].bound
-    ('compute', 'memory')
+    >>> rows["MLP up projection"].resource, rows["residual add"].resource
+    ('matrix', 'hbm')
     >>> round(sum(r.share for r in rows.values()), 6)
     1.0
     """
+    if not isinstance(device, Hardware):
+        raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
+    if sram_bytes is None:
+        sram_bytes = device_sram_bytes(device)
     return cost_table(
         block_ops(config, attention_impl=attention_impl, sram_bytes=sram_bytes),
         device,
@@ -230,6 +260,7 @@ def optimizer_table(
     param_dtype: Precision = "fp32",
     grad_dtype: Precision | None = None,
     state_dtype: Precision | None = None,
+    model_dtype: Precision | None = None,
 ) -> list[Row]:
     """One AdamW step over the block's parameters, in each implementation, on ``device``.
 
@@ -240,12 +271,17 @@ def optimizer_table(
     --------
     >>> from roofline_book.hardware import hardware
     >>> from roofline_book.transformer import LLAMA2_7B
-    >>> rows = optimizer_table(LLAMA2_7B, hardware("h100-sxm"), grad_dtype="bf16")
+    >>> rows = optimizer_table(LLAMA2_7B, hardware("h100-sxm"), grad_dtype="bf16",
+    ...                        model_dtype="bf16")
     >>> [r.name for r in rows], {r.bound for r in rows}
     (['AdamW (loop)', 'AdamW (foreach)', 'AdamW (fused)'], {'memory'})
     """
     named = optimizer_ops(
-        config, param_dtype=param_dtype, grad_dtype=grad_dtype, state_dtype=state_dtype
+        config,
+        param_dtype=param_dtype,
+        grad_dtype=grad_dtype,
+        state_dtype=state_dtype,
+        model_dtype=model_dtype,
     )
     return cost_table(named, device, param_dtype)
 

@@ -148,6 +148,7 @@ def optimizer_ops(
     param_dtype: Precision = "fp32",
     grad_dtype: Precision | None = None,
     state_dtype: Precision | None = None,
+    model_dtype: Precision | None = None,
 ) -> list[tuple[str, Cost]]:
     """One AdamW step over the block's parameters, in each implementation, with its cost.
 
@@ -172,6 +173,7 @@ def optimizer_ops(
                 param_dtype=param_dtype,
                 grad_dtype=grad_dtype,
                 state_dtype=state_dtype,
+                model_dtype=model_dtype,
             ),
         )
         for impl in ADAMW_IMPLS

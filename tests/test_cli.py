@@ -64,10 +64,12 @@ def test_op_gemm_json_equals_the_library():
     assert out["bytes"] == cost.bytes
     assert out["intensity"] == cost.intensity
     assert out["attainable"] == rb.attainable(cost.intensity, peak, band) == 989.5e12
-    assert out["bound"] == rb.bound(cost.intensity, peak, band) == "compute"
-    time = rb.time_lower_bound(cost, peak, band)
+    time = rb.time_bound(cost, H100, "bf16")
+    # every resource the GEMM uses, the largest of them is the bound and names it
+    assert out["time_by_resource"] == {"matrix": cost.flops / peak, "hbm": cost.bytes / band}
+    assert out["bound"] == time.resource == "matrix" and out["bound_kind"] == "compute"
     assert (out["time_compute"], out["time_memory"]) == (time.compute, time.memory)
-    assert out["time_lower_bound"] == time.seconds
+    assert out["time_lower_bound"] == time.seconds == max(out["time_by_resource"].values())
     assert out["device"]["key"] == "h100-sxm"  # the default device
     assert out["device"]["ridge_point"] == H100.ridge_point("bf16")
     assert out["arguments"] == {
@@ -89,7 +91,9 @@ def test_op_add_on_the_example_device():
     assert out["intensity"] == cost.intensity == pytest.approx(1 / 6)
     assert out["attainable"] == rb.attainable(cost.intensity, 100e12, 1e12)
     assert out["attainable"] == pytest.approx(1e12 / 6)
-    assert out["bound"] == "memory"
+    # an ad-hoc device has one compute peak that every unit shares
+    assert out["time_by_resource"] == {"compute": 2**20 / 100e12, "hbm": 6 * 2**20 / 1e12}
+    assert out["bound"] == "hbm"
     assert out["time_lower_bound"] == 6 * 2**20 / 1e12
     assert out["device"]["ridge_point"] == rb.ridge_point(100e12, 1e12) == 100.0
 
@@ -116,8 +120,9 @@ OPERATOR_CASES = {
     ),
     "softmax": (["softmax", "--rows", "4096", "--cols", "4096"], rb.softmax(4096, 4096)),
     "adamw": (
-        ["adamw", "--params", "1M", "--impl", "loop", "--tensors", "7", "--grad-dtype", "bf16"],
-        rb.adamw(10**6, "loop", tensors=7, grad_dtype="bf16"),
+        ["adamw", "--params", "1M", "--impl", "loop", "--tensors", "7"]
+        + ["--grad-dtype", "bf16", "--model-dtype", "bf16"],
+        rb.adamw(10**6, "loop", tensors=7, grad_dtype="bf16", model_dtype="bf16"),
     ),
     "attention flash causal": (
         ["attention", "--batch", "2", "--heads", "4", "--seq-q", "1024", "--head-dim", "64"]
@@ -142,9 +147,10 @@ def test_every_operator_equals_the_library(case, call):
     assert got == (cost.flops, cost.bytes_read, cost.bytes_written, cost.kernels)
     a100 = rb.hardware("a100-sxm")
     precision = out["device"]["precision"]
-    assert out["attainable"] == rb.attainable(
-        cost.intensity, a100.peak_flops(precision), a100.memory_bandwidth
-    )
+    time = rb.time_bound(cost, a100, precision)
+    assert out["time_by_resource"] == dict(time.by_resource)
+    assert (out["bound"], out["time_lower_bound"]) == (time.resource, time.seconds)
+    assert out["attainable"] == cost.flops / time.seconds
 
 
 def test_adamw_roof_is_the_parameter_precision(call):
@@ -159,13 +165,14 @@ def test_op_table_is_aligned_with_si_units():
     done = run("op", "gemm", "--m", "4096", "--k", "4096", "--n", "4096")
     assert done.returncode == 0 and done.stderr == ""
     lines = done.stdout.splitlines()
-    # the longest label, "memory bandwidth", is 16 characters: values start at column 18
-    assert all(line[16:18] == "  " and line[18] != " " for line in lines)
-    values = {line[:18].strip(): line[18:] for line in lines}
+    # the longest label, "time, matrix units", is 18 characters: values start at column 20
+    assert all(line[18:20] == "  " and line[20] != " " for line in lines)
+    values = {line[:20].strip(): line[20:] for line in lines}
     assert values["FLOPs"] == "137.4 GFLOP"
-    assert values["bytes"] == "100.7 MB"
+    assert values["bytes"] == "100.7 MB (compulsory)"
     assert values["intensity"] == "1365 FLOP/B"  # 2 * 4096 / (3 * 2) = 1365.3
-    assert values["bound"] == "compute"
+    assert values["bound"] == "matrix units"
+    assert values["time, matrix units"] == "138.9 us  <- bound"
     assert values["attainable"] == "989.5 TFLOP/s"
     assert values["time lower bound"] == "138.9 us"  # 137.4e9 / 989.5e12
 
@@ -175,15 +182,16 @@ def test_op_table_is_aligned_with_si_units():
 
 
 def test_block_json_equals_the_transformer_tables():
-    out = run_json("block", "--optimizer", "--grad-dtype", "bf16")
+    out = run_json("block", "--optimizer", "--grad-dtype", "bf16", "--model-dtype", "bf16")
     rows = block_table(LLAMA2_7B, H100)
     assert [r["name"] for r in out["rows"]] == [r.name for r in rows]
     for got, row in zip(out["rows"], rows, strict=True):
         assert (got["flops"], got["bytes"]) == (row.cost.flops, row.cost.bytes)
         assert got["time_lower_bound"] == row.time.seconds
-        assert (got["bound"], got["share"]) == (row.bound, row.share)
+        assert (got["bound"], got["share"]) == (row.resource, row.share)
+        assert got["time_by_resource"] == dict(row.time.by_resource)
     assert out["config"]["parameters"] == LLAMA2_7B.parameters == 202_383_360
-    opt = optimizer_table(LLAMA2_7B, H100, grad_dtype="bf16")
+    opt = optimizer_table(LLAMA2_7B, H100, grad_dtype="bf16", model_dtype="bf16")
     got_opt = {r["name"]: r for r in out["optimizer"]["rows"]}
     assert got_opt["AdamW (loop)"]["kernels"] == 56  # 8 passes x 7 tensors
     assert [r["bytes"] for r in out["optimizer"]["rows"]] == [r.cost.bytes for r in opt]
@@ -211,7 +219,7 @@ def test_block_table_text():
     assert len(total) == 1
     # decode-like: one token, so each projection reads its weights for one row
     up = next(line for line in text.splitlines() if line.startswith("MLP up projection"))
-    assert " memory " in up
+    assert " HBM " in up
 
 
 # --------------------------------------------------------------------------
@@ -271,7 +279,7 @@ def test_plot_png_on_a_catalog_device(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "mi300x" in done.stdout and "memory" in done.stdout
+    assert "mi300x" in done.stdout and " HBM " in done.stdout
 
 
 def test_parse_point_names_and_positions():
@@ -302,9 +310,9 @@ def test_bench_lists_its_options():
 GEMM = ("op", "gemm", "--m", "4", "--k", "4", "--n", "4")
 ERRORS = {
     "unknown operator": (("op", "conv2d", "--m", "4"), "invalid choice: 'conv2d'"),
-    "unknown device": ((*GEMM, "--device", "tpu-v9"), "allowed: a100-sxm, h100-sxm"),
+    "unknown device": ((*GEMM, "--device", "tpu-v9"), "allowed: a100-sxm, a800-sxm, h100-sxm"),
     "unknown precision": ((*GEMM, "--dtype", "bf17"), "allowed: fp64, fp32"),
-    "precision the device lacks": ((*GEMM, "--device", "b200", "--dtype", "fp32"), "fp32"),
+    "precision the device lacks": ((*GEMM, "--device", "l20", "--dtype", "tf32"), "tf32"),
     "negative size": (("op", "gemm", "--m", "-4", "--k", "4", "--n", "4"), "--m"),
     "non-integer size": (("op", "add", "--numel", "1.5"), "whole number"),
     "zero size": (("op", "add", "--numel", "0"), "numel must be an integer >= 1"),

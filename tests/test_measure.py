@@ -184,7 +184,13 @@ def test_a_right_result_is_timed():
 
     entry = measure(add_case(right), min_run_time=0.001)
     assert entry["status"] == "ok" and entry["check"]["max_abs_err"] == 0.0
-    assert entry["model"] == {"flops": 8, "bytes_read": 64, "bytes_written": 32, "kernels": 1}
+    assert entry["model"] == {
+        "flops": 8,
+        "bytes_read": 64,
+        "bytes_written": 32,
+        "kernels": 1,
+        "vector_flops": 8,  # an add runs on the vector units
+    }
 
 
 def refusing_case(error: Exception, footprint: int = 96) -> registry.Case:

@@ -105,14 +105,28 @@ def test_adamw_bytes_per_parameter():
     # loop: 8 + 12 + 8 + 12 + 8 + 8 + 8 + 16 = 80 bytes per parameter
     assert adamw(p, "loop").bytes == 80 * p
     assert adamw(p, "foreach").bytes == adamw(p, "loop").bytes
-    # bf16 gradients: the two gradient reads of the loop shrink by 2 bytes each
-    assert adamw(p, "loop", grad_dtype="bf16").bytes == 76 * p
-    assert adamw(p, "fused", grad_dtype="bf16").bytes == 26 * p
+    # master weights: bf16 gradients shrink the two gradient reads of the loop by 2 bytes
+    # each, and the step also writes the bf16 weight copy (2 bytes)
+    assert adamw(p, "loop", grad_dtype="bf16", model_dtype="bf16").bytes == (76 + 2) * p
+    assert adamw(p, "fused", grad_dtype="bf16", model_dtype="bf16").bytes == (26 + 2) * p
+
+
+def test_adamw_refuses_grads_torch_cannot_take():
+    # torch.optim.AdamW needs grad.dtype == param.dtype; mixed needs a master-weight optimizer
+    with pytest.raises(ValueError, match="model_dtype"):
+        adamw(1000, "fused", grad_dtype="bf16")
+    assert adamw(1000, "fused", grad_dtype="fp32") == adamw(1000, "fused")
 
 
 def test_adamw_launches():
     assert adamw(100, "loop", tensors=10).kernels == 80
     assert adamw(100, "foreach", tensors=10).kernels == 8
+    # multi_tensor_apply: 320 chunks of 65536 elements per launch, so launches grow with
+    # the elements: 7e9 parameters are ceil(ceil(7e9 / 65536) / 320) = 334 launches a pass
+    assert adamw(7 * 10**9, "fused", tensors=300).kernels == 334
+    assert adamw(7 * 10**9, "foreach", tensors=300).kernels == 8 * 334
+    # and with the list: 300 tensors at depth 4 (36 per launch) need 9 fused launches
+    assert adamw(300 * 1000, "fused", tensors=300).kernels == 9
     assert adamw(100, "fused", tensors=10).kernels == 1
     with pytest.raises(ValueError, match="tensors"):
         adamw(5, tensors=6)
@@ -143,11 +157,15 @@ def test_flash_traffic_follows_theorem_2():
     br = m // (4 * d)
     fl = attention(1, 1, n, n, d, "bf16", sram_bytes=sram)
     blocks = -(-n // br)
-    assert fl.bytes == 2 * (n * d + 2 * blocks * n * d + n * d)
-    assert fl.bytes / 2 == pytest.approx(8 * n * n * d * d / m, rel=0.02)
+    # compulsory: Q, K, V read once, O written once; the other blocks - 1 passes over K
+    # and V are re-reads, which a cache may serve
+    assert fl.bytes == 2 * 4 * n * d
+    assert fl.reread_bytes == 2 * 2 * (blocks - 1) * n * d
+    assert (fl.bytes + fl.reread_bytes) / 2 == pytest.approx(8 * n * n * d * d / m, rel=0.02)
+    assert fl.reread_footprint == 2 * 2 * n * d  # one head's K and V
     # doubling on-chip memory roughly halves the K/V re-reads
     bigger = attention(1, 1, n, n, d, "bf16", sram_bytes=2 * sram)
-    assert bigger.bytes < 0.6 * fl.bytes
+    assert bigger.reread_bytes < 0.55 * fl.reread_bytes
 
 
 def test_flash_never_below_one_pass():
@@ -162,9 +180,11 @@ def test_causal_masking():
     causal = attention(1, 1, n, n, d, impl="flash", causal=True, sram_bytes=4 * d * 2 * 64)
     pairs = n * (n + 1) // 2
     assert causal.flops == pairs * (4 * d + 5)
-    # K/V rows streamed per block: 64, 128, ..., 1024 → 64 * (16 * 17 / 2) = 8704 rows
-    assert causal.bytes_read == 2 * d * (n + 2 * 64 * 16 * 17 // 2)
-    assert causal.bytes < full.bytes
+    # K/V rows streamed per block: 64, 128, ..., 1024 → 64 * (16 * 17 / 2) = 8704 rows,
+    # of which the first 1024 are compulsory and the rest re-reads
+    assert causal.bytes_read == 2 * d * (n + 2 * n)
+    assert causal.reread_bytes == 2 * d * 2 * (64 * 16 * 17 // 2 - n)
+    assert causal.bytes == full.bytes and causal.reread_bytes < full.reread_bytes
     # the materialized version computes every score, then masks
     mat_c = attention(1, 1, n, n, d, impl="materialized", causal=True)
     assert mat_c == attention(1, 1, n, n, d, impl="materialized")

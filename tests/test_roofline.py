@@ -13,9 +13,10 @@ from roofline_book import (
     gemm_tokens_to_ridge,
     ridge_point,
     square_gemm_size_to_ridge,
+    time_bound,
     time_lower_bound,
 )
-from roofline_book.roofline import fraction_of_roof
+from roofline_book.roofline import TimeBound, fraction_of_roof
 
 P, B = 100e12, 1e12  # the reference chapter's example device
 
@@ -174,3 +175,111 @@ def test_square_gemm_size_to_ridge(dtype, s, first):
 def test_ridge_solvers_reject(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# --------------------------------------------------------------------------
+# Several ceilings: each operator held to the units and levels it uses
+
+
+def test_units_of_each_operator():
+    from roofline_book import ops
+
+    g = ops.gemm(64, 64, 64)
+    assert g.flops_by_unit == {"matrix": g.flops, "vector": 0, "special": 0}
+    for c in (ops.add(100), ops.relu(100), ops.layernorm(4, 8), ops.adamw(100)):
+        assert c.matrix_flops == 0 and c.vector_flops > 0
+    # transcendentals on the special function units: GELU's tanh, SiLU's exp, softmax's
+    # exp one per element; RMSNorm's rsqrt one per row; AdamW's sqrt one per parameter
+    assert ops.gelu(100).special_flops == ops.swiglu(100).special_flops == 100
+    assert ops.softmax(4, 8).special_flops == 32
+    assert ops.rmsnorm(4, 8).special_flops == 4
+    assert ops.adamw(100, "loop").special_flops == ops.adamw(100, "fused").special_flops == 100
+    # attention: the two products on the matrix units, 4 N d; the softmax elsewhere
+    a = ops.attention(1, 2, 128, 256, 64)
+    assert a.matrix_flops == 2 * 4 * 128 * 256 * 64
+    assert (a.vector_flops, a.special_flops) == (2 * 4 * 128 * 256, 2 * 128 * 256)
+
+
+def test_time_bound_is_the_largest_resource_time():
+    from roofline_book import add, hardware, softmax
+
+    h100 = hardware("h100-sxm")
+    t = time_bound(add(2**20), h100)
+    # 2^20 FLOP at 67 TFLOP/s (vector), 6 * 2^20 bytes at 3.35 TB/s
+    assert dict(t.by_resource) == {"vector": 2**20 / 67e12, "hbm": 6 * 2**20 / 3.35e12}
+    assert t.seconds == 6 * 2**20 / 3.35e12 and t.resource == "hbm"
+    assert t.memory / t.compute == pytest.approx(6 * 67 / 3.35)  # 120, not 1772
+    # the score softmax: the exp pipe is the compute that comes closest to memory
+    s = time_bound(softmax(32 * 4096, 4096), h100)
+    assert max(s.by_resource, key=lambda r: s.by_resource[r] if r != "hbm" else 0) == "special"
+    assert 4.5 < s.memory / s.compute < 5.5
+
+
+def test_flash_rereads_go_to_l2_only_when_a_head_fits():
+    from roofline_book import adhoc, attention, hardware
+
+    h100 = hardware("h100-sxm")
+    fits = attention(1, 1, 4096, 4096, 128)  # K and V of one head: 2 MiB
+    assert fits.reread_footprint <= h100.l2_cache
+    assert time_bound(fits, h100).by_resource["hbm"] == fits.bytes / h100.memory_bandwidth
+    # a device with a small L2 pays the re-reads at HBM
+    small = adhoc("small L2", {"bf16": 989.5e12}, 3.35e12, vector=67e12, l2_cache=2**20)
+    t = time_bound(fits, small)
+    assert t.by_resource["hbm"] == (fits.bytes + fits.reread_bytes) / 3.35e12
+    # an L2 bandwidth, where given, is charged for every byte that passes it
+    with_l2 = adhoc("l2", {"bf16": 989.5e12}, 3.35e12, vector=67e12, l2_bandwidth=10e12)
+    l2 = time_bound(fits, with_l2).by_resource["l2"]
+    assert l2 == (fits.bytes + fits.reread_bytes) / 10e12
+
+
+# FlashAttention-3 forward, BF16/FP16, on H100 80GB SXM5 (Shah et al. 2024, arXiv:2407.08608,
+# Figure 5 and the abstract; NeurIPS 2024 version: up to 840 TFLOP/s). Their setup: batch x
+# seqlen = 16k tokens, hidden 2048 (heads = 2048 / head_dim), FLOPs 4 x seqlen^2 x head_dim
+# x heads per sequence, halved with a causal mask. (head_dim, seqlen, causal, TFLOP/s)
+FA3_H100 = [
+    (128, 4096, False, 638),
+    (128, 16384, False, 648),
+    (256, 16384, False, 740),  # the abstract of the arXiv version
+    (256, 16384, False, 840),  # the abstract of the NeurIPS version
+    (256, 16384, True, 642),
+    (64, 16384, False, 500),
+]
+
+
+@pytest.mark.parametrize(("head_dim", "seq", "causal", "tflops"), FA3_H100)
+def test_flash_bound_is_never_beaten_by_flashattention3(head_dim, seq, causal, tflops):
+    from roofline_book import attention, hardware
+    from roofline_book.tables import device_sram_bytes
+
+    h100 = hardware("h100-sxm")
+    heads, batch = 2048 // head_dim, 16384 // seq
+    cost = attention(
+        batch, heads, seq, seq, head_dim, causal=causal, sram_bytes=device_sram_bytes(h100)
+    )
+    flops = 4 * batch * seq * seq * head_dim * heads / (2 if causal else 1)
+    achieved_seconds = flops / (tflops * 1e12)
+    bound = time_bound(cost, h100).seconds
+    assert bound <= achieved_seconds, (bound, achieved_seconds)
+
+
+def test_gemm_bound_is_never_beaten_by_published_kernels():
+    from roofline_book import gemm, hardware
+
+    # DeepGEMM (deepseek-ai/DeepGEMM README, 2025-04): up to 1550 TFLOP/s FP8 on H800
+    h800 = hardware("h800-sxm")
+    cost = gemm(8192, 8192, 8192, "fp8", out_dtype="bf16")
+    assert time_bound(cost, h800, "fp8").seconds <= cost.flops / 1550e12
+    # FlashAttention-4 is reported at about 1605 TFLOP/s BF16 on B200; the dense BF16
+    # matrix ceiling (2.25 PFLOP/s) stays above it
+    assert hardware("b200").peak_flops("bf16") >= 1605e12
+
+
+def test_time_bound_rejects_bad_input():
+    from roofline_book import add, hardware
+
+    with pytest.raises(TypeError, match="device must be a roofline_book.Hardware"):
+        time_bound(add(8), "h100-sxm")
+    with pytest.raises(TypeError, match="cost must be a roofline_book.Cost"):
+        time_bound(8, hardware("h100-sxm"))
+    with pytest.raises(ValueError, match="resource must be one of"):
+        TimeBound({"dram": 1.0})

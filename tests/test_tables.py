@@ -31,7 +31,10 @@ def test_cost_table_rows_on_the_example_device():
     total = 6 * 4096**2 / B + 2 * 4096**3 / P
     assert a.share == pytest.approx(6 * 4096**2 / B / total)  # about 0.068
     assert a.share + g.share == pytest.approx(1.0)
-    assert a.time == time_lower_bound(add(4096 * 4096), P, B)
+    # one peak for everything: the two-roof model of the reference chapter
+    assert a.time.seconds == time_lower_bound(add(4096 * 4096), P, B).seconds
+    assert dict(a.time.by_resource) == {"compute": 4096**2 / P, "hbm": 6 * 4096**2 / B}
+    assert (a.resource, g.resource) == ("hbm", "compute")
     assert cost_table(dict(named), EXAMPLE) == rows  # a mapping works the same
 
 
@@ -84,6 +87,7 @@ def test_table_frame_columns_and_values():
         "intensity [FLOP/B]",
         "attainable [FLOP/s]",
         "bound",
+        "resource",
         "time bound [us]",
         "share",
     ]

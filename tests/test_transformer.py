@@ -46,9 +46,10 @@ def test_short_sequence_turns_gemms_memory_bound():
 
 
 def test_optimizer_table():
-    rows = {r.name: r for r in optimizer_table(LLAMA2_7B, H100, grad_dtype="bf16")}
+    table = optimizer_table(LLAMA2_7B, H100, grad_dtype="bf16", model_dtype="bf16")
+    rows = {r.name: r for r in table}
     assert rows["AdamW (fused)"].cost == adamw(
-        LLAMA2_7B.parameters, "fused", tensors=7, grad_dtype="bf16"
+        LLAMA2_7B.parameters, "fused", tensors=7, grad_dtype="bf16", model_dtype="bf16"
     )
     assert rows["AdamW (loop)"].time.seconds > 2.5 * rows["AdamW (fused)"].time.seconds
     assert rows["AdamW (loop)"].cost.kernels == 56
@@ -75,7 +76,9 @@ def test_tables_are_cost_tables():
     from roofline_book import tables
     from roofline_book.ops import gemm
 
-    assert block_table(LLAMA2_7B, H100) == tables.cost_table(block_ops(LLAMA2_7B), H100, "bf16")
+    # the flash kernel's on-chip memory is the device's shared memory per SM (228 KiB)
+    named = block_ops(LLAMA2_7B, sram_bytes=228 * 1024)
+    assert block_table(LLAMA2_7B, H100) == tables.cost_table(named, H100, "bf16")
     rows = {r.name: r for r in block_table(LLAMA2_7B, H100)}
     up = rows["MLP up projection"]
     assert up.cost == gemm(4096, 4096, 11008)

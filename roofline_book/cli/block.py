@@ -12,6 +12,7 @@ from ..tables import Row, block_table, optimizer_table
 from ..transformer import LLAMA2_7B
 from ..units import si
 from .common import (
+    RESOURCE_TEXT,
     add_device_arguments,
     device_from_args,
     device_json,
@@ -34,8 +35,10 @@ def _row_json(row: Row) -> dict[str, Any]:
         "bytes": row.cost.bytes,
         "kernels": row.cost.kernels,
         "intensity": row.cost.intensity,
-        "bound": row.bound,
+        "bound": row.resource,
+        "bound_kind": row.bound,
         "attainable": row.attainable,
+        "time_by_resource": dict(row.time.by_resource),
         "time_compute": row.time.compute,
         "time_memory": row.time.memory,
         "time_lower_bound": row.time.seconds,
@@ -62,7 +65,7 @@ def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
             si(r.cost.bytes, "B"),
             str(r.cost.kernels),
             number(r.cost.intensity),
-            r.bound,
+            RESOURCE_TEXT[r.resource],
             si(r.attainable, "FLOP/s"),
             si(r.time.seconds, "s"),
             f"{r.share:.1%}",
@@ -96,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
             param_dtype=args.param_dtype,
             grad_dtype=args.grad_dtype,
             state_dtype=args.state_dtype,
+            model_dtype=args.model_dtype,
         )
     if args.json:
         data: dict[str, Any] = {
@@ -173,7 +177,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         "--sram-bytes",
         type=parse_size,
         metavar="N",
-        help=f"on-chip memory of a flash thread block (default: {ops.DEFAULT_SRAM_BYTES})",
+        help="on-chip memory of a flash thread block (default: the device's shared memory per SM)",
     )
     block.add_argument(
         "--optimizer", action="store_true", help="add one AdamW step over the block's weights"
@@ -181,5 +185,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     block.add_argument("--param-dtype", default="fp32", help="AdamW parameters (default: fp32)")
     block.add_argument("--grad-dtype", help="AdamW gradients (default: --param-dtype)")
     block.add_argument("--state-dtype", help="AdamW moments (default: --param-dtype)")
+    block.add_argument(
+        "--model-dtype",
+        help="the weight copy a master-weight optimizer writes (needed when --grad-dtype "
+        "differs from --param-dtype)",
+    )
     add_device_arguments(block)
     block.set_defaults(handler=run)

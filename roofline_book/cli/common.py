@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from ..hardware import Hardware, adhoc, catalog, hardware
 from ..ops import Cost
-from ..roofline import attainable, bound, time_lower_bound
+from ..roofline import time_bound
 from ..tables import text_table
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
@@ -21,6 +21,7 @@ EXIT_USAGE = 2
 
 __all__ = [
     "DEFAULT_DEVICE",
+    "RESOURCE_TEXT",
     "EXIT_USAGE",
     "PROG",
     "SIZE_FORMS",
@@ -28,6 +29,7 @@ __all__ = [
     "UsageError",
     "add_device_arguments",
     "cost_figures",
+    "time_rows",
     "device_from_args",
     "device_json",
     "device_line",
@@ -142,7 +144,10 @@ def device_json(device: Hardware, precision: str) -> dict[str, Any]:
         "name": device.name,
         "precision": precision,
         "peak_flops": device.peak_flops(precision),
+        "vector_flops": device.ceiling("vector", precision),
+        "special_flops": device.ceiling("special", precision),
         "memory_bandwidth": device.memory_bandwidth,
+        "l2_bandwidth": device.l2_bandwidth,
         "ridge_point": device.ridge_point(precision),
     }
 
@@ -163,19 +168,47 @@ def emit(data: Any) -> None:
     print(json.dumps(data, indent=2))
 
 
-def cost_figures(cost: Cost, peak: float, bandwidth: float) -> dict[str, Any]:
-    """What the roofline model says about one cost, in base units."""
-    time = time_lower_bound(cost, peak, bandwidth)
+def cost_figures(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]:
+    """What the roofline model says about one cost on ``device``, in base units.
+
+    ``time_by_resource`` holds the seconds each unit and memory level needs;
+    ``time_lower_bound`` is the largest and ``bound`` names its resource.
+    """
+    time = time_bound(cost, device, precision)
     return {
         "flops": cost.flops,
+        "flops_by_unit": cost.flops_by_unit,
         "bytes_read": cost.bytes_read,
         "bytes_written": cost.bytes_written,
         "bytes": cost.bytes,
+        "reread_bytes": cost.reread_bytes,
         "kernels": cost.kernels,
         "intensity": cost.intensity,
-        "bound": bound(cost.intensity, peak, bandwidth),
-        "attainable": attainable(cost.intensity, peak, bandwidth),
+        "bound": time.resource,
+        "bound_kind": time.bound,
+        "attainable": cost.flops / time.seconds if time.seconds else 0.0,
+        "time_by_resource": dict(time.by_resource),
         "time_compute": time.compute,
         "time_memory": time.memory,
         "time_lower_bound": time.seconds,
     }
+
+
+#: How the text output names each resource.
+RESOURCE_TEXT = {
+    "compute": "compute",
+    "matrix": "matrix units",
+    "vector": "vector units",
+    "special": "special functions",
+    "hbm": "HBM",
+    "l2": "L2",
+}
+
+
+def time_rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``time, <resource>`` lines of a text report, the binding one marked."""
+    bound = figures["bound"]
+    return [
+        (f"time, {RESOURCE_TEXT[r]}", si(t, "s") + ("  <- bound" if r == bound else ""))
+        for r, t in figures["time_by_resource"].items()
+    ]

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..units import si
 from .common import (
+    RESOURCE_TEXT,
     add_device_arguments,
     cost_figures,
     device_from_args,
@@ -15,8 +16,9 @@ from .common import (
     emit,
     number,
     text_table,
+    time_rows,
 )
-from .operators import ALIASES, OPERATORS, add_operator_arguments
+from .operators import ALIASES, OPERATORS, add_operator_arguments, device_defaults
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -49,11 +51,10 @@ def run(args: argparse.Namespace) -> int:
     """The ``op`` subcommand: one operator on one device."""
     spec = OPERATORS[args.operator]
     given = {a.name: getattr(args, a.name) for a in spec.args if hasattr(args, a.name)}
-    cost, arguments = spec.call(given)
     device = device_from_args(args)
+    cost, arguments = spec.call(device_defaults(spec, given, device))
     precision = spec.roof_precision(arguments)
-    peak, band = device.peak_flops(precision), device.memory_bandwidth
-    figures = cost_figures(cost, peak, band)
+    figures = cost_figures(cost, device, precision)
     if args.json:
         emit(
             {
@@ -70,16 +71,20 @@ def run(args: argparse.Namespace) -> int:
         ("FLOPs", si(cost.flops, "FLOP")),
         ("bytes read", si(cost.bytes_read, "B")),
         ("bytes written", si(cost.bytes_written, "B")),
-        ("bytes", si(cost.bytes, "B")),
+        ("bytes", si(cost.bytes, "B") + " (compulsory)"),
+        *(
+            [("bytes re-read", si(cost.reread_bytes, "B") + " (a cache may serve them)")]
+            if cost.reread_bytes
+            else []
+        ),
         ("kernels", str(cost.kernels)),
         ("intensity", f"{number(cost.intensity)} FLOP/B"),
-        ("ridge point", f"{number(device.ridge_point(precision))} FLOP/B"),
-        ("peak compute", si(peak, "FLOP/s")),
-        ("memory bandwidth", si(band, "B/s")),
-        ("bound", figures["bound"]),
+        ("ridge point", f"{number(device.ridge_point(precision))} FLOP/B (matrix over HBM)"),
+        ("matrix peak", si(device.peak_flops(precision), "FLOP/s")),
+        ("memory bandwidth", si(device.memory_bandwidth, "B/s")),
+        *time_rows(figures),
+        ("bound", RESOURCE_TEXT[figures["bound"]]),
         ("attainable", si(figures["attainable"], "FLOP/s")),
-        ("time, compute", si(figures["time_compute"], "s")),
-        ("time, memory", si(figures["time_memory"], "s")),
         ("time lower bound", si(figures["time_lower_bound"], "s")),
     ]
     print(text_table(None, rows, right=set()))

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import ops
+from ..hardware import Hardware
 from ..ops import Cost
+from ..tables import device_sram_bytes
 from .common import UsageError, parse_size
 
 _REQUIRED = inspect.Parameter.empty
@@ -139,6 +141,12 @@ OPERATORS: dict[str, Operator] = {
             Arg("param_dtype", "text", "precision of the parameters (and of the compute roof)"),
             Arg("grad_dtype", "text", "precision of the gradients (default: --param-dtype)"),
             Arg("state_dtype", "text", "precision of both moments (default: --param-dtype)"),
+            Arg(
+                "model_dtype",
+                "text",
+                "precision of the weight copy a master-weight optimizer also writes "
+                "(needed when --grad-dtype differs from --param-dtype)",
+            ),
         ),
         roof_dtype="param_dtype",
     ),
@@ -153,7 +161,13 @@ OPERATORS: dict[str, Operator] = {
             _DTYPE,
             Arg("impl", "text", f"implementation: {', '.join(ops.ATTENTION_IMPLS)}"),
             Arg("causal", "flag", "apply a causal mask"),
-            Arg("sram_bytes", "size", "on-chip memory of one flash thread block, bytes"),
+            Arg(
+                "sram_bytes",
+                "size",
+                "on-chip memory of one flash thread block, bytes "
+                "(default: the device's shared memory per SM)",
+                required=False,
+            ),
         ),
         prepare=_seq_k_defaults_to_seq_q,
     ),
@@ -197,7 +211,16 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def parse_point(text: str, dtype: str | None = None) -> tuple[str, str, Cost, dict[str, Any]]:
+def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> dict[str, Any]:
+    """``given`` with the arguments a device decides filled in: a flash block's on-chip memory."""
+    if any(a.name == "sram_bytes" for a in spec.args) and given.get("sram_bytes") is None:
+        given = given | {"sram_bytes": device_sram_bytes(device)}
+    return given
+
+
+def parse_point(
+    text: str, dtype: str | None = None, device: Hardware | None = None
+) -> tuple[str, str, Cost, dict[str, Any]]:
     """Read ``NAME:SIZE,SIZE,...,KEY=VALUE`` into an operator's cost.
 
     Sizes fill the operator's size arguments in order (``gemm:M,K,N``,
@@ -211,6 +234,8 @@ def parse_point(text: str, dtype: str | None = None) -> tuple[str, str, Cost, di
     dtype : str, optional
         Precision of an operator that takes a ``dtype`` and names none here
         (AdamW's precisions keep their own defaults).
+    device : Hardware, optional
+        Fills in what a device decides (:func:`device_defaults`).
 
     Returns
     -------
@@ -276,6 +301,8 @@ def parse_point(text: str, dtype: str | None = None) -> tuple[str, str, Cost, di
         raise UsageError(f"--point {text!r}: {key} needs {', '.join(missing)}")
     if dtype is not None and "dtype" in by_name:
         given.setdefault("dtype", dtype)
+    if device is not None:
+        given = device_defaults(spec, given, device)
     try:
         cost, arguments = spec.call(given)
     except (ValueError, TypeError) as exc:

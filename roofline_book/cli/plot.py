@@ -7,9 +7,9 @@ import math
 from typing import Any
 
 from ..extras import require
-from ..roofline import attainable, bound
 from ..units import si
 from .common import (
+    RESOURCE_TEXT,
     UsageError,
     add_device_arguments,
     cost_figures,
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--out must end in .svg or .png, got {args.out!r}")
     device = device_from_args(args)
     peak, band = device.peak_flops(args.dtype), device.memory_bandwidth
-    named = [parse_point(text, args.dtype) for text in args.point]
+    named = [parse_point(text, args.dtype, device) for text in args.point]
 
     matplotlib = require("matplotlib", "plot")
     matplotlib.use("Agg")
@@ -73,22 +73,24 @@ def run(args: argparse.Namespace) -> int:
                 "device": device_json(device, args.dtype),
                 "points": [
                     {"operator": key, "label": label, "arguments": arguments}
-                    | cost_figures(cost, peak, band)
+                    | cost_figures(cost, device, args.dtype)
                     for key, label, cost, arguments in named
                 ],
             }
         )
         return 0
     print(f"wrote {args.out}: {device_line(device, args.dtype)}, {len(named)} point(s)")
-    body = [
-        (
-            label,
-            number(cost.intensity),
-            bound(cost.intensity, peak, band),
-            si(attainable(cost.intensity, peak, band), "FLOP/s"),
+    body = []
+    for _, label, cost, _ in named:
+        figures = cost_figures(cost, device, args.dtype)
+        body.append(
+            (
+                label,
+                number(cost.intensity),
+                RESOURCE_TEXT[figures["bound"]],
+                si(figures["attainable"], "FLOP/s"),
+            )
         )
-        for _, label, cost, _ in named
-    ]
     if body:
         print(text_table(("point", "FLOP/B", "bound", "attainable"), body, right={1, 3}))
     return 0

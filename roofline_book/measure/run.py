@@ -88,7 +88,13 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
         "impl": case.impl,
         "status": "ok",
     }
-    tail: dict[str, Any] = {"model": dataclasses.asdict(case.cost)}
+    # the four counts always; which units and cache levels the work needs, where it needs any
+    model = {
+        k: v
+        for k, v in dataclasses.asdict(case.cost).items()
+        if k in ("flops", "bytes_read", "bytes_written", "kernels") or v
+    }
+    tail: dict[str, Any] = {"model": model}
     available = machine.available_memory(device)
     if available is not None and case.footprint > MEMORY_HEADROOM * available:
         reason = (

@@ -180,6 +180,12 @@ RUN_SCHEMA: dict[str, Any] = {
                         "bytes_read": _COUNT,
                         "bytes_written": _COUNT,
                         "kernels": _COUNT,
+                        # which units and cache levels the model's work needs (optional:
+                        # run files written before the model kept them still load)
+                        "vector_flops": _COUNT,
+                        "special_flops": _COUNT,
+                        "reread_bytes": _COUNT,
+                        "reread_footprint": _COUNT,
                     },
                 },
                 "time": {

@@ -3,8 +3,13 @@
 Every operator is a small pure function that returns a :class:`Cost`. The
 traffic is the *minimum* a kernel of the described structure must move
 between main memory (HBM / DRAM) and the chip: each input read once, each
-output written once, per kernel. Caches can only make real traffic lower than
-this for data that is re-read, and a poor kernel can make it higher.
+output written once, per kernel (compulsory traffic, with a cold cache).
+Reads a kernel makes again are kept apart (:attr:`Cost.reread_bytes`): a
+cache may serve them. An intermediate that one kernel writes and the next
+reads counts in both, though an L2 large enough to hold it may keep it from
+HBM. The FLOPs say which unit runs them (:data:`UNITS`): matrix products on
+the matrix units, elementwise arithmetic and reductions on the vector
+units, transcendentals on the special function units.
 
 Notation: ``s`` is bytes per element (:func:`roofline_book.dtypes.bytes_per_element`),
 ``I = FLOPs / bytes`` the arithmetic intensity in FLOP/byte.
@@ -16,9 +21,9 @@ FLOP conventions stated in each docstring are this package's own.
 """
 
 from .attn import ATTENTION_IMPLS, DEFAULT_SRAM_BYTES, attention
-from .cost import ZERO, Cost
+from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
-from .optimizer import ADAMW_IMPLS, Pass, adamw, adamw_passes
+from .optimizer import ADAMW_IMPLS, Pass, adamw, adamw_passes, multi_tensor_launches
 from .pointwise import (
     GELU_FLOPS_PER_ELEMENT,
     SOFTMAX_FLOPS_PER_ELEMENT,
@@ -30,6 +35,7 @@ from .pointwise import (
     relu,
     residual_add,
     rmsnorm,
+    rmsnorm_eager,
     softmax,
     swiglu,
 )
@@ -41,6 +47,7 @@ __all__ = [
     "GELU_FLOPS_PER_ELEMENT",
     "SOFTMAX_FLOPS_PER_ELEMENT",
     "SWIGLU_FLOPS_PER_ELEMENT",
+    "UNITS",
     "ZERO",
     "Cost",
     "Pass",
@@ -53,9 +60,11 @@ __all__ = [
     "gemm",
     "layernorm",
     "linear_backward",
+    "multi_tensor_launches",
     "relu",
     "residual_add",
     "rmsnorm",
+    "rmsnorm_eager",
     "softmax",
     "swiglu",
     "tiled_gemm",

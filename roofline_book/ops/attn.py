@@ -8,9 +8,9 @@ from .. import _validate
 from ..dtypes import Precision, bytes_per_element, precision_name
 from .cost import Cost
 from .matmul import gemm
-from .pointwise import SOFTMAX_FLOPS_PER_ELEMENT, softmax
+from .pointwise import SOFTMAX_FLOPS_PER_ELEMENT, elementwise, softmax
 
-ATTENTION_IMPLS = ("materialized", "flash")
+ATTENTION_IMPLS = ("eager", "materialized", "flash")
 
 #: Default on-chip memory (byte) a FlashAttention thread block works in. It is
 #: the 192 KB of combined L1 / shared memory per SM of the A100 that Dao et al.
@@ -65,29 +65,38 @@ def attention(
     (batch, heads, seq_k, head_dim). With ``N`` scores per head,
     ``N = seq_q * seq_k``:
 
-    FLOPs (NB, convention): the two matrix products, ``4 N d`` per head, as
-    PyTorch's flop counter and Dao et al. count them, plus the softmax's
-    :data:`SOFTMAX_FLOPS_PER_ELEMENT` per score; the ``1/sqrt(d)`` scale is
-    folded into the first product. With ``causal=True`` the flash kernel
-    computes only the ``(query, key)`` pairs the mask keeps, while the
-    materialized version computes every score and then masks.
+    FLOPs (NB, convention): the two matrix products, ``4 N d`` per head, on
+    the matrix units, as PyTorch's flop counter and Dao et al. count them;
+    plus the softmax's :data:`SOFTMAX_FLOPS_PER_ELEMENT` per score, one exp
+    on the special function units and the rest on the vector units. The
+    ``1/sqrt(d)`` scale is folded into the first product. With
+    ``causal=True`` the flash kernel computes only the ``(query, key)``
+    pairs the mask keeps, while the unfused versions compute every score and
+    then mask, so their FLOPs count masked work too.
 
-    ``impl="materialized"``: three kernels, as eager PyTorch runs them.
-    ``S = Q K^T`` is written to memory, softmax reads ``S`` and writes
-    ``P``, and ``O = P V`` reads ``P`` back; the scores are stored in
-    ``dtype``. Traffic grows with ``seq_q * seq_k``.
+    ``impl="materialized"``: the fewest unfused kernels, three. ``S = Q K^T``
+    is written to memory, softmax reads ``S`` and writes ``P``, and
+    ``O = P V`` reads ``P`` back; scores are stored in ``dtype``, 8 bytes
+    per BF16 score.
+
+    ``impl="eager"``: attention as eager Hugging Face code writes it, six
+    kernels: ``Q K^T``, the scale, the mask add (``causal=True`` only; the
+    mask, one per sequence, is read once), softmax computed and written in
+    FP32, the cast back to ``dtype``, and ``P V``: about 24 bytes per BF16
+    score.
 
     ``impl="flash"``: one tiled kernel (FlashAttention). A block of ``Br``
     query rows stays on chip while the key and value rows stream past, the
     loop order of FlashAttention-2 (Dao 2023). With ``M`` the on-chip memory
     in elements the model takes ``Br = M / (4d)``, the block size of Dao et
-    al. (2022, Algorithm 1) without its cap at ``d`` rows. Q is read and O
-    written once; K and V are read once per query block, ``seq_q / Br``
-    times, so the traffic is ``Theta(seq_q seq_k d^2 / M)``, the bound of
-    their Theorem 2, and never below reading Q, K, V and writing O once.
-    (Algorithm 1's own loop order re-reads Q and O instead of K and V; the
-    order of growth is the same.) Real kernels use fixed block sizes and
-    hit L2 on many re-reads, so measured DRAM traffic can be lower.
+    al. (2022, Algorithm 1) without its cap at ``d`` rows. The compulsory
+    traffic, :attr:`Cost.bytes`, is Q, K and V read once and O written once.
+    K and V are read once per query block, ``seq_q / Br`` times: the reads
+    after the first are :attr:`Cost.reread_bytes`, ``Theta(seq_q seq_k d^2 /
+    M)`` in all (the bound of their Theorem 2), and one head's K and V is
+    :attr:`Cost.reread_footprint`. The roofline charges the re-reads to L2
+    when that footprint fits there (a few MB against tens of MB of L2 on
+    current GPUs) and to HBM when it does not.
 
     Parameters
     ----------
@@ -95,31 +104,44 @@ def attention(
         Sizes, each >= 1.
     dtype : str or torch.dtype
         Precision of Q, K, V, O (and of the materialized scores).
-    impl : {"materialized", "flash"}
+    impl : {"eager", "materialized", "flash"}
     causal : bool
         Apply a causal mask, aligned bottom-right: query ``i`` attends to keys
         ``0 .. seq_k - seq_q + i`` (``0 .. i`` when ``seq_q == seq_k``), so one
         decode query sees its whole context.
     sram_bytes : int
-        On-chip memory of one flash thread block (byte); must hold at least
-        one query row's working set, ``4 * head_dim`` elements.
+        On-chip memory of one flash thread block (byte), usually the device's
+        shared memory per SM; must hold at least one query row's working set,
+        ``4 * head_dim`` elements.
 
     Examples
     --------
-    One head, 4096 tokens, d = 128, BF16. Both versions do the same FLOPs:
+    One head, 4096 tokens, d = 128, BF16. All versions do the same FLOPs:
 
     >>> mat = attention(1, 1, 4096, 4096, 128, impl="materialized")
     >>> fl = attention(1, 1, 4096, 4096, 128, impl="flash")
     >>> mat.flops == fl.flops == 4 * 4096 * 4096 * 128 + 5 * 4096 * 4096
     True
+    >>> fl.flops_by_unit["special"] == 4096 * 4096        # one exp per score
+    True
 
     The materialized scores dominate its traffic (written, read, written,
-    read: 4 x 2 x 4096^2 bytes), and tiling cuts the traffic several times:
+    read: 4 x 2 x 4096^2 bytes); the flash kernel's compulsory traffic is
+    Q, K, V and O once each:
 
     >>> 4 * 2 * 4096**2 <= mat.bytes
     True
-    >>> round(mat.bytes / fl.bytes, 1), round(fl.intensity / mat.intensity, 1)
-    (2.9, 2.9)
+    >>> fl.bytes == 4 * 4096 * 128 * 2
+    True
+    >>> fl.reread_footprint == 2 * 4096 * 128 * 2         # one head's K and V
+    True
+
+    Eager code moves three times the materialized bytes per score (32
+    heads share one mask):
+
+    >>> eager = attention(1, 32, 4096, 4096, 128, impl="eager", causal=True)
+    >>> eager.kernels, round((eager.bytes - 32 * 4 * 4096 * 128 * 2) / (32 * 4096**2))
+    (6, 24)
 
     A causal decode step, one query over a cache of 1024 keys, sees every key:
 
@@ -127,10 +149,10 @@ def attention(
     >>> step.flops == 8 * 1024 * (4 * 128 + 5)    # 4 * heads * 1024 * d, plus the softmax
     True
 
-    With enough on-chip memory for all of Q, each tensor moves once:
+    With enough on-chip memory for all of Q, nothing is read twice:
 
-    >>> attention(1, 1, 64, 64, 32, "fp16", sram_bytes=2**20).bytes == 4 * 64 * 32 * 2
-    True
+    >>> attention(1, 1, 64, 64, 32, "fp16", sram_bytes=2**20).reread_bytes
+    0
     """
     batch = _validate.size("batch", batch)
     heads = _validate.size("heads", heads)
@@ -149,6 +171,8 @@ def attention(
         probs = softmax(bh * seq_q, seq_k, dtype)
         output = gemm(seq_q, seq_k, head_dim, dtype, batch=bh)
         return scores + probs + output
+    if impl == "eager":
+        return _eager(batch, bh, seq_q, seq_k, head_dim, dtype, causal)
 
     sram_elements = sram_bytes // s
     if sram_elements < 4 * head_dim:
@@ -159,8 +183,28 @@ def attention(
     rows = min(seq_q, sram_elements // (4 * head_dim))
     pairs = _causal_pairs(seq_q, seq_k) if causal else seq_q * seq_k
     keys = _flash_keys_read(seq_q, seq_k, rows, causal)
+    softmax_vector = SOFTMAX_FLOPS_PER_ELEMENT - 1
     return Cost(
         flops=bh * pairs * (4 * head_dim + SOFTMAX_FLOPS_PER_ELEMENT),
-        bytes_read=bh * s * head_dim * (seq_q + 2 * keys),
+        bytes_read=bh * s * head_dim * (seq_q + 2 * seq_k),
         bytes_written=bh * s * head_dim * seq_q,
+        vector_flops=bh * pairs * softmax_vector,
+        special_flops=bh * pairs,
+        reread_bytes=bh * s * head_dim * 2 * (keys - seq_k),
+        reread_footprint=s * head_dim * 2 * seq_k,
     )
+
+
+def _eager(
+    batch: int, bh: int, seq_q: int, seq_k: int, d: int, dtype: Precision, causal: bool
+) -> Cost:
+    """The six (five without a mask) kernels of eager Hugging Face attention."""
+    scores = bh * seq_q * seq_k
+    s, f32 = bytes_per_element(dtype), bytes_per_element("fp32")
+    total = gemm(seq_q, d, seq_k, dtype, batch=bh)  # S = Q K^T
+    total += elementwise(scores, dtype)  # S * scale
+    if causal:  # S + mask; the (batch, 1, seq_q, seq_k) mask is read once
+        total += elementwise(scores, dtype) + Cost(0, s * batch * seq_q * seq_k, 0, 0)
+    total += softmax(bh * seq_q, seq_k, dtype) + Cost(0, 0, (f32 - s) * scores, 0)  # FP32 out
+    total += Cost(0, f32 * scores, s * scores)  # .to(dtype)
+    return total + gemm(seq_q, seq_k, d, dtype, batch=bh)  # O = P V

@@ -17,6 +17,8 @@ class Pass:
     reads: tuple[str, ...]
     writes: tuple[str, ...]
     flops: int
+    special: int = 0
+    """How many of ``flops`` are special-function evaluations (the square root)."""
 
 
 # The kernels that PyTorch's single-tensor AdamW (``foreach=False``) launches
@@ -26,7 +28,7 @@ _ADAMW_UNFUSED = (
     Pass("exp_avg.lerp_(grad, 1 - beta1)", ("exp_avg", "grad"), ("exp_avg",), 3),
     Pass("exp_avg_sq.mul_(beta2)", ("exp_avg_sq",), ("exp_avg_sq",), 1),
     Pass("exp_avg_sq.addcmul_(grad, grad, 1 - beta2)", ("exp_avg_sq", "grad"), ("exp_avg_sq",), 3),
-    Pass("denom = exp_avg_sq.sqrt()", ("exp_avg_sq",), ("denom",), 1),
+    Pass("denom = exp_avg_sq.sqrt()", ("exp_avg_sq",), ("denom",), 1, special=1),
     Pass("denom = denom / sqrt(bias_correction2)", ("denom",), ("denom",), 1),
     Pass("denom.add_(eps)", ("denom",), ("denom",), 1),
     Pass(
@@ -39,10 +41,50 @@ _ADAMW_FUSED = (
         ("param", "grad", "exp_avg", "exp_avg_sq"),
         ("param", "exp_avg", "exp_avg_sq"),
         sum(p.flops for p in _ADAMW_UNFUSED),
+        special=sum(p.special for p in _ADAMW_UNFUSED),
     ),
 )
 
 ADAMW_IMPLS = ("loop", "foreach", "fused")
+
+#: Elements per thread block in PyTorch's ``multi_tensor_apply`` (``kChunkSize``), and the
+#: most blocks and tensors one launch carries, by how many tensor lists the kernel takes
+#: (``depth_to_max_blocks``, ``depth_to_max_tensors`` in ATen's MultiTensorApply.cuh, the
+#: 4 KB kernel-argument limit; builds with larger kernel arguments carry more per launch).
+MULTI_TENSOR_CHUNK = 65536
+MULTI_TENSOR_MAX_BLOCKS = 320
+MULTI_TENSOR_MAX_TENSORS = (110, 64, 48, 36, 30)
+
+
+def multi_tensor_launches(params: int, tensors: int, depth: int) -> int:
+    """Launches a ``multi_tensor_apply`` kernel needs at least for one pass over a tensor list.
+
+    Each launch carries at most :data:`MULTI_TENSOR_MAX_BLOCKS` chunks of
+    :data:`MULTI_TENSOR_CHUNK` elements and at most
+    ``MULTI_TENSOR_MAX_TENSORS[depth - 1]`` tensors, so the count grows with
+    the number of elements, not only with the list's length. ``params``
+    elements in ``tensors`` tensors make at least ``ceil(params / 65536)``
+    chunks (more when tensors end mid-chunk), so this is a lower bound.
+
+    Examples
+    --------
+    The 202 M parameters of a Llama-2-7B block in 7 tensors, fused AdamW
+    (param, grad and two moments, depth 4): ``ceil(3089 / 320)`` launches.
+
+    >>> multi_tensor_launches(202_383_360, 7, 4)
+    10
+    >>> multi_tensor_launches(1000, 200, 1)       # 200 small tensors, 110 per launch
+    2
+    """
+    params = _validate.size("params", params)
+    tensors = _validate.size("tensors", tensors)
+    depth = _validate.size("depth", depth)
+    if depth > len(MULTI_TENSOR_MAX_TENSORS):
+        raise ValueError(f"depth must be 1 to {len(MULTI_TENSOR_MAX_TENSORS)}, got {depth}")
+    chunks = -(-params // MULTI_TENSOR_CHUNK)
+    by_blocks = -(-chunks // MULTI_TENSOR_MAX_BLOCKS)
+    by_tensors = -(-tensors // MULTI_TENSOR_MAX_TENSORS[depth - 1])
+    return max(by_blocks, by_tensors)
 
 
 def adamw_passes(impl: str = "fused") -> tuple[Pass, ...]:
@@ -50,8 +92,8 @@ def adamw_passes(impl: str = "fused") -> tuple[Pass, ...]:
 
     ``"loop"`` (``foreach=False``) and ``"foreach"`` (``foreach=True``) run the
     same sequence of elementwise kernels, so they move the same bytes; the
-    foreach version launches one kernel per operation for a whole list of
-    tensors instead of one per tensor. ``"fused"`` (``fused=True``) does all
+    foreach version launches each operation for whole lists of tensors
+    instead of once per tensor. ``"fused"`` (``fused=True``) does all
     of it in one kernel.
 
     Examples
@@ -82,29 +124,42 @@ def adamw(
     param_dtype: Precision = "fp32",
     grad_dtype: Precision | None = None,
     state_dtype: Precision | None = None,
+    model_dtype: Precision | None = None,
 ) -> Cost:
     """One AdamW step over ``params`` parameters held in ``tensors`` tensors.
 
     The cost is the sum over :func:`adamw_passes` of what each pass reads and
-    writes, each tensor in its own precision. FLOPs: 14 per parameter (NB:
-    this package's convention, see the passes; FlopCounterMode counts none).
+    writes, each tensor in its own precision. FLOPs: 14 per parameter on the
+    vector units, the square root among them on the special function units
+    (NB: this package's convention, see the passes; FlopCounterMode counts
+    none).
 
     Kernel launches: the loop launches each pass once per tensor; foreach
-    and fused launch each pass once for the whole list (NB: PyTorch's
-    multi-tensor apply splits a long list into a few chunks, so a real count
-    can be a small multiple of this).
+    and fused go through PyTorch's ``multi_tensor_apply``, which launches
+    each pass once per batch of chunks (:func:`multi_tensor_launches`), so a
+    large model takes several launches per pass, not one.
+
+    Precisions: ``torch.optim.AdamW`` needs the gradient in the parameter's
+    precision. FP32 master weights and moments with 16-bit gradients are
+    the mixed-precision optimizers of Megatron-LM and DeepSpeed, which also
+    write the 16-bit copy of the weights the next forward pass reads: give
+    ``model_dtype`` for that copy, and ``grad_dtype`` may then differ from
+    ``param_dtype``.
 
     Parameters
     ----------
     params : int
         Parameters updated, >= 1.
     impl : {"loop", "foreach", "fused"}
-        Which PyTorch implementation to model.
+        Which implementation's passes to model.
     tensors : int
         Parameter tensors the parameters are spread over (1 <= tensors <= params).
     param_dtype, grad_dtype, state_dtype : str or torch.dtype
-        Precisions of the parameters, gradients and both moments; the latter
-        two default to ``param_dtype``.
+        Precisions of the parameters (the master weights), gradients and both
+        moments; the latter two default to ``param_dtype``.
+    model_dtype : str or torch.dtype, optional
+        Precision of a model-weight copy the step also writes (master-weight
+        optimizers); None for ``torch.optim.AdamW``, which writes none.
 
     Examples
     --------
@@ -119,16 +174,31 @@ def adamw(
     >>> round(loop.bytes / fused.bytes, 2)
     2.86
 
-    Mixed precision, BF16 gradients with FP32 master weights and states:
+    A billion parameters take ``ceil(15259 / 320) = 48`` fused launches:
 
-    >>> adamw(1, "fused", grad_dtype="bf16").bytes_read
-    14
+    >>> adamw(10**9, "fused", tensors=100).kernels
+    48
+
+    Master weights: FP32 weights and moments, BF16 gradients, and the BF16
+    copy written back (2 more bytes per parameter):
+
+    >>> mixed = adamw(1, "fused", grad_dtype="bf16", model_dtype="bf16")
+    >>> mixed.bytes_read, mixed.bytes_written
+    (14, 14)
     """
     params = _validate.size("params", params)
     tensors = _validate.size("tensors", tensors)
     if tensors > params:
         raise ValueError(f"tensors must be <= params ({params}), got {tensors}")
     passes = adamw_passes(impl)
+    if grad_dtype is not None and model_dtype is None:
+        if bytes_per_element(grad_dtype) != bytes_per_element(param_dtype):
+            raise ValueError(
+                f"grad_dtype ({grad_dtype}) differs from param_dtype ({param_dtype}): "
+                "torch.optim.AdamW needs them equal; for FP32 master weights with 16-bit "
+                "gradients (Megatron-LM, DeepSpeed) also give model_dtype, the precision "
+                "of the weight copy the step writes"
+            )
     state = param_dtype if state_dtype is None else state_dtype
     width = {
         "param": bytes_per_element(param_dtype),
@@ -137,13 +207,18 @@ def adamw(
         "exp_avg_sq": bytes_per_element(state),
         "denom": bytes_per_element(state),
     }
-    launches_per_pass = tensors if impl.strip().lower() == "loop" else 1
+    loop = impl.strip().lower() == "loop"
     total = ZERO
     for p in passes:
+        depth = len(set(p.reads) | set(p.writes))
         total += Cost(
             flops=p.flops * params,
             bytes_read=params * sum(width[t] for t in p.reads),
             bytes_written=params * sum(width[t] for t in p.writes),
-            kernels=launches_per_pass,
+            kernels=tensors if loop else multi_tensor_launches(params, tensors, depth),
+            vector_flops=(p.flops - p.special) * params,
+            special_flops=p.special * params,
         )
+    if model_dtype is not None:  # the 16-bit weight copy, written in the same pass
+        total += Cost(0, 0, params * bytes_per_element(model_dtype), 0)
     return total

@@ -14,6 +14,7 @@ def elementwise(
     inputs: int = 1,
     outputs: int = 1,
     flops_per_element: int = 1,
+    special_per_element: int = 0,
 ) -> Cost:
     """A kernel that reads ``inputs`` tensors and writes ``outputs`` tensors of ``numel`` elements.
 
@@ -32,21 +33,34 @@ def elementwise(
     flops_per_element : int
         FLOPs per output element (>= 0). FlopCounterMode counts these ops as
         zero; the convention here counts each arithmetic operation as one.
+    special_per_element : int
+        How many of those FLOPs are transcendentals (exp, tanh, rsqrt, ...),
+        evaluated on the special function units; the rest run on the vector
+        units. Nothing here runs on the matrix units.
 
     Examples
     --------
-    >>> elementwise(10, "fp32", inputs=3, outputs=1, flops_per_element=2).bytes
-    160
+    >>> c = elementwise(10, "fp32", inputs=3, outputs=1, flops_per_element=2)
+    >>> c.bytes, c.flops_by_unit
+    (160, {'matrix': 0, 'vector': 20, 'special': 0})
     """
     numel = _validate.size("numel", numel)
     inputs = _validate.size("inputs", inputs, minimum=1)
     outputs = _validate.size("outputs", outputs, minimum=0)
     flops_per_element = _validate.size("flops_per_element", flops_per_element, minimum=0)
+    special_per_element = _validate.size("special_per_element", special_per_element, minimum=0)
+    if special_per_element > flops_per_element:
+        raise ValueError(
+            f"special_per_element must be <= flops_per_element ({flops_per_element}), "
+            f"got {special_per_element}"
+        )
     s = bytes_per_element(dtype)
     return Cost(
         flops=flops_per_element * numel,
         bytes_read=inputs * s * numel,
         bytes_written=outputs * s * numel,
+        vector_flops=(flops_per_element - special_per_element) * numel,
+        special_flops=special_per_element * numel,
     )
 
 
@@ -94,7 +108,7 @@ def relu(numel: int, dtype: Precision = "bf16") -> Cost:
 #: FLOPs per element of the tanh form of GELU,
 #: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``. They are x^3 (2), the scale and
 #: add inside (2), the sqrt(2/pi) factor (1), tanh (1, NB, a transcendental
-#: counted as one FLOP), the add and the two outer products (3).
+#: counted as one FLOP, on the special function units), the add and the two outer products (3).
 GELU_FLOPS_PER_ELEMENT = 9
 
 
@@ -108,12 +122,19 @@ def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
     >>> gelu(2**20, "bf16").intensity
     2.25
     """
-    return elementwise(numel, dtype, inputs=1, outputs=1, flops_per_element=GELU_FLOPS_PER_ELEMENT)
+    return elementwise(
+        numel,
+        dtype,
+        inputs=1,
+        outputs=1,
+        flops_per_element=GELU_FLOPS_PER_ELEMENT,
+        special_per_element=1,
+    )
 
 
 #: FLOPs per element of ``silu(gate) * up``. The sigmoid ``1 / (1 + exp(-g))``
-#: takes 4 (negate, exp, add, divide; exp counted as one), the product with
-#: ``g`` 1 and the product with ``up`` 1.
+#: takes 4 (negate, exp, add, divide; exp counted as one, on the special
+#: function units), the product with ``g`` 1 and the product with ``up`` 1.
 SWIGLU_FLOPS_PER_ELEMENT = 6
 
 
@@ -126,7 +147,12 @@ def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
     6
     """
     return elementwise(
-        numel, dtype, inputs=2, outputs=1, flops_per_element=SWIGLU_FLOPS_PER_ELEMENT
+        numel,
+        dtype,
+        inputs=2,
+        outputs=1,
+        flops_per_element=SWIGLU_FLOPS_PER_ELEMENT,
+        special_per_element=1,
     )
 
 
@@ -145,7 +171,8 @@ def rmsnorm(
     write ``y`` once. FLOPs (NB: this package's convention; FlopCounterMode
     counts none): per element a square, an add into the sum, a multiply by
     the reciprocal root and a multiply by ``gamma`` (4); per row the mean,
-    the ``+ eps`` and the reciprocal square root (3).
+    the ``+ eps`` and the reciprocal square root (3). The root is the one
+    special-function evaluation per row; the rest is vector work.
 
     Examples
     --------
@@ -165,7 +192,56 @@ def rmsnorm(
         flops=4 * rows * d + 3 * rows,
         bytes_read=s * rows * d + s_w * d,
         bytes_written=s * rows * d,
+        vector_flops=4 * rows * d + 2 * rows,
+        special_flops=rows,
     )
+
+
+def rmsnorm_eager(
+    rows: int, d: int, dtype: Precision = "bf16", *, upcast: bool = True
+) -> list[tuple[str, Cost]]:
+    """The kernels of RMSNorm written as eager PyTorch, one per operation, with their costs.
+
+    The sequence is that of the usual Llama ``RMSNorm`` module: with
+    ``upcast=True`` the activation is cast to FP32 first and back to
+    ``dtype`` before the weight multiplies it, so most passes move 4-byte
+    elements; with ``upcast=False`` every tensor stays in ``dtype``. Each
+    kernel reads its inputs from memory and writes its output there: with a
+    cold cache that is compulsory, but an intermediate small enough to stay
+    in L2 between two kernels may never reach HBM.
+
+    Examples
+    --------
+    >>> kernels = rmsnorm_eager(4096, 4096, "bf16")
+    >>> [name for name, _ in kernels][:3]
+    ['x.to(float32)', 'x.pow(2)', '.mean(-1)']
+    >>> total = sum(c for _, c in kernels)
+    >>> total.kernels, round(total.bytes / rmsnorm(4096, 4096, "bf16").bytes, 1)
+    (8, 9.0)
+    """
+    rows = _validate.size("rows", rows)
+    d = _validate.size("d", d)
+    if not isinstance(upcast, bool):
+        raise TypeError(f"upcast must be True or False, got {upcast!r}")
+    s = bytes_per_element(dtype)
+    w = bytes_per_element("fp32") if upcast else s  # width of the intermediates
+    n = rows * d
+
+    def kernel(flops: int, read: int, written: int, special: int = 0) -> Cost:
+        return Cost(flops, read, written, vector_flops=flops - special, special_flops=special)
+
+    steps = [
+        ("x.pow(2)", kernel(n, w * n, w * n)),
+        (".mean(-1)", kernel(n + rows, w * n, w * rows)),
+        ("+ eps", kernel(rows, w * rows, w * rows)),
+        ("rsqrt", kernel(rows, w * rows, w * rows, special=rows)),
+        ("x * r", kernel(n, w * (n + rows), w * n)),
+    ]
+    if upcast:
+        steps.insert(0, ("x.to(float32)", Cost(0, s * n, w * n)))
+        steps.append(("y.to(dtype)", Cost(0, w * n, s * n)))
+    steps.append(("weight * y", kernel(n, s * (n + d), s * n)))
+    return steps
 
 
 def layernorm(
@@ -193,11 +269,14 @@ def layernorm(
         flops=7 * rows * d + 4 * rows,
         bytes_read=s * rows * d + 2 * s_w * d,
         bytes_written=s * rows * d,
+        vector_flops=7 * rows * d + 3 * rows,
+        special_flops=rows,
     )
 
 
 #: FLOPs per element of a numerically safe softmax. They are the running max,
-#: the subtraction, exp (NB, counted as one), the add into the sum, the division.
+#: the subtraction, exp (NB, counted as one, on the special function units), the add
+#: into the sum, the division.
 SOFTMAX_FLOPS_PER_ELEMENT = 5
 
 
@@ -211,11 +290,16 @@ def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
     Examples
     --------
     >>> c = softmax(4, 8, "fp32")
-    >>> c.flops, c.bytes
-    (160, 256)
+    >>> c.flops, c.bytes, c.special_flops       # one exp per element
+    (160, 256, 32)
     """
     rows = _validate.size("rows", rows)
     cols = _validate.size("cols", cols)
     return elementwise(
-        rows * cols, dtype, inputs=1, outputs=1, flops_per_element=SOFTMAX_FLOPS_PER_ELEMENT
+        rows * cols,
+        dtype,
+        inputs=1,
+        outputs=1,
+        flops_per_element=SOFTMAX_FLOPS_PER_ELEMENT,
+        special_per_element=1,
     )
