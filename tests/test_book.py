@@ -62,18 +62,20 @@ def test_short_keeps_three_digits_then_whole_numbers():
 
 def test_roof_frame_matches_the_rows():
     df = book.roof_frame(ROWS)
+    # the headers a reader reads are Chinese; quantities and units may stay English
     assert list(df.columns) == [
-        "operator",
+        "算子",
         "FLOPs",
-        "bytes",
+        "字节",
         "I [FLOP/byte]",
-        "attainable [TFLOP/s]",
-        "bound",
+        "可达性能 [TFLOP/s]",
+        "受限于",
     ]
     # add: 4096^2 FLOP, 6 * 4096^2 = 100,663,296 bytes, 1 TB/s / 6 = 0.167 TFLOP/s
-    assert df.iloc[0].tolist() == ["add", "16.78 MFLOP", "100.7 MB", "0.167", "0.167", "memory"]
+    assert df.iloc[0].tolist() == ["add", "16.78 MFLOP", "100.7 MB", "0.167", "0.167", "HBM"]
     # 4096^3 GEMM: I = 2 * 4096 / 6 = 1365.3 FLOP/byte, under the flat 100 TFLOP/s roof
-    assert df.iloc[2, 3:].tolist() == ["1365", "100", "compute"]
+    # (the example device has one peak for every unit: "计算")
+    assert df.iloc[2, 3:].tolist() == ["1365", "100", "计算"]
     assert book.roof_frame(ROWS, unit="GFLOP/s").iloc[0, 4] == "167"  # 1e12 / 6 / 1e9 = 166.67
     with pytest.raises(ValueError, match="unit"):
         book.roof_frame(ROWS, unit="TB/s")

@@ -15,9 +15,11 @@ from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame
 from .notebook import glue, glue_figure, plain, preamble
 from .rows import first_size, share
 from .runs import show_run
-from .tables import markdown_table, roof_frame, short
+from .tables import RESOURCE_ZH, bound_frame, markdown_table, resource_zh, roof_frame, short
 
 __all__ = [
+    "RESOURCE_ZH",
+    "bound_frame",
     "cache_frame",
     "cli_error",
     "cli_json",
@@ -28,6 +30,7 @@ __all__ = [
     "peaks_frame",
     "plain",
     "preamble",
+    "resource_zh",
     "roof_frame",
     "run_cli",
     "share",

@@ -26,12 +26,38 @@ def short(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
-def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
-    """Operators on a roof as text: FLOPs, bytes, intensity, attainable rate and bound.
+#: How the book names each resource a bound can come from (prose and table cells).
+RESOURCE_ZH = {
+    "compute": "计算",
+    "matrix": "矩阵单元",
+    "vector": "向量单元",
+    "special": "特殊函数单元",
+    "hbm": "HBM",
+    "l2": "L2",
+    "memory": "内存",
+}
 
-    Columns ``operator``, ``FLOPs`` and ``bytes`` (SI-prefixed), ``I [FLOP/byte]``
-    and ``attainable [<unit>]`` (both :func:`short`), ``bound``; one row per
-    operator, in order, with a plain 0, 1, ... index.
+
+def resource_zh(resource: str) -> str:
+    """The book's Chinese name of a resource (``"matrix"`` -> ``"矩阵单元"``).
+
+    Examples
+    --------
+    >>> resource_zh("hbm"), resource_zh("special")
+    ('HBM', '特殊函数单元')
+    """
+    if resource not in RESOURCE_ZH:
+        raise ValueError(f"resource must be one of {', '.join(RESOURCE_ZH)}; got {resource!r}")
+    return RESOURCE_ZH[resource]
+
+
+def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
+    """Operators on a roof as text: FLOPs, bytes, arithmetic intensity, attainable rate and bound.
+
+    Columns ``算子``, ``FLOPs`` and ``字节`` (SI-prefixed), ``I [FLOP/byte]``
+    and ``可达性能 [<unit>]`` (both :func:`short`), ``受限于`` (the resource
+    that sets the bound, :data:`RESOURCE_ZH`); one row per operator, in
+    order, with a plain 0, 1, ... index.
 
     Parameters
     ----------
@@ -50,9 +76,9 @@ def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
     >>> rows = cost_table([("add", add(4096 * 4096)), ("gemm", gemm(64, 64, 64))], EXAMPLE)
     >>> df = roof_frame(rows)
     >>> df.iloc[0].tolist()  # 1 / 6 FLOP/byte at 1 TB/s: 0.167 TFLOP/s
-    ['add', '16.78 MFLOP', '100.7 MB', '0.167', '0.167', 'memory']
+    ['add', '16.78 MFLOP', '100.7 MB', '0.167', '0.167', 'HBM']
     >>> df.iloc[1, 3:].tolist()  # 2 * 64 / (3 * 2) = 21.3 FLOP/byte
-    ['21.3', '21.3', 'memory']
+    ['21.3', '21.3', 'HBM']
     """
     import pandas as pd
 
@@ -63,14 +89,52 @@ def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
     table = table_frame(rows)
     return pd.DataFrame(
         {
-            "operator": table["operator"],
+            "算子": table["operator"],
             "FLOPs": [si(v, "FLOP") for v in table["FLOPs"]],
-            "bytes": [si(v, "B") for v in table["bytes"]],
+            "字节": [si(v, "B") for v in table["bytes"]],
             "I [FLOP/byte]": [short(v) for v in table["intensity [FLOP/B]"]],
-            f"attainable [{unit}]": [short(v / UNITS[unit]) for v in table["attainable [FLOP/s]"]],
-            "bound": table["bound"],
+            f"可达性能 [{unit}]": [short(v / UNITS[unit]) for v in table["attainable [FLOP/s]"]],
+            "受限于": [resource_zh(r) for r in table["resource"]],
         }
     )
+
+
+def bound_frame(rows: Iterable[Row], *, share: bool = True) -> Any:
+    """Operators with their time lower bound, for reading: one row per operator, Chinese headers.
+
+    Columns ``FLOPs``, ``字节`` (compulsory bytes), ``I [FLOP/B]``,
+    ``受限于`` (:data:`RESOURCE_ZH`), ``时间下界`` and, with ``share``,
+    ``占比`` (of the rows' summed bounds); the index, ``算子``, is the
+    operator name. Numbers and units are joined by a no-break space.
+
+    Examples
+    --------
+    >>> from roofline_book import EXAMPLE, add, cost_table, gemm
+    >>> rows = cost_table([("add", add(2**20)), ("gemm", gemm(4096, 4096, 4096))], EXAMPLE)
+    >>> df = bound_frame(rows)
+    >>> list(df.columns), df.index.name
+    (['FLOPs', '字节', 'I [FLOP/B]', '受限于', '时间下界', '占比'], '算子')
+    >>> df.loc["gemm", "受限于"], df.loc["add", "时间下界"].replace("\u00a0", " ")
+    ('计算', '6.291 us')
+    """
+    import pandas as pd
+
+    rows = list(rows)
+    table = table_frame(rows)
+
+    def unit(value: float, name: str) -> str:
+        return si(value, name).replace(" ", "\u00a0")
+
+    columns = {
+        "FLOPs": [unit(v, "FLOP") for v in table["FLOPs"]],
+        "字节": [unit(v, "B") for v in table["bytes"]],
+        "I [FLOP/B]": [short(v) for v in table["intensity [FLOP/B]"]],
+        "受限于": [resource_zh(r) for r in table["resource"]],
+        "时间下界": [unit(t * 1e-6, "s") for t in table["time bound [us]"]],
+    }
+    if share:
+        columns["占比"] = [f"{v:.1%}" for v in table["share"]]
+    return pd.DataFrame(columns, index=pd.Index(table["operator"], name="算子"))
 
 
 def markdown_table(
