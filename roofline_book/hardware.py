@@ -145,6 +145,9 @@ class Hardware:
         memory, L1 and shared memory together, the register file.
     sms : int or None
         Streaming multiprocessors (compute units on AMD).
+    fp32_lanes_per_sm, sfu_per_sm_per_clock : int or None
+        FP32 lanes per SM and special-function results per clock per SM, the
+        published inputs from which ``special_peak`` is derived.
     firmness : str
         How firm the device's sources are: ``"vendor"`` (datasheets,
         whitepapers) or ``"secondary"``; ``""`` for an ad-hoc device.
@@ -170,6 +173,8 @@ class Hardware:
     l1_shared_per_sm: float | None = None
     register_file_per_sm: float | None = None
     sms: int | None = None
+    fp32_lanes_per_sm: int | None = None
+    sfu_per_sm_per_clock: int | None = None
     firmness: str = ""
     sources: Mapping[str, Source] = field(default_factory=dict)
     derivations: Mapping[str, str] = field(default_factory=dict)
@@ -542,6 +547,7 @@ def catalog() -> Mapping[str, Hardware]:
             for k in entry
             if k in _FIELDS
         }
+        fields.update({k: entry[k] for k in _INPUTS if k in entry})
         derivations = {}
         derived = _derived_special(entry, key)
         if derived is not None:

@@ -123,13 +123,19 @@ def test_first_size_of_a_sweep_past_the_ridge():
 def test_hardware_tables_read_the_catalog():
     h100 = hardware("h100-sxm")
     peaks = book.peaks_frame()
-    assert peaks.loc["h100-sxm", "bf16 dense"] == "989.5 TFLOP/s"
+    assert peaks.loc["h100-sxm", "矩阵 bf16"] == "989.5 TFLOP/s"
+    assert peaks.loc["h100-sxm", "向量 fp64"] == "34 TFLOP/s"  # the FP64 Tensor Core rate is 67
     assert peaks.loc["h100-sxm", "ridge bf16 [FLOP/B]"] == f"{989.5 / 3.35:.0f}"  # 295
-    assert len(peaks) == len(book.sources_frame().index.get_level_values("key").unique())
+    assert peaks.loc["h20", "可靠性"] == "二手资料"
+    assert len(peaks) == len(book.sources_frame().index.get_level_values("设备").unique())
     sparse = book.sparse_frame()
     assert (
-        sparse.loc[("h100-sxm", "fp8"), "ratio"]
+        sparse.loc[("h100-sxm", "fp8"), "比值"]
         == f"{h100.sparse_peak_flops('fp8') / h100.peak_flops('fp8'):.2f}"
     )
     caches = book.cache_frame()
-    assert caches.loc["h100-sxm", "SMs / CUs"] == h100.sms == 132
+    assert caches.loc["h100-sxm", "SM / CU 数"] == h100.sms == 132
+    assert caches.loc["mi300x", "末级缓存（L2 之外）"] == "268.4 MB"  # 256 MiB Infinity Cache
+    special = book.special_frame()
+    # 67e12 / (2 * 128 * 132) = 1.983 GHz; 16 * 132 * 1.983e9 = 4.188e12
+    assert special.loc["h100-sxm", "时钟 [GHz]"] == f"{67e12 / (2 * 128 * 132) / 1e9:.3f}"

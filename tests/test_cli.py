@@ -237,6 +237,22 @@ def test_devices_json_dense_peaks_and_ridge_points():
     assert h100["sources"]["peak_flops"]["title"] == H100.source("peak_flops").title
 
 
+def test_devices_json_lists_every_ceiling_with_its_source():
+    out = run_json("devices", "--device", "h100-sxm")
+    (h100,) = out["devices"]
+    ceilings = {(c["resource"], c["precision"]): c for c in h100["ceilings"]}
+    assert ceilings[("matrix", "bf16")]["value"] == 989.5e12
+    assert ceilings[("vector", "fp32")]["value"] == 67e12
+    assert ceilings[("vector", "fp64")]["value"] == 34e12  # not the 67 of the FP64 Tensor Core
+    special = ceilings[("special", "fp32")]
+    assert special["value"] == pytest.approx(16 * 132 * 67e12 / (2 * 128 * 132))
+    assert "16 results/clock/SM" in special["derivation"]
+    assert ceilings[("hbm", "")]["value"] == 3.35e12
+    for c in h100["ceilings"]:
+        assert c["source"]["title"] and c["source"]["firmness"] in ("vendor", "paper")
+    assert h100["firmness"] == "vendor"
+
+
 def test_devices_sparse_is_labelled_and_never_a_ridge():
     done = run("devices", "--sparse", "--device", "h100-sxm", "--dtype", "bf16")
     assert done.returncode == 0 and done.stderr == ""

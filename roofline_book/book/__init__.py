@@ -11,7 +11,7 @@ and then calls :func:`glue` (many values at once), :func:`glue_figure` and
 """
 
 from .cli import cli_error, cli_json, run_cli
-from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame
+from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame, special_frame
 from .notebook import glue, glue_figure, plain, preamble
 from .rows import first_size, share
 from .runs import show_run
@@ -37,5 +37,6 @@ __all__ = [
     "short",
     "show_run",
     "sources_frame",
+    "special_frame",
     "sparse_frame",
 ]

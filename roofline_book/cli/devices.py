@@ -6,13 +6,23 @@ import argparse
 import dataclasses
 from typing import Any
 
-from ..hardware import Hardware, catalog, hardware, peak_key
+from ..hardware import Ceiling, Hardware, catalog, hardware, peak_key
 from ..units import si
 from .common import UsageError, emit, number, text_table
 
 
 def _precisions(device: Hardware, wanted: str | None) -> list[str]:
     return [p for p in device.precisions if wanted is None or p == wanted]
+
+
+def _ceiling_json(c: Ceiling) -> dict[str, Any]:
+    return {
+        "resource": c.resource,
+        "precision": c.precision,
+        "value": c.value,
+        "source": dataclasses.asdict(c.source),
+        "derivation": c.derivation,
+    }
 
 
 def _rate_unit(precision: str) -> str:
@@ -46,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
                 for f, s in d.sources.items()
                 if args.sparse or f != "peak_flops_sparse"
             }
+            entry["firmness"] = d.firmness
+            entry["ceilings"] = [_ceiling_json(c) for c in d.ceilings()]
             out.append(entry)
         emit({"devices": out})
         return 0
@@ -70,6 +82,21 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no device here publishes a dense peak for {wanted}")
     print(text_table(header, body, right={2, 3, 4, 5}))
     print()
+    print("other ceilings (elementwise work runs on the vector units, exp/rsqrt on the special")
+    print("function units; ridge points over HBM):")
+    for d in devices:
+        lines = []
+        for c in d.ceilings():
+            if c.resource in ("matrix", "hbm"):
+                continue
+            unit = "B/s" if c.is_memory else _rate_unit(c.precision)
+            ridge = "" if c.is_memory else f", ridge {number(c.value / d.memory_bandwidth)} FLOP/B"
+            how = f" = {c.derivation}" if c.derivation else ""
+            lines.append(f"    {c.resource} {c.precision}: {si(c.value, unit)}{ridge}{how}")
+        if lines:
+            print(f"  {d.key} ({d.firmness} sources)")
+            print("\n".join(lines))
+    print()
     print("sources:")
     for d in devices:
         cited: dict[str, list[str]] = {}
@@ -80,7 +107,9 @@ def run(args: argparse.Namespace) -> int:
         for figures in cited.values():
             source = d.sources[figures[0]]
             url = f" <{source.url}>" if source.url else ""
-            print(f"    {', '.join(figures)}: {source}{url}")
+            print(f"    {', '.join(figures)}: {source} [{source.firmness}]{url}")
+            if len(devices) == 1 and source.note:
+                print(f"      {source.note}")
     return 0
 
 
@@ -89,10 +118,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     devices = sub.add_parser(
         "devices",
         parents=[common],
-        help="the hardware catalog: dense peaks, ridge points, sources",
+        help="the hardware catalog: every ceiling per unit and level, with sources",
         description=(
-            "The hardware catalog. Peaks are dense rates; ridge points use them. "
-            "Vendors' 2:4-sparse rates are shown only with --sparse."
+            "The hardware catalog: dense matrix-unit peaks and their ridge points, then the "
+            "vector, special-function and memory ceilings, and where each figure comes from "
+            "(with --device, the sources' notes too). Vendors' 2:4-sparse rates are shown only "
+            "with --sparse."
         ),
     )
     devices.add_argument("--device", metavar="NAME", help="show one device only")
