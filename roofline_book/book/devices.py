@@ -99,7 +99,7 @@ def special_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
         if "special_peak" not in dev.derivations:
             continue
         lanes, sfu, sms = dev.fp32_lanes_per_sm, dev.sfu_per_sm_per_clock, dev.sms
-        assert lanes and sfu and sms  # a derived rate has its inputs
+        assert lanes and sfu and sms and dev.special_peak  # a derived rate has its inputs
         clock = dev.vector_peaks["fp32"] / (2 * lanes * sms)
         rows.append(
             {
