@@ -46,7 +46,7 @@ COMPUTE_UNITS = ("matrix", "vector", "special")
 """Compute units with a ceiling of their own (see :data:`roofline_book.ops.UNITS`)."""
 
 MEMORY_LEVELS = ("hbm", "l2")
-"""Memory levels with a bandwidth ceiling: main memory, and the L2 cache where published."""
+"""Memory levels with a bandwidth ceiling, main memory and the L2 cache (where published)."""
 
 
 @dataclass(frozen=True)
@@ -212,7 +212,7 @@ class Hardware:
 
     @property
     def precisions(self) -> tuple[str, ...]:
-        """Precision keys a matrix product can use: matrix-unit rates, then vector-only ones."""
+        """Precision keys a matrix product can use, matrix-unit rates first, then vector ones."""
         extra = [p for p in self.vector_peaks if p not in self.dense_peaks]
         return tuple(self.dense_peaks) + tuple(extra)
 

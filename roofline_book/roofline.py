@@ -152,12 +152,12 @@ class TimeBound:
 
     @property
     def compute(self) -> float:
-        """The largest compute time: the time if memory were free (second)."""
+        """The largest compute time, the time if memory were free (second)."""
         return max((v for r, v in self.by_resource.items() if r in COMPUTE_RESOURCES), default=0.0)
 
     @property
     def memory(self) -> float:
-        """The largest memory time: the time if arithmetic were free (second)."""
+        """The largest memory time, the time if arithmetic were free (second)."""
         return max((v for r, v in self.by_resource.items() if r in MEMORY_RESOURCES), default=0.0)
 
     @property
@@ -193,10 +193,12 @@ def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBou
 def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeBound:
     """The time each of ``device``'s resources needs for ``cost``; the largest is the bound.
 
-    Compute: each unit's FLOPs (:attr:`Cost.flops_by_unit`) over that unit's
-    ceiling for ``dtype`` (:meth:`Hardware.ceiling`). Memory: the
+    Compute: each unit's FLOPs
+    (:attr:`Cost.flops_by_unit <roofline_book.ops.Cost.flops_by_unit>`) over that
+    unit's ceiling for ``dtype``
+    (:meth:`Hardware.ceiling <roofline_book.hardware.Hardware.ceiling>`). Memory: the
     compulsory bytes over the HBM bandwidth, assuming a cold L2 (inputs come
-    from HBM, outputs go there). Re-reads (:attr:`Cost.reread_bytes`) are
+    from HBM, outputs go there). Re-reads (``Cost.reread_bytes``) are
     charged to HBM only when their footprint does not fit in the L2; every
     byte, re-read or not, passes the L2, which is charged where the device
     has an L2 bandwidth. Units and levels work at the same time, so the

@@ -214,3 +214,59 @@ def test_log2_axis_labels_plain_integers(ax):
     assert len(ax.xaxis.get_minorticklocs()) == 0
     with pytest.raises(ValueError, match="axis must be 'x' or 'y'"):
         plotting.log2_axis(ax, axis="z")
+
+
+# --------------------------------------------------------------------------
+# The hierarchical roofline
+
+
+def test_ceilings_draw_a_flat_per_unit_and_a_slope_per_level(ax):
+    from roofline_book import adhoc, hardware
+
+    h100 = hardware("h100-sxm")
+    drawn = plotting.ceilings(ax, h100, "bf16", intensity_range=(0.1, 1e4))
+    lines = [a for a in drawn if hasattr(a, "get_ydata")]
+    tops = sorted(float(np.max(line.get_ydata())) for line in lines)
+    # special 4.19, vector 67, matrix 989.5 TFLOP/s; the HBM slope climbs to the highest flat
+    assert tops[:3] == pytest.approx([67e12 / 16 / 1e12, 67.0, 989.5])
+    assert tops[3] == pytest.approx(989.5)
+    assert len(lines) == 4  # no L2 slope: the catalog has no sourced L2 bandwidth
+    words = [a.get_text() for a in drawn if hasattr(a, "get_text")]
+    assert "vector units 67 TFLOP/s" in words and "HBM 3.35 TB/s" in words
+    with_l2 = adhoc("l2", {"bf16": 989.5e12}, 3.35e12, vector=67e12, l2_bandwidth=10e12)
+    assert len([a for a in plotting.ceilings(ax, with_l2) if hasattr(a, "get_ydata")]) == 5
+
+
+def test_placed_puts_an_operator_under_the_roof_that_binds_it(ax):
+    from roofline_book import attention, hardware, time_bound
+
+    h100 = hardware("h100-sxm")
+    fa = attention(1, 8, 2048, 2048, 128, sram_bytes=228 * 1024)
+    drawn = plotting.placed(ax, [("add", add(2**20)), ("fa", fa)], h100, unit_ticks=["fa"])
+    dots = [a for a in drawn if hasattr(a, "get_offsets")]
+    # the add: x = 1/6, y = FLOPs / (6 bytes per FLOP at 3.35 TB/s) = 3.35e12 / 6
+    np.testing.assert_allclose(dots[0].get_offsets(), [[1 / 6, 3.35 / 6]])
+    # flash: the filled dot at its compulsory intensity, the hollow one with the re-reads
+    t = time_bound(fa, h100)
+    rate = fa.flops / t.seconds / 1e12
+    np.testing.assert_allclose(dots[1].get_offsets(), [[fa.intensity, rate]])
+    np.testing.assert_allclose(
+        dots[2].get_offsets(), [[fa.flops / (fa.bytes + fa.reread_bytes), rate]]
+    )
+    # and a tick per compute unit at the rate that unit alone allows
+    ticks = dots[3:]
+    assert len(ticks) == 3
+    assert ticks[0].get_offsets()[0][1] == pytest.approx(fa.flops / t.by_resource["matrix"] / 1e12)
+
+
+def test_figure_words_follow_the_language():
+    try:
+        plotting.set_language("zh")
+        assert plotting.text("vector") == "向量单元"
+        assert plotting.text("of roof", name="add", fraction=0.25) == "add：roof 的 25%"
+        with pytest.raises(ValueError, match="language must be one of en, zh"):
+            plotting.set_language("fr")
+    finally:
+        plotting.set_language("en")
+    assert plotting.text("vector") == "vector units"
+    assert set(plotting.TEXTS["en"]) == set(plotting.TEXTS["zh"])  # every word in both

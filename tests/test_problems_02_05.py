@@ -143,7 +143,8 @@ def test_chapter_4_table():
     if not page.exists():
         pytest.fail(f"{page} is missing: build the book first (make html)")
     rows = _table_rows(page.read_text("utf-8"), "tbl-04-ops")
-    # columns: FLOPs, bytes, I, attainable TFLOP/s, bound (example device, ridge 100)
+    # columns: FLOPs, bytes, I, attainable TFLOP/s, the resource that binds (example device:
+    # one peak for every unit, "计算", and one bandwidth, "HBM"; ridge 100)
     assert list(rows) == [
         "add",
         "RMSNorm",
@@ -154,12 +155,12 @@ def test_chapter_4_table():
         "GEMM 1024",
         "GEMM 4096",
     ]
-    assert rows["add"][2:] == ["0.167", "0.167", "memory"]  # 1/6, 1 TB/s * 1/6
-    assert rows["AdamW (loop)"][2:] == ["0.175", "0.175", "memory"]  # 14 / 80
-    assert rows["AdamW (fused)"][2:] == ["0.5", "0.5", "memory"]  # 14 / 28
-    assert rows["GEMM 256"][2:] == ["85.3", "85.3", "memory"]  # 512 / 6
-    assert rows["GEMM 1024"][2:] == ["341", "100", "compute"]  # 2048 / 6
-    assert rows["GEMM 4096"][2:] == ["1365", "100", "compute"]  # 8192 / 6
+    assert rows["add"][2:] == ["0.167", "0.167", "HBM"]  # 1/6, 1 TB/s * 1/6
+    assert rows["AdamW (loop)"][2:] == ["0.175", "0.175", "HBM"]  # 14 / 80
+    assert rows["AdamW (fused)"][2:] == ["0.5", "0.5", "HBM"]  # 14 / 28
+    assert rows["GEMM 256"][2:] == ["85.3", "85.3", "HBM"]  # 512 / 6
+    assert rows["GEMM 1024"][2:] == ["341", "100", "计算"]  # 2048 / 6
+    assert rows["GEMM 4096"][2:] == ["1365", "100", "计算"]  # 8192 / 6
     assert rows["GEMM 4096"][0] == "137.4 GFLOP"  # 2 * 4096**3
 
 
@@ -180,6 +181,27 @@ def test_chapter_4_answers(glued):
     assert g["ans_q3_add_h200"] == approx(add_h200)  # 0.8 TFLOP/s
     assert g["ans_q3_add_ratio"] == approx(4.8 / 3.35)
     assert g["ans_q3_gemm_ratio"] == 1.0
+
+
+def test_chapter_4_hierarchical_roofline(glued):
+    g = glued(PAGE_04)
+    vector, special = 67e12, 67e12 * 16 / (2 * 128)  # 16 SFU/clk/SM at 67e12 / (2 * 128 * 132) Hz
+    assert (g["h100_matrix"], g["h100_vector"]) == (989.5, 67.0)
+    assert g["h100_special"] == approx(special / 1e12)  # 4.19 T/s
+    assert g["h100_mat_over_vec"] == approx(989.5 / 67)
+    assert g["h100_vec_ridge"] == approx(vector / H100_BW)  # 20 FLOP/byte
+    assert g["h100_l2_mib"] == 50
+    # the score softmax: 4 bytes per BF16 score at 3.35 TB/s against one exp at 4.19 T/s
+    assert g["sm_hbm_over_special"] == approx(4 / H100_BW * special)  # 5.0
+    # FlashAttention, d = 64: one exp per score against 4 * 64 matrix FLOPs per score
+    assert g["fa_special_over_matrix"] == approx(H100_BF16 / (special * 4 * 64))  # 0.92
+    # one head's K and V, 2 * 4096 * 64 * 2 bytes = 1 MiB; compulsory Q, K, V, O once
+    assert g["fa_kv_mib"] == 1
+    assert g["fa_hbm_gb"] == approx(32 * 4 * 4096 * 64 * 2 / 1e9)
+    # FlashAttention-3's shape (16k, d = 128, 16 heads): the matrix units bind, so in the
+    # paper's 4 N d convention the bound allows the matrix peak, above its 740 and 840
+    assert g["fa3_resource"] == "矩阵单元"
+    assert g["fa3_tflops"] == approx(989.5)
 
 
 # --------------------------------------------------------------------------

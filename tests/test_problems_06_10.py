@@ -255,7 +255,7 @@ def test_chapter_10_answers(glued):
     ln_flops = 7 * 4096 * 4096 + 4 * 4096
     ln_bytes = 2 * (2 * 4096 * 4096 + 2 * 4096)
     assert g["ans_q1_I"] == pytest.approx(ln_flops / ln_bytes)  # 1.75
-    assert (g["ans_q1_bound_h100"], g["ans_q1_bound_example"]) == ("memory", "memory")
+    assert (g["ans_q1_bound_h100"], g["ans_q1_bound_example"]) == ("HBM", "HBM")
     assert g["ans_q1_us"] == pytest.approx(ln_bytes / H100_BW * 1e6)
     assert g["ans_q2_I"] == pytest.approx(2 * 4096 / 12)  # 682.7
     assert g["ans_q2_ridge_fp32"] == pytest.approx(A100_FP32 / A100_BW)
@@ -269,6 +269,17 @@ def test_chapter_10_answers(glued):
 
 def test_chapter_10_prose_numbers(glued):
     g = glued(CH10)
-    assert g["flash_I"] == pytest.approx(FLASH_CAUSAL[0] / FLASH_CAUSAL[1])  # about 161
-    assert (g["bound_flash_h100"], g["bound_flash_example"]) == ("memory", "compute")
-    assert g["span"] == pytest.approx((8192 / 6) / (1 / 6))
+    # no mask, so all three count every score: N = 32 * 4096^2 scores, 4 d + 5 FLOPs each
+    scores = HEADS * T * T
+    flops = scores * (4 * D + 5)
+    flash_bytes = 2 * HEADS * 4 * T * D  # Q, K, V read once, O written once
+    # eager: Q, K, V, O as above; per score S written (2), scaled (2 + 2), softmax read in
+    # BF16 and written in FP32 (2 + 4), cast back (4 + 2), read by P V (2): 20 bytes
+    eager_bytes = flash_bytes + 20 * scores
+    assert g["flash_I"] == pytest.approx(flops / flash_bytes)  # 2068
+    # eager scales the scores in a kernel of its own: one more FLOP per score
+    assert g["eager_I"] == pytest.approx((flops + scores) / eager_bytes)  # 25.6
+    assert (g["flash_res"], g["eager_res"]) == ("矩阵单元", "HBM")
+    flash_t = scores * 4 * D / H100_BF16  # the matrix units bind
+    assert g["eager_over_flash"] == pytest.approx(eager_bytes / H100_BW / flash_t)
+    assert g["span"] == pytest.approx((flops / flash_bytes) / (1 / 6))

@@ -28,6 +28,7 @@ PAGES = [
     "appendix/cuda-benchmarks",
     "appendix/cli",
     "appendix/api",
+    "appendix/api-hardware",
     "appendix/api-tools",
     "appendix/references",
 ]

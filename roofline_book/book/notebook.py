@@ -86,7 +86,8 @@ def preamble() -> tuple[Callable[..., None], ModuleType, ModuleType]:
     """A chapter's first cell: house style, deterministic SVG, and the names every cell uses.
 
     Applies :func:`roofline_book.plotting.setup_notebook` (style plus inline
-    SVG without a date) and returns ``(glue, plt, plotting)``: this module's
+    SVG without a date, figure words in Chinese) and returns
+    ``(glue, plt, plotting)``: this module's
     :func:`glue`, ``matplotlib.pyplot`` and :mod:`roofline_book.plotting`.
 
     Examples
@@ -97,5 +98,5 @@ def preamble() -> tuple[Callable[..., None], ModuleType, ModuleType]:
     """
     from matplotlib import pyplot as plt
 
-    plotting.setup_notebook()
+    plotting.setup_notebook("zh")
     return glue, plt, plotting

@@ -4,7 +4,7 @@ Every operator is a small pure function that returns a :class:`Cost`. The
 traffic is the *minimum* a kernel of the described structure must move
 between main memory (HBM / DRAM) and the chip: each input read once, each
 output written once, per kernel (compulsory traffic, with a cold cache).
-Reads a kernel makes again are kept apart (:attr:`Cost.reread_bytes`): a
+Reads a kernel makes again are kept apart (``Cost.reread_bytes``): a
 cache may serve them. An intermediate that one kernel writes and the next
 reads counts in both, though an L2 large enough to hold it may keep it from
 HBM. The FLOPs say which unit runs them (:data:`UNITS`): matrix products on

@@ -90,11 +90,12 @@ def attention(
     loop order of FlashAttention-2 (Dao 2023). With ``M`` the on-chip memory
     in elements the model takes ``Br = M / (4d)``, the block size of Dao et
     al. (2022, Algorithm 1) without its cap at ``d`` rows. The compulsory
-    traffic, :attr:`Cost.bytes`, is Q, K and V read once and O written once.
+    traffic, :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>`, is Q, K and V read once
+    and O written once.
     K and V are read once per query block, ``seq_q / Br`` times: the reads
-    after the first are :attr:`Cost.reread_bytes`, ``Theta(seq_q seq_k d^2 /
+    after the first are ``Cost.reread_bytes``, ``Theta(seq_q seq_k d^2 /
     M)`` in all (the bound of their Theorem 2), and one head's K and V is
-    :attr:`Cost.reread_footprint`. The roofline charges the re-reads to L2
+    ``Cost.reread_footprint``. The roofline charges the re-reads to L2
     when that footprint fits there (a few MB against tens of MB of L2 on
     current GPUs) and to HBM when it does not.
 

@@ -1,9 +1,13 @@
 """The book's figures: one style, one palette, roofline charts and intensity curves.
 
 Plot helpers take a matplotlib ``Axes`` and return what they drew, so they
-compose with any figure. Axis labels are English; no CJK font is needed.
+compose with any figure. Axis quantities are English; the words a figure
+writes (roof names, legends) are English by default and Chinese in the book
+(:func:`set_language`, :data:`TEXTS`), which needs a CJK font (Debian's
+fonts-noto-cjk).
 """
 
+from .ceilings import RESOURCE_COLORS, ceilings, placed
 from .marks import log2_axis, reference_line, ridge_line, time_bars, traffic_bars
 from .roofs import (
     achieved_gap,
@@ -16,25 +20,40 @@ from .roofs import (
     roofline,
     square_gemm_fraction,
 )
-from .style import PALETTE, PRECISION_COLORS, UNITS, setup_notebook, use_style
+from .style import (
+    PALETTE,
+    PRECISION_COLORS,
+    TEXTS,
+    UNITS,
+    set_language,
+    setup_notebook,
+    text,
+    use_style,
+)
 
 __all__ = [
     "PALETTE",
     "PRECISION_COLORS",
+    "RESOURCE_COLORS",
+    "TEXTS",
     "UNITS",
     "achieved_gap",
     "attention_sweep",
+    "ceilings",
     "device_rooflines",
     "gemm_intensity",
     "log2_axis",
     "measured",
+    "placed",
     "points",
     "reference_line",
     "ridge_line",
     "roof_labels",
     "roofline",
+    "set_language",
     "setup_notebook",
     "square_gemm_fraction",
+    "text",
     "time_bars",
     "traffic_bars",
     "use_style",

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _validate
 from ..ops import Cost
 from ..roofline import TimeBound
-from .style import PALETTE
+from .style import PALETTE, text
 
 
 def reference_line(
@@ -168,8 +168,8 @@ def traffic_bars(ax, named: Sequence[tuple[str, Cost]], *, per: float = 1.0):
     read = [c.bytes_read / per for _, c in named]
     written = [c.bytes_written / per for _, c in named]
     drawn = [
-        ax.bar(names, read, color=PALETTE["blue"], label="read"),
-        ax.bar(names, written, bottom=read, color=PALETTE["orange"], label="written"),
+        ax.bar(names, read, color=PALETTE["blue"], label=text("read")),
+        ax.bar(names, written, bottom=read, color=PALETTE["orange"], label=text("written")),
     ]
     for i, (_, c) in enumerate(named):
         drawn.append(

@@ -11,7 +11,7 @@ from ..dtypes import bytes_per_element
 from ..hardware import Hardware
 from ..ops import Cost, attention, gemm
 from ..roofline import attainable, ridge_point
-from .style import PALETTE, _scale
+from .style import PALETTE, _scale, text
 
 
 def roofline(
@@ -288,7 +288,7 @@ def achieved_gap(
     bandwidth: float,
     *,
     unit: str = "TFLOP/s",
-    labels: tuple[str, str] = ("roof", "achieved"),
+    labels: tuple[str, str] | None = None,
     right: Collection[str] = (),
 ):
     """Each operator's achieved rate below the roof at its intensity, joined by a dashed line.
@@ -301,8 +301,9 @@ def achieved_gap(
         The roof, FLOP/s and byte/s.
     unit : str
         Unit of the y axis, a key of :data:`UNITS`.
-    labels : tuple of str
-        Legend labels of the roof points and of the achieved points.
+    labels : tuple of str, optional
+        Legend labels of the roof points and of the achieved points; the
+        words for "roof" and "achieved" in the figure language by default.
     right : sequence of str
         Names whose "x% of roof" label goes right of the point (the others go left).
 
@@ -311,6 +312,7 @@ def achieved_gap(
     list of matplotlib artists
     """
     scale = _scale(unit)
+    labels = labels or (text("roof"), text("achieved"))
     drawn = []
     for i, (name, cost, got) in enumerate(named):
         x, roof = cost.intensity, float(attainable(cost.intensity, peak_flops, bandwidth))
@@ -321,7 +323,7 @@ def achieved_gap(
                        label=labels[0] if i == 0 else None),
             ax.scatter([x], [got / scale], color=PALETTE["vermillion"], s=30, zorder=5,
                        label=labels[1] if i == 0 else None),
-            ax.annotate(f"{name}: {got / roof:.0%} of roof", (x, got / scale),
+            ax.annotate(text("of roof", name=name, fraction=got / roof), (x, got / scale),
                         xytext=(8 if on_right else -8, -4), textcoords="offset points",
                         ha="left" if on_right else "right", va="top", fontsize=8),
         ]  # fmt: skip
@@ -359,13 +361,13 @@ def roof_labels(
     blue, grey = PALETTE["blue"], "#555555"
     ridge_x = ridge_point(peak_flops, bandwidth)
     return [
-        ax.text(*memory, "memory roof\nP = B I", fontsize=fontsize, color=blue),
-        ax.text(*compute, "compute roof", fontsize=fontsize, color=blue),
-        ax.text(*ridge, f"ridge point\nI* = {ridge_x:.0f} FLOP/byte", fontsize=fontsize,
-                color=blue),
-        ax.text(ridge_x / 1.3, regions_y, "memory-bound", fontsize=fontsize, color=grey,
+        ax.text(*memory, text("memory roof"), fontsize=fontsize, color=blue),
+        ax.text(*compute, text("compute roof"), fontsize=fontsize, color=blue),
+        ax.text(*ridge, f"{text('ridge point')}\nI* = {ridge_x:.0f} FLOP/byte",
+                fontsize=fontsize, color=blue),
+        ax.text(ridge_x / 1.3, regions_y, text("memory-bound"), fontsize=fontsize, color=grey,
                 ha="right"),
-        ax.text(ridge_x * 1.3, regions_y, "compute-bound", fontsize=fontsize, color=grey,
+        ax.text(ridge_x * 1.3, regions_y, text("compute-bound"), fontsize=fontsize, color=grey,
                 ha="left"),
     ]  # fmt: skip
 

@@ -21,6 +21,72 @@ PRECISION_COLORS = {"fp8": PALETTE["purple"], "bf16": PALETTE["blue"], "fp32": P
 
 UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "FLOP/s": 1.0}
 
+#: The words figures write, by language: English for the command line (no CJK font
+#: needed), Chinese for the book. Quantities, units and formulas stay as they are.
+TEXTS = {
+    "en": {
+        "memory roof": "memory roof\nP = B I",
+        "compute roof": "compute roof",
+        "ridge point": "ridge point",
+        "memory-bound": "memory-bound",
+        "compute-bound": "compute-bound",
+        "roof": "roof",
+        "achieved": "achieved",
+        "of roof": "{name}: {fraction:.0%} of roof",
+        "read": "read",
+        "written": "written",
+        "matrix": "matrix units",
+        "vector": "vector units",
+        "special": "special functions",
+        "hbm": "HBM",
+        "l2": "L2",
+        "compute": "compute",
+        "l2 intensity": "intensity with re-reads",
+    },
+    "zh": {
+        "memory roof": "memory roof\nP = B I",
+        "compute roof": "compute roof",
+        "ridge point": "ridge point",
+        "memory-bound": "memory-bound",
+        "compute-bound": "compute-bound",
+        "roof": "roof",
+        "achieved": "实测",
+        "of roof": "{name}：roof 的 {fraction:.0%}",
+        "read": "读",
+        "written": "写",
+        "matrix": "矩阵单元",
+        "vector": "向量单元",
+        "special": "特殊函数单元",
+        "hbm": "HBM",
+        "l2": "L2",
+        "compute": "计算",
+        "l2 intensity": "计入重复读取的算术强度",
+    },
+}
+_LANGUAGE = {"current": "en"}
+
+#: Fonts for Chinese figures: Latin text in DejaVu Sans, CJK text from Noto Sans CJK
+#: (Debian's fonts-noto-cjk), matplotlib falling back glyph by glyph.
+CJK_FONTS = ["DejaVu Sans", "Noto Sans CJK SC"]
+
+
+def set_language(language: str) -> None:
+    """Write figure words in ``"en"`` (the default) or ``"zh"`` (the book)."""
+    if language not in TEXTS:
+        raise ValueError(f"language must be one of {', '.join(TEXTS)}; got {language!r}")
+    _LANGUAGE["current"] = language
+
+
+def text(key: str, **fields: object) -> str:
+    """A figure's word in the current language, formatted with ``fields``.
+
+    Examples
+    --------
+    >>> text("of roof", name="add", fraction=0.5)
+    'add: 50% of roof'
+    """
+    return TEXTS[_LANGUAGE["current"]][key].format(**fields)
+
 
 def use_style() -> None:
     """Apply the house style (``roofline_book/data/roofline.mplstyle``) to matplotlib."""
@@ -32,12 +98,18 @@ def use_style() -> None:
         plt.style.use(str(path))
 
 
-def setup_notebook() -> None:
+def setup_notebook(language: str = "en") -> None:
     """House style plus deterministic inline SVG output (no date, fixed hash salt).
 
-    Call it from a notebook or IPython kernel; outside one it only applies the style.
+    Call it from a notebook or IPython kernel; outside one it only applies the
+    style. ``language="zh"`` writes figure words in Chinese (:data:`TEXTS`)
+    and adds a CJK font (:data:`CJK_FONTS`).
     """
     use_style()
+    set_language(language)
+    if language == "zh":
+        plt = require("matplotlib.pyplot", "plotting")
+        plt.rcParams["font.family"] = CJK_FONTS
     from IPython import get_ipython
 
     shell = get_ipython()
