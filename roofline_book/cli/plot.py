@@ -45,23 +45,32 @@ def run(args: argparse.Namespace) -> int:
     plotting.use_style()
     ridge = device.ridge_point(args.dtype)
     xs = [ridge] + [cost.intensity for _, _, cost, _ in named]
+    if device.vector_peaks:  # the lowest flat, the special functions, meets HBM further left
+        xs.append(device.ridge_point(args.dtype, unit="special"))
     lo = 10 ** math.floor(math.log10(min(xs)) - 1)
     hi = 10 ** math.ceil(math.log10(max(xs)) + 1)
     unit = _y_unit(peak, plotting.UNITS)
     fig, ax = plt.subplots()
     try:
-        plotting.roofline(
-            ax,
-            peak,
-            band,
-            label=device_line(device, args.dtype),
-            intensity_range=(lo, hi),
-            unit=unit,
-        )
         named_costs = [(label, cost) for _, label, cost, _ in named]
-        # the legend names the points; labels beside them would collide
-        plotting.points(ax, named_costs, peak, band, unit=unit, annotate=False)
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes, off the roof
+        if device.vector_peaks:  # a catalog device: every roof, each point under its own
+            plotting.ceilings(ax, device, args.dtype, intensity_range=(lo, hi), unit=unit)
+            plotting.placed(ax, named_costs, device, args.dtype, unit=unit, annotate=False)
+            if named_costs:
+                ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes
+        else:
+            plotting.roofline(
+                ax,
+                peak,
+                band,
+                label=device_line(device, args.dtype),
+                intensity_range=(lo, hi),
+                unit=unit,
+            )
+            # the legend names the points; labels beside them would collide
+            plotting.points(ax, named_costs, peak, band, unit=unit, annotate=False)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes
+        ax.set_title(device_line(device, args.dtype))
         metadata = {"Date": None} if suffix == "svg" else {}
         fig.savefig(args.out, format=suffix, metadata=metadata)
     finally:

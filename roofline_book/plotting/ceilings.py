@@ -133,6 +133,7 @@ def placed(
     unit: str = "TFLOP/s",
     offsets: Mapping[str, tuple[float, float]] | None = None,
     unit_ticks: Iterable[str] = (),
+    annotate: bool = True,
     fontsize: float = 8,
 ):
     """Put each operator under the roof that binds it, at its arithmetic intensity.
@@ -146,21 +147,25 @@ def placed(
     joined to the first. The operators named in ``unit_ticks`` also get a
     short tick, in each unit's colour, at the rate that unit alone would
     allow (``FLOPs / T_unit``): the ceilings an operator on several units
-    is held to.
+    is held to. With ``annotate=False`` the names go to the legend (a
+    marker per operator) instead of beside the dots.
 
     Returns
     -------
     list of matplotlib artists
     """
     scale = _scale(unit)
+    markers = "osD^vP*X"
     drawn = []
-    for name, cost in named:
+    for i, (name, cost) in enumerate(named):
         t = time_bound(cost, device, dtype)
         x, y = cost.intensity, cost.flops / t.seconds / scale
         color = RESOURCE_COLORS[t.resource]
+        marker = "o" if annotate else markers[i % len(markers)]
         drawn.append(
-            ax.scatter([x], [y], color=color, s=36, zorder=5, edgecolor="white", linewidth=0.5)
-        )
+            ax.scatter([x], [y], color=color, s=36, zorder=5, edgecolor="white", linewidth=0.5,
+                       marker=marker, label=None if annotate else name)
+        )  # fmt: skip
         if cost.reread_bytes:
             x_all = cost.flops / (cost.bytes + cost.reread_bytes)
             drawn += ax.plot([x_all, x], [y, y], color=color, linewidth=0.8, linestyle=":")
@@ -174,14 +179,15 @@ def placed(
                 drawn.append(
                     ax.scatter([x], [rate], marker="_", s=120, color=RESOURCE_COLORS[r], zorder=4)
                 )
-        drawn.append(
-            ax.annotate(
-                name,
-                (x, y),
-                xytext=(offsets or {}).get(name, (5, -12)),
-                textcoords="offset points",
-                fontsize=fontsize,
-                color="#222222",
+        if annotate:
+            drawn.append(
+                ax.annotate(
+                    name,
+                    (x, y),
+                    xytext=(offsets or {}).get(name, (5, -12)),
+                    textcoords="offset points",
+                    fontsize=fontsize,
+                    color="#222222",
+                )
             )
-        )
     return drawn
