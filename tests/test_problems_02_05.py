@@ -9,9 +9,12 @@ from conftest import BUILD
 
 H100_BF16 = 989.5e12  # FLOP/s, dense
 H100_FP8 = 1979e12  # FLOP/s, dense
+H100_FP32 = 67e12  # FLOP/s, CUDA cores: no FP32 Tensor Core
+H100_L2 = 50 * 2**20  # byte
 H100_BW = 3.35e12  # byte/s
 H200_BW = 4.8e12  # byte/s, same compute as H100
 A100_BF16 = 312e12  # FLOP/s, dense
+A100_TF32 = 156e12  # FLOP/s, dense
 A100_BW = 2.039e12  # byte/s
 RIDGE_H100 = H100_BF16 / H100_BW  # about 295.4 FLOP/byte
 RIDGE_A100 = A100_BF16 / A100_BW  # about 153.0 FLOP/byte
@@ -220,14 +223,28 @@ def test_chapter_5_prose_numbers(glued):
     assert round(g["g4096_i"], 1) == 1365.3  # 8192 / 6
     assert g["g4096_flops_sci"] == "1.37 × 10¹¹"
     assert g["g4096_bytes_si"] == "100.7 MB"  # 2 * 3 * 4096**2
-    for dtype, s, first in (("fp8", 1, 512), ("bf16", 2, 1024), ("fp32", 4, 2048)):
-        n_cross = 3 * s * RIDGE_H100 / 2
+    # Each precision against its own ridge: FP8 1979 / 3.35 = 590.7, BF16 295.4,
+    # FP32 (CUDA cores) 67 / 3.35 = 20.0 FLOP/byte; n* = 3 s ridge / 2.
+    for dtype, s, peak, first in (
+        ("fp8", 1, H100_FP8, 1024),
+        ("bf16", 2, H100_BF16, 1024),
+        ("fp32", 4, H100_FP32, 128),
+    ):
+        ridge = peak / H100_BW
+        assert g[f"ridge_h100_{dtype}"] == approx(ridge)
+        n_cross = 3 * s * ridge / 2
         assert g[f"ncross_{dtype}"] == approx(n_cross)
         assert first / 2 < n_cross <= first
         assert g[f"nfirst_{dtype}"] == first
-    assert round(g["ncross_bf16"]) == 886
+    assert round(g["ncross_bf16"]) == round(g["ncross_fp8"]) == 886
+    assert g["ncross_fp32"] == approx(120.0)  # 3 * 4 * 20 / 2
     assert g["ridge_h100_bf16"] == approx(RIDGE_H100)
     assert g["ridge_a100_bf16"] == approx(RIDGE_A100)
+    assert g["ncross_a100_bf16"] == approx(3 * 2 * RIDGE_A100 / 2)  # about 459
+    assert g["fp32_tflops"] == approx(67.0)
+    assert g["bf16_over_fp32"] == approx(989.5 / 67)  # about 14.8
+    assert g["g1024_mib"] == approx(6.0)  # 3 * 1024**2 * 2 bytes
+    assert g["h100_l2_mib"] == approx(H100_L2 / 2**20)  # 50 MiB
 
 
 def test_chapter_5_token_crossover(glued):
@@ -251,12 +268,12 @@ def test_chapter_5_answers(glued):
     g = glued(PAGE_05)
     assert g["ans_q1_fp32"] == approx(square_intensity(4096, 4))  # 682.7
     assert g["ans_q1_fp8"] == approx(square_intensity(4096, 1))  # 2730.7
-    ridge_fp8 = H100_FP8 / H100_BW
-    assert g["h100_fp8_over_bf16"] == 2.0
-    assert g["ans_q2_ridge_fp8"] == approx(ridge_fp8)  # about 590.7
-    assert g["ans_q2_n_fp8"] == approx(3 * 1 * ridge_fp8 / 2)
-    assert g["ans_q2_n_bf16"] == approx(3 * 2 * RIDGE_H100 / 2)
-    assert g["ans_q2_n_fp8"] == approx(g["ans_q2_n_bf16"])
+    ridge_tf32 = A100_TF32 / A100_BW  # about 76.5 FLOP/byte
+    assert g["a100_bf16_over_tf32"] == 2.0
+    assert g["ans_q2_ridge_tf32"] == approx(ridge_tf32)
+    assert g["ans_q2_n_tf32"] == approx(3 * 4 * ridge_tf32 / 2)  # FP32 storage, s = 4
+    assert g["ans_q2_n_bf16"] == approx(3 * 2 * RIDGE_A100 / 2)  # about 459
+    assert g["ans_q2_n_tf32"] == approx(g["ans_q2_n_bf16"])
     i_decode = gemm_intensity(1, 4096, 4096, 2)  # about 1.0
     assert g["ans_q3_i"] == approx(i_decode)
     assert g["ans_q3_tflops"] == approx(H100_BW * i_decode / 1e12)  # about 3.35
