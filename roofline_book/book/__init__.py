@@ -10,6 +10,7 @@ and then calls :func:`glue` (many values at once), :func:`glue_figure` and
 :func:`markdown_table`.
 """
 
+from .claims import claims_table, failed_claims, run_highlights, summary_table
 from .cli import cli_error, cli_json, run_cli
 from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame, special_frame
 from .notebook import glue, glue_figure, plain, preamble
@@ -21,8 +22,10 @@ __all__ = [
     "RESOURCE_ZH",
     "bound_frame",
     "cache_frame",
+    "claims_table",
     "cli_error",
     "cli_json",
+    "failed_claims",
     "first_size",
     "glue",
     "glue_figure",
@@ -32,6 +35,7 @@ __all__ = [
     "preamble",
     "resource_zh",
     "roof_frame",
+    "run_highlights",
     "run_cli",
     "share",
     "short",
@@ -39,4 +43,5 @@ __all__ = [
     "sources_frame",
     "special_frame",
     "sparse_frame",
+    "summary_table",
 ]

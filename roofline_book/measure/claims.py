@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Iterable, Mapping
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -98,6 +99,8 @@ class Check:
     verdict: Verdict
     rule: str
     figures: tuple[Figure, ...] = ()
+    key: str = ""
+    """Which check made it (the function's name), for presentations that word it anew."""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -459,7 +462,7 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
         run = runfile.read_run(run)
     else:
         runfile.validate_run(run, require_schema=False)
-    return [check(run) for check in CHECKS]
+    return [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
 
 
 def format_checks(checks: Iterable[Check]) -> str:

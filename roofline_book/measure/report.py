@@ -14,7 +14,7 @@ from typing import Any
 
 from ..extras import require
 from ..hardware import Hardware, catalog
-from ..plotting import PALETTE, UNITS, roofline
+from ..plotting import PALETTE, UNITS, roofline, text
 from ..roofline import attainable
 from ..units import si
 from . import runfile
@@ -161,7 +161,7 @@ def plot_run(
         ax,
         peak,
         device.memory_bandwidth,
-        label=f"measured roof ({precision})",
+        label=text("measured roof", precision=precision),
         color=PALETTE["blue"],
         intensity_range=(1e-2, 1e4),
         unit=unit,
@@ -171,7 +171,7 @@ def plot_run(
             ax,
             datasheet.peak_flops(precision),
             datasheet.memory_bandwidth,
-            label=f"datasheet roof ({datasheet.key}, dense {precision})",
+            label=text("datasheet roof", key=datasheet.key, precision=precision),
             color=PALETTE["orange"],
             linestyle="--",
             unit=unit,

@@ -42,6 +42,8 @@ TEXTS = {
         "l2": "L2",
         "compute": "compute",
         "l2 intensity": "intensity with re-reads",
+        "measured roof": "measured roof ({precision})",
+        "datasheet roof": "datasheet roof ({key}, dense {precision})",
     },
     "zh": {
         "memory roof": "memory roof\nP = B I",
@@ -61,6 +63,8 @@ TEXTS = {
         "l2": "L2",
         "compute": "计算",
         "l2 intensity": "计入重复读取的算术强度",
+        "measured roof": "实测 roof（{precision}）",
+        "datasheet roof": "datasheet roof（{key}，dense {precision}）",
     },
 }
 _LANGUAGE = {"current": "en"}
