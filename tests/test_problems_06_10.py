@@ -33,27 +33,43 @@ def test_block_parameter_count():
 # --------------------------------------------------------------------------
 # Chapter 6
 
+# H100 SXM special function units: 16 results per clock per SM against 2 x 128 FP32 lanes,
+# so 16 / 256 of the 67 TFLOP/s FP32 rate (132 SMs at 1.98 GHz): 4.1875e12 per second.
+H100_SPECIAL = H100_FP32 * 16 / (2 * 128)
+H100_L2 = 50 * 2**20  # 52,428,800 bytes
+
 
 def test_chapter_6_answers(glued):
     g = glued(CH6)
-    # GELU: 9 FLOPs over 2 bytes read + 2 written.
+    # GELU: 9 FLOPs over 2 bytes read + 2 written. Vector ridge 67 / 3.35 = 20 FLOP/byte, so
+    # 80 FLOPs per 4 bytes; the special units pass HBM at 4 * 4.1875 / 3.35 = 5 per element.
     assert g["ans_q1_I"] == pytest.approx(9 / 4)
-    assert g["ans_q1_flops_needed"] == pytest.approx(H100_BF16 / H100_BW * 4)  # about 1181
-    # Mixed precision AdamW per parameter (FP32 param and moments, BF16 grad):
-    # loop 4*4 + 2*2 + 14*4 = 76 bytes, fused 2*4 + 2 + 4*4 = 26.
-    assert g["ans_q2_loop_ms"] == pytest.approx(76 * BLOCK_PARAMS / H100_BW * 1e3)
-    assert g["ans_q2_fused_ms"] == pytest.approx(26 * BLOCK_PARAMS / H100_BW * 1e3)
-    assert g["ans_q2_speedup"] == pytest.approx(76 / 26)
-    # 32 blocks of 7 tensors; the loop launches 8 kernels per tensor.
+    assert g["ans_q1_flops_needed"] == pytest.approx(H100_FP32 / H100_BW * 4)  # 80
+    assert g["ans_q1_special_needed"] == pytest.approx(H100_SPECIAL / H100_BW * 4)  # 5.0
+    # Master-weight AdamW per parameter (FP32 param and moments, BF16 grad, BF16 copy written):
+    # loop 4*4 + 2*2 + 14*4 + 2 = 78 bytes, fused (4 + 2 + 4 + 4) + (4 + 4 + 4 + 2) = 28.
+    assert g["ans_q2_loop_ms"] == pytest.approx(78 * BLOCK_PARAMS / H100_BW * 1e3)
+    assert g["ans_q2_fused_ms"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW * 1e3)
+    assert g["ans_q2_ratio"] == pytest.approx(78 / 28)
+    # 32 blocks of 7 tensors: 32 * 202,383,360 = 6,476,267,520 = 98,820 chunks of 65,536;
+    # at most 320 chunks per launch, so ceil(98,820 / 320) = 309 launches per pass. The loop
+    # launches 8 kernels per tensor; foreach makes 8 passes, fused one.
+    assert g["ans_q3_chunks"] == 98_820
     assert g["ans_q3_loop_kernels"] == 8 * 32 * 7  # 1792
-    assert g["ans_q3_foreach_kernels"] == 8
-    assert g["ans_q3_fused_kernels"] == 1
+    assert g["ans_q3_foreach_kernels"] == 8 * 309  # 2472
+    assert g["ans_q3_fused_kernels"] == 309
     assert g["ans_q3_fused_ms"] == pytest.approx(28 * 32 * BLOCK_PARAMS / H100_BW * 1e3)  # ~54 ms
     # Scale, mask, softmax over 32 x 4096 x 4096 BF16 scores: 6 passes against 2.
     one_pass = 2 * HEADS * T * T
-    assert g["ans_q4_eager_ms"] == pytest.approx(6 * one_pass / H100_BW * 1e3)
+    assert g["ans_q4_three_ms"] == pytest.approx(6 * one_pass / H100_BW * 1e3)
     assert g["ans_q4_fused_ms"] == pytest.approx(2 * one_pass / H100_BW * 1e3)
-    assert g["ans_q4_speedup"] == pytest.approx(3.0)
+    assert g["ans_q4_ratio"] == pytest.approx(3.0)
+    # Eager (Hugging Face) attention per score beyond Q, K, V, O: S written (2), scale (2 + 2),
+    # mask add (2 + 2, plus the mask read once for 32 heads: 2 / 32), softmax (2 + 4 in FP32),
+    # cast (4 + 2), P read by PV (2): 24 + 1/16 bytes, in 6 kernels. Materialized: 2 + 4 + 2.
+    assert g["ans_q4_hf_bps"] == pytest.approx(24 + 2 / 32)
+    assert g["ans_q4_hf_kernels"] == 6
+    assert g["ans_q4_mat_bps"] == pytest.approx(8)
 
 
 def test_chapter_6_prose_numbers(glued):
@@ -61,21 +77,48 @@ def test_chapter_6_prose_numbers(glued):
     assert g["add_I"] == pytest.approx(1 / 6)
     assert g["relu_I"] == pytest.approx(1 / 4)
     assert g["ridge_bf16"] == pytest.approx(989.5 / 3.35)
-    assert g["ridge_fp32"] == pytest.approx(67 / 3.35)
+    assert g["ridge_vector"] == pytest.approx(67 / 3.35)  # 20
+    assert g["special_tflops"] == pytest.approx(4.1875)
+    # GELU's tanh: T*H / 4.1875e12 = 4.0 us on the special units against 4*T*H / 3.35e12 = 20 us.
+    assert g["gelu_special_us"] == pytest.approx(T * H / H100_SPECIAL * 1e6)
+    assert g["gelu_mem_over_special"] == pytest.approx(4 * H100_SPECIAL / H100_BW)  # 5.0
     assert g["add_us"] == pytest.approx(6 * T * H / H100_BW * 1e6)  # about 30 us
+    assert g["gemm_us"] == pytest.approx(2 * 4096**3 / H100_BF16 * 1e6)  # about 139 us, matrix units
     assert g["flops_ratio"] == 2 * 4096**3 / (T * H)  # 8192
     # RMSNorm, one kernel: read x, write y, read gamma once.
     rms_bytes = 2 * (2 * T * H + H)
     assert g["rms_I"] == pytest.approx((4 * T * H + 3 * T) / rms_bytes)
-    # Step by step: x read / written 7 times in all, 6 small per-row passes, gamma once.
-    assert g["rms_eager_kernels"] == 6
-    assert g["rms_eager_ratio"] == pytest.approx((7 * T * H + 6 * T + H) / (2 * T * H + H))
-    assert g["softmax_us"] == pytest.approx(2 * 2 * HEADS * T * T / H100_BW * 1e6)
+    # Eager RMSNorm with the FP32 upcast (n = T*H elements, R = T rows, 4-byte intermediates):
+    # to(float32) 2n + 4n, pow 4n + 4n, mean 4n + 4R, + eps 4R + 4R, rsqrt 4R + 4R,
+    # x * r 4(n + R) + 4n, to(bf16) 4n + 2n, weight * y 2(n + H) + 2n: 36n + 24R + 2H, 8 kernels.
+    n = T * H
+    assert g["rms_eager_kernels"] == 8
+    assert g["rms_eager_ratio"] == pytest.approx((36 * n + 24 * T + 2 * H) / (4 * n + 2 * H))  # 9.0
+    # All BF16 (upcast=False): 4n, 2n + 2R, 4R, 4R, 2(n + R) + 2n, 2(n + H) + 2n: 14n + 12R + 2H.
+    assert g["rms_bf16_kernels"] == 6
+    assert g["rms_bf16_ratio"] == pytest.approx((14 * n + 12 * T + 2 * H) / (4 * n + 2 * H))  # 3.5
+    assert g["inter_mib"] == pytest.approx(64)  # 4 * 4096^2 bytes
+    # Score softmax: 32 x 4096^2 elements, 4 bytes each through HBM, one exp, four vector FLOPs.
+    scores = HEADS * T * T
+    assert g["softmax_us"] == pytest.approx(4 * scores / H100_BW * 1e6)  # 641 us
+    assert g["softmax_special_us"] == pytest.approx(scores / H100_SPECIAL * 1e6)  # 128 us
+    assert g["softmax_vector_us"] == pytest.approx(4 * scores / H100_FP32 * 1e6)  # 32 us
+    assert g["softmax_mem_over_special"] == pytest.approx(4 * H100_SPECIAL / H100_BW)  # 5.0
+    assert g["softmax_vs_gemm"] == pytest.approx((4 * scores / H100_BW) / (2 * 4096**3 / H100_BF16))
     assert (g["adamw_fused_bpp"], g["adamw_loop_bpp"]) == (28, 80)
-    assert (g["adamw_mixed_fused_bpp"], g["adamw_mixed_loop_bpp"]) == (26, 76)
+    assert (g["adamw_mixed_fused_bpp"], g["adamw_mixed_loop_bpp"]) == (28, 78)
     assert g["adamw_fused_I"] == pytest.approx(14 / 28)
     assert g["adamw_loop_I"] == pytest.approx(14 / 80)
-    assert (g["adamw_loop_kernels"], g["adamw_foreach_kernels"]) == (8 * 7, 8)
+    # 202,383,360 parameters = 3,089 chunks (the last one partial), ceil(3089 / 320) = 10
+    # launches per pass for foreach and fused; the loop launches once per tensor per pass.
+    assert (g["mt_chunk"], g["mt_blocks"]) == (65_536, 320)
+    assert g["adamw_loop_kernels"] == 8 * 7
+    assert g["adamw_foreach_kernels"] == 8 * 10
+    assert g["adamw_fused_kernels"] == 10
+    assert g["adamw_fused_ms"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW * 1e3)
+    # Every non-GEMM operator of figure 6.2 is at least 5 times longer on HBM than on its
+    # slowest unit: GELU and softmax, one transcendental per 4 bytes (4 * 4.1875 / 3.35).
+    assert g["min_mem_over_compute"] == pytest.approx(4 * H100_SPECIAL / H100_BW)
     # SwiGLU: silu (read, write) then the product (read 2, write 1) against one kernel (3 passes).
     assert g["fuse_saving"] == pytest.approx(1 - 3 / 5)
 
@@ -84,20 +127,27 @@ def test_chapter_6_prose_numbers(glued):
 # Chapter 7
 
 
-def _time(flops, nbytes, peak=H100_BF16, bw=H100_BW):
-    """(seconds, bound) of the roofline lower bound."""
-    compute, memory = flops / peak, nbytes / bw
-    return max(compute, memory), ("memory" if memory > compute else "compute")
+def _time(matrix=0, vector=0, special=0, nbytes=0):
+    """(seconds, bound) of the lower bound: each unit's FLOPs over its ceiling, bytes over HBM."""
+    times = {
+        "matrix": matrix / H100_BF16,
+        "vector": vector / H100_FP32,
+        "special": special / H100_SPECIAL,
+        "memory": nbytes / H100_BW,
+    }
+    which = max(times, key=times.get)
+    return times[which], ("memory" if which == "memory" else "compute")
 
 
 def _gemm(m, k, n, s=2):
-    return 2 * m * k * n, s * (m * k + k * n + m * n)
+    return {"matrix": 2 * m * k * n, "nbytes": s * (m * k + k * n + m * n)}
 
 
 def _block(attention):
-    """Flops and bytes of each forward operator of the block, by hand."""
-    rms = (4 * T * H + 3 * T, 2 * (2 * T * H + H))
-    add = (T * H, 3 * 2 * T * H)
+    """Each forward operator of the block by hand: FLOPs per unit and compulsory bytes."""
+    # RMSNorm: 4 vector FLOPs per element, per row 2 vector and one rsqrt.
+    rms = {"vector": 4 * T * H + 2 * T, "special": T, "nbytes": 2 * (2 * T * H + H)}
+    add = {"vector": T * H, "nbytes": 3 * 2 * T * H}
     return [
         rms,
         _gemm(T, H, 3 * H),
@@ -107,27 +157,42 @@ def _block(attention):
         rms,
         _gemm(T, H, F),
         _gemm(T, H, F),
-        (6 * T * F, 3 * 2 * T * F),  # SwiGLU
+        {"vector": 5 * T * F, "special": T * F, "nbytes": 3 * 2 * T * F},  # SwiGLU, one exp
         _gemm(T, F, H),
         add,
     ]
 
 
-# Causal FlashAttention: Br = 192 KiB / 2 bytes / (4 * 128) = 192 query rows per block,
-# 22 blocks; block j reads keys up to min(4096, 192 j): 192 * (1 + ... + 21) + 4096 = 48,448.
-FLASH_CAUSAL = (
-    HEADS * (T * (T + 1) // 2) * (4 * D + 5),
-    2 * HEADS * D * (T + 2 * 48_448) + 2 * HEADS * D * T,
-)
+# Causal FlashAttention keeps T(T+1)/2 pairs per head: 4D matrix FLOPs, 4 vector, one exp each.
+# Compulsory bytes: Q, K, V read and O written once. The K/V re-reads (one head's K and V,
+# 2 * 4096 * 128 * 2 = 2 MiB, fit in the 50 MiB L2) are not charged to HBM.
+PAIRS = T * (T + 1) // 2
+FLASH_UNITS = {
+    "matrix": HEADS * PAIRS * 4 * D,
+    "vector": HEADS * PAIRS * 4,
+    "special": HEADS * PAIRS,
+    "nbytes": 2 * HEADS * 4 * T * D,
+}
 # Materialized: all scores computed; S written, read; P written, read; Q, K, V read, O written.
-MATERIALIZED = (
-    HEADS * (4 * T * T * D + 5 * T * T),
-    2 * HEADS * (4 * T * D + 4 * T * T),
-)
+MATERIALIZED_UNITS = {
+    "matrix": HEADS * 4 * T * T * D,
+    "vector": HEADS * 4 * T * T,
+    "special": HEADS * T * T,
+    "nbytes": 2 * HEADS * (4 * T * D + 4 * T * T),
+}
+
+
+def _flops(op):
+    return op.get("matrix", 0) + op.get("vector", 0) + op.get("special", 0)
+
+
+# (FLOPs, compulsory bytes) of the two attention versions, as later chapters read them.
+FLASH_CAUSAL = (_flops(FLASH_UNITS), FLASH_UNITS["nbytes"])
+MATERIALIZED = (_flops(MATERIALIZED_UNITS), MATERIALIZED_UNITS["nbytes"])
 
 
 def _memory_share(ops):
-    times = [_time(f, b) for f, b in ops]
+    times = [_time(**op) for op in ops]
     total = sum(t for t, _ in times)
     return sum(t for t, which in times if which == "memory") / total, total
 
@@ -138,37 +203,74 @@ def test_chapter_7_answers(glued):
     assert g["ans_q1_scores_gb"] == pytest.approx(scores / 1e9)  # 17.2 GB
     assert g["ans_q1_scores_ms"] == pytest.approx(scores / H100_BW * 1e3)
     assert g["ans_q1_scores_fraction"] == pytest.approx(8192 / (8192 + D))
-    # Non-causal flash, 4096 tokens: 22 query blocks of 192 rows, then 11 blocks of 384.
-    before = 2 * HEADS * D * (2 * T + 2 * T * math.ceil(T / 192))
-    after = 2 * HEADS * D * (2 * T + 2 * T * math.ceil(T / 384))
-    assert (before, after) == (1_543_503_872, 805_306_368)
-    assert g["ans_q2_bytes_before_gb"] == pytest.approx(before / 1e9)
-    assert g["ans_q2_bytes_after_gb"] == pytest.approx(after / 1e9)
-    flops = HEADS * (4 * T * T * D + 5 * T * T)
-    assert g["ans_q2_I_after"] == pytest.approx(flops / after)  # about 345 > 295
-    assert g["ans_q2_bound_after"] == "compute-bound"
-    flash_share, _ = _memory_share(_block(FLASH_CAUSAL))
-    mat_share, _ = _memory_share(_block(MATERIALIZED))
-    assert g["ans_q3_flash_mem_share"] == pytest.approx(flash_share)  # about 21 %
+    # Non-causal flash, 4096 tokens, H100's 228 KiB: Br = 233,472 / 2 / (4 * 128) = 228 rows,
+    # ceil(4096 / 228) = 18 query blocks, so 17 re-reads of K and V; doubled, Br = 456 and
+    # ceil(4096 / 456) = 9 blocks, 8 re-reads. Compulsory bytes stay Q, K, V, O once.
+    kv = 2 * HEADS * 2 * T * D  # K and V of every head, bytes
+    assert g["ans_q2_reread_before_gb"] == pytest.approx(17 * kv / 1e9)  # 1.14 GB
+    assert g["ans_q2_reread_after_gb"] == pytest.approx(8 * kv / 1e9)  # 0.54 GB
+    assert g["ans_q2_bytes_gb"] == pytest.approx(2 * HEADS * 4 * T * D / 1e9)
+    matrix_us = HEADS * 4 * T * T * D / H100_BF16 * 1e6  # 277.8 us: the matrix units bind
+    assert g["ans_q2_us_before"] == pytest.approx(matrix_us)
+    assert g["ans_q2_us_after"] == pytest.approx(matrix_us)
+    assert g["ans_q2_n_spill"] == H100_L2 // (2 * D * 2)  # 102,400 tokens
+    flash_share, _ = _memory_share(_block(FLASH_UNITS))
+    mat_share, _ = _memory_share(_block(MATERIALIZED_UNITS))
+    assert g["ans_q3_flash_mem_share"] == pytest.approx(flash_share)  # about 9 %
     assert g["ans_q3_mat_mem_share"] == pytest.approx(mat_share)  # about 47 %
 
 
 def test_chapter_7_prose_numbers(glued):
     g = glued(CH7)
-    assert FLASH_CAUSAL[1] == 860_880_896
+    assert FLASH_UNITS["nbytes"] == 134_217_728
     assert g["flash_attn_I"] == pytest.approx(FLASH_CAUSAL[0] / FLASH_CAUSAL[1])
-    _, flash_total = _memory_share(_block(FLASH_CAUSAL))
-    _, mat_total = _memory_share(_block(MATERIALIZED))
+    assert g["fa_matrix_us"] == pytest.approx(FLASH_UNITS["matrix"] / H100_BF16 * 1e6)
+    assert g["fa_special_us"] == pytest.approx(FLASH_UNITS["special"] / H100_SPECIAL * 1e6)
+    assert g["fa_hbm_us"] == pytest.approx(FLASH_UNITS["nbytes"] / H100_BW * 1e6)
+    assert g["fa_resource"] == "矩阵单元"
+    assert g["fa_kv_mib"] == pytest.approx(2)
+    _, flash_total = _memory_share(_block(FLASH_UNITS))
+    _, mat_total = _memory_share(_block(MATERIALIZED_UNITS))
     assert g["flash_total_us"] == pytest.approx(flash_total * 1e6)
-    assert g["mat_total_us"] == pytest.approx(mat_total * 1e6)
+    assert g["materialized_total_us"] == pytest.approx(mat_total * 1e6)
     projections = [_gemm(T, H, 3 * H), _gemm(T, H, H)] + [_gemm(T, H, F)] * 2 + [_gemm(T, F, H)]
-    assert g["gemm_share"] == pytest.approx(sum(_time(*p)[0] for p in projections) / flash_total)
+    assert g["gemm_share"] == pytest.approx(sum(_time(**p)[0] for p in projections) / flash_total)
+    # SwiGLU is the memory-bound row closest to its compute: 6 bytes per exp, 6 * 4.1875 / 3.35.
+    assert g["min_mem_ratio"] == pytest.approx(6 * H100_SPECIAL / H100_BW)  # 7.5
     assert g["attn_mat_I"] == pytest.approx((4 * D + 5) / (4 * 2 * (1 + D / T)))
     assert g["mat_I_limit"] == pytest.approx((4 * 128 + 5) / 8)
-    assert g["flash_rows_per_block"] == 192
-    # Mixed precision AdamW on the block: 76 against 26 bytes per parameter.
-    assert g["opt_ratio"] == pytest.approx(76 / 26)
-    assert g["opt_fused_ms"] == pytest.approx(26 * BLOCK_PARAMS / H100_BW * 1e3)
+    assert g["flash_rows_per_block"] == 228
+    assert g["mat_bps"] == pytest.approx(8)
+    assert g["eager_nomask_bps"] == pytest.approx(20)  # no mask kernel: 2 + 4 + 6 + 6 + 2
+    assert g["eager_bps"] == pytest.approx(24 + 2 / 32)
+    # Causal conventions: materialized counts all T^2 scores, flash the T(T+1)/2 it keeps.
+    assert g["causal_flops_ratio"] == pytest.approx(MATERIALIZED[0] / FLASH_CAUSAL[0])
+    # Master-weight AdamW on the block: 78 against 28 bytes per parameter. A training step is
+    # taken as 3 forward passes (backward about twice the forward).
+    assert g["opt_ratio"] == pytest.approx(78 / 28)
+    assert g["opt_fused_ms"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW * 1e3)
+    assert g["step_forwards"] == 3
+    assert g["opt_vs_step"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW / (3 * flash_total))
+    # Attention backward, no mask, per head: storing P does 8 T^2 D matrix FLOPs and 2 T^2 vector
+    # and moves 7 T^2 scores (P read twice, dP written and read, dS written and read twice) plus
+    # 8 T x D tensors (dO twice, K, V and Q read; dV, dQ, dK written), 2 bytes each. Recomputing
+    # adds 2 T^2 D matrix FLOPs (S again), 1 vector FLOP and 1 exp per score, and moves only
+    # Q, K, V, O, dO read and dQ, dK, dV written: 8 T x D tensors.
+    stored = {
+        "matrix": HEADS * 8 * T * T * D,
+        "vector": HEADS * 2 * T * T,
+        "nbytes": 2 * HEADS * (7 * T * T + 8 * T * D),
+    }
+    recompute = {
+        "matrix": HEADS * 10 * T * T * D,
+        "vector": HEADS * 3 * T * T,
+        "special": HEADS * T * T,
+        "nbytes": 2 * HEADS * 8 * T * D,
+    }
+    assert g["bwd_flops_ratio"] == pytest.approx(_flops(recompute) / _flops(stored))  # 1.25
+    assert g["bwd_stored_ms"] == pytest.approx(_time(**stored)[0] * 1e3)
+    assert g["bwd_recompute_ms"] == pytest.approx(_time(**recompute)[0] * 1e3)
+    assert (g["bwd_stored_res"], g["bwd_recompute_res"]) == ("hbm", "matrix")
 
 
 # --------------------------------------------------------------------------
