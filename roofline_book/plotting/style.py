@@ -81,7 +81,7 @@ def set_language(language: str) -> None:
     _LANGUAGE["current"] = language
 
 
-def text(key: str, **fields: object) -> str:
+def text(word: str, **fields: object) -> str:
     """A figure's word in the current language, formatted with ``fields``.
 
     Examples
@@ -89,7 +89,7 @@ def text(key: str, **fields: object) -> str:
     >>> text("of roof", name="add", fraction=0.5)
     'add: 50% of roof'
     """
-    return TEXTS[_LANGUAGE["current"]][key].format(**fields)
+    return TEXTS[_LANGUAGE["current"]][word].format(**fields)
 
 
 def use_style() -> None:
