@@ -301,3 +301,25 @@ def test_causal_pairs_are_pytorchs_lower_right_mask(seq_q, seq_k):
         warnings.simplefilter("ignore", UserWarning)
         mask = causal_lower_right(seq_q, seq_k)._materialize()
     assert ops.attn._causal_pairs(seq_q, seq_k) == int(mask.sum())
+
+
+def test_attention_backward_recomputes_to_move_less():
+    n, d, heads, s = 1024, 64, 4, 2
+    scores = heads * n * n
+    stored = ops.attention_backward(1, heads, n, n, d, impl="stored")
+    flash = ops.attention_backward(1, heads, n, n, d, impl="flash", sram_bytes=4 * d * s * 128)
+    # four products of 2 N d per score; flash adds S = Q K^T again: 2.5x the forward's 4 N d
+    assert stored.matrix_flops == 8 * scores * d
+    assert flash.matrix_flops == 10 * scores * d
+    # stored: P read twice (dV, the dS kernel), dP written then read, dS written then read
+    # twice (dQ, dK): 7 N x N passes of 2 bytes, 14 per score; and the N x d tensors: dO
+    # twice, V, K, Q in, dV, dQ, dK out, 8 of them
+    nd = heads * n * d * s
+    assert stored.bytes == 14 * scores + 8 * nd
+    # flash: Q, K, V, O, dO in, dQ, dK, dV out; no N x N tensor
+    assert flash.bytes == 8 * nd
+    assert (flash.special_flops, stored.special_flops) == (scores, 0)
+    # 128-row key blocks: 8 blocks, Q and dO read and dQ read and written again 7 times
+    assert flash.reread_bytes == 7 * 4 * nd
+    with pytest.raises(ValueError, match="impl must be one of stored, flash"):
+        ops.attention_backward(1, 1, 8, 8, 8, impl="eager")

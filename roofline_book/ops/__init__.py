@@ -20,10 +20,25 @@ elementwise operators, norms, softmax and optimizer steps, so for those the
 FLOP conventions stated in each docstring are this package's own.
 """
 
-from .attn import ATTENTION_IMPLS, DEFAULT_SRAM_BYTES, attention
+from .attn import (
+    ATTENTION_BACKWARD_IMPLS,
+    ATTENTION_IMPLS,
+    DEFAULT_SRAM_BYTES,
+    attention,
+    attention_backward,
+)
 from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
-from .optimizer import ADAMW_IMPLS, Pass, adamw, adamw_passes, multi_tensor_launches
+from .optimizer import (
+    ADAMW_IMPLS,
+    MULTI_TENSOR_CHUNK,
+    MULTI_TENSOR_MAX_BLOCKS,
+    MULTI_TENSOR_MAX_TENSORS,
+    Pass,
+    adamw,
+    adamw_passes,
+    multi_tensor_launches,
+)
 from .pointwise import (
     GELU_FLOPS_PER_ELEMENT,
     SOFTMAX_FLOPS_PER_ELEMENT,
@@ -42,9 +57,13 @@ from .pointwise import (
 
 __all__ = [
     "ADAMW_IMPLS",
+    "ATTENTION_BACKWARD_IMPLS",
     "ATTENTION_IMPLS",
     "DEFAULT_SRAM_BYTES",
     "GELU_FLOPS_PER_ELEMENT",
+    "MULTI_TENSOR_CHUNK",
+    "MULTI_TENSOR_MAX_BLOCKS",
+    "MULTI_TENSOR_MAX_TENSORS",
     "SOFTMAX_FLOPS_PER_ELEMENT",
     "SWIGLU_FLOPS_PER_ELEMENT",
     "UNITS",
@@ -55,6 +74,7 @@ __all__ = [
     "adamw_passes",
     "add",
     "attention",
+    "attention_backward",
     "elementwise",
     "gelu",
     "gemm",

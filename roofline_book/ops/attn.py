@@ -209,3 +209,92 @@ def _eager(
     total += softmax(bh * seq_q, seq_k, dtype) + Cost(0, 0, (f32 - s) * scores, 0)  # FP32 out
     total += Cost(0, f32 * scores, s * scores)  # .to(dtype)
     return total + gemm(seq_q, seq_k, d, dtype, batch=bh)  # O = P V
+
+
+ATTENTION_BACKWARD_IMPLS = ("stored", "flash")
+
+
+def attention_backward(
+    batch: int,
+    heads: int,
+    seq_q: int,
+    seq_k: int,
+    head_dim: int,
+    dtype: Precision = "bf16",
+    *,
+    impl: str = "flash",
+    sram_bytes: int = DEFAULT_SRAM_BYTES,
+) -> Cost:
+    """Backward pass of :func:`attention` (no mask): gradients of Q, K and V from dO.
+
+    ``impl="stored"``: the forward pass kept ``P``; five unfused kernels read
+    it back. ``dV = P^T dO`` and ``dP = dO V^T`` (matrix units), ``dS = P *
+    (dP - D)`` (2 vector FLOPs per score; ``D`` is one number per row and is
+    left out), ``dQ = dS K`` and ``dK = dS^T Q``. The ``N x N`` tensors
+    ``P``, ``dP`` and ``dS`` go to and from memory.
+
+    ``impl="flash"``: the forward pass kept only ``O`` and each row's
+    logsumexp ``L``; the backward kernel recomputes ``S = Q K^T`` and ``P =
+    exp(S - L)`` on chip (one more matrix product, one exp and one subtract
+    per score), so it does more FLOPs than ``"stored"`` but no ``N x N``
+    tensor reaches memory. Compulsory traffic: Q, K, V, O, dO read once, dQ,
+    dK, dV written once (``L`` is left out). With the key and value blocks
+    of FlashAttention-2's backward (``Bc = M / (4d)`` rows) on chip, Q, dO
+    and dQ are fetched again for every key block: those are re-reads, with
+    one head's Q, dO and dQ as their footprint.
+
+    FLOPs: 8 ``N d`` per score for ``"stored"`` (four products), 10 for
+    ``"flash"``, the 2.5 times the forward's 4 that Dao (2023) counts.
+
+    Examples
+    --------
+    One head, 4096 tokens, d = 128, BF16: recomputing costs 1.25 times the
+    matrix FLOPs and moves far fewer bytes.
+
+    >>> stored = attention_backward(1, 1, 4096, 4096, 128, impl="stored")
+    >>> flash = attention_backward(1, 1, 4096, 4096, 128, impl="flash")
+    >>> flash.matrix_flops / stored.matrix_flops
+    1.25
+    >>> flash.bytes == 8 * 4096 * 128 * 2          # Q, K, V, O, dO in; dQ, dK, dV out
+    True
+    >>> round(stored.bytes / flash.bytes)
+    29
+    """
+    batch = _validate.size("batch", batch)
+    heads = _validate.size("heads", heads)
+    seq_q = _validate.size("seq_q", seq_q)
+    seq_k = _validate.size("seq_k", seq_k)
+    head_dim = _validate.size("head_dim", head_dim)
+    impl = _validate.choice("impl", impl, ATTENTION_BACKWARD_IMPLS)
+    sram_bytes = _validate.size("sram_bytes", sram_bytes)
+    s = bytes_per_element(dtype)
+    bh, scores = batch * heads, batch * heads * seq_q * seq_k
+
+    by_p = gemm(seq_k, seq_q, head_dim, dtype, batch=bh)  # dV = P^T dO (dK = dS^T Q alike)
+    dp = gemm(seq_q, head_dim, seq_k, dtype, batch=bh)  # dP = dO V^T
+    ds = elementwise(scores, dtype, inputs=2, outputs=1, flops_per_element=2)  # P * (dP - D)
+    dq = gemm(seq_q, seq_k, head_dim, dtype, batch=bh)  # dQ = dS K
+    stored = by_p + dp + ds + dq + by_p
+    if impl == "stored":
+        return stored
+
+    sram_elements = sram_bytes // s
+    if sram_elements < 4 * head_dim:
+        raise ValueError(
+            f"sram_bytes must hold at least 4 * head_dim elements "
+            f"({4 * head_dim * s} bytes in {precision_name(dtype)}), got {sram_bytes}"
+        )
+    rows = min(seq_k, sram_elements // (4 * head_dim))
+    key_blocks = math.ceil(seq_k / rows)
+    q_rows = bh * s * head_dim * seq_q  # one N x d tensor of the queries' side, all heads
+    kv_rows = bh * s * head_dim * seq_k
+    recompute_matrix = 2 * scores * head_dim  # S = Q K^T again
+    return Cost(
+        flops=stored.flops + recompute_matrix + 2 * scores,  # and exp(S - L): subtract, exp
+        bytes_read=3 * q_rows + 2 * kv_rows,  # Q, O, dO; K, V
+        bytes_written=q_rows + 2 * kv_rows,  # dQ; dK, dV
+        vector_flops=stored.vector_flops + scores,
+        special_flops=scores,
+        reread_bytes=(key_blocks - 1) * 4 * q_rows,  # Q, dO read; dQ read and written again
+        reread_footprint=3 * s * head_dim * seq_q,
+    )
