@@ -40,6 +40,7 @@ def test_chapter_1_units(glued):
     total = matrix + 4 * scores + scores  # plus 4 vector FLOPs per score (max, sub, sum, scale)
     assert g["fa_exp_share"] == pytest.approx(scores / total)  # about 0.38%
     assert g["fa_exp_us"] == pytest.approx(scores / 4.1875e12 * 1e6)  # about 256 us
-    assert g["fa_exp_vs_matrix"] == pytest.approx((scores / 4.1875e12) / (matrix / 989.5e12))  # 0.92
+    exp_s, matrix_s = scores / 4.1875e12, matrix / 989.5e12
+    assert g["fa_exp_vs_matrix"] == pytest.approx(exp_s / matrix_s)  # about 0.92
     hbm_bytes = 4 * (4 * 16 * 4096 * 64) * 2  # Q, K, V read once, O written once
-    assert g["fa_exp_vs_hbm"] == pytest.approx((scores / 4.1875e12) / (hbm_bytes / 3.35e12))  # 6.4
+    assert g["fa_exp_vs_hbm"] == pytest.approx(exp_s / (hbm_bytes / 3.35e12))  # 6.4
