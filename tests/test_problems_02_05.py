@@ -12,7 +12,6 @@ H100_FP8 = 1979e12  # FLOP/s, dense
 H100_FP32 = 67e12  # FLOP/s, CUDA cores: no FP32 Tensor Core
 H100_L2 = 50 * 2**20  # byte
 H100_BW = 3.35e12  # byte/s
-H100_FP32 = 67e12  # FLOP/s, the vector (CUDA core) FP32 peak that elementwise ops run on
 H200_BW = 4.8e12  # byte/s, same compute as H100
 A100_BF16 = 312e12  # FLOP/s, dense
 A100_TF32 = 156e12  # FLOP/s, dense
