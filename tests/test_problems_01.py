@@ -21,3 +21,26 @@ def test_chapter_1_prose_numbers(glued):
     assert g["gemm4096_flops_sci"] == "1.37 × 10¹¹"
     assert round(g["gemm4096_gflops"]) == 137
     assert g["t_example_ms"] == pytest.approx(1.374, abs=1e-3)
+    assert g["t_h100_ms"] == pytest.approx(2 * 4096**3 / 989.5e12 * 1e3)  # about 0.139 ms
+
+
+def test_chapter_1_units(glued):
+    """Each unit's peak on H100 SXM, and the exp of FlashAttention against the matrix units."""
+    g = glued(PAGE)
+    assert g["h100_bf16_tflops"] == 989.5
+    assert g["p_vector_tflops"] == 67.0  # FP32 lanes: PyTorch computes BF16 elementwise in FP32
+    # 16 results/clock/SM x 132 SMs at the clock where 128 lanes x 2 FLOP x 132 SMs give 67 T:
+    # 67e12 * 16 / 256 = 4.1875e12
+    assert g["p_special_tflops"] == pytest.approx(4.1875)
+    assert g["matrix_over_vector"] == pytest.approx(989.5 / 67)  # about 14.8
+    assert g["vector_over_special"] == pytest.approx(16.0)
+    # FlashAttention, batch 4, 16 heads, 4096 x 4096 scores, head dim 64, BF16.
+    scores = 4 * 16 * 4096 * 4096  # 1,073,741,824: one exp each
+    matrix = 4 * scores * 64  # QK^T and PV: 2d + 2d FLOPs per score
+    total = matrix + 4 * scores + scores  # plus 4 vector FLOPs per score (max, sub, sum, scale)
+    assert g["fa_exp_share"] == pytest.approx(scores / total)  # about 0.38%
+    assert g["fa_exp_us"] == pytest.approx(scores / 4.1875e12 * 1e6)  # about 256 us
+    exp_s, matrix_s = scores / 4.1875e12, matrix / 989.5e12
+    assert g["fa_exp_vs_matrix"] == pytest.approx(exp_s / matrix_s)  # about 0.92
+    hbm_bytes = 4 * (4 * 16 * 4096 * 64) * 2  # Q, K, V read once, O written once
+    assert g["fa_exp_vs_hbm"] == pytest.approx(exp_s / (hbm_bytes / 3.35e12))  # 6.4

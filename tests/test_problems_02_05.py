@@ -42,14 +42,26 @@ def test_chapter_2_prose_numbers(glued):
     numel = 4096 * 4096
     assert g["act_bytes_si"] == "100.7 MB"  # 6 * 16,777,216 = 100,663,296 bytes
     assert g["add_h100_tmem_us"] == approx(6 * numel / H100_BW * 1e6)  # about 30.05 us
-    assert g["add_h100_tcomp_us"] == approx(numel / H100_BF16 * 1e6)
-    assert g["add_h100_ratio"] == approx(6 * H100_BF16 / H100_BW)  # about 1772
-    # The 1 GB standardization: 5 reads and 3 writes of a 1 GB tensor.
-    assert (g["std_reads"], g["std_writes"], g["std_total_gb"]) == (5, 3, 8.0)
-    assert g["std_h100_ms"] == approx(8e9 / H100_BW * 1e3)  # about 2.39 ms
-    assert g["once_h100_ms"] == approx(1e9 / H100_BW * 1e3)
+    assert g["h100_vec_tflops"] == 67.0
+    assert g["add_h100_tcomp_us"] == approx(numel / H100_FP32 * 1e6)  # about 0.250 us
+    assert g["add_h100_ratio"] == approx(6 * H100_FP32 / H100_BW)  # 120
+    # The 1 GB standardization, 7 eager kernels: mean, sub, mul, mean, + eps, sqrt, div.
+    # 5 reads and 3 writes of a 1 GB tensor, plus 2 scalar kernels of 2 + 2 bytes each.
+    assert g["std_kernels"] == 7
+    assert (g["std_reads"], g["std_writes"]) == (5, 3)
+    assert g["std_total_gb"] == approx((8e9 + 8) / 1e9)
+    assert g["std_h100_ms"] == approx((8e9 + 8) / H100_BW * 1e3)  # about 2.39 ms
     assert g["h100_capacity_gb"] == 80.0
-    assert (g["h100_l2_mib"], g["h100_smem_kib"], g["h100_sms"]) == ("50 MiB", "228 KiB", 132)
+    assert (g["h100_l2_mib"], g["h100_sms"]) == ("50 MiB", 132)
+    # 256 KiB L1 and shared memory together, at most 228 KiB of it shared; 256 KiB registers.
+    assert (g["h100_l1smem_kib"], g["h100_smem_kib"], g["h100_rf_kib"]) == (
+        "256 KiB",
+        "228 KiB",
+        "256 KiB",
+    )
+    # What fits in the 50 MiB L2: a 4096 x 4096 BF16 activation, a 1024 GEMM's three matrices.
+    assert g["act_mib"] == 4096 * 4096 * 2 / 2**20  # 32
+    assert g["g1024_mib"] == 3 * 1024 * 1024 * 2 / 2**20  # 6
 
 
 def test_chapter_2_answers(glued):
@@ -59,9 +71,10 @@ def test_chapter_2_answers(glued):
     assert g["ans_q2_mb"] == approx(12 * 4096 * 4096 / 1e6)  # 201.3 MB
     assert g["ans_q2_us"] == approx(12 * 4096 * 4096 / H100_BW * 1e6)  # about 60.1 us
     assert g["ans_q2_ratio"] == 2.0
-    assert g["ans_q3_gb"] == 3.0  # read x twice, write y once
+    assert g["ans_q3_gb"] == 3.0  # read x twice, write y once: the floor the prose compares with
     assert g["ans_q3_ms"] == approx(3e9 / H100_BW * 1e3)  # about 0.896 ms
-    assert g["ans_q3_ratio"] == approx(8 / 3)
+    assert g["ans_q3_ratio"] == approx((8e9 + 8) / 3e9)  # about 2.67
+    assert g["ans_q3_kernels"] == 2
 
 
 # --------------------------------------------------------------------------
@@ -87,11 +100,14 @@ def test_chapter_3_prose_numbers(glued):
     # AdamW, FP32: loop moves 80 bytes per parameter in 8 kernels, fused 28; 14 FLOPs each.
     assert g["adamw_loop_i"] == approx(14 / 80) and g["adamw_fused_i"] == approx(14 / 28)
     assert g["adamw_ratio"] == approx(80 / 28) and g["adamw_loop_kernels"] == 8
+    # Fused: 1e9 / 65,536 = 15,259 chunks, 320 per multi_tensor_apply launch: ceil(47.7) = 48.
+    assert g["adamw_fused_kernels"] == 48
     assert g["tile1_i"] == approx(tiled_intensity(4096, 1, 2))  # about 1/s
     assert g["tile128_i"] == approx(tiled_intensity(4096, 128, 2))  # about 63.0
     assert g["tilen_i"] == approx(square_intensity(4096, 2))
     assert g["tile128_a_reads"] == 4096 // 128
     assert g["acc128_kib"] == 128 * 128 * 4 / 1024
+    assert (g["rf_kib"], g["l1smem_kib"], g["smem_kib"]) == (256, 256, 228)
     assert g["ridge_h100_bf16"] == approx(RIDGE_H100)
 
 
