@@ -5,8 +5,6 @@ the operators' definitions, not by calling the package functions the chapters
 used, so a wrong formula in either place shows up here.
 """
 
-import math
-
 import pytest
 
 CH6 = "chapters/06-low-flop-operators"
@@ -83,7 +81,9 @@ def test_chapter_6_prose_numbers(glued):
     assert g["gelu_special_us"] == pytest.approx(T * H / H100_SPECIAL * 1e6)
     assert g["gelu_mem_over_special"] == pytest.approx(4 * H100_SPECIAL / H100_BW)  # 5.0
     assert g["add_us"] == pytest.approx(6 * T * H / H100_BW * 1e6)  # about 30 us
-    assert g["gemm_us"] == pytest.approx(2 * 4096**3 / H100_BF16 * 1e6)  # about 139 us, matrix units
+    assert g["gemm_us"] == pytest.approx(
+        2 * 4096**3 / H100_BF16 * 1e6
+    )  # about 139 us, matrix units
     assert g["flops_ratio"] == 2 * 4096**3 / (T * H)  # 8192
     # RMSNorm, one kernel: read x, write y, read gamma once.
     rms_bytes = 2 * (2 * T * H + H)

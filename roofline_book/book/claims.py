@@ -20,7 +20,9 @@ _M, _K, _N = SMALL_GEMM
 #: Each claim in Chinese, by the check that makes it.
 CLAIMS_ZH = {
     "large_gemm_is_compute_bound": "大 GEMM 是 compute-bound：跑得接近实测峰值",
-    "elementwise_is_memory_bound": "elementwise 算子是 memory-bound：带宽接近 copy，FLOP/s 远低于峰值",
+    "elementwise_is_memory_bound": (
+        "elementwise 算子是 memory-bound：带宽接近 copy，FLOP/s 远低于峰值"
+    ),
     "small_gemm_is_far_from_peak": f"小 GEMM（{_M}×{_K} 乘 {_K}×{_N}）离峰值很远",
     "gemm_rises_with_n": "GEMM 的吞吐随 n 增大而上升",
     "fused_adamw_is_fastest": "fused AdamW 不慢于 foreach，foreach 不慢于逐张量循环",

@@ -17,10 +17,10 @@ and no operator beats the roofline drawn from the measured ceilings.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import statistics
 from collections.abc import Iterable, Mapping
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
