@@ -48,6 +48,15 @@ def test_points_sit_on_the_roof(ax):
     np.testing.assert_allclose(gemm_xy, [8192 / 6, 100.0])  # flat roof
 
 
+def test_a_ring_keeps_a_covered_point_visible(ax):
+    from roofline_book import adamw
+
+    named = [("add", add(2**20)), ("AdamW (loop)", adamw(10**6, "loop"))]
+    dot, ring = plotting.points(ax, named, 100e12, 1e12, annotate=False, rings=["AdamW (loop)"])
+    assert ring.get_sizes()[0] > 2 * dot.get_sizes()[0]  # larger, and hollow
+    assert ring.get_facecolors().size == 0 and dot.get_facecolors().size > 0
+
+
 def test_measured_and_gemm_intensity(ax):
     (dot,) = plotting.measured(ax, [("x", 2.0, 3e12)], annotate=False)
     np.testing.assert_allclose(dot.get_offsets(), [[2.0, 3.0]])

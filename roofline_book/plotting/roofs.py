@@ -79,6 +79,7 @@ def points(
     annotate: bool = True,
     offsets: Mapping[str, tuple[float, float]] | None = None,
     fontsize: float = 8,
+    rings: Collection[str] = (),
 ):
     """Place operators on the roof: x is the intensity, y the attainable rate there.
 
@@ -101,6 +102,9 @@ def points(
         Keep these beside the figure's inputs, as data.
     fontsize : float
         Size of the labels, points.
+    rings : collection of str
+        Operators drawn as larger hollow rings, so that one sitting on another's
+        dot (an AdamW loop beside an add, say) stays visible.
 
     Returns
     -------
@@ -115,16 +119,18 @@ def points(
     for i, (name, cost) in enumerate(named):
         x = cost.intensity
         y = attainable(x, peak_flops, bandwidth) / scale
+        color = palette[i % len(palette)]
+        ring = name in rings
         drawn.append(
             ax.scatter(
                 [x],
                 [y],
-                color=palette[i % len(palette)],
-                s=36,
-                zorder=5,
+                s=110 if ring else 36,
+                zorder=4 if ring else 5,
                 label=name,
-                edgecolor="white",
-                linewidth=0.5,
+                facecolors="none" if ring else color,
+                edgecolors=color if ring else "white",
+                linewidths=1.6 if ring else 0.5,
             )
         )
         if annotate:
