@@ -102,7 +102,7 @@ def points(
         Keep these beside the figure's inputs, as data.
     fontsize : float
         Size of the labels, points.
-    rings : collection of str
+    rings : list of str
         Operators drawn as larger hollow rings, so that one sitting on another's
         dot (an AdamW loop beside an add, say) stays visible.
 
