@@ -43,16 +43,16 @@ device            ad hoc (100 TFLOP/s, 1 TB/s), any precision
 FLOPs             1 MFLOP
 bytes read        4 MB
 bytes written     2 MB
-bytes             6 MB
+bytes             6 MB (compulsory)
 kernels           1
 intensity         0.1667 FLOP/B
-ridge point       100 FLOP/B
-peak compute      100 TFLOP/s
+ridge point       100 FLOP/B (matrix over HBM)
+matrix peak       100 TFLOP/s
 memory bandwidth  1 TB/s
-bound             memory
-attainable        166.7 GFLOP/s
 time, compute     10 ns
-time, memory      6 us
+time, HBM         6 us  <- bound
+bound             HBM
+attainable        166.7 GFLOP/s
 time lower bound  6 us
 0
 """

@@ -86,6 +86,7 @@ def text(word: str, **fields: object) -> str:
 
     Examples
     --------
+    >>> set_language("en")
     >>> text("of roof", name="add", fraction=0.5)
     'add: 50% of roof'
     """
