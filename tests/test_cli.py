@@ -408,3 +408,49 @@ def test_plot_without_matplotlib_names_the_extra(tmp_path, monkeypatch, capsys):
     assert err.splitlines() == [
         "roofline-book plot: error: plot needs matplotlib: pip install 'roofline-book[plot]'"
     ]
+
+
+# --------------------------------------------------------------------------
+# infer
+
+
+def test_infer_json_by_hand():
+    out = run_json("infer", "--model", "llama-2-7b", "--context", "4096", "--batch", "1")
+    kv = 2 * 32 * 32 * 128 * 2
+    assert out["kv_cache_bytes_per_token"] == kv
+    assert out["weight_bytes"] == 2 * 6_738_415_616
+    # batch 1: every byte of the weights (less the unused embedding rows) and the cache
+    # streams from HBM once per token
+    streamed = 2 * 6_738_415_616 - 2 * 32000 * 4096 + 4096 * kv
+    assert out["decode_time_lower_bound_s"] == pytest.approx(streamed / 3.35e12, rel=0.01)
+    assert out["max_batch"] == int((0.9 * 80e9 - 2 * 6_738_415_616) // (4096 * kv))
+    # prefill: at least the weight GEMMs' 2 x (weights - embedding) x 4096 FLOPs at the
+    # matrix peak, and not much more (attention and the small operators add about a tenth)
+    gemm_s = 2 * (6_738_415_616 - 32000 * 4096) * 4096 / 989.5e12
+    assert gemm_s < out["prefill_time_lower_bound_s"] < 1.25 * gemm_s
+
+
+INFER_ERRORS = {
+    "unknown model": (("--model", "gpt-9"), "unknown model 'gpt-9'; allowed: llama-2-7b"),
+    "context beyond the window": (
+        ("--model", "llama-2-7b", "--context", "8192"),
+        "context window (4096)",
+    ),
+    "batch that does not fit": (
+        ("--model", "llama-2-7b", "--batch", "64"),
+        "--batch 64 does not fit on h100-sxm at --context 4096: at most 27",
+    ),
+    "weights that do not fit": (("--model", "llama-2-70b"), "at most 0 sequence(s)"),
+    "unknown weight format": (
+        ("--model", "llama-2-7b", "--weights-dtype", "int3"),
+        "not a known precision",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", INFER_ERRORS, ids=list(INFER_ERRORS))
+def test_infer_bad_input_is_one_line_and_exit_2(case, call):
+    argv, message = INFER_ERRORS[case]
+    status, out, err = call("infer", *argv)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err, err
