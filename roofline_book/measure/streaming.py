@@ -1,0 +1,145 @@
+"""A weight-streaming GEMM sweep: decode's central claim, measured on this machine.
+
+``x (batch x d) @ W (d x d)`` with ``W`` far larger than the last-level
+cache: at small batch every call streams ``W`` from memory and the time
+hardly moves with the batch; past the ridge the arithmetic takes over and
+the time grows with it. :func:`weight_streaming` times the sweep,
+:class:`StreamingSweep` sets it against the roofline's prediction from the
+machine's measured ceilings.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .. import _validate
+from ..dtypes import bytes_per_element
+from ..extras import require
+from ..ops import Cost, gemm
+from ..roofline import gemm_tokens_to_ridge, time_lower_bound
+from . import machine
+from .claims import CACHE_MARGIN
+from .timing import Timing, time_cpu
+
+#: Batches of the default sweep, from one token to well past a CPU's ridge.
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+@dataclass(frozen=True)
+class StreamingPoint:
+    """One batch of the sweep: the model's cost and the measured time."""
+
+    batch: int
+    cost: Cost
+    timing: Timing
+
+
+@dataclass(frozen=True)
+class StreamingSweep:
+    """The timed sweep of ``(batch x d) @ (d x d)`` in one precision."""
+
+    d: int
+    precision: str
+    points: tuple[StreamingPoint, ...]
+
+    def predicted_seconds(self, peak_flops: float, bandwidth: float) -> list[float]:
+        """The two-roof time lower bound of each batch with the given ceilings (second)."""
+        return [time_lower_bound(p.cost, peak_flops, bandwidth).seconds for p in self.points]
+
+    def predicted_crossing(self, peak_flops: float, bandwidth: float) -> float:
+        """Batch at which the model's compute time overtakes its memory time.
+
+        :func:`roofline_book.roofline.gemm_tokens_to_ridge` at the ridge ``P / B``.
+        """
+        ridge = _validate.positive("peak_flops", peak_flops) / _validate.positive(
+            "bandwidth", bandwidth
+        )
+        return gemm_tokens_to_ridge(ridge, self.d, self.d, self.precision)
+
+    def measured_crossing(self) -> tuple[float, float, float]:
+        """Where the measured flat part meets the measured rising part: (batch, low, high).
+
+        The flat part is the median time of the batches up to 4 (each call
+        streams the weight); the rising part is the time per token of the two
+        largest batches. Their ratio is the batch at which the two lines meet.
+        ``low`` and ``high`` take each time at the bottom or top of its
+        interquartile range, the spread of the estimate.
+        """
+        flat = [p.timing for p in self.points if p.batch <= 4]
+        tail = sorted(self.points, key=lambda p: p.batch)[-2:]
+        if not flat or len(tail) < 2 or tail[0].batch <= 4:
+            raise ValueError("the sweep needs batches up to 4 and two larger ones")
+
+        def estimate(side: float) -> float:
+            t0 = statistics.median(t.median_s + side * t.iqr_s / 2 for t in flat)
+            per_token = statistics.median(
+                (p.timing.median_s - side * p.timing.iqr_s / 2) / p.batch for p in tail
+            )
+            return t0 / per_token
+
+        return estimate(0.0), estimate(-1.0), estimate(1.0)
+
+
+def streaming_size(cache_bytes: int | None, precision: str = "fp32") -> int:
+    """Edge ``d`` of a square weight at least :data:`CACHE_MARGIN` times the cache.
+
+    Rounded up to a multiple of 256; 4096 when the cache size is unknown.
+
+    Examples
+    --------
+    >>> streaming_size(32 * 2**20)      # 4 x 32 MiB of FP32: d = 5793, rounded up
+    5888
+    """
+    if cache_bytes is None:
+        return 4096
+    cache_bytes = _validate.size("cache_bytes", cache_bytes)
+    d = math.sqrt(CACHE_MARGIN * cache_bytes / bytes_per_element(precision))
+    return 256 * math.ceil(d / 256)
+
+
+def weight_streaming(
+    batches: Sequence[int] = BATCHES,
+    precision: str = "fp32",
+    *,
+    d: int | None = None,
+    min_run_time: float = 0.05,
+) -> StreamingSweep:
+    """Time ``torch.mm(x, W)`` on the CPU for each batch, ``W`` beyond the last-level cache.
+
+    Parameters
+    ----------
+    batches : sequence of int
+        Rows of ``x``, increasing; at least one up to 4 and two above it.
+    precision : str
+        Of ``x``, ``W`` and the output.
+    d : int, optional
+        Edge of ``W``; by default :func:`streaming_size` of this CPU's cache.
+    min_run_time : float
+        Least time spent on each batch (second), as in
+        :func:`~roofline_book.measure.timing.time_cpu`.
+    """
+    torch = require("torch", "the weight-streaming sweep")
+
+    batches = [_validate.size("batch", b) for b in batches]
+    if batches != sorted(set(batches)):
+        raise ValueError(f"batches must increase, got {list(batches)}")
+    d = streaming_size(machine.cpu_cache_bytes(), precision) if d is None else d
+    d = _validate.size("d", d)
+    table = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+    if precision not in table:
+        raise ValueError(f"precision must be one of {', '.join(table)}; got {precision!r}")
+    dtype = table[precision]
+    generator = torch.Generator().manual_seed(0)
+    weight = torch.randn(d, d, generator=generator).to(dtype)
+    points = []
+    for b in batches:
+        x = torch.randn(b, d, generator=generator).to(dtype)
+        out = torch.empty(b, d, dtype=dtype)
+        timing = time_cpu(
+            lambda x=x, out=out: torch.mm(x, weight, out=out), min_run_time=min_run_time
+        )
+        points.append(StreamingPoint(b, gemm(b, d, d, precision), timing))
+    return StreamingSweep(d, precision, tuple(points))
