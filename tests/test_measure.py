@@ -699,3 +699,36 @@ def test_run_entries_keep_their_samples(tiny):
         samples = e["time"]["samples_s"]
         assert len(samples) == e["time"]["reps"]
         assert e["time"]["median_s"] == pytest.approx(float(np.median(samples)))
+
+
+# --------------------------------------------------------------------------
+# The weight-streaming sweep
+
+
+def test_weight_streaming_sweep_times_each_batch():
+    from roofline_book.measure import streaming
+
+    sweep = streaming.weight_streaming((1, 2, 4, 8, 16), d=256, min_run_time=0.001)
+    assert [p.batch for p in sweep.points] == [1, 2, 4, 8, 16]
+    assert sweep.points[0].cost == ops.gemm(1, 256, 256, "fp32")
+    assert all(p.timing.median_s > 0 and len(p.timing.samples_s) >= 5 for p in sweep.points)
+    with pytest.raises(ValueError, match="batches must increase"):
+        streaming.weight_streaming((4, 2), d=64)
+
+
+def test_streaming_crossing_from_known_times():
+    from roofline_book.measure import streaming
+    from roofline_book.measure.timing import Timing
+
+    def point(b, seconds):
+        return streaming.StreamingPoint(b, ops.gemm(b, 1024, 1024, "fp32"), Timing((seconds,) * 5, 1))
+
+    # a flat 4 ms while streaming, then 0.25 ms per token: the lines meet at 16 tokens
+    times = {1: 4e-3, 2: 4e-3, 4: 4e-3, 16: 4e-3, 64: 16e-3, 128: 32e-3}
+    sweep = streaming.StreamingSweep(1024, "fp32", tuple(point(b, t) for b, t in times.items()))
+    assert sweep.measured_crossing() == pytest.approx((16.0, 16.0, 16.0))
+    # the model's crossing: 2 B k n / P = s (k n + B (k + n)) / bandwidth, at ridge P / B
+    ridge = 100e9 / 10e9
+    expected = ridge * 4 * 1024**2 / (2 * 1024**2 - ridge * 4 * 2048)
+    assert sweep.predicted_crossing(100e9, 10e9) == pytest.approx(expected)
+    assert streaming.streaming_size(32 * 2**20) == 5888  # 4 x 32 MiB of FP32, to 256
