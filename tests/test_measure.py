@@ -721,7 +721,9 @@ def test_streaming_crossing_from_known_times():
     from roofline_book.measure.timing import Timing
 
     def point(b, seconds):
-        return streaming.StreamingPoint(b, ops.gemm(b, 1024, 1024, "fp32"), Timing((seconds,) * 5, 1))
+        return streaming.StreamingPoint(
+            b, ops.gemm(b, 1024, 1024, "fp32"), Timing((seconds,) * 5, 1)
+        )
 
     # a flat 4 ms while streaming, then 0.25 ms per token: the lines meet at 16 tokens
     times = {1: 4e-3, 2: 4e-3, 4: 4e-3, 16: 4e-3, 64: 16e-3, 128: 32e-3}
@@ -732,3 +734,24 @@ def test_streaming_crossing_from_known_times():
     expected = ridge * 4 * 1024**2 / (2 * 1024**2 - ridge * 4 * 2048)
     assert sweep.predicted_crossing(100e9, 10e9) == pytest.approx(expected)
     assert streaming.streaming_size(32 * 2**20) == 5888  # 4 x 32 MiB of FP32, to 256
+
+
+def test_streaming_figures_say_how_close_the_model_came():
+    from roofline_book.measure import streaming
+    from roofline_book.measure.timing import Timing
+
+    def point(b, seconds):
+        return streaming.StreamingPoint(
+            b, ops.gemm(b, 1024, 1024, "fp32"), Timing((seconds,) * 5, 1)
+        )
+
+    times = {1: 4e-3, 2: 4e-3, 4: 4e-3, 16: 4e-3, 64: 16e-3, 128: 32e-3}
+    sweep = streaming.StreamingSweep(1024, "fp32", tuple(point(b, t) for b, t in times.items()))
+    f = sweep.figures(100e9, 10e9)
+    assert f["measured"] == pytest.approx(16.0) and f["ratio"] == pytest.approx(
+        16.0 / f["predicted"]
+    )
+    assert f["within"] is False  # no spread in these times, and the model said about 10
+    # the model's memory time for the 4 MiB weight plus the batch-1 rows, at 10 GB/s
+    assert f["model_flat_ms"] == pytest.approx(4 * (1024**2 + 2 * 1024) / 10e9 * 1e3)
+    assert f["flat_over_model"] == pytest.approx(4e-3 / (4 * (1024**2 + 2 * 1024) / 10e9))

@@ -15,6 +15,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .. import _validate
 from ..dtypes import bytes_per_element
@@ -83,6 +84,54 @@ class StreamingSweep:
 
         return estimate(0.0), estimate(-1.0), estimate(1.0)
 
+    def figures(self, peak_flops: float, bandwidth: float) -> dict[str, float | int | bool]:
+        """What a page quotes from the sweep, as plain numbers.
+
+        Keys: ``d``, ``weight_mb`` (the weight, MB), ``predicted`` and
+        ``measured`` crossing batches, ``low`` and ``high`` (the measured
+        estimate's spread), ``ratio`` (measured over predicted), ``within``
+        (the prediction lies inside the spread), ``flat_ms`` (the measured
+        time while streaming) and ``model_flat_ms`` (the model's memory time
+        for the same weight), ``flat_over_model``.
+        """
+        measured, low, high = self.measured_crossing()
+        predicted = self.predicted_crossing(peak_flops, bandwidth)
+        flat = statistics.median(p.timing.median_s for p in self.points if p.batch <= 4)
+        model_flat = self.points[0].cost.bytes / bandwidth
+        return {
+            "d": self.d,
+            "weight_mb": self.d * self.d * bytes_per_element(self.precision) / 1e6,
+            "predicted": predicted,
+            "measured": measured,
+            "low": low,
+            "high": high,
+            "ratio": measured / predicted,
+            "within": low <= predicted <= high,
+            "flat_ms": flat * 1e3,
+            "model_flat_ms": model_flat * 1e3,
+            "flat_over_model": flat / model_flat,
+        }
+
+    def plot(self, ax, peak_flops: float, bandwidth: float, *, labels: tuple[str, str, str, str]):
+        """Measured medians (with their IQR) and the model's bound against the batch, log-log.
+
+        ``labels`` name the measured points, the model's bound, the predicted
+        and the measured crossing (the page's language).
+        """
+        batches = [p.batch for p in self.points]
+        medians = [p.timing.median_s * 1e3 for p in self.points]
+        spread = [p.timing.iqr_s * 1e3 / 2 for p in self.points]
+        drawn = [ax.errorbar(batches, medians, yerr=spread, marker="o", markersize=4,
+                             linestyle="none", capsize=2, label=labels[0])]  # fmt: skip
+        model = [t * 1e3 for t in self.predicted_seconds(peak_flops, bandwidth)]
+        drawn += ax.plot(batches, model, linestyle="--", label=labels[1])
+        measured = self.measured_crossing()[0]
+        drawn.append(ax.axvline(self.predicted_crossing(peak_flops, bandwidth), linestyle=":",
+                                color="#555555", label=labels[2]))  # fmt: skip
+        drawn.append(ax.axvline(measured, linestyle="-.", color="#555555", label=labels[3]))
+        ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="time per call [ms]")
+        return drawn
+
 
 def streaming_size(cache_bytes: int | None, precision: str = "fp32") -> int:
     """Edge ``d`` of a square weight at least :data:`CACHE_MARGIN` times the cache.
@@ -135,13 +184,15 @@ def weight_streaming(
     dtype = table[precision]
     generator = torch.Generator().manual_seed(0)
     weight = torch.randn(d, d, generator=generator).to(dtype)
+    linear = torch.nn.functional.linear
     points = []
     for b in batches:
         x = torch.randn(b, d, generator=generator).to(dtype)
         out = torch.empty(b, d, dtype=dtype)
-        timing = time_cpu(
-            lambda x=x, out=out: torch.nn.functional.linear(x, weight, out=out),
-            min_run_time=min_run_time,
-        )
+
+        def call(x: Any = x, out: Any = out) -> Any:
+            return linear(x, weight, out=out)
+
+        timing = time_cpu(call, min_run_time=min_run_time)
         points.append(StreamingPoint(b, gemm(b, d, d, precision), timing))
     return StreamingSweep(d, precision, tuple(points))
