@@ -1,0 +1,157 @@
+"""The numbers of chapters 11 and 12, as the built book shows them, recomputed by hand.
+
+Every expected value is written out as arithmetic on the models' published shapes and
+the catalog's figures, not by calling the package functions the chapters used, so a
+wrong formula in either place shows up here.
+"""
+
+import pytest
+
+CH11 = "chapters/11-inference-prefill-decode"
+
+# --------------------------------------------------------------------------
+# Chapter 11
+
+# Catalog figures: H100 SXM BF16 dense matrix peak and HBM bandwidth, H200 SXM bandwidth
+# (same matrix peak), in FLOP/s and byte/s.
+H100_BF16, H100_BW, H200_BW = 989.5e12, 3.35e12, 4.8e12
+
+# Published shapes (config.json): layers, hidden, query heads, KV heads, head dim, MLP width,
+# vocabulary. Everything BF16: 2 bytes per weight, activation and cached element.
+LLAMA2_7B = dict(L=32, h=4096, heads=32, kv=32, d=128, F=11008, V=32000)
+LLAMA3_8B = dict(L=32, h=4096, heads=32, kv=8, d=128, F=14336, V=128256)
+MISTRAL_7B = dict(L=32, h=4096, heads=32, kv=8, d=128, F=14336, V=32000)
+C = 4096  # prompt and decode context
+
+
+def _params(L, h, heads, kv, d, F, V):
+    # q and o: h x heads*d each; k and v: h x kv*d each; gate, up, down; two norms per layer;
+    # the embedding, the untied LM head and the final norm.
+    layer = 2 * h * heads * d + 2 * h * kv * d + 3 * h * F + 2 * h
+    return L * layer + 2 * V * h + h
+
+
+def _decode_bytes(L, h, heads, kv, d, F, V, c):
+    """One decode step at batch 1 over c cached tokens, every byte of every kernel."""
+    q, k = heads * d, kv * d
+    norm = 3 * 2 * h  # read x and the weight, write y
+    add = 3 * 2 * h
+    qkv = 2 * h + 2 * h * (q + 2 * k) + 2 * (q + 2 * k) + 2 * 2 * k  # + the new K, V written
+    attn = 2 * q + 2 * 2 * c * k + 2 * q  # the query, every cached K and V, the output
+    out = 2 * q + 2 * q * h + 2 * h
+    up = 2 * h + 2 * h * 2 * F + 2 * 2 * F
+    act = 2 * 2 * F + 2 * F  # SwiGLU: read gate and up, write one
+    down = 2 * F + 2 * F * h + 2 * h
+    layer = 2 * norm + 2 * add + qkv + attn + out + up + act + down
+    embed, final, head = 2 * h + 2 * h, norm, 2 * h + 2 * h * V + 2 * V
+    return L * layer + embed + final + head
+
+
+def _prefill_seconds(L, h, heads, kv, d, F, V, T, bw):
+    """A T-token prefill at batch 1: GEMMs and attention on the matrix units, the rest on HBM."""
+    q, k = heads * d, kv * d
+    gemm = 2 * T * (h * (q + 2 * k) + q * h + h * 2 * F + F * h)
+    attn = 4 * d * heads * T * (T + 1) // 2  # causal pairs, QK^T and PV
+    small = 2 * (2 * 2 * T * h + 2 * h) + 2 * (3 * 2 * T * h) + 3 * 2 * T * F  # norms, adds, SwiGLU
+    rest = (2 * T * h + 2 * T * h) + (2 * 2 * T * h + 2 * h) + (2 * h + 2 * h * V + 2 * V)
+    return L * (gemm + attn) / H100_BF16 + (L * small + rest) / bw
+
+
+def test_chapter_11_layer_table(glued):
+    g = glued(CH11)
+    m = LLAMA2_7B
+    h, F, T = m["h"], m["F"], C
+    # Prefill: QKV is 6h^3 FLOPs over 2Th + 6h^2 + 6Th + 4Th bytes = h / 3 at T = h, and so is
+    # the output projection (2h^3 / 6h^2); the MLP GEMMs are higher.
+    assert g["pre_i"] == pytest.approx(4096 / 3)
+    gemm_s = 2 * T * (4 * h * h + 3 * h * F) / H100_BF16
+    attn_s = 4 * 128 * 32 * T * (T + 1) // 2 / H100_BF16
+    small_s = (2 * (4 * T * h + 2 * h) + 2 * 6 * T * h + 6 * T * F) / H100_BW
+    assert g["pre_us"] == pytest.approx((gemm_s + attn_s + small_s) * 1e6)  # ~1995 us
+    assert g["pre_share"] == pytest.approx(gemm_s / (gemm_s + attn_s + small_s))  # ~84%
+    # Decode: the attention is the highest, 32 heads x 4096 keys x (4 x 128 + 5) FLOPs over the
+    # query, 2 x 2 x 4096 x 4096 cached bytes and the output.
+    assert g["dec_i"] == pytest.approx(32 * 4096 * 517 / (2 * h + 4 * 4096 * 4096 + 2 * h))
+    layer = (_decode_bytes(**m, c=C) - (4 * h + 6 * h + 2 * h + 2 * h * 32000 + 2 * 32000)) / 32
+    assert g["dec_us"] == pytest.approx(layer / H100_BW * 1e6)  # ~141 us
+    assert g["ridge"] == pytest.approx(989.5 / 3.35)
+
+
+def test_chapter_11_kv_cache(glued):
+    g = glued(CH11)
+    # 2 x layers x KV heads x head dim x 2 bytes
+    assert g["kv_l2"] == 2 * 32 * 32 * 128 * 2 / 1024  # 512 KiB
+    assert g["kv_l3"] == 2 * 32 * 8 * 128 * 2 / 1024  # 128 KiB
+    assert g["kv_ratio"] == 4  # 32 / 8 KV heads
+    assert g["seq_l2"] == pytest.approx(4096 * 524_288 / 1e9)  # 2.15 GB
+    assert g["seq_l3"] == pytest.approx(4096 * 131_072 / 1e9)  # 0.54 GB
+
+
+def test_chapter_11_decode_intensity_ignores_batch(glued):
+    g = glued(CH11)
+    # Llama-3-8B: 32 query heads x 4096 keys x 517 FLOPs over the query, 2 x 2 x 4096 x 1024
+    # cached bytes and the output, for each sequence: the batch cancels, g = 4 gives about 4.
+    assert g["attn_i"] == pytest.approx(32 * 4096 * 517 / (2 * 4096 + 4 * 4096 * 1024 + 2 * 4096))
+    # QKV at batch 256: 2 x 256 x 4096 x 6144 FLOPs over x, W, y and the new K, V.
+    b, h, n = 256, 4096, 6144
+    assert g["qkv_i"] == pytest.approx(
+        2 * b * h * n / (2 * b * h + 2 * h * n + 2 * b * n + b * 2 * 1024 * 2)
+    )  # 227.6
+
+
+def test_chapter_11_step_bounds(glued):
+    g = glued(CH11)
+    for tag, m in (("l2", LLAMA2_7B), ("l3", LLAMA3_8B)):
+        for dev, bw in (("h100", H100_BW), ("h200", H200_BW)):
+            # Batch-1 decode: every kernel is HBM-bound, so the bound is all bytes / bandwidth.
+            assert g[f"decode_{tag}_{dev}"] == pytest.approx(_decode_bytes(**m, c=C) / bw * 1e3)
+            assert g[f"prefill_{tag}_{dev}"] == pytest.approx(
+                _prefill_seconds(**m, T=C, bw=bw) * 1e3
+            )
+        # (W + c KV) / B: all weights (the whole embedding table included) and the cache.
+        kv = 2 * m["L"] * m["kv"] * m["d"] * 2
+        assert g[f"est_{tag}"] == pytest.approx((2 * _params(**m) + C * kv) / H100_BW * 1e3)
+        assert g[f"emb_{tag}"] == pytest.approx(m["V"] * m["h"] * 2 / H100_BW * 1e3)
+        # ... which the sum over operators undercuts by about the embedding table (less the
+        # activations and the new K, V, a few MB).
+        gap = g[f"est_{tag}"] - g[f"decode_{tag}_h100"]
+        assert gap == pytest.approx(g[f"emb_{tag}"], rel=0.05)
+    assert g["decode_l2_h100"] == pytest.approx(4.589, abs=5e-4)  # ms
+    assert g["decode_l3_h100"] == pytest.approx(4.644, abs=5e-4)
+    assert g["gain_decode"] == pytest.approx(4.8 / 3.35)
+    assert g["gain_bandwidth"] == pytest.approx(4.8 / 3.35)
+    l2 = LLAMA2_7B
+    assert g["gain_prefill"] == pytest.approx(
+        _prefill_seconds(**l2, T=C, bw=H100_BW) / _prefill_seconds(**l2, T=C, bw=H200_BW)
+    )  # ~1.03
+    assert g["tps_l2"] == pytest.approx(H100_BW / _decode_bytes(**l2, c=C))  # ~218
+    # Per token, decode over prefill is about the ridge point P / B.
+    for dev, bw in (("h100", H100_BW), ("h200", H200_BW)):
+        ratio = (_decode_bytes(**l2, c=C) / bw) / (_prefill_seconds(**l2, T=C, bw=bw) / C)
+        assert g[f"pt_{dev}"] == pytest.approx(ratio)
+    assert g["pt_h100"] == pytest.approx(989.5 / 3.35, rel=0.01)
+    assert g["ridge2"] == pytest.approx(989.5 / 4.8)
+    assert g["vocab3"] == 128_256
+
+
+def test_chapter_11_answers(glued):
+    g = glued(CH11)
+    # 1. Llama-2-70B: 2 x 80 layers x 8 KV heads x 128 x 2 bytes; 64 heads without GQA.
+    assert g["q1_kv"] == 2 * 80 * 8 * 128 * 2 == 327_680
+    assert g["q1_kib"] == 320
+    assert g["q1_ratio"] == 64 / 8
+    assert g["q1_seq_gb"] == pytest.approx(4096 * 327_680 / 1e9)  # 1.34 GB
+    # 2. Mistral-7B: Llama-3-8B's layers with a 32,000-token vocabulary.
+    m = MISTRAL_7B
+    assert _params(**m) == 7_241_732_096
+    assert g["q2_w_gb"] == pytest.approx(2 * 7_241_732_096 / 1e9)  # 14.48 GB
+    assert g["q2_ms"] == pytest.approx(_decode_bytes(**m, c=C) / H100_BW * 1e3)  # ~4.41 ms
+    assert g["q2_tps"] == pytest.approx(H100_BW / _decode_bytes(**m, c=C))  # ~227
+    kv = 2 * 32 * 8 * 128 * 2
+    assert g["q2_est_ms"] == pytest.approx((2 * 7_241_732_096 + C * kv) / H100_BW * 1e3)
+    # 3. Llama-3-8B: the prompt in one prefill, or one token per decode step over 1..4096.
+    steps = sum(_decode_bytes(**LLAMA3_8B, c=c) for c in range(1, C + 1)) / H100_BW
+    assert g["q3_steps_s"] == pytest.approx(steps)  # ~18.7 s
+    prefill = _prefill_seconds(**LLAMA3_8B, T=C, bw=H100_BW)
+    assert g["prefill_l3_h100"] == pytest.approx(prefill * 1e3)  # ~69 ms
+    assert g["q3_ratio"] == pytest.approx(steps / prefill)  # ~270
