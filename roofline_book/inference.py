@@ -271,8 +271,10 @@ def layer_ops(
 
     Prefill is ``new = context = prompt``; a decode step is ``new = 1`` with
     ``context`` the cached tokens plus the new one. The new keys and values
-    are written to the cache in the QKV projection's output. An MoE MLP
-    reads the weights of the :func:`expected_experts` a step touches.
+    leave the QKV projection with its output and are then copied into the
+    cache (read in the activations' precision, written in the cache's, as
+    vLLM's ``reshape_and_cache`` kernel does), counted with the projection.
+    An MoE MLP reads the weights of the :func:`expected_experts` a step touches.
 
     Examples
     --------
@@ -288,7 +290,8 @@ def layer_ops(
         raise ValueError(f"new ({new}) must be <= context ({context})")
     tokens, h, a = batch * new, config.hidden, p.activations
     qkv = _linear(tokens, h, config.q_dim + 2 * config.kv_dim, p)
-    kv_write = Cost(0, 0, batch * new * 2 * config.kv_dim * bytes_per_element(p.kv), 0)
+    new_kv = batch * new * 2 * config.kv_dim
+    kv_write = Cost(0, new_kv * bytes_per_element(a), new_kv * bytes_per_element(p.kv), 1)
     ops = [
         ("attention norm", rmsnorm(tokens, h, a)),
         ("QKV projection", qkv + kv_write),

@@ -733,7 +733,7 @@ def test_streaming_crossing_from_known_times():
     ridge = 100e9 / 10e9
     expected = ridge * 4 * 1024**2 / (2 * 1024**2 - ridge * 4 * 2048)
     assert sweep.predicted_crossing(100e9, 10e9) == pytest.approx(expected)
-    assert streaming.streaming_size(32 * 2**20) == 5888  # 4 x 32 MiB of FP32, to 256
+    assert streaming.streaming_size(32 * 2**20) == 4096  # 2 x 32 MiB of FP32
 
 
 def test_streaming_figures_say_how_close_the_model_came():
