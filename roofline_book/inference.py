@@ -272,8 +272,8 @@ def layer_ops(
     Prefill is ``new = context = prompt``; a decode step is ``new = 1`` with
     ``context`` the cached tokens plus the new one. The new keys and values
     leave the QKV projection with its output and are then copied into the
-    cache (read in the activations' precision, written in the cache's, as
-    vLLM's ``reshape_and_cache`` kernel does), counted with the projection.
+    cache (read in the activations' precision, written in the cache's), a
+    kernel of their own (``"KV cache write"``, as vLLM's ``reshape_and_cache``).
     An MoE MLP reads the weights of the :func:`expected_experts` a step touches.
 
     Examples
@@ -294,7 +294,8 @@ def layer_ops(
     kv_write = Cost(0, new_kv * bytes_per_element(a), new_kv * bytes_per_element(p.kv), 1)
     ops = [
         ("attention norm", rmsnorm(tokens, h, a)),
-        ("QKV projection", qkv + kv_write),
+        ("QKV projection", qkv),
+        ("KV cache write", kv_write),
         ("attention", _attention(config, batch, new, context, p)),
         ("output projection", _linear(tokens, config.q_dim, h, p)),
         ("residual add", residual_add(tokens * h, a)),

@@ -36,7 +36,9 @@ def _decode_bytes(L, h, heads, kv, d, F, V, c):
     q, k = heads * d, kv * d
     norm = 3 * 2 * h  # read x and the weight, write y
     add = 3 * 2 * h
-    qkv = 2 * h + 2 * h * (q + 2 * k) + 2 * (q + 2 * k) + 2 * 2 * k  # + the new K, V written
+    qkv = 2 * h + 2 * h * (q + 2 * k) + 2 * (q + 2 * k)
+    cache = 2 * 2 * k + 2 * 2 * k  # the new K, V read from the projection's output, written
+    qkv += cache
     attn = 2 * q + 2 * 2 * c * k + 2 * q  # the query, every cached K and V, the output
     out = 2 * q + 2 * q * h + 2 * h
     up = 2 * h + 2 * h * 2 * F + 2 * 2 * F
@@ -53,6 +55,7 @@ def _prefill_seconds(L, h, heads, kv, d, F, V, T, bw):
     gemm = 2 * T * (h * (q + 2 * k) + q * h + h * 2 * F + F * h)
     attn = 4 * d * heads * T * (T + 1) // 2  # causal pairs, QK^T and PV
     small = 2 * (2 * 2 * T * h + 2 * h) + 2 * (3 * 2 * T * h) + 3 * 2 * T * F  # norms, adds, SwiGLU
+    small += 8 * T * k  # the new K and V (2 k per token) read and written into the cache
     rest = (2 * T * h + 2 * T * h) + (2 * 2 * T * h + 2 * h) + (2 * h + 2 * h * V + 2 * V)
     return L * (gemm + attn) / H100_BF16 + (L * small + rest) / bw
 
@@ -66,7 +69,8 @@ def test_chapter_11_layer_table(glued):
     assert g["pre_i"] == pytest.approx(4096 / 3)
     gemm_s = 2 * T * (4 * h * h + 3 * h * F) / H100_BF16
     attn_s = 4 * 128 * 32 * T * (T + 1) // 2 / H100_BF16
-    small_s = (2 * (4 * T * h + 2 * h) + 2 * 6 * T * h + 6 * T * F) / H100_BW
+    # the norms, adds and SwiGLU, and the copy of the new K, V into the cache (8 T h bytes)
+    small_s = (2 * (4 * T * h + 2 * h) + 2 * 6 * T * h + 6 * T * F + 8 * T * h) / H100_BW
     assert g["pre_us"] == pytest.approx((gemm_s + attn_s + small_s) * 1e6)  # ~1995 us
     assert g["pre_share"] == pytest.approx(gemm_s / (gemm_s + attn_s + small_s))  # ~84%
     # Decode: the attention is the highest, 32 heads x 4096 keys x (4 x 128 + 5) FLOPs over the
@@ -92,11 +96,10 @@ def test_chapter_11_decode_intensity_ignores_batch(glued):
     # Llama-3-8B: 32 query heads x 4096 keys x 517 FLOPs over the query, 2 x 2 x 4096 x 1024
     # cached bytes and the output, for each sequence: the batch cancels, g = 4 gives about 4.
     assert g["attn_i"] == pytest.approx(32 * 4096 * 517 / (2 * 4096 + 4 * 4096 * 1024 + 2 * 4096))
-    # QKV at batch 256: 2 x 256 x 4096 x 6144 FLOPs over x, W, y and the new K, V.
+    # QKV at batch 256: 2 x 256 x 4096 x 6144 FLOPs over x, W and y (the copy of the new K, V
+    # into the cache is a kernel of its own).
     b, h, n = 256, 4096, 6144
-    assert g["qkv_i"] == pytest.approx(
-        2 * b * h * n / (2 * b * h + 2 * h * n + 2 * b * n + b * 2 * 1024 * 2)
-    )  # 227.6
+    assert g["qkv_i"] == pytest.approx(2 * b * h * n / (2 * b * h + 2 * h * n + 2 * b * n))
 
 
 def test_chapter_11_step_bounds(glued):
@@ -129,7 +132,7 @@ def test_chapter_11_step_bounds(glued):
     for dev, bw in (("h100", H100_BW), ("h200", H200_BW)):
         ratio = (_decode_bytes(**l2, c=C) / bw) / (_prefill_seconds(**l2, T=C, bw=bw) / C)
         assert g[f"pt_{dev}"] == pytest.approx(ratio)
-    assert g["pt_h100"] == pytest.approx(989.5 / 3.35, rel=0.01)
+    assert g["pt_h100"] == pytest.approx(989.5 / 3.35, rel=0.03)  # "相差无几": within 3%
     assert g["ridge2"] == pytest.approx(989.5 / 4.8)
     assert g["vocab3"] == 128_256
 

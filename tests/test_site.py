@@ -24,6 +24,8 @@ PAGES = [
     "chapters/08-shape-precision",
     "chapters/09-achieved-performance",
     "chapters/10-summary",
+    "chapters/11-inference-prefill-decode",
+    "chapters/12-inference-batch-memory",
     "appendix/hardware",
     "appendix/cuda-benchmarks",
     "appendix/cli",
