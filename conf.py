@@ -58,7 +58,11 @@ nb_execution_show_tb = True
 # newer than their cached outputs.
 roofline_root = str(ROOT)
 roofline_cpu_run = str(ROOT / "_build" / "bench" / "cpu-quick.json")
-roofline_run_pages = ("09-achieved-performance.md", "cuda-benchmarks.md")
+roofline_run_pages = (
+    "09-achieved-performance.md",
+    "11-inference-prefill-decode.md",
+    "cuda-benchmarks.md",
+)
 
 # -- API reference ------------------------------------------------------------
 autodoc_member_order = "bysource"

@@ -7,8 +7,8 @@
   would race to create it); measures this machine's CPU into the quick run
   file if it is missing, before any kernel starts, so nothing else competes
   for the cores while it is timed; and drops the cached outputs of the pages
-  that read the run file when the run is newer than them, so prose and run
-  agree.
+  that read the run file when the run is newer than them, and of every page
+  executed before the package last changed, so prose, run and code agree.
 - ``html-page-context``: writes each executed notebook (``.ipynb``, outputs
   included) beside the page's source, for the theme's download button.
 
@@ -68,6 +68,9 @@ def _measure_cpu(run: pathlib.Path, root: pathlib.Path) -> None:
     )
 
 
+_PACKAGE_FILES = (".py", ".toml", ".json", ".mplstyle")
+
+
 def _prepare(app: Sphinx) -> None:
     from jupyter_cache import get_cache
 
@@ -77,12 +80,19 @@ def _prepare(app: Sphinx) -> None:
     if not run.exists():
         _measure_cpu(run, pathlib.Path(app.config.roofline_root))
     measured = run.stat().st_mtime
+    package = pathlib.Path(app.config.roofline_root) / "roofline_book"
+    changed = max(
+        (f.stat().st_mtime for f in package.rglob("*") if f.suffix in _PACKAGE_FILES),
+        default=0.0,
+    )
     for record in records:
         created = record.created  # stored as naive UTC
         if created.tzinfo is None:
             created = created.replace(tzinfo=datetime.timezone.utc)  # noqa: UP017
         reads_run = record.uri.endswith(tuple(app.config.roofline_run_pages))
-        if reads_run and created.timestamp() < measured:
+        # a page executed before the package (its models, data or figures) last changed
+        # shows what the old code said: run it again
+        if (reads_run and created.timestamp() < measured) or created.timestamp() < changed:
             cache.remove_cache(record.pk)
 
 
