@@ -435,7 +435,9 @@ def decode_batch_to_ridge(
     A weight-streaming GEMM, ``(B x k) @ (k x n)``, has intensity
     ``2Bkn / (w kn + a B (k + n))`` with ``w`` weight and ``a`` activation
     bytes per element; setting it to the ridge ``R`` gives
-    ``B* = R w kn / (2kn - R a (k + n))``, about ``R w / 2``.
+    ``B* = R w kn / (2kn - R a (k + n))``, about ``R w / 2``. In an MoE
+    layer each expert's GEMM gets about ``B k / E`` of the rows (uniform
+    routing), so the batch is ``E / k`` times larger.
 
     Examples
     --------
@@ -449,7 +451,8 @@ def decode_batch_to_ridge(
     w = p.weight_bytes(k * n) / (k * n)
     a = bytes_per_element(p.activations)
     denominator = 2 * k * n - ridge * a * (k + n)
-    return ridge * w * k * n / denominator if denominator > 0 else math.inf
+    rows = ridge * w * k * n / denominator if denominator > 0 else math.inf
+    return rows * config.experts / config.experts_per_token
 
 
 def speculative_tokens(acceptance: float, draft: int) -> float:

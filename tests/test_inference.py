@@ -82,6 +82,10 @@ def test_decode_batch_to_ridge_by_hand():
     k, n, r = 4096, 2 * 11008, 989.5e12 / 3.35e12
     expected = r * 2 * k * n / (2 * k * n - r * 2 * (k + n))
     assert decode_batch_to_ridge(m, H100) == pytest.approx(expected)
+    # Mixtral: each of 8 experts gets 2/8 of the rows, so 4 times the dense batch
+    k, n = 4096, 2 * 14336
+    dense = r * 2 * k * n / (2 * k * n - r * 2 * (k + n))
+    assert decode_batch_to_ridge(model("mixtral-8x7b"), H100) == pytest.approx(8 / 2 * dense)
 
 
 def test_max_batch_and_capacity():

@@ -8,7 +8,8 @@
   file if it is missing, before any kernel starts, so nothing else competes
   for the cores while it is timed; and drops the cached outputs of the pages
   that read the run file when the run is newer than them, and of every page
-  executed before the package last changed, so prose, run and code agree.
+  executed before the package last changed, so prose, run and code agree
+  (``env-get-outdated`` makes Sphinx read those pages again).
 - ``html-page-context``: writes each executed notebook (``.ipynb``, outputs
   included) beside the page's source, for the theme's download button.
 
@@ -94,6 +95,23 @@ def _prepare(app: Sphinx) -> None:
         # shows what the old code said: run it again
         if (reads_run and created.timestamp() < measured) or created.timestamp() < changed:
             cache.remove_cache(record.pk)
+            source = pathlib.Path(record.uri)
+            if source.is_relative_to(app.srcdir):
+                _DROPPED.add(str(source.relative_to(app.srcdir).with_suffix("")))
+    # a notebook page without a cached execution (dropped by an earlier build) must run too
+    cached = {pathlib.Path(r.uri) for r in cache.list_cache_records()}
+    for page in pathlib.Path(app.srcdir).rglob("*.md"):
+        if page not in cached and "{code-cell}" in page.read_text("utf-8"):
+            _DROPPED.add(str(page.relative_to(app.srcdir).with_suffix("")))
+
+
+#: Pages whose cached outputs were dropped: Sphinx must read them again, or an unchanged
+#: page keeps its old doctree (and its old numbers).
+_DROPPED: set[str] = set()
+
+
+def _outdated(app: Sphinx, env: Any, added: set[str], changed: set[str], removed: set[str]):
+    return sorted(d for d in _DROPPED if d in env.found_docs and d not in changed | added)
 
 
 def _offer_ipynb(
@@ -129,6 +147,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("roofline_run_pages", (), "env", tuple)
     app.connect("config-inited", _kernel_environment)
     app.connect("builder-inited", _prepare)
+    app.connect("env-get-outdated", _outdated)
     # before the theme builds its header buttons from the page context
     app.connect("html-page-context", _offer_ipynb, priority=400)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
