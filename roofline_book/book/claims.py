@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..measure import report
-from ..measure.claims import Check, check_claims
+from ..measure.claims import SPEED_TOLERANCE, Check, check_claims
 from ..measure.suites import SMALL_GEMM
 
 _M, _K, _N = SMALL_GEMM
@@ -32,7 +32,7 @@ CLAIMS_ZH = {
 }
 
 #: Each verdict in Chinese.
-VERDICTS_ZH = {"pass": "成立", "fail": "不成立", "not measured": "未测"}
+VERDICTS_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定", "not measured": "未测"}
 
 #: Words of the figures' labels, longest first, and their Chinese.
 _WORDS_ZH = (
@@ -116,8 +116,12 @@ def failed_claims(run: Mapping[str, Any]) -> str:
 
 
 def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`roofline_book.measure.report.highlights` with the failed claims in Chinese."""
-    return report.highlights(run) | {"failed_claims": failed_claims(run)}
+    """:func:`roofline_book.measure.report.highlights` with the failed claims in Chinese,
+    and ``speed_tolerance_pct``, the margin a speed comparison allows (percent)."""
+    return report.highlights(run) | {
+        "failed_claims": failed_claims(run),
+        "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
+    }
 
 
 def summary_table(run: Mapping[str, Any]) -> Any:

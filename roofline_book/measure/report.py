@@ -260,8 +260,8 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     ``add_over_copy`` and ``add_flops_frac_pct`` (% of the FP32 peak); the small
     GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) and the largest FP32
     square GEMM as % of the FP32 peak (``small_gemm_pct``, ``large_gemm_n``,
-    ``large_gemm_pct``); the claims' counts (``n_claims``, ``n_pass``,
-    ``n_fail``, ``n_unmeasured``) and ``failed_claims``, the failed claims joined
+    ``large_gemm_pct``); the claims' counts (``n_claims``, ``n_pass``, ``n_fail``,
+    ``n_inconclusive``, ``n_unmeasured``) and ``failed_claims``, the failed claims joined
     by "；" (or "（无）").
 
     Raises
@@ -311,6 +311,7 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
         "n_claims": len(verdicts),
         "n_pass": verdicts.count("pass"),
         "n_fail": verdicts.count("fail"),
+        "n_inconclusive": verdicts.count("inconclusive"),
         "n_unmeasured": verdicts.count("not measured"),
         "failed_claims": "；".join(failed) if failed else "（无）",
     }
