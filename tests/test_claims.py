@@ -200,3 +200,36 @@ def test_check_and_figure_text():
         claims.Check("claim", "maybe", "rule")
     with pytest.raises(TypeError, match="checks must be Check objects"):
         claims.format_checks(["pass"])
+
+
+def test_an_unstable_run_neither_passes_nor_fails():
+    run = load()
+    run["stability"] = {
+        "probe": run["results"][0]["id"],
+        "first_s": 0.01,
+        "last_s": 0.015,
+        "drift": 1.5,
+        "stable": False,
+    }
+    got = verdicts(run)
+    assert set(got.values()) <= {"inconclusive", "not measured"}
+    assert got["large_gemm_is_compute_bound"] == "inconclusive"
+    run["stability"]["stable"], run["stability"]["drift"] = True, 1.02
+    assert verdicts(run) == verdicts(load())  # a stable run is judged as before
+
+
+def test_claims_command_json_and_text(tmp_path, capsys):
+    from roofline_book import cli
+
+    assert cli.main(["claims", str(PASS), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [c["id"] for c in out["claims"]] == NAMES
+    assert {c["verdict"] for c in out["claims"]} == {"pass"}
+    assert out["stable"] is None  # the fixture predates the drift probe
+    predictions = claims.roofline_predictions(load())
+    assert out["prediction"]["entries"] == len(predictions) > 0
+    assert cli.main(["claims", str(FAIL)]) == 0
+    assert "claims: 5 pass, 3 fail" in capsys.readouterr().out
+    assert cli.main(["claims", str(tmp_path / "missing.json")]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "cannot read the run file" in err

@@ -70,6 +70,12 @@ def test_tiny_run_measures_every_case(tiny):
     assert run["suite"] == "tiny"
     if hasattr(os, "getloadavg"):
         assert len(run["load_average"]) == 2 and min(run["load_average"]) >= 0
+    # the first case is timed again at the end: the drift says whether the machine held still
+    probe = run["stability"]
+    assert probe["probe"] == run["results"][0]["id"]
+    assert probe["first_s"] == run["results"][0]["time"]["median_s"]
+    assert probe["drift"] == pytest.approx(probe["last_s"] / probe["first_s"])
+    assert probe["stable"] == (abs(probe["drift"] - 1) <= 0.1)
 
 
 def test_models_are_the_ops_functions(tiny):

@@ -66,11 +66,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..extras import MissingExtra
-from . import bench, block, devices, infer, op, plot
+from . import bench, block, claims, devices, infer, op, plot
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
 
-SUBCOMMANDS = (op, block, infer, devices, plot, bench)
+SUBCOMMANDS = (op, block, infer, devices, plot, bench, claims)
 """The subcommands' modules, in the order the help lists them."""
 
 __all__ = ["EXIT_USAGE", "OPERATORS", "PROG", "build_parser", "main", "parse_point", "parse_size"]

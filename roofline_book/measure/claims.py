@@ -499,13 +499,23 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
     Returns
     -------
     list of Check
-        One per claim, in the order of :data:`CHECKS`.
+        One per claim, in the order of :data:`CHECKS`. In a run whose drift probe
+        marked it unstable (``run["stability"]["stable"]`` false) no claim passes or
+        fails: each is inconclusive.
     """
     if isinstance(run, (str, os.PathLike)):
         run = runfile.read_run(run)
     else:
         runfile.validate_run(run, require_schema=False)
-    return [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
+    checks = [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
+    if run.get("stability", {}).get("stable") is False:  # the machine changed under the run
+        checks = [
+            dataclasses.replace(c, verdict="inconclusive", rule=f"{c.rule} (run unstable)")
+            if c.verdict in ("pass", "fail")
+            else c
+            for c in checks
+        ]
+    return checks
 
 
 def format_checks(checks: Iterable[Check]) -> str:

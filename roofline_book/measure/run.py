@@ -195,6 +195,9 @@ def run_suite(device: str = "cpu", suite: str = "quick", *, progress: bool = Fal
         measure(case, dev, min_run_time=spec.min_run_time, flush=flush)
         for case in _progress(todo, progress)
     ]
+    stability = _stability(
+        entries[0], measure(todo[0], dev, min_run_time=spec.min_run_time, flush=flush)
+    )
     load.append(machine.load_average())
     run = {
         "format": runfile.FORMAT,
@@ -209,8 +212,29 @@ def run_suite(device: str = "cpu", suite: str = "quick", *, progress: bool = Fal
     }
     if None not in load:
         run["load_average"] = load
+    if stability is not None:
+        run["stability"] = stability
     runfile.validate_run(run, require_schema=False)
     return run
+
+
+#: A run is stable when its first case, timed again at the end, is within this fraction
+#: of its first time.
+DRIFT_TOLERANCE = 0.1
+
+
+def _stability(first: dict, last: dict) -> dict[str, Any] | None:
+    """The drift of the reference probe between the start and the end of a run."""
+    if first["status"] != "ok" or last["status"] != "ok":
+        return None
+    a, b = first["time"]["median_s"], last["time"]["median_s"]
+    return {
+        "probe": first["id"],
+        "first_s": a,
+        "last_s": b,
+        "drift": b / a,
+        "stable": abs(b / a - 1) <= DRIFT_TOLERANCE,
+    }
 
 
 def _progress(todo: list[Case], enabled: bool) -> Iterator[Case]:

@@ -150,6 +150,19 @@ RUN_SCHEMA: dict[str, Any] = {
             "maxItems": 2,
             "description": "the host's 1-minute load average at the start and the end",
         },
+        "stability": {
+            "type": "object",
+            "required": ["probe", "first_s", "last_s", "drift", "stable"],
+            "additionalProperties": False,
+            "description": "the first case timed again at the end of the run",
+            "properties": {
+                "probe": _TEXT,
+                "first_s": _POSITIVE,
+                "last_s": _POSITIVE,
+                "drift": _POSITIVE,
+                "stable": {"type": "boolean"},
+            },
+        },
     },
     "$defs": {
         "ceiling": {
