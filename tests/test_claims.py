@@ -233,3 +233,14 @@ def test_claims_command_json_and_text(tmp_path, capsys):
     assert cli.main(["claims", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "cannot read the run file" in err
+
+
+def test_large_gemm_is_judged_against_other_measurements():
+    # the run's peak is its best GEMM, the 1024^3 one here: judged against itself it could
+    # not fail; against the other sizes (512^3 at 89 GFLOP/s) a slow 1024^3 fails
+    assert claims.large_gemm_is_compute_bound(load()).verdict == "pass"
+    slow = retime(load(), "gemm/fp32/mm/m=1024,k=1024,n=1024", 0.05)  # 43 GFLOP/s
+    check = claims.large_gemm_is_compute_bound(slow)
+    assert check.verdict == "fail"
+    ratio = (2 * 1024**3 / 0.05) / (2 * 512**3 / 0.003)
+    assert figures(check)["fp32 n=1024: achieved / best other GEMM"] == pytest.approx(ratio)

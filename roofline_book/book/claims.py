@@ -44,6 +44,7 @@ _WORDS_ZH = (
     ("operators compared", "比较的算子数"),
     ("bandwidth / copy", "带宽 / copy"),
     ("copy bandwidth", "copy 带宽"),
+    ("achieved / best other GEMM", "实测 / 其余 GEMM 的最好成绩"),
     ("achieved / peak", "实测 / 峰值"),
     ("FLOP/s / peak", "FLOP/s / 峰值"),
     ("largest / smallest", "最大 / 最小"),

@@ -224,30 +224,46 @@ def _not_measured(claim: str, rule: str, missing: str) -> Check:
 
 
 def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
-    """The largest square GEMM of each precision runs near the peak, right of the ridge."""
+    """The largest square GEMM of each precision runs near the best of the other GEMMs.
+
+    The run's peak is the best GEMM of the sweep, often the largest itself, so
+    judging the largest against it would pass by construction. The reference
+    here is the best rate among the *other* GEMM entries of the precision,
+    a different measurement; the ridge point uses the run's peak as elsewhere.
+    """
     claim = "Large GEMMs are compute-bound: they run close to the measured peak"
     rule = (
-        f"per precision, the largest square GEMM reaches >= {NEAR_PEAK:.0%} of the measured "
-        "peak and its intensity is right of the measured ridge point"
+        f"per precision, the largest square GEMM reaches >= {NEAR_PEAK:.0%} of the best rate "
+        "among the other GEMMs of the run (not its own: the run's peak may be that very "
+        "entry) and its intensity is right of the measured ridge point"
     )
     bandwidth = runfile.memory_roof(run)
     precisions = _gemm_precisions(run)
     if not precisions or bandwidth is None:
         return _not_measured(claim, rule, "no GEMM sweep or no bandwidth ceiling")
-    figures, ok = [], True
+    figures, ok, seen = [], True, 0
     for p in precisions:
         largest = square_gemms(run, p)[-1]
+        others = [
+            rates(e)[0]
+            for e in runfile.results(run, "gemm")
+            if e["precision"] == p and e["status"] == "ok" and e["id"] != largest["id"]
+        ]
         peak = _peak(run, p)
-        assert peak is not None  # the precisions are those with a measured peak
-        fraction = rates(largest)[0] / peak
+        if not others or peak is None:
+            continue
+        seen += 1
+        fraction = rates(largest)[0] / max(others)
         intensity, ridge = model_cost(largest).intensity, peak / bandwidth
         ok &= fraction >= NEAR_PEAK and intensity >= ridge
         label = f"{p} n={largest['shape']['n']}"
         figures += [
-            Figure(f"{label}: achieved / peak", fraction),
+            Figure(f"{label}: achieved / best other GEMM", fraction),
             Figure(f"{label}: intensity", intensity, "FLOP/B"),
             Figure(f"{p} ridge point", ridge, "FLOP/B"),
         ]
+    if not seen:
+        return _not_measured(claim, rule, "no precision with two or more GEMMs timed")
     return Check(claim, _verdict(ok), rule, tuple(figures))
 
 
