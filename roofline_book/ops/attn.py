@@ -47,6 +47,18 @@ def _flash_keys_read(seq_q: int, seq_k: int, rows: int, causal: bool) -> int:
     return full + seq_k
 
 
+def _block_rows(sram_bytes: int, head_dim: int, dtype: Precision, limit: int) -> int:
+    """Rows of a flash block: ``M / (4d)`` for ``M`` on-chip elements, at most ``limit``."""
+    s = bytes_per_element(dtype)
+    sram_elements = sram_bytes // s
+    if sram_elements < 4 * head_dim:
+        raise ValueError(
+            f"sram_bytes must hold at least 4 * head_dim elements "
+            f"({4 * head_dim * s} bytes in {precision_name(dtype)}), got {sram_bytes}"
+        )
+    return min(limit, sram_elements // (4 * head_dim))
+
+
 def attention(
     batch: int,
     heads: int,
@@ -175,13 +187,7 @@ def attention(
     if impl == "eager":
         return _eager(batch, bh, seq_q, seq_k, head_dim, dtype, causal)
 
-    sram_elements = sram_bytes // s
-    if sram_elements < 4 * head_dim:
-        raise ValueError(
-            f"sram_bytes must hold at least 4 * head_dim elements "
-            f"({4 * head_dim * s} bytes in {precision_name(dtype)}), got {sram_bytes}"
-        )
-    rows = min(seq_q, sram_elements // (4 * head_dim))
+    rows = _block_rows(sram_bytes, head_dim, dtype, seq_q)
     pairs = _causal_pairs(seq_q, seq_k) if causal else seq_q * seq_k
     keys = _flash_keys_read(seq_q, seq_k, rows, causal)
     softmax_vector = SOFTMAX_FLOPS_PER_ELEMENT - 1
@@ -278,13 +284,7 @@ def attention_backward(
     if impl == "stored":
         return stored
 
-    sram_elements = sram_bytes // s
-    if sram_elements < 4 * head_dim:
-        raise ValueError(
-            f"sram_bytes must hold at least 4 * head_dim elements "
-            f"({4 * head_dim * s} bytes in {precision_name(dtype)}), got {sram_bytes}"
-        )
-    rows = min(seq_k, sram_elements // (4 * head_dim))
+    rows = _block_rows(sram_bytes, head_dim, dtype, seq_k)
     key_blocks = math.ceil(seq_k / rows)
     q_rows = bh * s * head_dim * seq_q  # one N x d tensor of the queries' side, all heads
     kv_rows = bh * s * head_dim * seq_k

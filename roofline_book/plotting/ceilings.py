@@ -17,7 +17,7 @@ from .. import _validate
 from ..hardware import Hardware
 from ..ops import Cost
 from ..roofline import time_bound
-from .style import PALETTE, _scale, text
+from .style import PALETTE, _label, _scale, text
 
 #: Colour of each resource's roof.
 RESOURCE_COLORS = {
@@ -155,6 +155,7 @@ def placed(
     list of matplotlib artists
     """
     scale = _scale(unit)
+    ticked = set(unit_ticks)
     markers = "osD^vP*X"
     drawn = []
     for i, (name, cost) in enumerate(named):
@@ -173,21 +174,12 @@ def placed(
                 ax.scatter([x_all], [y], facecolor="white", edgecolor=color, s=30, zorder=5)
             )
         units = [r for r in ("matrix", "vector", "special") if r in t.by_resource]
-        if name in set(unit_ticks):
+        if name in ticked:
             for r in units:
                 rate = cost.flops / t.by_resource[r] / scale
                 drawn.append(
                     ax.scatter([x], [rate], marker="_", s=120, color=RESOURCE_COLORS[r], zorder=4)
                 )
         if annotate:
-            drawn.append(
-                ax.annotate(
-                    name,
-                    (x, y),
-                    xytext=(offsets or {}).get(name, (5, -12)),
-                    textcoords="offset points",
-                    fontsize=fontsize,
-                    color="#222222",
-                )
-            )
+            drawn.append(_label(ax, name, (x, y), offsets, fontsize))
     return drawn

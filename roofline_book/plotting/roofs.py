@@ -11,7 +11,7 @@ from ..dtypes import bytes_per_element
 from ..hardware import Hardware
 from ..ops import Cost, attention, gemm
 from ..roofline import attainable, ridge_point
-from .style import PALETTE, _scale, text
+from .style import PALETTE, _label, _scale, text
 
 
 def roofline(
@@ -134,16 +134,7 @@ def points(
             )
         )
         if annotate:
-            drawn.append(
-                ax.annotate(
-                    name,
-                    (x, y),
-                    xytext=(offsets or {}).get(name, (5, -12)),
-                    textcoords="offset points",
-                    fontsize=fontsize,
-                    color="#222222",
-                )
-            )
+            drawn.append(_label(ax, name, (x, y), offsets, fontsize))
     return drawn
 
 

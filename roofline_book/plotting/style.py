@@ -128,6 +128,18 @@ def setup_notebook(language: str = "en") -> None:
     shell.run_line_magic("config", "InlineBackend.figure_formats = ['svg']")
 
 
+def _label(ax, name: str, xy, offsets, fontsize: float):
+    """An operator's name beside its point: ``offsets[name]`` points away, (5, -12) by default."""
+    return ax.annotate(
+        name,
+        xy,
+        xytext=(offsets or {}).get(name, (5, -12)),
+        textcoords="offset points",
+        fontsize=fontsize,
+        color="#222222",
+    )
+
+
 def _scale(unit: str) -> float:
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}")
