@@ -25,6 +25,9 @@ from ..roofline import gemm_tokens_to_ridge, time_lower_bound
 from . import machine
 from .timing import Timing, time_cpu
 
+#: The flat part of a sweep: batches up to this many rows (each call streams the weight).
+FLAT_BATCH = 4
+
 #: Batches of the default sweep, from one token to well past a CPU's ridge.
 BATCHES = (1, 2, 4, 16, 64, 128)
 
@@ -63,16 +66,16 @@ class StreamingSweep:
     def measured_crossing(self) -> tuple[float, float, float]:
         """Where the measured flat part meets the measured rising part: (batch, low, high).
 
-        The flat part is the median time of the batches up to 4 (each call
+        The flat part is the median time of the batches up to :data:`FLAT_BATCH` (each call
         streams the weight); the rising part is the time per token of the two
         largest batches. Their ratio is the batch at which the two lines meet.
         ``low`` and ``high`` take each time at the bottom or top of its
         interquartile range, the spread of the estimate.
         """
-        flat = [p.timing for p in self.points if p.batch <= 4]
+        flat = [p.timing for p in self.points if p.batch <= FLAT_BATCH]
         tail = sorted(self.points, key=lambda p: p.batch)[-2:]
-        if not flat or len(tail) < 2 or tail[0].batch <= 4:
-            raise ValueError("the sweep needs batches up to 4 and two larger ones")
+        if not flat or len(tail) < 2 or tail[0].batch <= FLAT_BATCH:
+            raise ValueError(f"the sweep needs batches up to {FLAT_BATCH} and two larger ones")
 
         def estimate(side: float) -> float:
             t0 = statistics.median(t.median_s + side * t.iqr_s / 2 for t in flat)
@@ -86,7 +89,8 @@ class StreamingSweep:
     def figures(self, peak_flops: float, bandwidth: float) -> dict[str, float | int | bool]:
         """What a page quotes from the sweep, as plain numbers.
 
-        Keys: ``d``, ``weight_mb`` (the weight, MB), ``predicted`` and
+        Keys: ``d``, ``weight_mb`` (the weight, MB), ``margin`` (the weight
+        over the last-level cache it was sized from), ``flat_batch``, ``predicted`` and
         ``measured`` crossing batches, ``low`` and ``high`` (the measured
         estimate's spread), ``ratio`` (measured over predicted), ``within``
         (the prediction lies inside the spread), ``flat_ms`` (the measured
@@ -95,10 +99,12 @@ class StreamingSweep:
         """
         measured, low, high = self.measured_crossing()
         predicted = self.predicted_crossing(peak_flops, bandwidth)
-        flat = statistics.median(p.timing.median_s for p in self.points if p.batch <= 4)
+        flat = statistics.median(p.timing.median_s for p in self.points if p.batch <= FLAT_BATCH)
         model_flat = self.points[0].cost.bytes / bandwidth
         return {
             "d": self.d,
+            "margin": STREAM_MARGIN,
+            "flat_batch": FLAT_BATCH,
             "weight_mb": self.d * self.d * bytes_per_element(self.precision) / 1e6,
             "predicted": predicted,
             "measured": measured,
