@@ -63,19 +63,27 @@ def tiny(tmp_path_factory):
 
 def test_tiny_run_measures_every_case(tiny):
     _, run, _ = tiny
-    assert [e["id"] for e in run["results"]] == [c.id for c in suites.cases("cpu", "tiny")]
+    sets = suites.probes("cpu", "tiny")
+    probed = [c.id for key in ("bandwidth", "peak", "cache", "vector") for c in sets[key]]
+    operators = [c.id for c in suites.cases("cpu", "tiny") if c.id not in probed]
+    assert [e["id"] for e in run["results"]] == probed + operators  # probes first, once each
     assert {e["status"] for e in run["results"]} == {"ok"}
     assert run["device"]["type"] == "cpu" and run["device"]["threads"] == 1
+    assert run["device"]["threads_policy"] == "set"
     assert run["software"]["torch"] == torch.__version__
     assert run["suite"] == "tiny"
     if hasattr(os, "getloadavg"):
         assert len(run["load_average"]) == 2 and min(run["load_average"]) >= 0
-    # the first case is timed again at the end: the drift says whether the machine held still
+    # the sentinel (the largest cache probe) is timed before the cases, after every sixth and
+    # after the last: its spread says whether the machine held still
     probe = run["stability"]
-    assert probe["probe"] == run["results"][0]["id"]
-    assert probe["first_s"] == run["results"][0]["time"]["median_s"]
-    assert probe["drift"] == pytest.approx(probe["last_s"] / probe["first_s"])
-    assert probe["stable"] == (abs(probe["drift"] - 1) <= 0.1)
+    assert probe["probe"] == (sets["cache"] or sets["peak"])[-1 if sets["cache"] else 0].id
+    checkpoints = probe["checkpoints_s"]
+    assert len(checkpoints) == 1 + math.ceil(len(operators) / measure_run.CHECKPOINT_EVERY)
+    assert probe["first_s"] == checkpoints[0] and probe["last_s"] == checkpoints[-1]
+    assert probe["drift"] == pytest.approx(checkpoints[-1] / checkpoints[0])
+    assert probe["spread"] == pytest.approx(max(checkpoints) / min(checkpoints) - 1)
+    assert probe["stable"] == (probe["spread"] <= 0.1)
 
 
 def test_models_are_the_ops_functions(tiny):
@@ -125,19 +133,48 @@ def test_every_entry_is_checked_then_timed(tiny):
         assert e["l2_flush"] is False  # no cache flush on the CPU
 
 
-def test_ceilings_are_the_best_measured(tiny):
+def test_ceilings_are_the_best_round_of_their_probe(tiny):
     _, run, _ = tiny
     ceilings = run["ceilings"]
+    by_id = {e["id"]: e for e in run["results"]}
     for precision in ("fp32", "bf16"):
-        sweep = [e for e in runfile.results(run, "gemm") if e["precision"] == precision]
-        best = max(sweep, key=lambda e: runfile.rates(e)[0])
+        probe = by_id[f"gemm/{precision}/mm/m=192,k=192,n=192"]  # apart from the 32..128 sweep
+        rounds = probe["rounds_s"]
+        assert len(rounds) == 2 and probe["time"]["median_s"] == min(rounds)
         assert ceilings["peak_flops"][precision] == {
-            "value": runfile.rates(best)[0],
-            "entry": best["id"],
+            "value": 2 * 192**3 / min(rounds),
+            "entry": probe["id"],
+            "spread": pytest.approx(max(rounds) / min(rounds) - 1),
         }
-    copy_entry = runfile.results(run, "copy")[0]
-    assert ceilings["bandwidth"]["copy"]["value"] == runfile.rates(copy_entry)[1]
+    copy_entry = by_id["copy/fp32/copy_/numel=65536"]
+    assert ceilings["bandwidth"]["copy"]["value"] == 8 * 2**16 / min(copy_entry["rounds_s"])
     assert ceilings["working_set_bytes"] == 2 * 4 * 2**16  # source and destination, fp32
+    caches = run["device"]["caches"]
+    for level, c in ceilings.get("cache_bandwidth", {}).items():
+        entry = by_id[c["entry"]]
+        assert c["cache_bytes"] == caches[level] and int(level[1:]) >= 2
+        assert 4 * c["working_set_bytes"] <= c["cache_bytes"] or c["working_set_bytes"] == 2**18
+        assert c["value"] == runfile.rates(entry)[1]
+    if "L2" in caches:  # the vector probe: an add whose three arrays fill half the L2
+        for c in ceilings["vector_flops"].values():
+            n = by_id[c["entry"]]["shape"]["numel"]
+            assert (
+                12 * n <= caches["L2"] // 2 < 24 * n
+                and c["value"] == runfile.rates(by_id[c["entry"]])[0]
+            )
+
+
+def test_cpu_entries_carry_write_allocate_bytes_and_what_runs(tiny):
+    _, run, _ = tiny
+    by_id = {e["id"]: e for e in run["results"]}
+    # out of place: every written byte is first fetched; in place: none
+    assert by_id["copy/fp32/copy_/numel=65536"]["write_allocate_bytes"] == 4 * 2**16
+    assert "write_allocate_bytes" not in by_id["triad_inplace/fp32/add_(alpha)/numel=65536"]
+    assert not any("write_allocate_bytes" in e for e in runfile.results(run, "adamw"))
+    # torch.rms_norm on the CPU: pow, mean, + eps, rsqrt, x * r, weight * y (fp32: no casts)
+    norm = runfile.results(run, "rmsnorm")[0]
+    assert norm["implementation"]["kernels"] == 6 and norm["model"]["kernels"] == 1
+    ceilings = run["ceilings"]
     hw = runfile.as_hardware(run)
     assert hw.peak_flops("bf16") == ceilings["peak_flops"]["bf16"]["value"]
     assert hw.memory_bandwidth == runfile.memory_roof(run)
@@ -146,7 +183,7 @@ def test_ceilings_are_the_best_measured(tiny):
 def test_cli_prints_table_and_checklist(tiny):
     _, run, out = tiny
     for peak in run["ceilings"]["peak_flops"].values():
-        assert f"best: {peak['entry']}" in out  # each peak names the entry it came from
+        assert peak["entry"] in out  # each peak names the entry it came from
     assert out.count("\n") > len(run["results"])
     assert "claims:" in out and "[not measured]" in out  # tiny: ceilings fit in cache
 
@@ -264,12 +301,30 @@ def test_time_cpu_rejects_bad_input():
 
 def test_ceilings_leave_the_cache():
     cache = 32 * 2**20
-    copy_case, triad, inplace = suites.cases("cpu", "quick", cache_bytes=cache)[:3]
-    assert copy_case.id == "copy/fp32/copy_/numel=33554432"  # 8 * 32 MiB / 8 bytes per element
-    assert copy_case.cost.bytes == suites.CEILING_CACHE_MULTIPLE * cache
-    assert triad.cost.bytes == 12 * cache  # three arrays of 4 * cache bytes
-    assert inplace.id == "triad_inplace/fp32/add_(alpha)/numel=33554432"
+    copy_case, triad, inplace = suites.probes("cpu", "quick", cache_bytes=cache)["bandwidth"]
+    assert copy_case.id == "copy/fp32/copy_/numel=16777216"  # 4 * 32 MiB / 8 bytes per element
+    assert copy_case.cost.bytes == suites.CEILING_CACHE_MULTIPLE * cache == 4 * cache
+    assert triad.cost.bytes == 6 * cache  # three arrays of 2 * cache bytes
+    assert inplace.id == "triad_inplace/fp32/add_(alpha)/numel=16777216"
     assert inplace.cost == triad.cost  # the same reads, writes and FLOPs, in place
+    assert not inplace.allocate_bytes and copy_case.allocate_bytes == 2 * cache
+
+
+def test_streaming_sizes_scale_with_the_cache():
+    # every elementwise operator and precision gets the smallest power of two whose
+    # traffic is 4 x the last-level cache: add fp32 moves 12 B per element, relu bf16 4 B
+    for cache, add32, relu16 in ((105 * 2**20, 2**26, 2**27), (8 * 2**20, 2**22, 2**23)):
+        ids = {c.id for c in suites.cases("cpu", "quick", cache_bytes=cache)}
+        assert (
+            f"add/fp32/add/numel={add32}" in ids and f"add/fp32/add/numel={add32 // 2}" not in ids
+        )
+        assert f"relu/bf16/clamp_min/numel={relu16}" in ids
+        assert 12 * add32 >= 4 * cache > 12 * add32 / 2
+    assert not any(  # tiny stays in cache
+        c.cost.bytes >= 4 * 2**20
+        for c in suites.cases("cpu", "tiny", cache_bytes=2**20)
+        if c.name in ("add", "relu")
+    )
 
 
 def test_every_suite_has_the_chapter_small_gemm_and_all_adamw_impls():

@@ -53,7 +53,33 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="replace --out if it exists (default: refuse)"
     )
+    parser.add_argument(
+        "--threads",
+        default="1",
+        metavar="N|all",
+        help="CPU threads during the run: a count, or 'all' for torch's default (default: 1, "
+        "steadier on a small shared machine; the run file records it)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def threads_option(text: str) -> int | None:
+    """``--threads``: a count >= 1, or ``"all"`` (None: torch's default).
+
+    Examples
+    --------
+    >>> threads_option("4"), threads_option("all")
+    (4, None)
+    >>> threads_option("0")
+    Traceback (most recent call last):
+    ...
+    ValueError: --threads must be a whole number >= 1 or 'all'; got '0'
+    """
+    if text == "all":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"--threads must be a whole number >= 1 or 'all'; got {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
 
     device = _validate.choice("device", args.device, DEVICES)
     suite = _validate.choice("suite", args.suite, SUITES)
+    try:
+        threads = threads_option(str(getattr(args, "threads", "1")))
+    except ValueError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 2
     out = Path(args.out)
     force = bool(getattr(args, "force", False))
     if out.is_dir():
@@ -95,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"bench: {machine.no_cuda_message()}", file=sys.stderr)
         return 2
     progress = not getattr(args, "no_progress", False)
-    measured = measure_run.run_suite(device, suite, progress=progress)
+    measured = measure_run.run_suite(device, suite, threads=threads, progress=progress)
     status = 0
     try:
         runfile.write_run(measured, out, force=force)

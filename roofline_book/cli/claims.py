@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 from typing import Any
 
 from .common import UsageError, emit
@@ -12,17 +11,19 @@ from .common import UsageError, emit
 def run(args: argparse.Namespace) -> int:
     """The ``claims`` subcommand."""
     from ..measure import claims as checks
-    from ..measure import runfile
+    from ..measure import predict, runfile
 
     try:
         data = runfile.read_run(args.run)
     except OSError as exc:
         raise UsageError(f"cannot read the run file {args.run!r}: {exc.strerror}") from None
     result = checks.check_claims(data)
-    predictions = checks.roofline_predictions(data)
+    predictions = predict.predictions(data)
+    kept = [p for p in predictions if not p.excluded]
     stability = data.get("stability")
     stable = None if stability is None else bool(stability["stable"])
-    median = statistics.median(p.error for p in predictions) if predictions else None
+    median = predict.median_error(predictions)
+    excluded = [{"id": p.id, "why": p.excluded} for p in predictions if p.excluded]
     if args.json:
         emit(
             {
@@ -38,7 +39,21 @@ def run(args: argparse.Namespace) -> int:
                     }
                     for c in result
                 ],
-                "prediction": {"median_error": median, "entries": len(predictions)},
+                "prediction": {
+                    "median_error": median,
+                    "entries": len(kept),
+                    "excluded": excluded,
+                    "per_entry": [
+                        {
+                            "id": p.id,
+                            "predicted_s": p.predicted_s,
+                            "measured_s": p.measured_s,
+                            "bound_s": p.bound_s,
+                            "level": p.level,
+                        }
+                        for p in kept
+                    ],
+                },
                 "stable": stable,
             }
         )
@@ -47,14 +62,16 @@ def run(args: argparse.Namespace) -> int:
     if median is not None:
         print(
             f"roofline prediction: median |predicted - measured| / measured = {median:.0%} "
-            f"over {len(predictions)} entries"
+            f"over {len(kept)} entries ({len(excluded)} left out: the ceilings themselves "
+            "and the cases the fixed cost is fitted on)"
         )
     if stability is None:
-        print("stability: not recorded (the run predates the drift probe)")
+        print("stability: not recorded (the run predates the stability sentinel)")
     else:
+        spread = stability.get("spread", abs(stability["drift"] - 1))
         print(
-            f"stability: {'stable' if stable else 'UNSTABLE'} ({stability['probe']} took "
-            f"{stability['drift']:.2f}x its first time at the end of the run)"
+            f"stability: {'stable' if stable else 'UNSTABLE'} (sentinel {stability['probe']}: "
+            f"its checkpoints spread {spread:.0%}, last / first {stability['drift']:.2f})"
         )
     return 0
 

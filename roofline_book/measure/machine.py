@@ -38,20 +38,27 @@ def parse_cache_size(text: str) -> int:
     return int(text.rstrip("KMG")) * scale
 
 
-def cpu_cache_bytes() -> int | None:
-    """Size of the CPU's largest (last-level) data or unified cache, from sysfs (byte)."""
-    best_level, best_size = 0, None
+def cpu_caches() -> dict[int, int]:
+    """The CPU's data or unified caches by level, as one core sees them in sysfs (byte).
+
+    An empty dict where the OS reports none.
+    """
+    found: dict[int, int] = {}
     for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
         try:
             if (index / "type").read_text().strip() == "Instruction":
                 continue
             level = int((index / "level").read_text())
-            size = parse_cache_size((index / "size").read_text())
+            found[level] = parse_cache_size((index / "size").read_text())
         except (OSError, ValueError):
             continue
-        if level > best_level:
-            best_level, best_size = level, size
-    return best_size
+    return dict(sorted(found.items()))
+
+
+def cpu_cache_bytes() -> int | None:
+    """Size of the CPU's largest (last-level) data or unified cache, from sysfs (byte)."""
+    caches = cpu_caches()
+    return caches[max(caches)] if caches else None
 
 
 def memory_bytes() -> int | None:
@@ -127,6 +134,7 @@ def describe_device(device: Any) -> dict[str, Any]:
         "type": "cpu",
         "name": model,
         "cache_bytes": cpu_cache_bytes(),
+        "caches": {f"L{level}": size for level, size in cpu_caches().items()},
         "memory_bytes": memory_bytes(),
         "cpu_model": model,
         "threads": torch.get_num_threads(),

@@ -84,6 +84,14 @@ class Case:
         Bytes the case allocates, its check included (byte).
     build : callable
         ``build(torch.device) -> Prepared``.
+    inplace : bool
+        Whether the case writes only over data it has just read (``x.add_(y)``,
+        an optimizer step): then no store lands on a line the cache must fetch first.
+    implementation : Cost, optional
+        What the CPU implementation runs, where it is known to do more than the
+        model counts (``torch.rms_norm`` on the CPU is a composite of six to eight
+        kernels, with an FP32 upcast for 16-bit input): a prediction of its time on
+        the CPU uses this, a bound uses the model.
     """
 
     name: str
@@ -93,12 +101,21 @@ class Case:
     cost: Cost
     footprint: int
     build: Callable[[Any], Prepared] = field(compare=False, repr=False)
+    inplace: bool = False
+    implementation: Cost | None = None
 
     @property
     def id(self) -> str:
         """Unique within a run: ``name/precision/impl/size=value,...``."""
         sizes = ",".join(f"{k}={v}" for k, v in self.shape)
         return f"{self.name}/{self.precision}/{self.impl}/{sizes}"
+
+    @property
+    def allocate_bytes(self) -> int:
+        """Bytes a write-allocate cache (x86 CPUs) reads beyond the model: before a store to
+        a line it does not hold, it fetches the line. Out-of-place writes pay it once per
+        byte written; in-place ones do not (byte)."""
+        return 0 if self.inplace else self.cost.bytes_written
 
     @property
     def memory_bound(self) -> bool:

@@ -1,13 +1,17 @@
 """Running a suite: check then time each case, and assemble the run.
 
-A run measures the ceilings first (memory bandwidth from a large copy, a
-STREAM triad and the triad in place; peak FLOP/s per precision as the best
-GEMM of a sweep), then each operator case of the suite. Method, per case:
+A run measures the ceilings first, in interleaved rounds after a warm-up,
+keeping each one's best round (memory bandwidth from a large copy, a STREAM
+triad and the triad in place; peak FLOP/s per precision from a dedicated large
+GEMM; on the CPU a copy within the last-level cache for the cache roof), then
+each operator case of the suite, with a sentinel timed between them to record
+whether the machine stayed the same. On the CPU it runs one thread unless
+told otherwise. Method, per case:
 
 1. Correct before fast: the result is compared with a float64 reference
    (``torch.allclose``); a wrong result is recorded as ``failed``, not timed.
 2. Warm up, then time (:mod:`roofline_book.measure.timing`): on the CPU with
-   ``torch.utils.benchmark``, with torch's threads; on CUDA with CUDA events,
+   ``torch.utils.benchmark``; on CUDA with CUDA events,
    memory-bound cases writing a buffer larger than the L2 before every call
    (outside the timed region), so no call finds its data left in the cache by
    the one before.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -31,10 +36,19 @@ from typing import Any
 from .. import _validate
 from ..tables import text_table
 from ..units import si
-from . import machine, runfile
-from .cases import BANDWIDTH_KINDS, is_out_of_memory, shape_text
-from .registry import Case, Incorrect, Unsupported
-from .suites import DEVICES, FALLBACK_CACHE_BYTES, SUITES, cases, suite_spec
+from . import ceilings, machine, runfile
+from .cases import is_out_of_memory, shape_text
+from .registry import Case, Incorrect, Prepared, Unsupported
+from .suites import (
+    DEVICES,
+    FALLBACK_CACHE_BYTES,
+    SUITES,
+    cache_probes,
+    cases,
+    ceiling_numel,
+    probes,
+    suite_spec,
+)
 from .timing import Timing, time_cpu, time_cuda
 
 FLUSH_MIN_BYTES = 256 * 2**20
@@ -51,6 +65,79 @@ def _sync(device) -> None:
 
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def _entry(case: Case, device) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The head of a case's run-file entry, and its tail: the model, and on the CPU the
+    write-allocate bytes and what the implementation runs."""
+    if not isinstance(case, Case):
+        kind = type(case).__name__
+        raise TypeError(f"case must be a roofline_book.measure.registry.Case, got {kind}")
+    entry: dict[str, Any] = {
+        "id": case.id,
+        "name": case.name,
+        "shape": dict(case.shape),
+        "precision": case.precision,
+        "impl": case.impl,
+        "status": "ok",
+    }
+    # the four counts always; which units and cache levels the work needs, where it needs any
+    model = {k: v for k, v in dataclasses.asdict(case.cost).items() if k in _MODEL_KEYS or v}
+    tail: dict[str, Any] = {"model": model}
+    if device.type != "cpu":
+        return entry, tail
+    if case.allocate_bytes:
+        tail["write_allocate_bytes"] = case.allocate_bytes
+    if case.implementation is not None:
+        tail["implementation"] = {
+            k: v
+            for k, v in dataclasses.asdict(case.implementation).items()
+            if k in _MODEL_KEYS or v
+        }
+    return entry, tail
+
+
+_MODEL_KEYS = ("flops", "bytes_read", "bytes_written", "kernels")
+
+
+def _not_run(entry: dict, tail: dict, exc: BaseException) -> dict:
+    """The entry of a case that raised instead of running."""
+    if isinstance(exc, Unsupported):
+        return entry | {"status": "skipped", "reason": str(exc)} | tail
+    if isinstance(exc, Incorrect):
+        return entry | {"status": "failed", "reason": f"wrong result: {exc}"} | tail
+    text = str(exc).strip()
+    first_line = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+    if is_out_of_memory(exc):
+        return entry | {"status": "skipped", "reason": f"out of memory: {first_line}"} | tail
+    return entry | {"status": "failed", "reason": f"error: {first_line}"} | tail
+
+
+def _too_large(case: Case, device, taken: int = 0) -> str | None:
+    """Why ``case`` must be skipped for memory (``taken`` bytes are held already), or None."""
+    available = machine.available_memory(device)
+    if available is None or taken + case.footprint <= MEMORY_HEADROOM * (available + taken):
+        return None
+    return (
+        f"needs about {si(case.footprint, 'B')}, more than {MEMORY_HEADROOM:.0%} "
+        f"of the {si(available, 'B')} free"
+    )
+
+
+def _timer(device, min_run_time: float, flush, case: Case):
+    flushed = device.type == "cuda" and flush is not None and case.memory_bound
+    if device.type == "cuda":
+        return (
+            lambda fn: time_cuda(fn, min_run_time=min_run_time, flush=flush if flushed else None)
+        ), flushed
+    return (lambda fn: time_cpu(fn, min_run_time=min_run_time)), flushed
+
+
+def _release(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush=None) -> dict:
@@ -73,87 +160,144 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
         ``"failed"`` with a ``reason`` if the result was wrong or the case
         raised an error (a run goes on past a broken case).
     """
+    return measure_rounds([case], device, rounds=1, min_run_time=min_run_time, flush=flush)[0]
+
+
+WARMUP_S = 0.25
+"""Before the first round, each peak probe runs for this long (second): wide vector
+and matrix units (AVX-512, AMX) reach their clock only after a while of work."""
+
+
+def _spin(fn, device, seconds: float) -> None:
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        fn()
+        _sync(device)
+
+
+def measure_rounds(
+    todo: list[Case],
+    device: Any = "cpu",
+    *,
+    rounds: int = 3,
+    min_run_time: float = 0.1,
+    flush=None,
+    warmup_s: float = 0.0,
+) -> list[dict]:
+    """Check each case once, then time them all in interleaved rounds; their entries.
+
+    Round ``r`` times every case once, in order, so a change of the machine's
+    state (a clock ramp, another process) falls on all of them rather than on
+    one. Each entry keeps its best round (a ceiling is the most the machine
+    does) as ``time``, and every round's median as ``rounds_s``.
+
+    Parameters
+    ----------
+    todo : list of Case
+    device : str or torch.device
+    rounds : int
+        Timings per case, >= 1 (with 1, no ``rounds_s`` is recorded).
+    min_run_time : float
+        Timed seconds per case and round, at least (second).
+    flush : torch.Tensor, optional
+        CUDA only: the L2 flush buffer, used for memory-bound cases.
+    warmup_s : float
+        Seconds each compute-bound case (a GEMM) runs before the first round (see
+        :data:`WARMUP_S`); memory-bound ones need no clock ramp.
+    """
     import torch
 
-    if not isinstance(case, Case):
-        kind = type(case).__name__
-        raise TypeError(f"case must be a roofline_book.measure.registry.Case, got {kind}")
+    rounds = _validate.size("rounds", rounds)
     device = torch.device(device)
-    flushed = device.type == "cuda" and flush is not None and case.memory_bound
-    entry: dict[str, Any] = {
-        "id": case.id,
-        "name": case.name,
-        "shape": dict(case.shape),
-        "precision": case.precision,
-        "impl": case.impl,
-        "status": "ok",
-    }
-    # the four counts always; which units and cache levels the work needs, where it needs any
-    model = {
-        k: v
-        for k, v in dataclasses.asdict(case.cost).items()
-        if k in ("flops", "bytes_read", "bytes_written", "kernels") or v
-    }
-    tail: dict[str, Any] = {"model": model}
-    available = machine.available_memory(device)
-    if available is not None and case.footprint > MEMORY_HEADROOM * available:
-        reason = (
-            f"needs about {si(case.footprint, 'B')}, more than {MEMORY_HEADROOM:.0%} "
-            f"of the {si(available, 'B')} free"
-        )
-        return entry | {"status": "skipped", "reason": reason} | tail
-    prepared = None
-    timing: Timing
+    out: list[dict | None] = []
+    live: list[tuple[int, Prepared, Case]] = []
+    taken = 0
+    for case in todo:
+        entry, tail = _entry(case, device)
+        reason = _too_large(case, device, taken)
+        if reason is not None:
+            out.append(entry | {"status": "skipped", "reason": reason} | tail)
+            continue
+        prepared = None
+        try:
+            prepared = case.build(device)
+            check = prepared.check()
+            _sync(device)
+        except Exception as exc:  # one broken case must not lose the whole run
+            if prepared is not None:
+                prepared.close()
+            del prepared
+            _release(device)
+            out.append(_not_run(entry, tail, exc))
+            continue
+        note = {"note": prepared.note} if prepared.note else {}
+        out.append(entry | note | tail | {"check": check})
+        live.append((len(out) - 1, prepared, case))
+        taken += case.footprint
+    timings: dict[int, list[Timing]] = {i: [] for i, _, _ in live}
     try:
-        prepared = case.build(device)
-        check = prepared.check()
-        _sync(device)
-        if device.type == "cuda":
-            timing = time_cuda(
-                prepared.fn, min_run_time=min_run_time, flush=flush if flushed else None
-            )
-        else:
-            timing = time_cpu(prepared.fn, min_run_time=min_run_time)
-    except Unsupported as exc:
-        return entry | {"status": "skipped", "reason": str(exc)} | tail
-    except Incorrect as exc:
-        return entry | {"status": "failed", "reason": f"wrong result: {exc}"} | tail
-    except Exception as exc:  # one broken case must not lose the whole run
-        text = str(exc).strip()
-        first_line = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-        if is_out_of_memory(exc):
-            return entry | {"status": "skipped", "reason": f"out of memory: {first_line}"} | tail
-        return entry | {"status": "failed", "reason": f"error: {first_line}"} | tail
+        for _, prepared, case in live:
+            if warmup_s and not case.memory_bound:
+                _spin(prepared.fn, device, warmup_s)
+        for _ in range(rounds):
+            for i, prepared, case in live:
+                if out[i]["status"] != "ok":  # type: ignore[index]
+                    continue
+                timer, flushed = _timer(device, min_run_time, flush, case)
+                try:
+                    timings[i].append(timer(prepared.fn))
+                except Exception as exc:
+                    entry, tail = _entry(case, device)
+                    out[i] = _not_run(entry, tail, exc)
+                    continue
+                out[i]["l2_flush"] = flushed  # type: ignore[index]
     finally:
-        if prepared is not None:
+        for _, prepared, _ in live:
             prepared.close()
-        note = prepared.note if prepared is not None else ""
-        del prepared
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-    if note:
-        entry["note"] = note
-    return entry | tail | {"time": timing.as_dict(), "check": check, "l2_flush": flushed}
+        del live
+        _release(device)
+    entries = []
+    for i, found in enumerate(out):
+        assert found is not None
+        entry = found
+        if entry["status"] == "ok":
+            best = min(timings[i], key=lambda t: t.median_s)
+            entry = _ordered(entry, best)
+            if rounds > 1:
+                entry["rounds_s"] = [t.median_s for t in timings[i]]
+        entries.append(entry)
+    return entries
 
 
-def _ceilings(entries: list[dict], copy_case: Case) -> dict[str, Any]:
-    peaks: dict[str, dict[str, Any]] = {}
-    for entry in entries:
-        if entry["name"] == "gemm" and entry["status"] == "ok":
-            value = runfile.rates(entry)[0]
-            best = peaks.get(entry["precision"])
-            if best is None or value > best["value"]:
-                peaks[entry["precision"]] = {"value": value, "entry": entry["id"]}
-    bandwidth = {
-        e["name"]: {"value": runfile.rates(e)[1], "entry": e["id"]}
-        for e in entries
-        if e["name"] in BANDWIDTH_KINDS and e["status"] == "ok"
-    }
-    return {"peak_flops": peaks, "bandwidth": bandwidth, "working_set_bytes": copy_case.cost.bytes}
+def _ordered(entry: dict, timing: Timing) -> dict:
+    """The entry with its time, fields in the run file's usual order."""
+    check, flushed = entry.pop("check"), entry.pop("l2_flush", False)
+    return entry | {"time": timing.as_dict(), "check": check, "l2_flush": flushed}
 
 
-def run_suite(device: str = "cpu", suite: str = "quick", *, progress: bool = False) -> dict:
+CHECKPOINT_EVERY = 6
+"""The stability sentinel is timed before the first operator case, after every this
+many cases, and after the last."""
+
+SENTINEL_RUN_TIME = 0.02
+"""Timed seconds of each sentinel checkpoint, at least (second)."""
+
+
+def run_suite(
+    device: str = "cpu",
+    suite: str = "quick",
+    *,
+    threads: int | None = 1,
+    progress: bool = False,
+) -> dict:
     """Measure the ceilings and every case of a suite; the run, validated.
+
+    The ceiling probes (:func:`~roofline_book.measure.suites.probes`) are timed
+    first in interleaved rounds after a warm-up (:func:`measure_rounds`), the
+    best round of each kept. Then each operator case, with a short sentinel (the
+    cache-resident copy on the CPU, the first peak GEMM on CUDA) timed between
+    every :data:`CHECKPOINT_EVERY` cases: their spread is the run's ``stability``
+    (:func:`roofline_book.measure.ceilings.stability`).
 
     Parameters
     ----------
@@ -162,20 +306,40 @@ def run_suite(device: str = "cpu", suite: str = "quick", *, progress: bool = Fal
     suite : {"tiny", "quick", "full"}
         Sizes; see :func:`~roofline_book.measure.suites.suite_spec`. ``tiny``
         is for tests: its bandwidth ceilings fit in cache and mean little.
+    threads : int or None
+        CPU threads torch uses during the run (restored afterwards); None keeps
+        torch's default, all cores. One thread (the default) is what the book
+        runs: on a small shared machine a second thread waits for whatever else
+        runs there, and its stalls would read as properties of the operators.
     progress : bool
         Show a progress bar (tqdm) on stderr.
 
     Raises
     ------
     ValueError
-        For an unknown device or suite, or ``device="cuda"`` without CUDA.
+        For an unknown device or suite, a thread count below 1, or
+        ``device="cuda"`` without CUDA.
     """
     device = _validate.choice("device", device, DEVICES)
     suite = _validate.choice("suite", suite, SUITES)
+    if threads is not None:
+        threads = _validate.size("threads", threads)
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
         raise ValueError(machine.no_cuda_message())
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        return _run(device, suite, progress=progress, all_threads=threads is None)
+    finally:
+        torch.set_num_threads(before)
+
+
+def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
+    import torch
+
     dev = (
         torch.device("cuda", torch.cuda.current_device())
         if device == "cuda"
@@ -185,19 +349,38 @@ def run_suite(device: str = "cpu", suite: str = "quick", *, progress: bool = Fal
     now = datetime.now(timezone.utc)  # noqa: UP017 - datetime.UTC needs Python >= 3.11
     date = now.strftime("%Y-%m-%dT%H:%M:%SZ")
     info = machine.describe_device(dev)
+    if dev.type == "cpu":
+        info["threads_policy"] = "all" if all_threads else "set"
     spec = suite_spec(device, suite)
-    todo = cases(device, suite, cache_bytes=info["cache_bytes"] or FALLBACK_CACHE_BYTES)
+    cache = info["cache_bytes"] or FALLBACK_CACHE_BYTES
+    caches = machine.cpu_caches() if dev.type == "cpu" else {}
+    sets = probes(device, suite, cache_bytes=cache, caches=caches)
+    numel = spec.ceiling_numel or ceiling_numel(cache)
+    levels = cache_probes(caches, numel) if dev.type == "cpu" else {}
+    todo = cases(device, suite, cache_bytes=cache)
     flush = None
     if device == "cuda":
-        size = max(FLUSH_MIN_BYTES, 2 * (info["cache_bytes"] or FALLBACK_CACHE_BYTES))
+        size = max(FLUSH_MIN_BYTES, 2 * cache)
         flush = torch.empty(size, dtype=torch.int8, device=dev)
-    entries = [
-        measure(case, dev, min_run_time=spec.min_run_time, flush=flush)
-        for case in _progress(todo, progress)
-    ]
-    stability = _stability(
-        entries[0], measure(todo[0], dev, min_run_time=spec.min_run_time, flush=flush)
+    probed = [c for key in ("bandwidth", "peak", "cache", "vector") for c in sets[key]]
+    todo = [c for c in todo if c.id not in {p.id for p in probed}]  # measured once, as probe
+    probe_entries = measure_rounds(
+        probed,
+        dev,
+        rounds=spec.rounds,
+        min_run_time=spec.min_run_time,
+        flush=flush,
+        warmup_s=WARMUP_S if suite != "tiny" else 0.0,
     )
+    sentinel = (sets["cache"][-1:] or sets["peak"])[0]  # the last-level cache's copy
+    checkpoints: list[float] = []
+    entries = []
+    with _Sentinel(sentinel, dev, flush) as watch:
+        checkpoints += watch.time()
+        for i, case in enumerate(_progress(todo, progress), 1):
+            entries.append(measure(case, dev, min_run_time=spec.min_run_time, flush=flush))
+            if i % CHECKPOINT_EVERY == 0 or i == len(todo):
+                checkpoints += watch.time()
     load.append(machine.load_average())
     run = {
         "format": runfile.FORMAT,
@@ -207,34 +390,49 @@ def run_suite(device: str = "cpu", suite: str = "quick", *, progress: bool = Fal
         "suite": suite,
         "device": info,
         "software": machine.describe_software(dev),
-        "ceilings": _ceilings(entries, todo[0]),
-        "results": entries,
+        "ceilings": ceilings.record(probe_entries, sets, levels),
+        "results": probe_entries + entries,
     }
     if None not in load:
         run["load_average"] = load
-    if stability is not None:
-        run["stability"] = stability
+    record = ceilings.stability(sentinel.id, checkpoints)
+    if record is not None:
+        run["stability"] = record
     runfile.validate_run(run, require_schema=False)
     return run
 
 
-#: A run is stable when its first case, timed again at the end, is within this fraction
-#: of its first time.
-DRIFT_TOLERANCE = 0.1
+class _Sentinel:
+    """A probe kept built through the operator cases, timed at each checkpoint."""
 
+    def __init__(self, case: Case, device, flush) -> None:
+        self.case, self.device, self.flush = case, device, flush
+        self.prepared: Prepared | None = None
 
-def _stability(first: dict, last: dict) -> dict[str, Any] | None:
-    """The drift of the reference probe between the start and the end of a run."""
-    if first["status"] != "ok" or last["status"] != "ok":
-        return None
-    a, b = first["time"]["median_s"], last["time"]["median_s"]
-    return {
-        "probe": first["id"],
-        "first_s": a,
-        "last_s": b,
-        "drift": b / a,
-        "stable": abs(b / a - 1) <= DRIFT_TOLERANCE,
-    }
+    def __enter__(self) -> _Sentinel:
+        try:
+            self.prepared = self.case.build(self.device)
+            self.prepared.check()
+        except Exception:  # no sentinel, no stability record; the run goes on
+            self.__exit__()
+        return self
+
+    def time(self) -> list[float]:
+        """The sentinel's median now (second), or nothing if it cannot run."""
+        if self.prepared is None:
+            return []
+        timer, _ = _timer(self.device, SENTINEL_RUN_TIME, self.flush, self.case)
+        try:
+            return [timer(self.prepared.fn).median_s]
+        except Exception:
+            self.__exit__()
+            return []
+
+    def __exit__(self, *exc: object) -> None:
+        if self.prepared is not None:
+            self.prepared.close()
+        self.prepared = None
+        _release(self.device)
 
 
 def _progress(todo: list[Case], enabled: bool) -> Iterator[Case]:
@@ -260,11 +458,29 @@ def summary_table(run: Mapping[str, Any]) -> str:
     lines = [
         f"{run['device']['name']} ({run['device']['type']}), {run['suite']} suite, {run['date']}"
     ]
-    for precision, c in run["ceilings"]["peak_flops"].items():
+    ceilings = run["ceilings"]
+
+    def spread(c: Mapping[str, Any]) -> str:
+        return f"rounds spread {c['spread']:.0%}" if "spread" in c else "best of the sweep"
+
+    for precision, c in ceilings["peak_flops"].items():
         label = f"peak {precision}"
-        lines.append(f"  {label:<14}{si(c['value'], 'FLOP/s'):>14}   best: {c['entry']}")
-    for kind, c in run["ceilings"]["bandwidth"].items():
-        lines.append(f"  {kind:<14}{si(c['value'], 'B/s'):>14}   {c['entry']}")
+        lines.append(f"  {label:<16}{si(c['value'], 'FLOP/s'):>14}   {c['entry']} ({spread(c)})")
+    for precision, c in ceilings.get("vector_flops", {}).items():
+        label = f"vector {precision}"
+        lines.append(f"  {label:<16}{si(c['value'], 'FLOP/s'):>14}   {c['entry']} ({spread(c)})")
+    for kind, c in ceilings["bandwidth"].items():
+        lines.append(f"  {kind:<16}{si(c['value'], 'B/s'):>14}   {c['entry']} ({spread(c)})")
+    for level, c in ceilings.get("cache_bandwidth", {}).items():
+        label = f"{level} copy"
+        lines.append(f"  {label:<16}{si(c['value'], 'B/s'):>14}   {c['entry']} ({spread(c)})")
+    stability = run.get("stability")
+    if stability is not None and "spread" in stability:
+        verdict = "stable" if stability["stable"] else "UNSTABLE"
+        lines.append(
+            f"  {verdict}: the sentinel's {len(stability['checkpoints_s'])} checkpoints "
+            f"spread {stability['spread']:.0%}"
+        )
     head = ("operator", "shape", "prec", "impl", "median", "IQR", "FLOP/s", "B/s", "status")
     rows = []
     for e in run["results"]:

@@ -100,10 +100,20 @@ RUN_SCHEMA: dict[str, Any] = {
                     **_OPTIONAL_COUNT,
                     "description": "last-level cache (CPU) or L2 (GPU), byte",
                 },
+                "caches": {
+                    "type": "object",
+                    "description": "CPU: data or unified cache per level (one core), byte",
+                    "propertyNames": {"pattern": "^L[1-9]$"},
+                    "additionalProperties": _SIZE,
+                },
                 "memory_bytes": {**_OPTIONAL_COUNT, "description": "main memory, byte"},
                 "cpu_model": _OPTIONAL_TEXT,
                 "threads": {"type": ["integer", "null"], "minimum": 1},
                 "cpu_capability": _OPTIONAL_TEXT,
+                "threads_policy": {
+                    "enum": ["set", "all"],
+                    "description": "CPU: threads set for the run, or torch's default (all)",
+                },
                 "sm_count": {"type": ["integer", "null"], "minimum": 1},
                 "compute_capability": _OPTIONAL_TEXT,
             },
@@ -140,6 +150,29 @@ RUN_SCHEMA: dict[str, Any] = {
                     **_SIZE,
                     "description": "bytes the copy touches (source and destination)",
                 },
+                "vector_flops": {
+                    "type": "object",
+                    "description": "CPU: an add within the L2 per precision, FLOP/s",
+                    "propertyNames": {"enum": list(BYTES)},
+                    "additionalProperties": {"$ref": "#/$defs/ceiling"},
+                },
+                "cache_bandwidth": {
+                    "type": "object",
+                    "description": "CPU: per cache level (L2, L3), a copy that stays in it, byte/s",
+                    "propertyNames": {"pattern": "^L[1-9]$"},
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["value", "entry", "working_set_bytes", "cache_bytes"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "value": _POSITIVE,
+                            "entry": _TEXT,
+                            "spread": _NON_NEGATIVE,
+                            "working_set_bytes": _SIZE,
+                            "cache_bytes": _SIZE,
+                        },
+                    },
+                },
             },
         },
         "results": {"type": "array", "items": {"$ref": "#/$defs/entry"}},
@@ -154,12 +187,14 @@ RUN_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["probe", "first_s", "last_s", "drift", "stable"],
             "additionalProperties": False,
-            "description": "the first case timed again at the end of the run",
+            "description": "a sentinel probe timed between the cases, from the first to the last",
             "properties": {
                 "probe": _TEXT,
                 "first_s": _POSITIVE,
                 "last_s": _POSITIVE,
                 "drift": _POSITIVE,
+                "checkpoints_s": {"type": "array", "items": _POSITIVE, "minItems": 2},
+                "spread": _NON_NEGATIVE,
                 "stable": {"type": "boolean"},
             },
         },
@@ -169,7 +204,28 @@ RUN_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["value", "entry"],
             "additionalProperties": False,
-            "properties": {"value": _POSITIVE, "entry": _TEXT},
+            "properties": {
+                "value": _POSITIVE,
+                "entry": _TEXT,
+                "spread": {**_NON_NEGATIVE, "description": "max / min - 1 of the rounds"},
+            },
+        },
+        "model": {
+            "type": "object",
+            "required": ["flops", "bytes_read", "bytes_written", "kernels"],
+            "additionalProperties": False,
+            "properties": {
+                "flops": _COUNT,
+                "bytes_read": _COUNT,
+                "bytes_written": _COUNT,
+                "kernels": _COUNT,
+                # which units and cache levels the model's work needs (optional:
+                # run files written before the model kept them still load)
+                "vector_flops": _COUNT,
+                "special_flops": _COUNT,
+                "reread_bytes": _COUNT,
+                "reread_footprint": _COUNT,
+            },
         },
         "entry": {
             "type": "object",
@@ -184,22 +240,20 @@ RUN_SCHEMA: dict[str, Any] = {
                 "status": {"enum": list(STATUSES)},
                 "reason": _TEXT,
                 "note": _TEXT,
-                "model": {
-                    "type": "object",
-                    "required": ["flops", "bytes_read", "bytes_written", "kernels"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "flops": _COUNT,
-                        "bytes_read": _COUNT,
-                        "bytes_written": _COUNT,
-                        "kernels": _COUNT,
-                        # which units and cache levels the model's work needs (optional:
-                        # run files written before the model kept them still load)
-                        "vector_flops": _COUNT,
-                        "special_flops": _COUNT,
-                        "reread_bytes": _COUNT,
-                        "reread_footprint": _COUNT,
-                    },
+                "model": {"$ref": "#/$defs/model"},
+                "implementation": {
+                    "$ref": "#/$defs/model",
+                    "description": "CPU: what the implementation runs, where it does more",
+                },
+                "write_allocate_bytes": {
+                    **_COUNT,
+                    "description": "CPU: line fills before stores to lines not in cache, byte",
+                },
+                "rounds_s": {
+                    "type": "array",
+                    "items": _POSITIVE,
+                    "minItems": 2,
+                    "description": "ceiling probes: the median of each round; time is the best",
                 },
                 "time": {
                     "type": "object",
@@ -323,11 +377,16 @@ def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None
             )
 
     ceilings = run["ceilings"]
-    named = [("peak_flops", key, 0) for key in ceilings["peak_flops"]]
-    named += [("bandwidth", key, 1) for key in ceilings["bandwidth"]]
-    for group, key, which in named:
-        ceiling = ceilings[group][key]
-        where = f"run.ceilings.{group}.{key}"
+    named = [
+        (ceilings["peak_flops"][key], f"peak_flops.{key}", 0) for key in ceilings["peak_flops"]
+    ]
+    named += [(ceilings["bandwidth"][key], f"bandwidth.{key}", 1) for key in ceilings["bandwidth"]]
+    for key, ceiling in ceilings.get("vector_flops", {}).items():
+        named.append((ceiling, f"vector_flops.{key}", 0))
+    for level, ceiling in ceilings.get("cache_bandwidth", {}).items():
+        named.append((ceiling, f"cache_bandwidth.{level}", 1))
+    for ceiling, name, which in named:
+        where = f"run.ceilings.{name}"
         entry = index.get(ceiling["entry"])
         if entry is None:
             raise ValueError(f"{where}.entry: no result has id {ceiling['entry']!r}")

@@ -10,6 +10,7 @@ reader can ask whether the median is to be trusted
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -125,16 +126,23 @@ def _warm_up(fn: Callable[[], object], sync: Callable[[], None]) -> float:
     return fastest
 
 
-def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
-    """Time ``fn`` on the CPU with ``torch.utils.benchmark.Timer.adaptive_autorange``.
+CPU_BLOCK_S = 0.005
+"""On the CPU, calls are batched until a sample lasts about this long (second), so
+the timer's own cost is negligible against it."""
 
-    The timer runs blocks of calls long enough that its own overhead is
-    negligible (a sample is a block's time over its calls), with all of
-    torch's threads, for at least ``min_run_time`` seconds and
-    :data:`MIN_SAMPLES` samples; while the samples' IQR exceeds
-    :data:`CPU_IQR_TARGET` of their median it keeps sampling, up to
-    :data:`CPU_MAX_RUN_FACTOR` times as long, so that a burst of work from
-    another process moves the median less.
+
+def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
+    """Time ``fn`` on the CPU in blocks of calls, in the manner of
+    ``torch.utils.benchmark.Timer.adaptive_autorange``.
+
+    After a warm-up, calls are batched until a block lasts about
+    :data:`CPU_BLOCK_S` (a sample is a block's time over its calls), with the
+    garbage collector paused as ``timeit`` does. Sampling runs for at least
+    ``min_run_time`` seconds and :data:`MIN_SAMPLES` samples; while the
+    samples' IQR exceeds :data:`CPU_IQR_TARGET` of their median it goes on, up
+    to :data:`CPU_MAX_RUN_FACTOR` times as long, so that a burst of work from
+    another process moves the median less. torch's threads are whatever the
+    caller set (:func:`roofline_book.measure.run.run_suite` sets one).
 
     Examples
     --------
@@ -142,22 +150,31 @@ def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
     >>> 0.001 <= t.median_s < 0.01, t.reps >= MIN_SAMPLES
     (True, True)
     """
-    import torch
-    from torch.utils.benchmark import Timer
-
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
     min_run_time = _validate.positive("min_run_time", min_run_time)
-    once = _warm_up(fn, lambda: None)
-    timer = Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
-    least = max(min_run_time, MIN_SAMPLES * once)
-    m = timer.adaptive_autorange(
-        CPU_IQR_TARGET, min_run_time=least, max_run_time=CPU_MAX_RUN_FACTOR * least
-    )
-    times = list(m.times)
-    while len(times) < MIN_SAMPLES:  # blocks came out longer than the time asked for
-        times += timer.timeit(m.number_per_run).times
-    return Timing(_samples(times), int(m.number_per_run))
+    once = max(_warm_up(fn, lambda: None), 1e-9)
+    inner = max(1, math.floor(CPU_BLOCK_S / once))
+    least = max(min_run_time, MIN_SAMPLES * once * inner)
+    samples: list[float] = []
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            samples.append((time.perf_counter() - t0) / inner)
+            spent = time.perf_counter() - start
+            if len(samples) < MIN_SAMPLES or spent < least:
+                continue
+            timing = Timing(_samples(samples), inner)
+            if spent >= CPU_MAX_RUN_FACTOR * least or timing.meets_confidence(CPU_IQR_TARGET):
+                return timing
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def time_cuda(fn: Callable[[], object], *, min_run_time: float = 0.2, flush=None) -> Timing:

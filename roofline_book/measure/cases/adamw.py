@@ -88,7 +88,7 @@ def adamw_case(params: int, tensors: int, *, impl: str, precision: str = "fp32")
         return Prepared(fn, check)
 
     shape = (("params", params), ("tensors", tensors))
-    return Case("adamw", shape, precision, impl, cost, footprint, build)
+    return Case("adamw", shape, precision, impl, cost, footprint, build, inplace=True)
 
 
 register(

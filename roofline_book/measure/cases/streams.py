@@ -158,7 +158,8 @@ def elementwise_case(name: str, numel: int, precision: str = "fp32") -> Case:
 
         return Prepared(fn, check)
 
-    return Case(name, (("numel", numel),), precision, stream.impl, cost, footprint, build)
+    shape = (("numel", numel),)
+    return Case(name, shape, precision, stream.impl, cost, footprint, build, inplace=stream.inplace)
 
 
 def _numel_label(shape: Mapping[str, int]) -> str:

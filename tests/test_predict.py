@@ -1,0 +1,94 @@
+"""The bound and the prediction from a run's own ceilings, on the hand-made fixture run.
+
+The fixture's three bandwidth probes are timed as a write-allocate CPU with a
+32.2 GB/s memory would run them: the copy moves 2^28 model bytes in 12.5 ms
+(plus 2^27 bytes of line fills), the triad 3 x 2^27 in 16.7 ms (plus 2^27),
+the in-place triad 3 x 2^27 in 12.5 ms (no fills).
+"""
+
+import copy
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from roofline_book.measure import predict
+
+PASS = json.loads((Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text())
+PEAK32 = 2 * 1024**3 / 0.02  # the fp32 peak: the 1024^3 GEMM in 20 ms
+DRAM = 3 * 4 * 2**25 / 0.0125  # 32.2 GB/s
+
+
+def entry(run, entry_id):
+    return next(e for e in run["results"] if e["id"] == entry_id)
+
+
+def with_l2_roof(run):
+    """The fixture with an L2 copy probe: 2 x 256 KiB in 10 us, 2^18 B of line fills."""
+    run = copy.deepcopy(run)
+    probe = copy.deepcopy(entry(run, "copy/fp32/copy_/numel=33554432"))
+    probe.update(id="copy/fp32/copy_/numel=65536", shape={"numel": 2**16})
+    probe["model"] = {"flops": 0, "bytes_read": 2**18, "bytes_written": 2**18, "kernels": 1}
+    probe["write_allocate_bytes"] = 2**18
+    probe["time"] = {"median_s": 1e-5, "iqr_s": 0.0, "reps": 5, "inner": 100}
+    run["results"].append(probe)
+    run["device"]["caches"] = {"L1": 48 * 2**10, "L2": 2**21, "L3": 2**24}
+    run["ceilings"]["cache_bandwidth"] = {
+        "L2": {
+            "value": 2**19 / 1e-5,
+            "entry": probe["id"],
+            "working_set_bytes": 2**19,
+            "cache_bytes": 2**21,
+        }
+    }
+    return run
+
+
+def test_write_allocate_brings_the_three_probes_together():
+    rates = predict.write_allocate_rates(PASS)
+    assert rates["copy"] == (pytest.approx(2**28 / 0.0125), pytest.approx(DRAM))
+    assert rates["triad"] == (pytest.approx(3 * 2**27 / (0.0125 * 4 / 3)), pytest.approx(DRAM))
+    assert rates["triad_inplace"] == (pytest.approx(DRAM), pytest.approx(DRAM))
+    r = predict.roofs(PASS)
+    assert r.dram == pytest.approx(DRAM) and r.vector_peak == PEAK32 and r.write_allocate
+
+
+def test_bound_holds_each_entry_to_its_unit_and_level():
+    r = predict.roofs(PASS)
+    # streams (128 MiB >= 4 x 16 MiB): its model bytes at DRAM speed
+    relu = entry(PASS, "relu/fp32/clamp_min/numel=16777216")
+    assert predict.bound_seconds(relu, r) == pytest.approx(8 * 2**24 / DRAM)
+    # a GEMM: its FLOPs at the peak, here its own 20 ms
+    gemm = entry(PASS, "gemm/fp32/mm/m=1024,k=1024,n=1024")
+    assert predict.bound_seconds(gemm, r) == pytest.approx(0.02)
+    # 192 KiB that a 16 MiB cache holds, and no cache roof measured: the peak alone
+    small = entry(PASS, "add/fp32/add/numel=16384")
+    assert predict.level(small, r, bound=True) == ("cache", None)
+    assert predict.bound_seconds(small, r) == pytest.approx(2**14 / PEAK32)
+    # with an L2 roof (2^19 + 2^18 bytes in 10 us = 78.6 GB/s) it is held to the L2
+    r2 = predict.roofs(with_l2_roof(PASS))
+    assert r2.levels == (("L2", 2**21, pytest.approx(786432 / 1e-5)),) and r2.unprobed == (49152,)
+    assert predict.level(small, r2, bound=True) == ("L2", pytest.approx(78643200000.0))
+    assert predict.bound_seconds(small, r2) == pytest.approx(3 * 4 * 2**14 / (786432 / 1e-5))
+
+
+def test_prediction_adds_a_fitted_fixed_cost_per_kernel():
+    per, overall, fitted = predict.overhead_fit(PASS)
+    # the smallest fp32 GEMM, 32x128x128 (96 KiB), took 100 us against a roofline of
+    # max(2^21 FLOP / peak, 96 KiB / DRAM) = 19.5 us
+    roof = max(2 * 32 * 128 * 128 / PEAK32, (32 * 128 + 128 * 128 + 32 * 128) * 4 / DRAM)
+    assert per["gemm", "fp32"] == pytest.approx(1e-4 - roof)
+    # the 2^14 add took 2 us, less than its 6.1 us at DRAM speed: no fixed cost left
+    assert per["add", "fp32"] == 0.0
+    assert "gemm/fp32/mm/m=32,k=128,n=128" in fitted and "add/fp32/add/numel=16384" in fitted
+    assert overall == statistics.median(per.values())  # the cost of the other operators
+    by_id = {p.id: p for p in predict.predictions(PASS)}
+    add = by_id["add/fp32/add/numel=16777216"]  # no line fills recorded: the in-place rate
+    assert add.predicted_s == pytest.approx(12 * 2**24 / DRAM) and add.level == "DRAM"
+    assert add.error == pytest.approx(abs(12 * 2**24 / DRAM - 0.009) / 0.009)
+    assert by_id["copy/fp32/copy_/numel=33554432"].excluded == "ceiling"
+    assert by_id["add/fp32/add/numel=16384"].excluded == "fits the fixed cost"
+    kept = sorted(p.error for p in by_id.values() if not p.excluded)
+    assert predict.median_error(list(by_id.values())) == statistics.median(kept)
+    assert "gemm/fp16/mm/m=32,k=128,n=128" not in by_id  # skipped, and no fp16 peak
