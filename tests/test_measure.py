@@ -74,16 +74,23 @@ def test_tiny_run_measures_every_case(tiny):
     assert run["suite"] == "tiny"
     if hasattr(os, "getloadavg"):
         assert len(run["load_average"]) == 2 and min(run["load_average"]) >= 0
-    # the sentinel (the largest cache probe) is timed before the cases, after every sixth and
-    # after the last: its spread says whether the machine held still
+    # the sentinel (the smallest cache's copy) is timed before the cases, after every sixth
+    # and after the last: its spread, and the probes' last round, say whether the machine held
     probe = run["stability"]
-    assert probe["probe"] == (sets["cache"] or sets["peak"])[-1 if sets["cache"] else 0].id
+    assert probe["probe"] == (sets["cache"] or sets["peak"])[0].id
     checkpoints = probe["checkpoints_s"]
     assert len(checkpoints) == 1 + math.ceil(len(operators) / measure_run.CHECKPOINT_EVERY)
     assert probe["first_s"] == checkpoints[0] and probe["last_s"] == checkpoints[-1]
     assert probe["drift"] == pytest.approx(checkpoints[-1] / checkpoints[0])
     assert probe["spread"] == pytest.approx(max(checkpoints) / min(checkpoints) - 1)
-    assert probe["stable"] == (probe["spread"] <= 0.1)
+    drift = probe["ceiling_drift"]
+    probes = {e["id"]: e for e in run["results"]}
+    drifts = [
+        probes[c.id]["rounds_s"][-1] / min(probes[c.id]["rounds_s"][:-1])
+        for c in sets["peak"] + sets["bandwidth"]
+    ]
+    assert drift == max(drifts, key=lambda d: abs(d - 1))
+    assert probe["stable"] == (probe["spread"] <= 0.3 and abs(drift - 1) <= 0.2)
 
 
 def test_models_are_the_ops_functions(tiny):

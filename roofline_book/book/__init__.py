@@ -10,7 +10,7 @@ and then calls :func:`glue` (many values at once), :func:`glue_figure` and
 :func:`markdown_table`.
 """
 
-from .claims import claims_table, failed_claims, run_highlights, summary_table
+from .claims import claims_table, run_highlights, summary_table, verdict_counts
 from .cli import cli_error, cli_json, run_cli
 from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame, special_frame
 from .notebook import glue, glue_figure, plain, preamble
@@ -25,7 +25,7 @@ __all__ = [
     "claims_table",
     "cli_error",
     "cli_json",
-    "failed_claims",
+    "verdict_counts",
     "first_size",
     "glue",
     "glue_figure",

@@ -8,12 +8,14 @@ translated word by word (identifiers, shapes, units and numbers stay).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..measure import report
-from ..measure.claims import SPEED_TOLERANCE, Check, check_claims
+from ..measure import claims, report
+from ..measure.claims import SPEED_TOLERANCE, Check, Figure, check_claims
 from ..measure.suites import SMALL_GEMM
+from ..tables import markdown_table as markdown_table_text
 
 _M, _K, _N = SMALL_GEMM
 
@@ -28,33 +30,114 @@ CLAIMS_ZH = {
     "fused_adamw_is_fastest": "fused AdamW 不慢于 foreach，foreach 不慢于逐张量循环",
     "sdpa_beats_materialized": "SDPA（FlashAttention）比 materialized attention 快，流量也更少",
     "bf16_beats_fp32": "BF16 GEMM 比 FP32 GEMM 快",
-    "roofline_bounds_time": "由实测上限画出的 roofline 是每个算子时间的下界",
+    "roofline_bounds_time": "由实测上限得出的时间下界，没有一个算子能突破",
+    "write_allocate_explains_bandwidths": (
+        "这台 CPU 写入不在缓存中的行之前会先把它读进来（write-allocate）："
+        "计入这部分读取后，copy、triad 与原地 triad 的速率一致"
+    ),
+}
+
+#: How each claim is judged, in Chinese, by the check that makes it.
+RULES_ZH = {
+    "large_gemm_is_compute_bound": (
+        f"每种精度下，扫描中最大的方阵 GEMM 达到另行测得的峰值的 {claims.NEAR_PEAK:.0%} 以上，"
+        "且算术强度在实测 ridge point 右侧"
+    ),
+    "elementwise_is_memory_bound": (
+        f"每种精度下，数据量至少是末级缓存 {claims.CACHE_MARGIN} 倍的最大 add 与 ReLU，"
+        f"带宽达到 copy 的 {claims.NEAR_COPY:.0%} 以上，FLOP/s 不超过峰值的 "
+        f"{claims.TINY_FLOP_FRACTION:.0%}"
+    ),
+    "small_gemm_is_far_from_peak": (
+        f"每种精度下，它的 FLOP/s 不超过实测峰值的 {claims.FAR_FROM_PEAK:.0%}"
+    ),
+    "gemm_rises_with_n": (
+        f"每种精度下，最大 n 的 FLOP/s 至少是最小 n 的 {claims.RISE_FACTOR:g} 倍，"
+        "且最快的 n 落在扫描的较大一半"
+    ),
+    "fused_adamw_is_fastest": (
+        "fused 比 foreach 快、foreach 比 loop 快，都要超出两者计时的四分位区间再加 "
+        f"{SPEED_TOLERANCE:.0%}；区间重叠则无法判定"
+    ),
+    "sdpa_beats_materialized": (
+        "在两种实现都测过的最长序列上，SDPA 比 materialized 快，超出两者计时的四分位区间再加 "
+        f"{SPEED_TOLERANCE:.0%}；“流量更少”只依据模型的字节数，不是测量"
+    ),
+    "bf16_beats_fp32": (
+        "在两种精度都测过的最大 n 上，BF16 比 FP32 快，超出两者计时的四分位区间再加 "
+        f"{SPEED_TOLERANCE:.0%}；区间重叠则无法判定"
+    ),
+    "roofline_bounds_time": (
+        f"没有一个计时条目快于实测上限所允许的最短时间的 {1 - claims.BOUND_TOLERANCE:.0%}："
+        "FLOPs 按它用到的每个计算单元的峰值算，字节按它的数据必须到达的那一级存储的带宽算"
+        "（流式的按 DRAM，放得进缓存的按那一级缓存，没有测过 roof 的那一级不算字节）"
+    ),
+    "write_allocate_explains_bandwidths": (
+        "三种带宽探针计入 write-allocate 读取后，彼此相差不超过 "
+        f"{claims.WRITE_ALLOCATE_AGREEMENT:.0%}，且比只按模型字节时更接近；"
+        "某个探针各轮之间的离散超过这一幅度时无法判定"
+    ),
+}
+
+#: What a run may lack, in Chinese (the checks' ``missing``).
+MISSING_ZH = {
+    "no GEMM sweep or no bandwidth ceiling": "没有 GEMM 扫描或带宽上限",
+    "no precision with two or more GEMMs timed": "没有哪种精度测了两个以上的 GEMM",
+    "no copy bandwidth from beyond the cache, or no peak": (
+        "没有越过缓存测得的 copy 带宽，或没有峰值"
+    ),
+    "no add or ReLU large enough to leave the cache": "没有大到越过缓存的 add 或 ReLU",
+    f"no {_M}x{_K}x{_N} GEMM": f"没有 {_M}×{_K}×{_N} 的 GEMM",
+    "no sweep of three or more square GEMMs": "没有三个以上方阵 GEMM 的扫描",
+    "no AdamW shape with loop, foreach and fused all timed": (
+        "没有同时测了 loop、foreach 与 fused 的 AdamW"
+    ),
+    "no shape timed both materialized and with SDPA": "没有两种 attention 实现都测过的 shape",
+    "no square GEMM size timed in both BF16 and FP32": "没有 BF16 与 FP32 都测过的方阵 GEMM",
+    "no bandwidth ceiling": "没有带宽上限",
+    "no timed operator with a measured peak": "没有带实测峰值的计时条目",
+    "not a CPU run": "不是 CPU 上的 run",
+    "no copy, triad and in-place triad with write-allocate bytes": (
+        "没有记录 write-allocate 字节的 copy、triad 与原地 triad"
+    ),
 }
 
 #: Each verdict in Chinese.
 VERDICTS_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定", "not measured": "未测"}
 
-#: Words of the figures' labels, longest first, and their Chinese.
-_WORDS_ZH = (
-    ("median |predicted - measured| / measured", "|预测 − 实测| / 实测 的中位数"),
-    ("of those, faster than the roofline allows", "其中快于 roofline 所允许的"),
-    ("operators streaming from memory", "数据来自内存的算子数"),
-    ("model bytes materialized / flash", "模型流量 materialized / flash"),
-    ("tightest: predicted / measured", "最贴近的 预测 / 实测"),
-    ("operators compared", "比较的算子数"),
-    ("bandwidth / copy", "带宽 / copy"),
-    ("copy bandwidth", "copy 带宽"),
-    ("achieved / best other GEMM", "实测 / 其余 GEMM 的最好成绩"),
-    ("achieved / peak", "实测 / 峰值"),
-    ("FLOP/s / peak", "FLOP/s / 峰值"),
-    ("largest / smallest", "最大 / 最小"),
-    ("ridge point", "ridge point"),
-    (" time", " 时间"),
-    ("intensity", "算术强度"),
-    ("bandwidth", "带宽"),
-    ("achieved", "实测"),
-    (" in ", " 分为 "),
-)
+#: What each figure measures (the part of its label after "subject: "), in Chinese.
+QUANTITIES_ZH = {
+    "achieved / peak": "实测 / 峰值",
+    "achieved": "实测",
+    "intensity": "算术强度",
+    "ridge point": "ridge point",
+    "bandwidth": "带宽",
+    "bandwidth / copy": "带宽 / copy 带宽",
+    "FLOP/s / peak": "FLOP/s / 峰值",
+    "largest / smallest": "最大 n / 最小 n",
+    "loop time": "loop 用时",
+    "foreach time": "foreach 用时",
+    "fused time": "fused 用时",
+    "loop / fused time": "用时之比 loop / fused",
+    "materialized time": "materialized 用时",
+    "sdpa time": "SDPA 用时",
+    "materialized / sdpa time": "用时之比 materialized / SDPA",
+    "model bytes materialized / flash": "模型流量之比 materialized / flash",
+    "fp32 time": "FP32 用时",
+    "bf16 time": "BF16 用时",
+    "fp32 / bf16 time": "用时之比 FP32 / BF16",
+    "entries judged": "检验的条目数",
+    "of those, faster than the bound allows": "其中快于下界的条目数",
+    "tightest bound / measured": "最贴近下界的条目：下界 / 实测",
+    "median |predicted - measured| / measured": "|预测 − 实测| / 实测 的中位数",
+    "model bytes": "按模型字节",
+    "with write-allocate": "计入 write-allocate",
+    "spread, model bytes": "三者的离散（按模型字节）",
+    "spread, with write-allocate": "三者的离散（计入 write-allocate）",
+}
+
+#: Subjects that are words, in Chinese.
+_SUBJECTS_ZH = {"prediction": "预测", "probes": "带宽探针", "copy": "copy"}
 
 #: The rows of a run's summary in Chinese; measured ceilings keep their precision or kind.
 _SUMMARY_ZH = {
@@ -67,17 +150,33 @@ _SUMMARY_ZH = {
 }
 
 
-def figure_zh(label: str) -> str:
-    """A figure's label in Chinese, word by word.
+def subject_zh(subject: str) -> str:
+    """The subject of a figure as a Chinese reader writes it.
 
     Examples
     --------
-    >>> figure_zh("fp32 n=1024: achieved / peak")
-    'fp32 n=1024: 实测 / 峰值'
+    >>> subject_zh("fp32 2^23 in 8"), subject_zh("prediction"), subject_zh("add bf16 n=2^27")
+    ('fp32，2^23 个参数分在 8 个张量中', '预测', 'add bf16 n=2^27')
     """
-    for english, chinese in _WORDS_ZH:
-        label = label.replace(english, chinese)
-    return label
+    subject = _SUBJECTS_ZH.get(subject, subject)
+    return re.sub(r"^(\S+) (\S+) in (\d+)$", r"\1，\2 个参数分在 \3 个张量中", subject)
+
+
+def figure_zh(figure: Figure) -> tuple[str, str, str]:
+    """A figure as a row of a Chinese table: (对象, 量, 数值).
+
+    Fractions read as percentages, ratios as "N 倍", counts as whole numbers.
+
+    Examples
+    --------
+    >>> figure_zh(Figure("fp32 n=1024: achieved / peak", 0.000116, "fraction"))
+    ('fp32 n=1024', '实测 / 峰值', '0.0116%')
+    >>> figure_zh(Figure("fp32 2^23 in 8: loop / fused time", 2.789, "ratio"))
+    ('fp32，2^23 个参数分在 8 个张量中', '用时之比 loop / fused', '2.79 倍')
+    """
+    subject, _, quantity = figure.label.rpartition(": ")
+    value = f"{figure.value:.3g} 倍" if figure.unit == "ratio" else figure.text
+    return subject_zh(subject), QUANTITIES_ZH.get(quantity, quantity), value
 
 
 def claim_zh(check: Check) -> str:
@@ -85,42 +184,65 @@ def claim_zh(check: Check) -> str:
     return CLAIMS_ZH.get(check.key, check.claim)
 
 
+def rule_zh(check: Check) -> str:
+    """How ``check`` is judged, in Chinese, with what the run lacks where it lacks it."""
+    rule = RULES_ZH.get(check.key, check.rule)
+    if check.verdict == "not measured":
+        rule += f"。这次 run 缺少数据：{MISSING_ZH.get(check.missing, check.missing)}"
+    elif check.rule.endswith("(run unstable)"):
+        rule += "。这次 run 不稳定，不下结论"
+    return rule
+
+
 def claims_table(run: Mapping[str, Any]) -> Any:
-    """The claims checklist of a run in Chinese: 结论, 判定 and 数据, one row per claim.
+    """The checklist of a run in Chinese, as Markdown: each claim one numbered sentence
+    with its verdict and rule, then its figures as a small table (对象, 量, 数值).
 
-    Examples
-    --------
-    >>> from roofline_book.measure.claims import Check, Figure
-    >>> check = Check("GEMM throughput rises with n", "pass", "rule",
-    ...               (Figure("fp32: largest / smallest", 3.5),), key="gemm_rises_with_n")
-    >>> claim_zh(check), "; ".join(figure_zh(str(f)) for f in check.figures)
-    ('GEMM 的吞吐随 n 增大而上升', 'fp32: 最大 / 最小: 3.5')
+    Returns
+    -------
+    IPython.display.Markdown
     """
-    import pandas as pd
+    from IPython.display import Markdown
 
-    return pd.DataFrame(
-        [
-            {
-                "结论": claim_zh(c),
-                "判定": VERDICTS_ZH[c.verdict],
-                "数据": "；".join(figure_zh(str(f)) for f in c.figures),
-            }
-            for c in check_claims(run)
-        ]
-    )
+    parts = []
+    for i, c in enumerate(check_claims(run), 1):
+        parts.append(
+            f"**{i}. {claim_zh(c)}**　{VERDICTS_ZH[c.verdict]}\n\n判定规则：{rule_zh(c)}。"
+        )
+        if c.figures:
+            rows = [figure_zh(f) for f in c.figures]
+            parts.append(markdown_table_text(("对象", "量", "数值"), rows, right={2}))
+    return Markdown("\n\n".join(parts))
 
 
-def failed_claims(run: Mapping[str, Any]) -> str:
-    """The claims a run does not bear out, in Chinese, joined by "；" (or "（无）")."""
-    failed = [claim_zh(c) for c in check_claims(run) if c.verdict == "fail"]
-    return "；".join(failed) if failed else "（无）"
+def verdict_counts(run: Mapping[str, Any]) -> str:
+    """How a run's claims came out, as one Chinese sentence.
+
+    Names the claims that do not hold, or says that none fails; claims the run
+    cannot decide or lacks data for are counted.
+    """
+    checks = check_claims(run)
+    count = {v: sum(c.verdict == v for c in checks) for v in VERDICTS_ZH}
+    parts = [f"{len(checks)} 条结论中 {count['pass']} 条成立"]
+    if count["inconclusive"]:
+        parts.append(f"{count['inconclusive']} 条无法判定")
+    if count["not measured"]:
+        parts.append(f"{count['not measured']} 条缺少数据")
+    failed = [claim_zh(c) for c in checks if c.verdict == "fail"]
+    text = "、".join(parts)
+    if failed:
+        return f"{text}，{len(failed)} 条不成立：" + "；".join(failed) + "。"
+    return f"{text}，没有一条不成立。"
 
 
 def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`roofline_book.measure.report.highlights` with the failed claims in Chinese,
-    and ``speed_tolerance_pct``, the margin a speed comparison allows (percent)."""
-    return report.highlights(run) | {
-        "failed_claims": failed_claims(run),
+    """:func:`roofline_book.measure.report.highlights` with the verdicts as one Chinese
+    sentence (``verdict_counts``) and ``speed_tolerance_pct``, the margin a speed
+    comparison allows (percent)."""
+    out = report.highlights(run)
+    out.pop("failed_claims", None)
+    return out | {
+        "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
     }
 

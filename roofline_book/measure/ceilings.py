@@ -8,15 +8,22 @@ whether the machine stayed the same through the run.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .registry import Case
 from .runfile import rates
 
-DRIFT_TOLERANCE = 0.1
-"""A run is stable when its sentinel's checkpoints all lie within this fraction of
-each other: ``max / min - 1 <= DRIFT_TOLERANCE``."""
+SENTINEL_TOLERANCE = 0.3
+"""A run is stable only if its sentinel's checkpoints lie within this fraction of each
+other, ``max / min - 1``. On the shared 2-core VM the book is built on, an idle
+machine's checkpoints spread up to about 20% (other tenants share its host), so a
+tighter limit would flag every run; a stalled second thread or a process on the
+same core moves them by far more."""
+
+DRIFT_TOLERANCE = 0.2
+"""... and if the last round of every peak and DRAM-bandwidth probe, timed after the
+operator cases, is within this fraction of the best of the earlier rounds."""
 
 
 def _spread(entry: Mapping[str, Any]) -> float:
@@ -82,15 +89,38 @@ def record(
     return out
 
 
-def stability(probe: str, checkpoints: Sequence[float]) -> dict[str, Any] | None:
-    """The run file's ``stability`` record from the sentinel's checkpoint times (second).
+def _drift(entry: Mapping[str, Any]) -> float:
+    """The last round's median over the best of the earlier ones (1: no change)."""
+    *earlier, last = entry["rounds_s"]
+    return last / min(earlier)
+
+
+def stability(
+    probe: str,
+    checkpoints: Sequence[float],
+    probes: Sequence[Mapping[str, Any]] = (),
+    judged: Collection[str] = (),
+) -> dict[str, Any] | None:
+    """The run file's ``stability`` record.
+
+    Parameters
+    ----------
+    probe : str
+        The sentinel's entry id.
+    checkpoints : sequence of float
+        The sentinel's time at each checkpoint (second).
+    probes : sequence of dict
+        The ceiling probes' entries, with their last round.
+    judged : collection of str
+        The probes whose drift counts (the peak GEMMs and the DRAM bandwidth
+        probes): the largest enters the record as ``ceiling_drift``.
 
     Examples
     --------
-    >>> r = stability("copy", [1.0, 1.02, 0.99, 1.05])
+    >>> r = stability("copy", [1.0, 1.02, 0.99, 1.25])
     >>> round(r["spread"], 3), r["stable"], r["drift"]
-    (0.061, True, 1.05)
-    >>> stability("copy", [1.0, 1.3])["stable"]
+    (0.263, True, 1.25)
+    >>> stability("copy", [1.0, 1.5])["stable"]
     False
     >>> stability("copy", [1.0]) is None
     True
@@ -99,12 +129,22 @@ def stability(probe: str, checkpoints: Sequence[float]) -> dict[str, Any] | None
         return None
     first, last = checkpoints[0], checkpoints[-1]
     spread = max(checkpoints) / min(checkpoints) - 1
-    return {
+    out = {
         "probe": probe,
         "first_s": first,
         "last_s": last,
         "drift": last / first,
         "checkpoints_s": list(checkpoints),
         "spread": spread,
-        "stable": spread <= DRIFT_TOLERANCE,
+        "stable": spread <= SENTINEL_TOLERANCE,
     }
+    drifts = [
+        _drift(e)
+        for e in probes
+        if e["status"] == "ok" and len(e.get("rounds_s", ())) >= 2 and e["id"] in judged
+    ]
+    if drifts:
+        worst = max(drifts, key=lambda d: abs(d - 1))
+        out["ceiling_drift"] = worst
+        out["stable"] = out["stable"] and abs(worst - 1) <= DRIFT_TOLERANCE
+    return out

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from ..ops import Cost
 from ..units import si
 from . import predict, runfile
-from .cases import names, shape_text
+from .cases import OPERATORS, names, shape_text
 from .runfile import model_cost, rates
 from .suites import CACHE_MARGIN, SMALL_GEMM
 
@@ -68,10 +68,28 @@ class Figure:
     label: str
     value: float
     unit: str = ""
+    """An SI unit (``"FLOP/s"``, ``"B/s"``, ``"s"``, ``"FLOP/B"``), or how a plain
+    number reads: ``"fraction"`` (shown as a percentage), ``"ratio"``, ``"count"``."""
+
+    @property
+    def text(self) -> str:
+        """The value as a reader reads it: ``"0.0116%"``, ``"2.79x"``, ``"37"``, ``"1.2 ms"``.
+
+        Examples
+        --------
+        >>> Figure("a", 0.000116, "fraction").text, Figure("b", 2.789, "ratio").text
+        ('0.0116%', '2.79x')
+        """
+        if self.unit == "fraction":
+            return f"{100 * self.value:.3g}%"
+        if self.unit == "ratio":
+            return f"{self.value:.3g}x"
+        if self.unit == "count":
+            return f"{self.value:.0f}"
+        return si(self.value, self.unit) if self.unit else f"{self.value:.3g}"
 
     def __str__(self) -> str:
-        text = si(self.value, self.unit) if self.unit else f"{self.value:.3g}"
-        return f"{self.label}: {text}"
+        return f"{self.label}: {self.text}"
 
 
 @dataclass(frozen=True)
@@ -94,6 +112,8 @@ class Check:
     figures: tuple[Figure, ...] = ()
     key: str = ""
     """Which check made it (the function's name), for presentations that word it anew."""
+    missing: str = ""
+    """For ``not measured``: what the run lacks."""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -203,7 +223,24 @@ def _by_impl(run: Mapping[str, Any], name: str) -> dict[tuple, dict[str, Mapping
 
 
 def _not_measured(claim: str, rule: str, missing: str) -> Check:
-    return Check(claim, "not measured", f"{rule} (not measured: {missing})")
+    return Check(claim, "not measured", f"{rule} (not measured: {missing})", missing=missing)
+
+
+def entry_text(entry_id: str) -> str:
+    """An entry's id as a reader writes it: operator, precision, shape (implementation).
+
+    Examples
+    --------
+    >>> entry_text("gemm/bf16/mm/m=512,k=512,n=512")
+    'gemm bf16 512x512x512'
+    >>> entry_text("adamw/fp32/fused/params=8388608,tensors=8")
+    'adamw fp32 2^23 in 8 (fused)'
+    """
+    name, precision, impl, sizes = entry_id.split("/", 3)
+    shape = {k: int(v) for k, v in (part.split("=") for part in sizes.split(","))}
+    default = OPERATORS[name].impls[0] if name in OPERATORS else impl
+    tail = f" ({impl})" if impl != default else ""
+    return f"{name} {precision} {shape_text(name, shape)}{tail}"
 
 
 def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
@@ -244,9 +281,9 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
         ok &= fraction >= NEAR_PEAK and intensity >= ridge
         label = f"{p} n={largest['shape']['n']}"
         figures += [
-            Figure(f"{label}: achieved / peak", fraction),
+            Figure(f"{label}: achieved / peak", fraction, "fraction"),
             Figure(f"{label}: intensity", intensity, "FLOP/B"),
-            Figure(f"{p} ridge point", ridge, "FLOP/B"),
+            Figure(f"{p}: ridge point", ridge, "FLOP/B"),
         ]
     if not seen:
         return _not_measured(claim, rule, "no precision with two or more GEMMs timed")
@@ -279,12 +316,12 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
             label = f"{name} {p} {shape_text(name, largest['shape'])}"
             figures += [
                 Figure(f"{label}: bandwidth", bandwidth, "B/s"),
-                Figure(f"{label}: bandwidth / copy", to_copy),
-                Figure(f"{label}: FLOP/s / peak", to_peak),
+                Figure(f"{label}: bandwidth / copy", to_copy, "fraction"),
+                Figure(f"{label}: FLOP/s / peak", to_peak, "fraction"),
             ]
     if not seen:
         return _not_measured(claim, rule, "no add or ReLU large enough to leave the cache")
-    figures.insert(0, Figure("copy bandwidth", copy["value"], "B/s"))
+    figures.insert(0, Figure("copy: bandwidth", copy["value"], "B/s"))
     return Check(claim, _verdict(ok), rule, tuple(figures))
 
 
@@ -304,7 +341,7 @@ def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
         ok &= fraction <= FAR_FROM_PEAK
         figures += [
             Figure(f"{e['precision']}: achieved", rates(e)[0], "FLOP/s"),
-            Figure(f"{e['precision']}: achieved / peak", fraction),
+            Figure(f"{e['precision']}: achieved / peak", fraction, "fraction"),
         ]
     if not figures:
         return _not_measured(claim, rule, f"no {m}x{k}x{n} GEMM")
@@ -328,10 +365,10 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
         best = max(range(len(sweep)), key=flops.__getitem__)
         ok &= flops[-1] >= RISE_FACTOR * flops[0] and best >= len(sweep) // 2
         figures += [
-            Figure(f"{p} n={e['shape']['n']}", f, "FLOP/s")
+            Figure(f"{p} n={e['shape']['n']}: achieved", f, "FLOP/s")
             for e, f in zip(sweep, flops, strict=True)
         ]
-        figures.append(Figure(f"{p}: largest / smallest", flops[-1] / flops[0]))
+        figures.append(Figure(f"{p}: largest / smallest", flops[-1] / flops[0], "ratio"))
     if not seen:
         return _not_measured(claim, rule, "no sweep of three or more square GEMMs")
     return Check(claim, _verdict(ok), rule, tuple(figures))
@@ -352,8 +389,8 @@ def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
         t = {impl: _seconds(impls[impl]) for impl in ("loop", "foreach", "fused")}
         orders += [order(impls["fused"], impls["foreach"]), order(impls["foreach"], impls["loop"])]
         label = f"{precision} {shape_text('adamw', dict(shape))}"
-        figures += [Figure(f"{label}: {impl}", t[impl], "s") for impl in t]
-        figures.append(Figure(f"{label}: loop / fused", t["loop"] / t["fused"]))
+        figures += [Figure(f"{label}: {impl} time", t[impl], "s") for impl in t]
+        figures.append(Figure(f"{label}: loop / fused time", t["loop"] / t["fused"], "ratio"))
     if not seen:
         return _not_measured(claim, rule, "no AdamW shape with loop, foreach and fused all timed")
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
@@ -377,12 +414,13 @@ def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
         mat, fl = p["materialized"], p["sdpa"]
         label = f"seq={dict(shape)['seq_q']}"
         figures += [
-            Figure(f"{label}: materialized", _seconds(mat), "s"),
-            Figure(f"{label}: sdpa", _seconds(fl), "s"),
-            Figure(f"{label}: materialized / sdpa time", _seconds(mat) / _seconds(fl)),
+            Figure(f"{label}: materialized time", _seconds(mat), "s"),
+            Figure(f"{label}: sdpa time", _seconds(fl), "s"),
+            Figure(f"{label}: materialized / sdpa time", _seconds(mat) / _seconds(fl), "ratio"),
             Figure(
                 f"{label}: model bytes materialized / flash",
                 model_cost(mat).bytes / model_cost(fl).bytes,
+                "ratio",
             ),
         ]
     mat, fl = ordered[-1][1]["materialized"], ordered[-1][1]["sdpa"]  # the longest sequence
@@ -406,9 +444,9 @@ def bf16_beats_fp32(run: Mapping[str, Any]) -> Check:
     n = common[-1]
     t32, t16 = _seconds(fp32[n]), _seconds(bf16[n])
     figures = (
-        Figure(f"n={n}: fp32", t32, "s"),
-        Figure(f"n={n}: bf16", t16, "s"),
-        Figure(f"n={n}: fp32 / bf16 time", t32 / t16),
+        Figure(f"n={n}: fp32 time", t32, "s"),
+        Figure(f"n={n}: bf16 time", t16, "s"),
+        Figure(f"n={n}: fp32 / bf16 time", t32 / t16, "ratio"),
     )
     return Check(claim, _verdict_of([order(bf16[n], fp32[n])]), rule, figures)
 
@@ -434,17 +472,23 @@ def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
     judged = [(p, p.bound_s) for p in items if p.excluded != "ceiling" and p.bound_s]
     beaten = [p for p, bound in judged if p.measured_s < (1 - BOUND_TOLERANCE) * bound]
     figures = [
-        Figure("entries judged", len(judged)),
-        Figure("of those, faster than the bound allows", len(beaten)),
+        Figure("entries judged", len(judged), "count"),
+        Figure("of those, faster than the bound allows", len(beaten), "count"),
     ]
     if judged:
         tightest, bound = max(judged, key=lambda pair: pair[1] / pair[0].measured_s)
         figures.append(
-            Figure(f"tightest: bound / measured ({tightest.id})", bound / tightest.measured_s)
+            Figure(
+                f"{entry_text(tightest.id)}: tightest bound / measured",
+                bound / tightest.measured_s,
+                "fraction",
+            )
         )
     error = predict.median_error(items)
     if error is not None:
-        figures.append(Figure("prediction: median |predicted - measured| / measured", error))
+        figures.append(
+            Figure("prediction: median |predicted - measured| / measured", error, "fraction")
+        )
     return Check(claim, _verdict(not beaten), rule, tuple(figures))
 
 
@@ -483,8 +527,8 @@ def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
             Figure(f"{kind}: with write-allocate", allocated, "B/s"),
         ]
     figures += [
-        Figure("spread, model bytes", spread_plain),
-        Figure("spread, with write-allocate", spread_counted),
+        Figure("probes: spread, model bytes", spread_plain, "fraction"),
+        Figure("probes: spread, with write-allocate", spread_counted, "fraction"),
     ]
     noise = max(run["ceilings"]["bandwidth"][k].get("spread", 0.0) for k in rates_)
     if noise > WRITE_ALLOCATE_AGREEMENT:

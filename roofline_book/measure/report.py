@@ -139,8 +139,9 @@ def plot_run(
 ):
     """The run's measured roofline in ``precision``, with that precision's operators as dots.
 
-    The measured roof uses the best GEMM of that precision and the best
-    bandwidth ceiling. If ``datasheet`` is given (for example
+    The measured roof uses the peak of that precision and the best DRAM
+    bandwidth ceiling; each measured cache level (``ceilings.cache_bandwidth``)
+    adds its own roof, dotted and named. If ``datasheet`` is given (for example
     :func:`datasheet_for`), its dense roof is drawn dashed beside it. Filled
     markers stream from memory; hollow markers have a working set small
     enough to be served partly from cache, so they may sit above the memory
@@ -166,6 +167,21 @@ def plot_run(
         intensity_range=(1e-2, 1e4),
         unit=unit,
     )
+    cache_colours = ("green", "purple", "sky")
+    for (level, c), colour in zip(
+        run["ceilings"].get("cache_bandwidth", {}).items(), cache_colours, strict=False
+    ):
+        drawn += roofline(  # a cache roof: what data that stays in that level may reach
+            ax,
+            peak,
+            c["value"],
+            label=text("cache roof", level=level),
+            color=PALETTE[colour],
+            linestyle=":",
+            intensity_range=(1e-2, 1e4),
+            unit=unit,
+            ridge=False,
+        )
     if datasheet is not None:
         drawn += roofline(
             ax,
@@ -261,8 +277,9 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) and the largest FP32
     square GEMM as % of the FP32 peak (``small_gemm_pct``, ``large_gemm_n``,
     ``large_gemm_pct``); the claims' counts (``n_claims``, ``n_pass``, ``n_fail``,
-    ``n_inconclusive``, ``n_unmeasured``) and ``failed_claims``, the failed claims joined
-    by "；" (or "（无）").
+    ``n_inconclusive``, ``n_unmeasured``). Where the run has them (:func:`run_figures`),
+    also how it was measured, its stability, the write-allocate rates, the prediction,
+    and the AdamW and RMSNorm figures the chapter explains.
 
     Raises
     ------
@@ -291,8 +308,7 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     largest = max(squares, key=lambda e: e["shape"]["n"])
     checks = check_claims(run)
     verdicts = [c.verdict for c in checks]
-    failed = [c.claim for c in checks if c.verdict == "fail"]
-    return {
+    return run_figures(run) | {
         "cpu_name": run["device"]["name"],
         "cpu_threads": int(run["device"].get("threads") or 0),
         "cpu_peak32_g": peak32 / 1e9,
@@ -313,8 +329,85 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
         "n_fail": verdicts.count("fail"),
         "n_inconclusive": verdicts.count("inconclusive"),
         "n_unmeasured": verdicts.count("not measured"),
-        "failed_claims": "；".join(failed) if failed else "（无）",
     }
+
+
+def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
+    """How a run was measured and what its data show, as plain numbers (those it has).
+
+    Keys: ``threads``; ``rounds`` and ``peak32_spread_pct``, ``copy_spread_pct`` (the
+    spread of the ceiling probes' rounds, %); ``stable`` and ``sentinel_spread_pct``,
+    ``checkpoints``; ``l2_g``, ``l3_g`` (cache roofs, GB/s), ``vector32_g``,
+    ``vector16_g`` (the in-L2 add, GFLOP/s); ``copy_g``, ``triad_g``, ``inplace_g`` and
+    ``copy_wa_g``, ``triad_wa_g`` (GB/s, model bytes and with write-allocate);
+    ``prediction_pct`` (median error, %), ``predicted``, ``left_out``; ``adamw_time_ratio``
+    and ``adamw_bytes_ratio`` (loop over fused), ``fused_of_roof_pct``;
+    ``norm_time_ratio`` (BF16 over FP32 RMSNorm), ``norm_kernels``, ``norm_bytes_ratio16``
+    and ``norm_bytes_ratio32`` (what runs over the fused model).
+    """
+    from . import predict
+
+    out: dict[str, Any] = {"threads": int(run["device"].get("threads") or 0)}
+    ceilings = run["ceilings"]
+    if "spread" in ceilings["peak_flops"].get("fp32", {}):
+        by_id = {e["id"]: e for e in runfile.results(run)}
+        probe = by_id[ceilings["peak_flops"]["fp32"]["entry"]]
+        out |= {
+            "rounds": len(probe.get("rounds_s", [0])),
+            "peak32_spread_pct": 100 * ceilings["peak_flops"]["fp32"]["spread"],
+            "copy_spread_pct": 100 * ceilings["bandwidth"]["copy"]["spread"],
+        }
+    stability = run.get("stability")
+    if stability is not None and "spread" in stability:
+        out |= {
+            "stable": bool(stability["stable"]),
+            "sentinel_spread_pct": 100 * stability["spread"],
+            "checkpoints": len(stability["checkpoints_s"]),
+        }
+    for level, c in ceilings.get("cache_bandwidth", {}).items():
+        out[f"{level.lower()}_g"] = c["value"] / 1e9
+    for precision, c in ceilings.get("vector_flops", {}).items():
+        out[f"vector{precision[-2:]}_g"] = c["value"] / 1e9
+    rates = predict.write_allocate_rates(run)
+    if {"copy", "triad", "triad_inplace"} <= rates.keys():
+        out |= {
+            "copy_g": rates["copy"][0] / 1e9,
+            "triad_g": rates["triad"][0] / 1e9,
+            "inplace_g": rates["triad_inplace"][0] / 1e9,
+            "copy_wa_g": rates["copy"][1] / 1e9,
+            "triad_wa_g": rates["triad"][1] / 1e9,
+        }
+    items = predict.predictions(run)
+    error = predict.median_error(items)
+    if error is not None:
+        out |= {
+            "prediction_pct": 100 * error,
+            "predicted": sum(not p.excluded for p in items),
+            "left_out": sum(bool(p.excluded) for p in items),
+        }
+    adamw = {e["impl"]: e for e in runfile.results(run, "adamw")}
+    if {"loop", "fused"} <= adamw.keys():
+        loop, fused = adamw["loop"], adamw["fused"]
+        roof = predict.bound_seconds(fused, predict.roofs(run))
+        out |= {
+            "adamw_time_ratio": loop["time"]["median_s"] / fused["time"]["median_s"],
+            "adamw_bytes_ratio": runfile.model_cost(loop).bytes / runfile.model_cost(fused).bytes,
+            "fused_of_roof_pct": 100 * roof / fused["time"]["median_s"] if roof else None,
+        }
+    norms = {e["precision"]: e for e in runfile.results(run, "rmsnorm")}
+    if {"fp32", "bf16"} <= norms.keys() and "implementation" in norms["bf16"]:
+        n16, n32 = norms["bf16"], norms["fp32"]
+        out |= {
+            "norm_time_ratio": n16["time"]["median_s"] / n32["time"]["median_s"],
+            "norm_kernels": n16["implementation"]["kernels"],
+            "norm_bytes_ratio16": _bytes(n16["implementation"]) / runfile.model_cost(n16).bytes,
+            "norm_bytes_ratio32": _bytes(n32["implementation"]) / runfile.model_cost(n32).bytes,
+        }
+    return out
+
+
+def _bytes(model: Mapping[str, Any]) -> int:
+    return int(model["bytes_read"]) + int(model["bytes_written"])
 
 
 def plot_runs(run: Mapping[str, Any], precisions: Sequence[str], *, datasheet=None):
@@ -337,3 +430,61 @@ def measured_precisions(run: Mapping[str, Any]) -> list[str]:
     """The precisions to draw for a run: FP32 and BF16 where measured, else the first peak."""
     measured = list(run["ceilings"]["peak_flops"])
     return [p for p in ("fp32", "bf16") if p in measured] or measured[:1]
+
+
+PREDICTION_TARGET = 0.2
+"""The band drawn around ``predicted = measured``: the prediction's median error is
+held to it on the CPU the book is built on."""
+
+
+def plot_predictions(ax, run: Mapping[str, Any], *, band: float = PREDICTION_TARGET):
+    """Predicted against measured time for every timed entry (log-log), one colour per
+    operator, the diagonal and a ``band`` around it; the ceilings and the cases the fixed
+    cost is fitted on are hollow (they are not part of the error).
+
+    Returns
+    -------
+    list of matplotlib artists
+    """
+    from .predict import predictions
+
+    items = predictions(run)
+    if not items:
+        raise ValueError("run: nothing to predict (no bandwidth ceiling or no measured peak)")
+    low = min(min(p.predicted_s, p.measured_s) for p in items) / 2
+    high = max(max(p.predicted_s, p.measured_s) for p in items) * 2
+    drawn = ax.plot([low, high], [low, high], color=PALETTE["black"], lw=1, label=text("equal"))
+    drawn.append(
+        ax.fill_between(
+            [low, high],
+            [low * (1 - band), high * (1 - band)],
+            [low * (1 + band), high * (1 + band)],
+            color=PALETTE["sky"],
+            alpha=0.25,
+            label=text("within", pct=100 * band),
+        )
+    )
+    names = {p.id.split("/")[0] for p in items}
+    for name in [n for n in OPERATORS if n in names]:
+        style = OPERATORS[name]
+        colour = PALETTE[style.colour]
+        for hollow in (False, True):
+            group = [p for p in items if p.id.split("/")[0] == name and bool(p.excluded) == hollow]
+            if group:
+                drawn.append(
+                    ax.scatter(
+                        [p.predicted_s for p in group],
+                        [p.measured_s for p in group],
+                        marker=style.marker,
+                        s=26,
+                        zorder=5,
+                        edgecolors=colour,
+                        facecolors="none" if hollow else colour,
+                        label=None if hollow else name,
+                    )
+                )
+    ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high))
+    ax.set_xlabel(text("predicted time"))
+    ax.set_ylabel(text("measured time"))
+    ax.legend(loc="upper left", fontsize=7, ncol=2)
+    return drawn

@@ -205,68 +205,96 @@ def measure_rounds(
         Seconds each compute-bound case (a GEMM) runs before the first round (see
         :data:`WARMUP_S`); memory-bound ones need no clock ramp.
     """
-    import torch
-
     rounds = _validate.size("rounds", rounds)
-    device = torch.device(device)
-    out: list[dict | None] = []
-    live: list[tuple[int, Prepared, Case]] = []
-    taken = 0
-    for case in todo:
-        entry, tail = _entry(case, device)
-        reason = _too_large(case, device, taken)
-        if reason is not None:
-            out.append(entry | {"status": "skipped", "reason": reason} | tail)
-            continue
-        prepared = None
-        try:
-            prepared = case.build(device)
-            check = prepared.check()
-            _sync(device)
-        except Exception as exc:  # one broken case must not lose the whole run
-            if prepared is not None:
-                prepared.close()
-            del prepared
-            _release(device)
-            out.append(_not_run(entry, tail, exc))
-            continue
-        note = {"note": prepared.note} if prepared.note else {}
-        out.append(entry | note | tail | {"check": check})
-        live.append((len(out) - 1, prepared, case))
-        taken += case.footprint
-    timings: dict[int, list[Timing]] = {i: [] for i, _, _ in live}
-    try:
-        for _, prepared, case in live:
-            if warmup_s and not case.memory_bound:
-                _spin(prepared.fn, device, warmup_s)
+    with Rounds(todo, device, min_run_time=min_run_time, flush=flush) as live:
+        live.warm_up(warmup_s)
         for _ in range(rounds):
-            for i, prepared, case in live:
-                if out[i]["status"] != "ok":  # type: ignore[index]
-                    continue
-                timer, flushed = _timer(device, min_run_time, flush, case)
-                try:
-                    timings[i].append(timer(prepared.fn))
-                except Exception as exc:
-                    entry, tail = _entry(case, device)
-                    out[i] = _not_run(entry, tail, exc)
-                    continue
-                out[i]["l2_flush"] = flushed  # type: ignore[index]
-    finally:
-        for _, prepared, _ in live:
+            live.time()
+    return live.entries()
+
+
+class Rounds:
+    """Cases built and checked once, kept alive, and timed in as many rounds as asked:
+    the ceiling probes of a run, timed before the operator cases and once after.
+
+    Use as a context manager; :meth:`entries` after it closes.
+    """
+
+    def __init__(self, todo: list[Case], device: Any, *, min_run_time: float, flush=None) -> None:
+        import torch
+
+        self.device = torch.device(device)
+        self.min_run_time, self.flush = min_run_time, flush
+        self.out: list[dict] = []
+        self.live: list[tuple[int, Prepared, Case]] = []
+        self.timings: dict[int, list[Timing]] = {}
+        self.todo = todo
+
+    def __enter__(self) -> Rounds:
+        taken = 0
+        for case in self.todo:
+            entry, tail = _entry(case, self.device)
+            reason = _too_large(case, self.device, taken)
+            if reason is not None:
+                self.out.append(entry | {"status": "skipped", "reason": reason} | tail)
+                continue
+            prepared = None
+            try:
+                prepared = case.build(self.device)
+                check = prepared.check()
+                _sync(self.device)
+            except Exception as exc:  # one broken case must not lose the whole run
+                if prepared is not None:
+                    prepared.close()
+                del prepared
+                _release(self.device)
+                self.out.append(_not_run(entry, tail, exc))
+                continue
+            note = {"note": prepared.note} if prepared.note else {}
+            self.out.append(entry | note | tail | {"check": check})
+            self.live.append((len(self.out) - 1, prepared, case))
+            self.timings[len(self.out) - 1] = []
+            taken += case.footprint
+        return self
+
+    def warm_up(self, seconds: float) -> None:
+        """Run each compute-bound case for ``seconds`` (no clock ramp for memory-bound ones)."""
+        for _, prepared, case in self.live:
+            if seconds and not case.memory_bound:
+                _spin(prepared.fn, self.device, seconds)
+
+    def time(self) -> None:
+        """One round: time every live case once."""
+        for i, prepared, case in self.live:
+            if self.out[i]["status"] != "ok":
+                continue
+            timer, flushed = _timer(self.device, self.min_run_time, self.flush, case)
+            try:
+                self.timings[i].append(timer(prepared.fn))
+            except Exception as exc:
+                entry, tail = _entry(case, self.device)
+                self.out[i] = _not_run(entry, tail, exc)
+                continue
+            self.out[i]["l2_flush"] = flushed
+
+    def __exit__(self, *exc: object) -> None:
+        for _, prepared, _ in self.live:
             prepared.close()
-        del live
-        _release(device)
-    entries = []
-    for i, found in enumerate(out):
-        assert found is not None
-        entry = found
-        if entry["status"] == "ok":
-            best = min(timings[i], key=lambda t: t.median_s)
-            entry = _ordered(entry, best)
-            if rounds > 1:
-                entry["rounds_s"] = [t.median_s for t in timings[i]]
-        entries.append(entry)
-    return entries
+        self.live = []
+        _release(self.device)
+
+    def entries(self) -> list[dict]:
+        """Each case's entry: its best round as ``time``, every round's median as
+        ``rounds_s`` (with two rounds or more)."""
+        entries = []
+        for i, entry in enumerate(self.out):
+            if entry["status"] == "ok" and self.timings.get(i):
+                rounds = self.timings[i]
+                entry = _ordered(dict(entry), min(rounds, key=lambda t: t.median_s))
+                if len(rounds) > 1:
+                    entry["rounds_s"] = [t.median_s for t in rounds]
+            entries.append(entry)
+        return entries
 
 
 def _ordered(entry: dict, timing: Timing) -> dict:
@@ -293,11 +321,12 @@ def run_suite(
     """Measure the ceilings and every case of a suite; the run, validated.
 
     The ceiling probes (:func:`~roofline_book.measure.suites.probes`) are timed
-    first in interleaved rounds after a warm-up (:func:`measure_rounds`), the
-    best round of each kept. Then each operator case, with a short sentinel (the
-    cache-resident copy on the CPU, the first peak GEMM on CUDA) timed between
-    every :data:`CHECKPOINT_EVERY` cases: their spread is the run's ``stability``
-    (:func:`roofline_book.measure.ceilings.stability`).
+    first in interleaved rounds after a warm-up (:func:`measure_rounds`), and
+    once more after the operator cases; the best round of each is its ceiling.
+    Between every :data:`CHECKPOINT_EVERY` cases a short sentinel is timed (the
+    copy within the L2 on the CPU, the first peak GEMM on CUDA). The sentinel's
+    spread and the last round's drift from the first ones are the run's
+    ``stability`` (:func:`roofline_book.measure.ceilings.stability`).
 
     Parameters
     ----------
@@ -364,23 +393,21 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
         flush = torch.empty(size, dtype=torch.int8, device=dev)
     probed = [c for key in ("bandwidth", "peak", "cache", "vector") for c in sets[key]]
     todo = [c for c in todo if c.id not in {p.id for p in probed}]  # measured once, as probe
-    probe_entries = measure_rounds(
-        probed,
-        dev,
-        rounds=spec.rounds,
-        min_run_time=spec.min_run_time,
-        flush=flush,
-        warmup_s=WARMUP_S if suite != "tiny" else 0.0,
-    )
-    sentinel = (sets["cache"][-1:] or sets["peak"])[0]  # the last-level cache's copy
+    sentinel = (sets["cache"] or sets["peak"])[0]  # the smallest cache's copy: a core's own
     checkpoints: list[float] = []
     entries = []
-    with _Sentinel(sentinel, dev, flush) as watch:
-        checkpoints += watch.time()
-        for i, case in enumerate(_progress(todo, progress), 1):
-            entries.append(measure(case, dev, min_run_time=spec.min_run_time, flush=flush))
-            if i % CHECKPOINT_EVERY == 0 or i == len(todo):
-                checkpoints += watch.time()
+    with Rounds(probed, dev, min_run_time=spec.min_run_time, flush=flush) as live:
+        live.warm_up(WARMUP_S if suite != "tiny" else 0.0)
+        for _ in range(spec.rounds - 1):
+            live.time()
+        with _Sentinel(sentinel, dev, flush) as watch:
+            checkpoints += watch.time()
+            for i, case in enumerate(_progress(todo, progress), 1):
+                entries.append(measure(case, dev, min_run_time=spec.min_run_time, flush=flush))
+                if i % CHECKPOINT_EVERY == 0 or i == len(todo):
+                    checkpoints += watch.time()
+        live.time()  # the last round, after the cases
+    probe_entries = live.entries()
     load.append(machine.load_average())
     run = {
         "format": runfile.FORMAT,
@@ -395,7 +422,8 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
     }
     if None not in load:
         run["load_average"] = load
-    record = ceilings.stability(sentinel.id, checkpoints)
+    judged = {c.id for c in sets["peak"] + sets["bandwidth"]}
+    record = ceilings.stability(sentinel.id, checkpoints, probe_entries, judged)
     if record is not None:
         run["stability"] = record
     runfile.validate_run(run, require_schema=False)
@@ -418,12 +446,13 @@ class _Sentinel:
         return self
 
     def time(self) -> list[float]:
-        """The sentinel's median now (second), or nothing if it cannot run."""
+        """The sentinel's fastest sample now (second; another process or a slower clock
+        only ever slows a call), or nothing if it cannot run."""
         if self.prepared is None:
             return []
         timer, _ = _timer(self.device, SENTINEL_RUN_TIME, self.flush, self.case)
         try:
-            return [timer(self.prepared.fn).median_s]
+            return [min(timer(self.prepared.fn).samples_s)]
         except Exception:
             self.__exit__()
             return []

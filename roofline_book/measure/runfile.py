@@ -195,6 +195,11 @@ RUN_SCHEMA: dict[str, Any] = {
                 "drift": _POSITIVE,
                 "checkpoints_s": {"type": "array", "items": _POSITIVE, "minItems": 2},
                 "spread": _NON_NEGATIVE,
+                "ceiling_drift": {
+                    **_POSITIVE,
+                    "description": "the peak and DRAM probes' last round over their best earlier "
+                    "one, the farthest from 1",
+                },
                 "stable": {"type": "boolean"},
             },
         },
