@@ -227,3 +227,36 @@ def test_large_gemm_is_judged_against_other_measurements():
     assert check.verdict == "fail"
     ratio = (2 * 1024**3 / 0.05) / (2 * 512**3 / 0.003)
     assert figures(check)["fp32 n=1024: achieved / peak"] == pytest.approx(ratio)
+
+
+def test_write_allocate_claim_on_the_three_probes():
+    # the fixture's probes move 32.2 GB/s each once line fills are counted: the claim holds
+    check = claims.write_allocate_explains_bandwidths(load())
+    assert check.verdict == "pass"
+    got = figures(check)
+    assert got["probes: spread, with write-allocate"] == pytest.approx(0.0, abs=1e-9)
+    assert got["probes: spread, model bytes"] == pytest.approx(32.2 / 21.47 - 1, rel=1e-3)
+    # a copy at 2^28 + 2^27 bytes in 20 ms (20.1 GB/s) leaves a 60% gap the fills do not close
+    slow = retime(load(), "copy/fp32/copy_/numel=33554432", 0.02)
+    slow["ceilings"]["bandwidth"]["copy"]["value"] = 2**28 / 0.02
+    assert claims.write_allocate_explains_bandwidths(slow).verdict == "fail"
+    gpu = load()
+    gpu["device"]["type"] = "cuda"
+    assert claims.write_allocate_explains_bandwidths(gpu).verdict == "not measured"
+
+
+def test_the_chinese_checklist_is_one_table_per_claim_and_escapes_pipes():
+    from roofline_book import book
+
+    text = book.claims_table(load()).data
+    assert text.count("判定规则：") == len(claims.CHECKS)
+    for line in text.splitlines():
+        if line.startswith("|"):
+            # three columns: four pipes that are not escaped, whatever a label holds
+            assert line.replace("\\|", "").count("|") == 4, line
+    # the prediction's label holds pipes; it survives whole in its row
+    assert "\\|预测 − 实测\\| / 实测 的中位数" in text
+    assert "..." not in text and "（无）" not in text
+    assert book.verdict_counts(load()) == "9 条结论中 9 条成立，没有一条不成立。"
+    failing = book.verdict_counts(load(FAIL))
+    assert failing.startswith("9 条结论中 6 条成立，3 条不成立：") and failing.count("；") == 2

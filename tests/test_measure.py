@@ -90,7 +90,7 @@ def test_tiny_run_measures_every_case(tiny):
         for c in sets["peak"] + sets["bandwidth"]
     ]
     assert drift == max(drifts, key=lambda d: abs(d - 1))
-    assert probe["stable"] == (probe["spread"] <= 0.3 and abs(drift - 1) <= 0.2)
+    assert probe["stable"] == (probe["spread"] <= 0.3)
 
 
 def test_models_are_the_ops_functions(tiny):
@@ -823,3 +823,31 @@ def test_streaming_figures_say_how_close_the_model_came():
     # the model's memory time for the 4 MiB weight plus the batch-1 rows, at 10 GB/s
     assert f["model_flat_ms"] == pytest.approx(4 * (1024**2 + 2 * 1024) / 10e9 * 1e3)
     assert f["flat_over_model"] == pytest.approx(4e-3 / (4 * (1024**2 + 2 * 1024) / 10e9))
+
+
+def test_a_run_beside_a_busy_core_is_stable_or_says_so():
+    # another process keeps one core busy for the whole run; the run (one thread) either
+    # stays near an idle run's ceilings and is marked stable, or is marked unstable, and
+    # then no claim passes or fails
+    import subprocess
+    import sys
+
+    from roofline_book.measure.claims import check_claims
+
+    idle = measure_run.run_suite("cpu", "tiny")
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 60: pass\n"
+    busy = subprocess.Popen([sys.executable, "-c", spin])
+    try:
+        loaded = measure_run.run_suite("cpu", "tiny")
+    finally:
+        busy.kill()
+        busy.wait()
+    stability = loaded["stability"]
+    assert len(stability["checkpoints_s"]) >= 2
+    if stability["stable"]:
+        for precision, c in loaded["ceilings"]["peak_flops"].items():
+            ratio = c["value"] / idle["ceilings"]["peak_flops"][precision]["value"]
+            assert 0.5 < ratio < 2, (precision, ratio)  # no stall of the kind a flag is for
+    else:
+        verdicts = {c.verdict for c in check_claims(loaded)}
+        assert verdicts <= {"inconclusive", "not measured"}

@@ -15,15 +15,13 @@ from .registry import Case
 from .runfile import rates
 
 SENTINEL_TOLERANCE = 0.3
-"""A run is stable only if its sentinel's checkpoints lie within this fraction of each
-other, ``max / min - 1``. On the shared 2-core VM the book is built on, an idle
-machine's checkpoints spread up to about 20% (other tenants share its host), so a
-tighter limit would flag every run; a stalled second thread or a process on the
-same core moves them by far more."""
-
-DRIFT_TOLERANCE = 0.2
-"""... and if the last round of every peak and DRAM-bandwidth probe, timed after the
-operator cases, is within this fraction of the best of the earlier rounds."""
+"""A run is stable when its sentinel's checkpoints lie within this fraction of each
+other, ``max / min - 1``. Each checkpoint is the sentinel's fastest sample, so a
+passing stall (which widens the cases' own spreads, and makes their comparisons
+inconclusive) does not move it, while a sustained change does: a slower clock, a
+process sharing the core, a second thread waiting on a busy one. On the shared
+2-core VM the book is built on, an idle run's checkpoints spread 15 to 25% (other
+tenants share the host), so a tighter limit would flag every run."""
 
 
 def _spread(entry: Mapping[str, Any]) -> float:
@@ -112,8 +110,11 @@ def stability(
     probes : sequence of dict
         The ceiling probes' entries, with their last round.
     judged : collection of str
-        The probes whose drift counts (the peak GEMMs and the DRAM bandwidth
-        probes): the largest enters the record as ``ceiling_drift``.
+        The probes whose drift is recorded (the peak GEMMs and the DRAM bandwidth
+        probes): the largest enters the record as ``ceiling_drift``, for the
+        reader; it does not decide ``stable``, since the ceilings are the best of
+        rounds taken before and after the cases (on this VM a single round of the
+        BF16 peak GEMM varies by 2.7 times on an idle machine).
 
     Examples
     --------
@@ -144,7 +145,5 @@ def stability(
         if e["status"] == "ok" and len(e.get("rounds_s", ())) >= 2 and e["id"] in judged
     ]
     if drifts:
-        worst = max(drifts, key=lambda d: abs(d - 1))
-        out["ceiling_drift"] = worst
-        out["stable"] = out["stable"] and abs(worst - 1) <= DRIFT_TOLERANCE
+        out["ceiling_drift"] = max(drifts, key=lambda d: abs(d - 1))
     return out

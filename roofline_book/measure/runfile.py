@@ -197,8 +197,8 @@ RUN_SCHEMA: dict[str, Any] = {
                 "spread": _NON_NEGATIVE,
                 "ceiling_drift": {
                     **_POSITIVE,
-                    "description": "the peak and DRAM probes' last round over their best earlier "
-                    "one, the farthest from 1",
+                    "description": "the peak and DRAM probes' last round (after the cases) over "
+                    "their best earlier one, the farthest from 1",
                 },
                 "stable": {"type": "boolean"},
             },
