@@ -50,7 +50,9 @@ __all__ = [
     "Roof",
     "ScriptError",
     "attribute",
+    "plot",
     "profile_script",
+    "profiler",
 ]
 
 
@@ -368,7 +370,7 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
     -------
     list of matplotlib artists
     """
-    from ..plotting import PALETTE, RESOURCE_COLORS, ceilings, measured, roofline, text
+    from ..plotting import PALETTE, RESOURCE_COLORS, UNITS, ceilings, roofline, text
 
     rows = [r for r in attribution.modelled() if r.intensity and r.achieved_flops]
     if not rows:
@@ -386,14 +388,41 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         assert roof.bandwidth is not None
         drawn += roofline(ax, roof.matrix_peaks[precision], roof.bandwidth, intensity_range=span,
                           label=text("measured roof", precision=precision), unit=unit)  # fmt: skip
-    names = {id(r) for r in rows[:labelled]}
+    scale = UNITS[unit]
+    groups: dict[str, list[OpRow]] = {}
     for r in rows:
-        color = RESOURCE_COLORS.get(r.bound or "", PALETTE["vermillion"])
-        point = [(r.name.removeprefix("aten::"), r.intensity, r.achieved_flops)]
-        drawn += measured(ax, point, unit=unit, color=color, annotate=id(r) in names)
+        groups.setdefault(r.bound or "", []).append(r)
+    for bound, members in groups.items():  # one scatter per colour: hundreds of rows stay quick
+        color = RESOURCE_COLORS.get(bound, PALETTE["vermillion"])
+        drawn.append(ax.scatter([r.intensity for r in members],
+                                [(r.achieved_flops or 0.0) / scale for r in members],
+                                color=color, s=22, zorder=5, edgecolor="white", linewidth=0.4,
+                                label=text(bound) if bound in ("matrix", "hbm") else None))  # fmt: skip
+    for r in rows[:labelled]:
+        xy = (r.intensity, (r.achieved_flops or 0.0) / scale)
+        drawn.append(ax.annotate(r.name.removeprefix("aten::"), xy, xytext=(4, 4),
+                                 textcoords="offset points", fontsize=7, color="#222222"))  # fmt: skip
     ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
     ax.set_ylabel(f"Achieved performance [{unit}]")
     return drawn
+
+
+def profiler(*, cuda: bool | None = None) -> Any:
+    """A ``torch.profiler.profile`` that records what :func:`attribute` reads.
+
+    CPU activity, and CUDA too when CUDA is available (``cuda=None``); input
+    shapes (``record_shapes=True``) and the profiler's FLOPs
+    (``with_flops=True``). Kineto writes a notice to stderr whenever a
+    profile starts and stops; ``KINETO_LOG_LEVEL=6`` (set here unless it is
+    set already) silences kineto's log, errors in Python still raise.
+    """
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    use_cuda = torch.cuda.is_available() if cuda is None else cuda
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
+    return profile(activities=activities, record_shapes=True, with_flops=True)
 
 
 class ScriptError(RuntimeError):
@@ -417,16 +446,13 @@ def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = N
     """
     if not os.path.isfile(path):
         raise ScriptError(f"script {path!r} does not exist or is not a file")
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     import torch
-    from torch.profiler import ProfilerActivity, profile
 
     use_cuda = torch.cuda.is_available() if cuda is None else cuda
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     saved = sys.argv[:]
     sys.argv = [path, *argv]
     try:
-        with profile(activities=activities, record_shapes=True, with_flops=True) as prof:
+        with profiler(cuda=use_cuda) as prof:
             try:
                 runpy.run_path(path, run_name="__main__")
             except SystemExit as exc:
