@@ -1,4 +1,5 @@
-"""The answers of chapters 6 to 9 and of the summary (chapter 13), as the built book shows them, recomputed by hand.
+"""The answers of chapters 6 to 9 and of the summary (chapter 13), as the built book shows
+them, recomputed by hand.
 
 Every expected value is written out as arithmetic on the catalog's figures and
 the operators' definitions, not by calling the package functions the chapters

@@ -192,9 +192,9 @@ def test_unmodelled_ops_keep_time_but_no_figures():
 
 
 def test_call_models_from_shapes():
-    assert atenops.model(atenops.Call("aten::bmm", ((4, 8, 16), (4, 16, 2)), ("float",) * 2)).flops == (
-        2 * 4 * 8 * 16 * 2
-    )
+    assert atenops.model(
+        atenops.Call("aten::bmm", ((4, 8, 16), (4, 16, 2)), ("float",) * 2)
+    ).flops == (2 * 4 * 8 * 16 * 2)
     # an integer tensor has no float precision: no model
     assert atenops.model(atenops.Call("aten::add", ((10,), (10,)), ("long int",) * 2)) is None
     # shapes that do not broadcast: no model rather than a wrong one

@@ -233,7 +233,10 @@ def glue_profile(
 
     threads = torch.get_num_threads()
     glue(profile_threads=threads, **step_figures(attribution, shape), **problems(shape, optimizer))
-    glue("tbl-10-ops-md", markdown_table(attribution_frame(attribution, 8), ["left"] * 2 + ["right"] * 7))
+    glue(
+        "tbl-10-ops-md",
+        markdown_table(attribution_frame(attribution, 8), ["left"] * 2 + ["right"] * 7),
+    )
     glue_figure("fig-10-roofline", roofline_figure(attribution))
     kernels = [r.name for r in attribution.modelled()]
     glue_figure("fig-10-timeline", timeline_figure(trace_path, kernels))

@@ -151,21 +151,21 @@ class OpRow:
 
     @property
     def achieved_flops(self) -> float | None:
-        """FLOP/s: the model's FLOPs over the measured self time."""
+        """The model's FLOPs over the measured self time (FLOP/s)."""
         if self.cost is None or self.self_time_s <= 0:
             return None
         return self.cost.flops / self.self_time_s
 
     @property
     def achieved_bytes(self) -> float | None:
-        """byte/s: the model's bytes over the measured self time."""
+        """The model's bytes over the measured self time (byte/s)."""
         if self.cost is None or self.self_time_s <= 0:
             return None
         return self.cost.bytes / self.self_time_s
 
     @property
     def fraction_of_roof(self) -> float | None:
-        """The time lower bound over the measured time: achieved FLOP/s over the roof there."""
+        """The time lower bound over the measured time, equal to the achieved rate over the roof."""
         if self.bound_time is None or self.self_time_s <= 0:
             return None
         return self.bound_time.seconds / self.self_time_s
@@ -202,7 +202,7 @@ class Attribution:
     total_time_s: float
     roof: Roof | None
     clock: str
-    """Whose time the rows hold: ``"cpu"`` or ``"device"`` (the kernels' time on the GPU)."""
+    """Whose time the rows hold, ``"cpu"`` or ``"device"`` (the kernels' time on the GPU)."""
 
     @property
     def explained(self) -> float:
@@ -394,14 +394,16 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         groups.setdefault(r.bound or "", []).append(r)
     for bound, members in groups.items():  # one scatter per colour: hundreds of rows stay quick
         color = RESOURCE_COLORS.get(bound, PALETTE["vermillion"])
-        drawn.append(ax.scatter([r.intensity for r in members],
-                                [(r.achieved_flops or 0.0) / scale for r in members],
-                                color=color, s=22, zorder=5, edgecolor="white", linewidth=0.4,
-                                label=text(bound) if bound in ("matrix", "hbm") else None))  # fmt: skip
+        xs = [r.intensity or 0.0 for r in members]
+        ys = [(r.achieved_flops or 0.0) / scale for r in members]
+        label = text(bound) if bound in ("matrix", "hbm") else None
+        drawn.append(ax.scatter(xs, ys, color=color, s=22, zorder=5, edgecolor="white",
+                                linewidth=0.4, label=label))  # fmt: skip
     for r in rows[:labelled]:
         xy = (r.intensity, (r.achieved_flops or 0.0) / scale)
-        drawn.append(ax.annotate(r.name.removeprefix("aten::"), xy, xytext=(4, 4),
-                                 textcoords="offset points", fontsize=7, color="#222222"))  # fmt: skip
+        name = r.name.removeprefix("aten::")
+        drawn.append(ax.annotate(name, xy, xytext=(4, 4), textcoords="offset points",
+                                 fontsize=7, color="#222222"))  # fmt: skip
     ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
     ax.set_ylabel(f"Achieved performance [{unit}]")
     return drawn
@@ -432,7 +434,7 @@ class ScriptError(RuntimeError):
 def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = None) -> Any:
     """Run the Python script at ``path`` under ``torch.profiler`` and return the profile.
 
-    The script runs as ``__main__`` (:func:`runpy.run_path`) with
+    The script runs as ``__main__`` (``runpy.run_path``) with
     ``sys.argv = [path, *argv]``; the profiler records CPU activity, and CUDA
     activity too when CUDA is available (``cuda=None``), with input shapes
     and FLOPs. Kineto's own start and stop notices, which it writes to
