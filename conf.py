@@ -60,6 +60,7 @@ roofline_root = str(ROOT)
 roofline_cpu_run = str(ROOT / "_build" / "bench" / "cpu-quick.json")
 roofline_run_pages = (
     "09-achieved-performance.md",
+    "10-profiling.md",
     "11-inference-prefill-decode.md",
     "cuda-benchmarks.md",
 )

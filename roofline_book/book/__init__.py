@@ -14,12 +14,14 @@ from .claims import claims_table, run_highlights, summary_table, verdict_counts
 from .cli import cli_error, cli_json, run_cli
 from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame, special_frame
 from .notebook import glue, glue_figure, plain, preamble
+from .profiling import attribution_frame, glue_profile, glue_scaling
 from .rows import first_size, share
 from .runs import show_run
 from .tables import RESOURCE_ZH, bound_frame, markdown_table, resource_zh, roof_frame, short
 
 __all__ = [
     "RESOURCE_ZH",
+    "attribution_frame",
     "bound_frame",
     "cache_frame",
     "claims_table",
@@ -29,6 +31,8 @@ __all__ = [
     "first_size",
     "glue",
     "glue_figure",
+    "glue_profile",
+    "glue_scaling",
     "markdown_table",
     "peaks_frame",
     "plain",

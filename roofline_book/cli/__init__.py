@@ -17,6 +17,9 @@ Subcommands
     The hardware catalog: dense peaks, ridge points and sources.
 ``plot``
     A roofline chart (SVG or PNG) with operators as points.
+``profile``
+    A PyTorch script run under the profiler, each recorded op attributed to
+    the models and held to a roof.
 ``bench``
     The benchmark suite of :mod:`roofline_book.measure`.
 
@@ -66,11 +69,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..extras import MissingExtra
-from . import bench, block, claims, devices, infer, op, plot
+from . import bench, block, claims, devices, infer, op, plot, profile
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
 
-SUBCOMMANDS = (op, block, infer, devices, plot, bench, claims)
+SUBCOMMANDS = (op, block, infer, devices, plot, profile, bench, claims)
 """The subcommands' modules, in the order the help lists them."""
 
 __all__ = ["EXIT_USAGE", "OPERATORS", "PROG", "build_parser", "main", "parse_point", "parse_size"]

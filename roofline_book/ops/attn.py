@@ -229,9 +229,10 @@ def attention_backward(
     dtype: Precision = "bf16",
     *,
     impl: str = "flash",
+    causal: bool = False,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
 ) -> Cost:
-    """Backward pass of :func:`attention` (no mask): gradients of Q, K and V from dO.
+    """Backward pass of :func:`attention`: gradients of Q, K and V from dO.
 
     ``impl="stored"``: the forward pass kept ``P``; five unfused kernels read
     it back. ``dV = P^T dO`` and ``dP = dO V^T`` (matrix units), ``dS = P *
@@ -252,6 +253,12 @@ def attention_backward(
     FLOPs: 8 ``N d`` per score for ``"stored"`` (four products), 10 for
     ``"flash"``, the 2.5 times the forward's 4 that Dao (2023) counts.
 
+    ``causal=True`` (the mask of :func:`attention`, aligned bottom-right): the
+    flash kernel computes only the ``(query, key)`` pairs the mask keeps, as
+    in the forward pass; the traffic is unchanged (NB: the re-reads are
+    counted as without the mask, an upper bound). The unfused ``"stored"``
+    kernels compute every score, so their cost does not change.
+
     Examples
     --------
     One head, 4096 tokens, d = 128, BF16: recomputing costs 1.25 times the
@@ -265,6 +272,12 @@ def attention_backward(
     True
     >>> round(stored.bytes / flash.bytes)
     29
+
+    A causal mask keeps 4096 * 4097 / 2 of the 4096^2 pairs:
+
+    >>> causal = attention_backward(1, 1, 4096, 4096, 128, impl="flash", causal=True)
+    >>> causal.flops == 4096 * 4097 // 2 * (10 * 128 + 4), causal.bytes == flash.bytes
+    (True, True)
     """
     batch = _validate.size("batch", batch)
     heads = _validate.size("heads", heads)
@@ -272,6 +285,8 @@ def attention_backward(
     seq_k = _validate.size("seq_k", seq_k)
     head_dim = _validate.size("head_dim", head_dim)
     impl = _validate.choice("impl", impl, ATTENTION_BACKWARD_IMPLS)
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
     sram_bytes = _validate.size("sram_bytes", sram_bytes)
     s = bytes_per_element(dtype)
     bh, scores = batch * heads, batch * heads * seq_q * seq_k
@@ -288,13 +303,15 @@ def attention_backward(
     key_blocks = math.ceil(seq_k / rows)
     q_rows = bh * s * head_dim * seq_q  # one N x d tensor of the queries' side, all heads
     kv_rows = bh * s * head_dim * seq_k
-    recompute_matrix = 2 * scores * head_dim  # S = Q K^T again
+    kept = bh * _causal_pairs(seq_q, seq_k) if causal else scores
+    # per kept score: the four products of "stored" (8 d) and S = Q K^T again (2 d) on the
+    # matrix units; dS = P * (dP - D) (2), exp(S - L) (a subtract and an exp)
     return Cost(
-        flops=stored.flops + recompute_matrix + 2 * scores,  # and exp(S - L): subtract, exp
+        flops=kept * (10 * head_dim + 4),
         bytes_read=3 * q_rows + 2 * kv_rows,  # Q, O, dO; K, V
         bytes_written=q_rows + 2 * kv_rows,  # dQ; dK, dV
-        vector_flops=stored.vector_flops + scores,
-        special_flops=scores,
+        vector_flops=3 * kept,
+        special_flops=kept,
         reread_bytes=(key_blocks - 1) * 4 * q_rows,  # Q, dO read; dQ read and written again
         reread_footprint=3 * s * head_dim * seq_q,
     )

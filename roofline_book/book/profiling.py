@@ -1,0 +1,261 @@
+"""The profiling chapter's tables, figures and glued values, from one profiled training step."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from ..hardware import hardware
+from ..measure import profiling, trainstep
+from ..ops import gemm
+from ..plotting import PALETTE
+from ..roofline import time_bound
+from ..units import si
+from .notebook import glue, glue_figure
+from .tables import markdown_table, resource_zh
+
+#: A check is met with a margin: a share must clear the line by MARGIN either way, and the
+#: top operator must hold RANK_MARGIN times the self time of the next; otherwise inconclusive.
+MARGIN, RANK_MARGIN = 0.1, 1.5
+VERDICT_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定"}
+SCALING_ZH = {"overhead": "固定开销主导", "work": "随工作量成比例增长", "mixed": "介于两者之间"}
+_MATRIX = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def _resource(name: str | None) -> str:
+    return "—" if name is None else resource_zh(name)
+
+
+def attribution_frame(attribution: profiling.Attribution, limit: int = 10) -> Any:
+    """The rows with the most self time, Chinese headers (a pandas DataFrame)."""
+    import pandas as pd
+
+    rows = attribution.rows[:limit]
+
+    def fig(value: float | None, unit: str) -> str:
+        return "—" if value is None else si(value, unit).replace(" ", "\u00a0")
+
+    return pd.DataFrame(
+        {
+            "算子": [r.name for r in rows],
+            "输入形状": [" ".join("×".join(map(str, s)) for s in r.shapes if s) for r in rows],
+            "调用次数": [r.calls for r in rows],
+            "self time 占比": [f"{r.share:.1%}" for r in rows],
+            "FLOPs（模型）": [fig(r.flops, "FLOP") for r in rows],
+            "字节（模型）": [fig(r.bytes, "B") for r in rows],
+            "算术强度": ["—" if r.intensity is None else f"{r.intensity:.3g}" for r in rows],
+            "占 roof 的比例": [
+                "—" if r.fraction_of_roof is None else f"{r.fraction_of_roof:.0%}" for r in rows
+            ],
+            "受限于": [_resource(r.bound) for r in rows],
+        }
+    )
+
+
+def _judge(value: float, line: float) -> str:
+    if value >= line + MARGIN:
+        return "pass"
+    return "fail" if value <= line - MARGIN else "inconclusive"
+
+
+def _by_name(attribution: profiling.Attribution) -> list[tuple[str, float]]:
+    shares: dict[str, float] = {}
+    for r in attribution.rows:
+        shares[r.name] = shares.get(r.name, 0.0) + r.share
+    return sorted(shares.items(), key=lambda kv: -kv[1])
+
+
+def step_figures(attribution: profiling.Attribution, shape: trainstep.BlockShape) -> dict:
+    """What the chapter says about the profiled step: counts, FLOPs and the checks on shares."""
+    mm = [r for r in attribution.rows if r.name in _MATRIX]
+    proj = sum(i * o for i, o in shape.linears.values())
+    model_mm = sum(r.flops or 0 for r in mm)
+    (top, top_share), (second, second_share) = _by_name(attribution)[:2]
+    mm_share = sum(r.share for r in mm)
+    sdpa = [r for r in attribution.rows if "scaled_dot_product" in r.name and r.cost is not None]
+    fused = next(r for r in sdpa if not r.name.endswith("backward"))
+    rank = (
+        "pass"
+        if top in _MATRIX and top_share >= RANK_MARGIN * second_share
+        else ("inconclusive" if top in _MATRIX or second in _MATRIX else "fail")
+    )
+    return {
+        "hidden": shape.hidden,
+        "heads": shape.heads,
+        "ffn": shape.ffn,
+        "batch": shape.batch,
+        "seq": shape.seq,
+        "n_linears": len(shape.linears),
+        "mm_calls": sum(r.calls for r in mm),
+        "mm_shapes": len(mm),
+        "mm_flops_g": model_mm / 1e9,
+        "six_t_p_g": 6 * shape.tokens * proj / 1e9,
+        "mm_flops_match": "相等" if model_mm == 6 * shape.tokens * proj else "不相等",
+        "profiler_agrees": "全部一致"
+        if all(r.profiler_flops == r.flops for r in mm)
+        else "有不一致之处",
+        "sdpa_name": fused.name,
+        "sdpa_profiler_flops": fused.profiler_flops or 0,
+        "sdpa_model_flops_m": (fused.flops or 0) / 1e6,
+        "tokens": shape.tokens,
+        "proj_params_m": proj / 1e6,
+        "rows": len(attribution.rows),
+        "mm_share_verdict": VERDICT_ZH[_judge(mm_share, 0.5)],
+        "mm_rank_verdict": VERDICT_ZH[rank],
+        "explained_verdict": VERDICT_ZH[_judge(attribution.explained, 0.5)],
+        "margin_pct": 100 * MARGIN,
+        "rank_margin": RANK_MARGIN,
+        "top_op": top,
+        "roof_threads": attribution.roof.threads if attribution.roof else 0,
+    }
+
+
+def roofline_figure(attribution: profiling.Attribution) -> Any:
+    """The step's modelled operators on the measured roofline (a matplotlib Figure)."""
+    from matplotlib import pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.0, 3.9))
+    profiling.plot(ax, attribution, labelled=5)
+    ax.set_ylabel("Achieved [GFLOP/s]")
+    ax.set_title("训练一步中的各算子：实测性能与 roof")
+    ax.legend(loc="lower right", fontsize=7)
+    return fig
+
+
+def _lane(name: str) -> str:
+    if name in _MATRIX:
+        return "矩阵乘法"
+    if "scaled_dot_product" in name:
+        return "attention"
+    return "其他 aten 算子"
+
+
+def timeline_figure(trace_path: str, kernels: Sequence[str]) -> Any:
+    """The step as a timeline from an exported Chrome trace: one lane per kind of kernel
+    (``kernels``: the names that carry a model), and the phases above them."""
+    from matplotlib import pyplot as plt
+
+    with open(trace_path, encoding="utf-8") as f:
+        events = [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X" and "dur" in e]
+    start = min(e["ts"] for e in events)
+    lanes = ["矩阵乘法", "attention", "其他 aten 算子"]
+    colors = {"矩阵乘法": PALETTE["blue"], "attention": PALETTE["purple"],
+              "其他 aten 算子": PALETTE["green"]}  # fmt: skip
+    fig, ax = plt.subplots(figsize=(6.4, 2.4))
+    keep = set(kernels)
+    spans: dict[str, list[tuple[float, float]]] = {lane: [] for lane in lanes}
+    for e in events:
+        if e["name"] in keep:
+            spans[_lane(e["name"])].append(((e["ts"] - start) / 1e3, e["dur"] / 1e3))
+    for i, lane in enumerate(lanes):  # one call per lane: a step records hundreds of kernels
+        ax.broken_barh(spans[lane], (i + 0.6, 0.8), color=colors[lane], linewidth=0)
+    backward = [e for e in events if e["name"].startswith("autograd::engine::evaluate_function")]
+    step = [e for e in events if e["name"].startswith("Optimizer.step")]
+    if backward and step:
+        b0 = min(e["ts"] for e in backward)
+        b1 = max(e["ts"] + e["dur"] for e in backward)
+        s0, s1 = step[0]["ts"], step[0]["ts"] + step[0]["dur"]
+        for (t0, t1), label, color in (((start, b0), "前向", PALETTE["sky"]),
+                                       ((b0, b1), "反向", PALETTE["orange"]),
+                                       ((s0, s1), "AdamW", PALETTE["vermillion"])):  # fmt: skip
+            ax.broken_barh([((t0 - start) / 1e3, (t1 - t0) / 1e3)], (0.6 + len(lanes), 0.8),
+                           color=color, alpha=0.5, linewidth=0)  # fmt: skip
+            ax.text((t0 + t1) / 2e3 - start / 1e3, 1 + len(lanes), label, ha="center",
+                    va="center", fontsize=7)  # fmt: skip
+        lanes.append("阶段")
+    ax.set_yticks(range(1, len(lanes) + 1), lanes)
+    ax.set_xlabel("Time [ms]")
+    ax.set_title("一步训练的时间线（从导出的 trace 读出）")
+    return fig
+
+
+def scaling_figure(sweep: Sequence[tuple[int, float]]) -> Any:
+    """Step time against tokens, with the line a time proportional to tokens would follow."""
+    from matplotlib import pyplot as plt
+
+    tokens, seconds = zip(*sweep, strict=True)
+    fig, ax = plt.subplots(figsize=(5.2, 3.2))
+    ax.loglog(tokens, [s * 1e3 for s in seconds], "o-", color=PALETTE["blue"], label="实测")
+    ax.loglog(tokens, [seconds[-1] * 1e3 * t / tokens[-1] for t in tokens], ":",
+              color=PALETTE["black"], label="与 token 数成正比")  # fmt: skip
+    ax.set(xlabel="Tokens per step", ylabel="Step time [ms]", title="一步训练的时间与 token 数")
+    ax.legend(loc="upper left")
+    return fig
+
+
+def scaling_figures(sweep: Sequence[tuple[int, float]]) -> dict:
+    """The growth at the small and at the large end of a sweep, and their verdicts."""
+    small, large = trainstep.growth(sweep[0], sweep[1]), trainstep.growth(sweep[-2], sweep[-1])
+    return {
+        "sweep_first": sweep[0][0],
+        "sweep_second": sweep[1][0],
+        "sweep_before_last": sweep[-2][0],
+        "sweep_last": sweep[-1][0],
+        "growth_small": small,
+        "growth_large": large,
+        "verdict_small": SCALING_ZH[trainstep.scaling_verdict(small)],
+        "verdict_large": SCALING_ZH[trainstep.scaling_verdict(large)],
+        "growth_low": trainstep.GROWTH_LOW,
+        "growth_high": trainstep.GROWTH_HIGH,
+    }
+
+
+def problems(shape: trainstep.BlockShape, optimizer: profiling.Attribution) -> dict:
+    """The answers of the chapter's problems."""
+    h100 = hardware("h100-sxm")
+    h, t = shape.hidden, shape.tokens
+    qkv = gemm(t, h, 3 * h, "bf16")
+    bound = time_bound(qkv, h100, "bf16")
+    total = optimizer.total()
+    return {
+        "ans_q1_calls": 3 * len(shape.linears),
+        "ans_q1_gflop": 6 * t * sum(i * o for i, o in shape.linears.values()) / 1e9,
+        "ans_q2_params_m": shape.params / 1e6,
+        "ans_q2_bytes_per_param": total.bytes / shape.params,
+        "ans_q2_flops_per_param": total.flops / shape.params,
+        "ans_q2_mb": total.bytes / 1e6,
+        "ans_q3_I": qkv.intensity,
+        "ans_q3_ridge": h100.ridge_point("bf16"),
+        "ans_q3_bound": _resource(bound.resource),
+        "ans_q3_us": bound.seconds * 1e6,
+    }
+
+
+def glue_profile(
+    attribution: profiling.Attribution,
+    optimizer: profiling.Attribution,
+    shape: trainstep.BlockShape,
+    trace_path: str,
+) -> None:
+    """Glue everything the chapter shows of the profiled step: values, table, two figures."""
+    import torch
+
+    threads = torch.get_num_threads()
+    glue(profile_threads=threads, **step_figures(attribution, shape), **problems(shape, optimizer))
+    glue(
+        "tbl-10-ops-md",
+        markdown_table(attribution_frame(attribution, 8), ["left"] * 2 + ["right"] * 7),
+    )
+    glue_figure("fig-10-roofline", roofline_figure(attribution))
+    kernels = [r.name for r in attribution.modelled()]
+    glue_figure("fig-10-timeline", timeline_figure(trace_path, kernels))
+
+
+def glue_scaling(sweep: Sequence[tuple[int, float]]) -> None:
+    """Glue the batch-scaling figure and its verdicts."""
+    glue(**scaling_figures(sweep))
+    glue_figure("fig-10-scaling", scaling_figure(sweep))
+
+
+__all__ = [
+    "attribution_frame",
+    "glue_profile",
+    "glue_scaling",
+    "problems",
+    "roofline_figure",
+    "scaling_figure",
+    "scaling_figures",
+    "step_figures",
+    "timeline_figure",
+]

@@ -1,0 +1,120 @@
+"""``roofline-book profile SCRIPT [ARGS...]``: where a PyTorch script's time goes, op by op."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..extras import require
+from ..hardware import hardware
+from ..units import si
+from .common import UsageError, emit
+
+
+def _roof(args: argparse.Namespace) -> Any:
+    from ..measure import profiling, runfile
+
+    if args.device_ceilings is not None and args.device is not None:
+        raise UsageError("give either --device-ceilings RUN.json or --device NAME, not both")
+    if args.device is not None:
+        return profiling.Roof.from_device(hardware(args.device))
+    if args.device_ceilings is None:
+        return None
+    try:
+        run = runfile.read_run(args.device_ceilings)
+    except OSError as exc:
+        raise UsageError(
+            f"--device-ceilings: cannot read the run file {args.device_ceilings!r}: {exc.strerror}"
+        ) from None
+    return profiling.Roof.from_run(run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``profile`` subcommand."""
+    from ..measure import profiling
+
+    if args.limit < 1:
+        raise UsageError(f"--limit must be a whole number >= 1, got {args.limit}")
+    suffix = args.plot.rsplit(".", 1)[-1].lower() if args.plot and "." in args.plot else ""
+    if args.plot and suffix not in ("svg", "png"):
+        raise UsageError(f"--plot must end in .svg or .png, got {args.plot!r}")
+    roof = _roof(args)
+    script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
+    try:
+        prof = profiling.profile_script(args.script, script_args)
+    except profiling.ScriptError as exc:
+        raise UsageError(str(exc)) from None
+    attribution = profiling.attribute(prof, roof, region=args.region)
+    if args.plot:
+        _plot(attribution, args.plot, suffix)
+    if args.json:
+        emit(attribution.as_json() | {"script": args.script, "args": script_args})
+        return 0
+    where = "no roof (give --device-ceilings or --device)" if roof is None else roof.name
+    print(f"{args.script}: {si(attribution.total_time_s, 's')} of {attribution.clock} self time, "
+          f"{len(attribution.rows)} (op, shapes) rows; roof: {where}")  # fmt: skip
+    print(attribution.table(args.limit))
+    left = len(attribution.rows) - args.limit
+    if left > 0:
+        print(f"... {left} more rows (--limit, or --json for all)")
+    print(f"explained by modelled ops: {attribution.explained:.1%} of the self time")
+    if roof is not None and roof.device is None:
+        print("roof: the run file measured no vector-unit ceiling; "
+              "non-matrix FLOPs are held to the memory roof only")  # fmt: skip
+    if args.plot:
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _plot(attribution: Any, out: str, suffix: str) -> None:
+    from ..measure import profiling
+
+    matplotlib = require("matplotlib", "profile --plot")
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from .. import plotting
+
+    plotting.use_style()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    try:
+        profiling.plot(ax, attribution)
+        if attribution.roof is not None:
+            ax.set_title(attribution.roof.name, fontsize=9)
+        fig.savefig(out, format=suffix, metadata={"Date": None} if suffix == "svg" else {})
+    finally:
+        plt.close(fig)
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``profile`` to ``sub``."""
+    profile = sub.add_parser(
+        "profile",
+        parents=[common],
+        help="run a PyTorch script under the profiler; each op's FLOPs, bytes and roof",
+        description=(
+            "Run SCRIPT under torch.profiler (CPU, and CUDA when available) and attribute "
+            "every recorded op to the package's models: calls, self time and share, FLOPs "
+            "and bytes summed over the calls, intensity, achieved rate, fraction of the "
+            "roof and the bound. Options go before SCRIPT; what follows it is the "
+            "script's own argv."
+        ),
+    )
+    group = profile.add_argument_group("roof")
+    group.add_argument(
+        "--device-ceilings",
+        metavar="RUN.json",
+        help="the measured ceilings of a run file (from 'roofline-book bench')",
+    )
+    group.add_argument("--device", metavar="NAME", help="a catalog device (see 'devices')")
+    profile.add_argument(
+        "--plot", metavar="FILE", help="also draw the ops on the roofline (.svg/.png)"
+    )
+    profile.add_argument(
+        "--region", metavar="NAME", help="only the ops inside torch.profiler.record_function(NAME)"
+    )
+    profile.add_argument("--limit", type=int, default=25, help="rows in the table (default 25)")
+    profile.add_argument("script", metavar="SCRIPT", help="the Python script to run")
+    profile.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
+                         help="the script's arguments")  # fmt: skip
+    profile.set_defaults(handler=run)

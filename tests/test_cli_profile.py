@@ -1,0 +1,100 @@
+"""roofline-book profile: a good script, a failing one, a missing one, an empty one."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+pytest.importorskip("torch")
+
+from roofline_book.cli import main  # noqa: E402
+
+GOOD = """\
+import sys
+import torch
+
+n = int(sys.argv[sys.argv.index("--n") + 1])
+a, b = torch.ones(n, 2 * n), torch.ones(2 * n, 3 * n)
+for _ in range(2):
+    c = a @ b
+"""
+
+
+@pytest.fixture
+def script(tmp_path):
+    def write(text: str, name: str = "script.py") -> str:
+        path = tmp_path / name
+        path.write_text(text)
+        return str(path)
+
+    return write
+
+
+def test_json_rows_of_a_good_script(script, capsys):
+    assert main(["profile", "--json", "--device", "h100-sxm", script(GOOD), "--n", "16"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (mm,) = [op for op in out["ops"] if op["name"] == "aten::mm"]
+    keys = {"name", "shapes", "calls", "self_time_s", "flops", "bytes", "intensity",
+            "fraction_of_roof", "bound"}  # fmt: skip
+    assert keys <= set(mm)
+    assert mm["shapes"] == [[16, 32], [32, 48]] and mm["calls"] == 2
+    assert mm["flops"] == 2 * 2 * 16 * 32 * 48  # two calls of 2MKN
+    assert mm["bytes"] == 2 * 4 * (16 * 32 + 32 * 48 + 16 * 48)
+    assert mm["profiler_flops"] == mm["flops"]
+    assert mm["bound"] == "hbm"  # I = 2*16*32*48 / (4 * 2816) = 4.4 FLOP/byte, left of any ridge
+    assert out["args"] == ["--n", "16"] and 0 < out["explained_share"] <= 1
+    ops = sorted(out["ops"], key=lambda op: -op["self_time_s"])
+    assert [op["name"] for op in ops] == [op["name"] for op in out["ops"]]  # by time share
+
+
+def test_text_table_and_double_dash(script, capsys, tmp_path):
+    plot = tmp_path / "ops.svg"
+    args = ["profile", "--device", "h100-sxm", "--plot", str(plot), "--", script(GOOD), "--n", "8"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "aten::mm" in out and "explained by modelled ops:" in out
+    assert plot.read_text().startswith("<?xml")
+
+
+def test_run_file_ceilings(script, capsys):
+    run = str(pathlib.Path(__file__).parent / "data" / "fixture-cpu-pass.json")
+    assert main(["profile", "--device-ceilings", run, "--json", script(GOOD), "--n", "8"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["roof"]["kind"] == "run" and "no vector-unit" in out["roof"]["note"]
+    (mm,) = [op for op in out["ops"] if op["name"] == "aten::mm"]
+    # the fixture's FP32 GEMM peak over its best bandwidth sets the ridge; 8x16x24 in FP32
+    # has I = 2*8*16*24 / (4 * (128 + 384 + 192)) = 2.18 FLOP/byte, under any CPU ridge
+    assert mm["bound"] == "memory"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("import torch\nraise ValueError('bad input')\n", "raised ValueError: bad input (line 2)"),
+        ("import sys\nsys.exit(3)\n", "exited with status 3"),
+        ("x = 1 + 1\n", "ran no torch operator"),
+        (None, "does not exist"),
+    ],
+)
+def test_bad_scripts_one_line_exit_2(script, capsys, tmp_path, text, message):
+    path = str(tmp_path / "missing.py") if text is None else script(text)
+    assert main(["profile", path]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("roofline-book profile: error:")
+    assert message in lines[0] and "Traceback" not in captured.err
+
+
+def test_bad_device_names_the_argument(script, capsys):
+    assert main(["profile", "--device", "h1000", script(GOOD), "--n", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown device 'h1000'" in err and "h100-sxm" in err
+
+
+def test_device_and_run_file_together_refused(script, capsys):
+    args = ["profile", "--device", "h100-sxm", "--device-ceilings", "x.json", script(GOOD)]
+    assert main(args) == 2
+    assert "not both" in capsys.readouterr().err

@@ -1,0 +1,201 @@
+"""roofline_book.measure.profiling: profiles of known shapes, checked by hand arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from roofline_book.measure import atenops, profiling  # noqa: E402
+
+
+def _profile(fn):
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, with_flops=True) as prof:
+        fn()
+    return prof
+
+
+def _rows(attribution, name):
+    return [r for r in attribution.rows if r.name == name]
+
+
+def test_matmul_rows_hand_arithmetic_and_profiler_flops():
+    a, b = torch.randn(64, 32), torch.randn(32, 16)
+    attribution = profiling.attribute(_profile(lambda: [a @ b for _ in range(3)]))
+    (mm,) = _rows(attribution, "aten::mm")
+    assert mm.calls == 3
+    assert mm.shapes == ((64, 32), (32, 16))
+    assert mm.flops == 3 * 2 * 64 * 32 * 16  # 196,608
+    assert mm.bytes == 3 * 4 * (64 * 32 + 32 * 16 + 64 * 16)  # 3 * 14,336
+    assert mm.profiler_flops == mm.flops  # the profiler counts 2MKN too
+    # aten::matmul is composite: its mm carries the model, nothing counted twice
+    assert all(r.cost is None for r in _rows(attribution, "aten::matmul"))
+    assert attribution.total().flops == 196_608
+
+
+def test_linear_with_and_without_bias():
+    x, w, bias = torch.randn(4, 8), torch.randn(16, 8), torch.randn(16)
+    attribution = profiling.attribute(_profile(lambda: (F.linear(x, w), F.linear(x, w, bias))))
+    assert all(r.cost is None for r in _rows(attribution, "aten::linear"))
+    (addmm,) = _rows(attribution, "aten::addmm")
+    assert addmm.flops == 2 * 4 * 8 * 16  # 1024, as the profiler counts addmm
+    assert addmm.bytes == 4 * (4 * 8 + 8 * 16 + 4 * 16 + 16)  # A, B, C and the bias once
+    assert addmm.profiler_flops == 1024
+    assert attribution.total().flops == 2 * 1024
+
+
+def test_elementwise_and_broadcast():
+    x, y, v = torch.randn(1000), torch.randn(1000), torch.randn(16)
+    m = torch.randn(8, 16)
+    attribution = profiling.attribute(_profile(lambda: (x + y, m * v, torch.exp(x))))
+    (add,) = _rows(attribution, "aten::add")
+    assert (add.flops, add.bytes) == (1000, 4 * 3 * 1000)  # read x, y; write z
+    assert add.intensity == pytest.approx(1 / 12)
+    assert add.profiler_flops == 1000  # counted here: 1 per element, as the model
+    (mul,) = _rows(attribution, "aten::mul")
+    assert (mul.flops, mul.bytes) == (128, 4 * (128 + 16 + 128))  # v is read once: 1088
+    (exp,) = _rows(attribution, "aten::exp")
+    assert exp.cost.special_flops == 1000 and exp.bytes == 8000
+    assert exp.profiler_flops is None  # the profiler counts none for exp
+
+
+def test_layer_norm_and_rms_norm():
+    x, w, b = torch.randn(10, 32), torch.randn(32), torch.randn(32)
+    attribution = profiling.attribute(_profile(lambda: F.layer_norm(x, (32,), w, b)))
+    (ln,) = _rows(attribution, "aten::native_layer_norm")
+    # 7 FLOPs per element and 4 per row; read x, gamma, beta, write y (FP32)
+    assert ln.flops == 7 * 320 + 4 * 10  # 2280
+    assert ln.bytes == 4 * (320 + 2 * 32) + 4 * 320  # 2816
+    assert all(r.cost is None for r in _rows(attribution, "aten::layer_norm"))
+    # RMSNorm on the CPU is a composite: its pieces carry the models
+    attribution = profiling.attribute(_profile(lambda: F.rms_norm(x, (32,), w)))
+    (fused,) = _rows(attribution, "aten::_fused_rms_norm")
+    assert fused.cost is None  # decomposed: x * rsqrt(mean(x^2) + eps) * w
+    (rsqrt,) = _rows(attribution, "aten::rsqrt")
+    assert (rsqrt.flops, rsqrt.bytes) == (10, 4 * 2 * 10)  # one per row
+    pieces = {r.name for r in attribution.modelled()}
+    assert {"aten::pow", "aten::rsqrt", "aten::mul"} <= pieces
+
+
+def test_adamw_step_against_hand_counts():
+    p = torch.nn.Parameter(torch.randn(100))
+    opt = torch.optim.AdamW([p], lr=1e-3, foreach=False)
+    p.grad = torch.randn(100)
+    opt.step()  # the first step creates the moments; profile the second
+    attribution = profiling.attribute(_profile(opt.step))
+    calls = {r.name: r.calls for r in attribution.modelled()}
+    assert calls == {
+        "aten::mul_": 2,  # param *= 1 - lr * wd; exp_avg_sq *= beta2
+        "aten::lerp_": 1,
+        "aten::addcmul_": 1,
+        "aten::sqrt": 1,
+        "aten::div": 1,
+        "aten::add_": 1,
+        "aten::addcdiv_": 1,
+    }
+    total = attribution.total()
+    # 1 + 3 + 1 + 3 + 1 + 1 + 1 + 3 = 14 FLOPs per parameter, as adamw() counts
+    assert total.flops == 14 * 100
+    # bytes per parameter: mul_ 8, lerp_ 12, mul_ 8, addcmul_ 16 (grad counted twice: the
+    # shapes cannot tell it is one tensor), sqrt 8, div 8, add_ 8, addcdiv_ 16 = 84
+    assert total.bytes == 84 * 100
+
+
+def test_sdpa_causal_and_profiler_blind_spot():
+    q = torch.randn(1, 2, 16, 8)
+    attribution = profiling.attribute(
+        _profile(lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True))
+    )
+    (sdpa,) = [r for r in attribution.modelled() if "flash_attention" in r.name]
+    pairs = 16 * 17 // 2  # a causal mask keeps 136 of 256 pairs
+    assert sdpa.flops == 2 * pairs * (4 * 8 + 5)  # 2 heads, 4 d + 5 FLOPs per pair
+    assert sdpa.bytes == 2 * 4 * 8 * (3 * 16 + 16)  # Q, K, V read, O written
+    assert sdpa.profiler_flops is None  # torch counts no FLOPs for CPU SDPA
+
+
+def test_shares_add_up_and_match_key_averages():
+    a = torch.randn(128, 128)
+    prof = _profile(lambda: torch.relu(a @ a) + a)
+    attribution = profiling.attribute(prof)
+    assert sum(r.share for r in attribution.rows) == pytest.approx(1.0)
+    averages = prof.key_averages(group_by_input_shape=True)
+    assert attribution.total_time_s == pytest.approx(
+        sum(e.self_cpu_time_total for e in averages) * 1e-6, rel=1e-6
+    )
+    mm = {e.count for e in averages if e.key == "aten::mm"}
+    assert mm == {_rows(attribution, "aten::mm")[0].calls}
+    modelled = sum(r.share for r in attribution.rows if r.cost is not None)
+    assert attribution.explained == pytest.approx(modelled) and 0 < modelled < 1
+
+
+def test_region_keeps_only_ops_inside():
+    a = torch.randn(32, 32)
+
+    def run():
+        a @ a
+        with torch.profiler.record_function("inside"):
+            a @ a
+            a @ a
+
+    attribution = profiling.attribute(_profile(run), region="inside")
+    assert _rows(attribution, "aten::mm")[0].calls == 2
+    with pytest.raises(ValueError, match="region 'elsewhere' was not recorded"):
+        profiling.attribute(_profile(run), region="elsewhere")
+
+
+def test_run_file_roof_holds_matrix_flops_and_bytes_only():
+    roof = profiling.Roof.from_run(
+        {
+            "device": {"name": "cpu", "threads": 1},
+            "date": "2026-01-01",
+            "ceilings": {
+                "peak_flops": {"fp32": {"value": 1e11}},
+                "bandwidth": {"copy": {"value": 1e10}, "triad": {"value": 2e10}},
+            },
+        }
+    )
+    from roofline_book import add, gemm
+
+    big = roof.bound(gemm(1024, 1024, 1024, "fp32"), "fp32")
+    # 2 * 1024**3 / 1e11 = 21.5 ms against 12 MiB / 2e10 = 0.63 ms: the matrix ceiling
+    assert big.resource == "matrix"
+    assert big.seconds == pytest.approx(2 * 1024**3 / 1e11)
+    small = roof.bound(add(1000, "fp32"), "fp32")
+    assert dict(small.by_resource) == {"memory": pytest.approx(12_000 / 2e10)}  # best bandwidth
+    # a precision the run did not measure: only the memory roof holds it
+    assert roof.bound(gemm(64, 64, 64, "bf16"), "bf16").resource == "memory"
+
+
+def test_fraction_of_roof_is_bound_over_time():
+    from roofline_book import hardware
+
+    x = torch.randn(1 << 16)
+    attribution = profiling.attribute(
+        _profile(lambda: x * 2.0), profiling.Roof.from_device(hardware("h100-sxm"))
+    )
+    (mul,) = _rows(attribution, "aten::mul")
+    assert mul.bound == "hbm"
+    expected = (8 * (1 << 16) / 3.35e12) / mul.self_time_s  # 8 bytes per element at 3.35 TB/s
+    assert mul.fraction_of_roof == pytest.approx(expected)
+    assert mul.achieved_bytes == pytest.approx(8 * (1 << 16) / mul.self_time_s)
+
+
+def test_unmodelled_ops_keep_time_but_no_figures():
+    x = torch.randn(10, 10)
+    attribution = profiling.attribute(_profile(lambda: torch.cat([x, x])))
+    (cat,) = _rows(attribution, "aten::cat")
+    assert cat.cost is None and cat.flops is None and cat.fraction_of_roof is None
+    assert cat.share > 0
+
+
+def test_call_models_from_shapes():
+    assert atenops.model(
+        atenops.Call("aten::bmm", ((4, 8, 16), (4, 16, 2)), ("float",) * 2)
+    ).flops == (2 * 4 * 8 * 16 * 2)
+    # an integer tensor has no float precision: no model
+    assert atenops.model(atenops.Call("aten::add", ((10,), (10,)), ("long int",) * 2)) is None
+    # shapes that do not broadcast: no model rather than a wrong one
+    assert atenops.model(atenops.Call("aten::mul", ((3,), (4,)), ("float",) * 2)) is None
