@@ -50,6 +50,9 @@ nb_execution_raise_on_error = True
 nb_execution_timeout = 300
 nb_output_stderr = "warn"
 nb_merge_streams = True
+# Markdown a cell displays (the claims checklist, the run tables) is parsed as MyST, so its
+# pipe tables render as tables
+nb_render_markdown_format = "myst"
 nb_execution_show_tb = True
 
 # -- The book's extension (docs/_ext/roofline_build.py) ------------------------

@@ -126,10 +126,7 @@ def test_highlights_are_the_run_figures():
     assert h["small_gemm_pct"] == pytest.approx(100 * small_rate / 107374182400)
     assert (h["large_gemm_n"], h["large_gemm_pct"]) == (1024, pytest.approx(100.0))
     assert (h["n_claims"], h["n_pass"], h["n_fail"]) == (9, 9, 0)
-    assert h["failed_claims"] == "（无）"
-    failing = report.highlights(FAIL)
-    assert failing["n_fail"] > 0 and failing["failed_claims"] != "（无）"
-    assert failing["failed_claims"].count("；") == failing["n_fail"] - 1
+    assert report.highlights(FAIL)["n_fail"] == 3
 
 
 def test_highlights_name_what_a_run_lacks():

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..measure import claims, report
+from ..measure.ceilings import SENTINEL_TOLERANCE
 from ..measure.claims import SPEED_TOLERANCE, Check, Figure, check_claims
 from ..measure.suites import SMALL_GEMM
 from ..tables import markdown_table as markdown_table_text
@@ -147,6 +148,7 @@ _SUMMARY_ZH = {
     "date (UTC)": "日期（UTC）",
     "suite": "测试集",
     "driver": "驱动",
+    "threads": "线程数",
 }
 
 
@@ -240,11 +242,47 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     sentence (``verdict_counts``) and ``speed_tolerance_pct``, the margin a speed
     comparison allows (percent)."""
     out = report.highlights(run)
-    out.pop("failed_claims", None)
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
+        "stability_text": stability_text(run),
+        "cache_roofs_text": cache_roofs_text(run),
     }
+
+
+def stability_text(run: Mapping[str, Any]) -> str:
+    """Whether the run held still, as the end of a Chinese sentence.
+
+    Examples
+    --------
+    >>> stability_text({"stability": {"stable": True, "spread": 0.12}})
+    '在 30% 的阈值之内，这次 run 判为稳定。'
+    >>> stability_text({})
+    '这份 run file 没有记录哨兵。'
+    """
+    record = run.get("stability")
+    if record is None or "spread" not in record:
+        return "这份 run file 没有记录哨兵。"
+    limit = f"{SENTINEL_TOLERANCE:.0%}"
+    if record["stable"]:
+        return f"在 {limit} 的阈值之内，这次 run 判为稳定。"
+    return f"超出了 {limit} 的阈值，这次 run 判为不稳定：下面每一条结论都只能判为无法判定。"
+
+
+def cache_roofs_text(run: Mapping[str, Any]) -> str:
+    """The run's cache roofs as a Chinese clause ("各级缓存的 roof：L2 45.1 GB/s、L3 17.8 GB/s").
+
+    Examples
+    --------
+    >>> cache_roofs_text({"ceilings": {"cache_bandwidth": {"L2": {"value": 4.51e10}}}})
+    '各级缓存的 roof：L2 为 45.1 GB/s'
+    """
+    levels = run["ceilings"].get("cache_bandwidth", {})
+    if not levels:
+        return "这份 run file 没有测缓存的 roof"
+    return "各级缓存的 roof：" + "、".join(
+        f"{level} 为 {c['value'] / 1e9:.1f} GB/s" for level, c in levels.items()
+    )
 
 
 def summary_table(run: Mapping[str, Any]) -> Any:
@@ -258,7 +296,15 @@ def summary_table(run: Mapping[str, Any]) -> Any:
     for key, value in report.summary(run).items():
         if key.startswith("measured peak "):
             key = "实测峰值 " + key.removeprefix("measured peak ")
+        elif key.startswith("measured vector "):
+            key = "实测向量速率 " + key.removeprefix("measured vector ")
         elif key.startswith("measured bandwidth ("):
             key = "实测带宽（" + key.removeprefix("measured bandwidth (").removesuffix(")") + "）"
         rows[_SUMMARY_ZH.get(key, key)] = value
+    record = run.get("stability")
+    if record is not None and "spread" in record:
+        verdict = "稳定" if record["stable"] else "不稳定"
+        rows["稳定性"] = (
+            f"{verdict}（哨兵 {len(record['checkpoints_s'])} 个检查点相差 {record['spread']:.0%}）"
+        )
     return pd.Series(rows, name="值").to_frame()

@@ -1,35 +1,116 @@
-"""Benchmark runs as a page shows them: summary, rooflines, datasheet, claims and every entry."""
+"""Benchmark runs as a page shows them: summary, rooflines, datasheet, claims and every entry.
+
+Every table is Markdown with Chinese headers and values written as a reader
+reads them (SI prefixes, percentages, shapes as ``512x512x512``): nothing is
+truncated and no raw float is printed.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ..measure import report
+from ..measure import report, runfile
+from ..measure.claims import entry_text
+from ..tables import markdown_table as markdown_table_text
+from ..units import si
 from .claims import claims_table, summary_table
 
-RESULT_COLUMNS = (
-    "id",
-    "status",
-    "intensity [FLOP/B]",
-    "median [s]",
-    "IQR [s]",
-    "achieved [FLOP/s]",
-    "achieved [B/s]",
-    "fraction of measured roof",
-    "note",
-    "DRAM bytes (ncu)",
+#: Headers of the per-entry table, in order.
+RESULT_HEADERS = (
+    "条目",
+    "状态",
+    "算术强度 [FLOP/B]",
+    "中位时间",
+    "IQR / 中位",
+    "FLOP/s",
+    "B/s",
+    "占 roof",
 )
-"""Columns of the per-entry table, in order; those a run lacks are left out."""
 
-#: Headers of the measured-against-datasheet table in Chinese.
-_AGAINST_ZH = {
-    "ceiling": "上限",
-    "measured": "实测",
-    "datasheet": "datasheet",
-    "unit": "单位",
-    "measured / datasheet": "实测 / datasheet",
-}
+#: Statuses and entry notes in Chinese.
+_STATUS_ZH = {"ok": "已测", "skipped": "跳过", "failed": "失败"}
+_NOTES_ZH = {"output allocated per call": "每次调用都分配输出"}
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.3g}%"
+
+
+def results_table(run: Mapping[str, Any]) -> Any:
+    """Every entry of a run as a Chinese Markdown table: the entry as a reader writes it,
+    status, intensity, median time and relative IQR, achieved rates from the model and the
+    fraction of the measured roof at its intensity; a note column where any entry has one
+    (why it was skipped, a setting it ran with), and the DRAM bytes ncu measured, if any.
+
+    Returns
+    -------
+    IPython.display.Markdown
+    """
+    from IPython.display import Markdown
+
+    frame = report.results_frame(run)
+    by_id = {e["id"]: e for e in runfile.results(run, status=None)}
+    headers = list(RESULT_HEADERS)
+    notes = "note" in frame and any(frame["note"])
+    ncu = "DRAM bytes (ncu)" in frame
+    headers += ["备注"] * notes + ["DRAM 实测读写（ncu）"] * ncu
+    rows = []
+    for _, r in frame.iterrows():
+        entry = by_id[r["id"]]
+        row = [entry_text(r["id"]), _STATUS_ZH[r["status"]]]
+        row.append(
+            f"{r['intensity [FLOP/B]']:.3g}"
+            if r["intensity [FLOP/B]"] == r["intensity [FLOP/B]"]
+            else "—"
+        )
+        if r["status"] == "ok":
+            row += [
+                si(r["median [s]"], "s"),
+                _percent(r["IQR [s]"] / r["median [s]"]),
+                si(r["achieved [FLOP/s]"], "FLOP/s"),
+                si(r["achieved [B/s]"], "B/s"),
+                _percent(r["fraction of measured roof"]),
+            ]
+        else:
+            row += ["—"] * 5
+        if notes:
+            row.append(_NOTES_ZH.get(r["note"], r["note"]))
+        if ncu:
+            dram = entry.get("measured_dram_bytes")
+            row.append(
+                f"读 {si(dram['read'], 'B')}，写 {si(dram['written'], 'B')}" if dram else "—"
+            )
+        rows.append(row)
+    return Markdown(markdown_table_text(headers, rows, right=set(range(2, 8))))
+
+
+def against_table(run: Mapping[str, Any], sheet: Any) -> Any:
+    """Measured ceilings beside the datasheet's dense figures, as a Chinese Markdown table."""
+    from IPython.display import Markdown
+
+    frame = report.against_datasheet(run, sheet)
+    rows = []
+    for _, r in frame.iterrows():
+        name = str(r["ceiling"])
+        name = (
+            "内存带宽"
+            if name == "memory bandwidth"
+            else name.replace("peak ", "峰值 ").replace(" (dense)", "（dense）")
+        )
+        rows.append(
+            [
+                name,
+                si(r["measured"], r["unit"]),
+                si(r["datasheet"], r["unit"]),
+                _percent(r["measured / datasheet"]),
+            ]
+        )
+    return Markdown(
+        markdown_table_text(
+            ("上限", "实测", "datasheet", "实测 / datasheet"), rows, right={1, 2, 3}
+        )
+    )
 
 
 def show_run(run: Mapping[str, Any]) -> None:
@@ -47,7 +128,6 @@ def show_run(run: Mapping[str, Any]) -> None:
     if sheet is None:
         display(Markdown("这台设备不在硬件参数表中，没有 datasheet roof 可比。"))
     else:
-        display(report.against_datasheet(run, sheet).rename(columns=_AGAINST_ZH))
+        display(against_table(run, sheet))
     display(claims_table(run))
-    frame = report.results_frame(run)
-    display(frame[[c for c in RESULT_COLUMNS if c in frame]])
+    display(results_table(run))

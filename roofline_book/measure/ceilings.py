@@ -55,7 +55,7 @@ def record(
     Returns
     -------
     dict
-        ``peak_flops`` per precision (the peak GEMM's rate), ``bandwidth`` per
+        ``peak_flops`` per precision (the best of its peak GEMMs' rates), ``bandwidth`` per
         kind (copy, triad, in-place triad: model bytes over time),
         ``working_set_bytes`` (what the copy touches), and on the CPU
         ``cache_bandwidth`` per level (a copy that stays in it) with its working set
@@ -65,7 +65,12 @@ def record(
         and the spread of its rounds.
     """
     by_id = {e["id"]: e for e in entries if e["status"] == "ok"}
-    peaks = {c.precision: _ceiling(by_id[c.id], 0) for c in sets["peak"] if c.id in by_id}
+    peaks: dict[str, dict[str, Any]] = {}
+    for c in sets["peak"]:  # the best of a precision's peak probes
+        if c.id in by_id and (
+            c.precision not in peaks or rates(by_id[c.id])[0] > peaks[c.precision]["value"]
+        ):
+            peaks[c.precision] = _ceiling(by_id[c.id], 0)
     bandwidth = {c.name: _ceiling(by_id[c.id], 1) for c in sets["bandwidth"] if c.id in by_id}
     out: dict[str, Any] = {
         "peak_flops": peaks,
@@ -109,7 +114,7 @@ def stability(
         The sentinel's time at each checkpoint (second).
     probes : sequence of dict
         The ceiling probes' entries, with their last round.
-    judged : collection of str
+    judged : Collection of str
         The probes whose drift is recorded (the peak GEMMs and the DRAM bandwidth
         probes): the largest enters the record as ``ceiling_drift``, for the
         reader; it does not decide ``stable``, since the ceilings are the best of

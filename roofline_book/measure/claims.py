@@ -187,8 +187,9 @@ def _bandwidth(run: Mapping[str, Any]) -> float | None:
 
 
 def _probe_ids(run: Mapping[str, Any]) -> set[str]:
-    """Entries that are ceiling probes (in a run from before the probes: none apart)."""
-    return {c["entry"] for c in run["ceilings"]["peak_flops"].values() if "spread" in c}
+    """Entries that are ceiling probes: those timed in rounds (``rounds_s``); a run from
+    before the probes has none apart from its sweep."""
+    return {e["id"] for e in runfile.results(run) if "rounds_s" in e}
 
 
 def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:

@@ -121,7 +121,8 @@ def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float
 
 
 def roofs(run: Mapping[str, Any]) -> Roofs:
-    """The measured ceilings of ``run`` (a mapping, as read by :func:`runfile.read_run`)."""
+    """The measured ceilings of ``run``, a mapping as
+    :func:`roofline_book.measure.runfile.read_run` gives it."""
     ceilings = run["ceilings"]
     by_id = {e["id"]: e for e in runfile.results(run)}
     peaks = {p: c["value"] for p, c in ceilings["peak_flops"].items()}
@@ -148,6 +149,7 @@ def roofs(run: Mapping[str, Any]) -> Roofs:
     ids = {c["entry"] for group in ("peak_flops", "bandwidth") for c in ceilings[group].values()}
     ids |= {c["entry"] for c in ceilings.get("cache_bandwidth", {}).values()}
     ids |= {c["entry"] for c in ceilings.get("vector_flops", {}).values()}
+    ids |= {e["id"] for e in runfile.results(run) if "rounds_s" in e}  # every probe
     return Roofs(
         peaks=peaks,
         vector_peak=peaks.get("fp32"),
@@ -267,9 +269,9 @@ def overhead_fit(
 
     Returns
     -------
-    (per_operator, overall, fitted)
-        ``per_operator[(name, precision)]`` and ``overall`` in seconds; ``fitted``
-        the ids of the entries they come from.
+    tuple
+        ``(per_operator, overall, fitted)``: ``per_operator[(name, precision)]`` and
+        ``overall`` in seconds; ``fitted`` the ids of the entries they come from.
     """
     r = r or roofs(run)
     smallest: dict[tuple[str, str], Mapping[str, Any]] = {}

@@ -66,6 +66,12 @@ def summary(run: Mapping[str, Any]) -> dict[str, str]:
         out[f"measured peak {precision}"] = si(c["value"], "FLOP/s")
     for kind, c in ceilings["bandwidth"].items():
         out[f"measured bandwidth ({kind})"] = si(c["value"], "B/s")
+    for level, c in ceilings.get("cache_bandwidth", {}).items():
+        out[f"measured bandwidth ({level} copy)"] = si(c["value"], "B/s")
+    for precision, c in ceilings.get("vector_flops", {}).items():
+        out[f"measured vector {precision}"] = si(c["value"], "FLOP/s")
+    if device.get("threads"):
+        out["threads"] = str(device["threads"])
     return out
 
 
@@ -488,3 +494,14 @@ def plot_predictions(ax, run: Mapping[str, Any], *, band: float = PREDICTION_TAR
     ax.set_ylabel(text("measured time"))
     ax.legend(loc="upper left", fontsize=7, ncol=2)
     return drawn
+
+
+def predictions_figure(run: Mapping[str, Any], *, title: str = ""):
+    """:func:`plot_predictions` on a figure of its own (a matplotlib Figure), titled."""
+    plt = require("matplotlib.pyplot", "the run report")
+
+    fig, ax = plt.subplots(figsize=(5.4, 4.2))
+    plot_predictions(ax, run)
+    if title:
+        ax.set_title(title)
+    return fig

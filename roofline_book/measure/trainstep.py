@@ -134,8 +134,8 @@ def growth(small: tuple[int, float], large: tuple[int, float]) -> float:
 
     Examples
     --------
-    >>> growth((32, 0.010), (256, 0.012)), growth((256, 0.1), (1024, 0.4))
-    (0.02857142857142858, 1.0)
+    >>> round(growth((32, 0.010), (256, 0.012)), 4), growth((256, 0.1), (1024, 0.4))
+    (0.0286, 1.0)
     """
     (n1, t1), (n2, t2) = small, large
     if n2 <= n1:
