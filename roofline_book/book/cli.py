@@ -2,24 +2,42 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import subprocess
-import sys
 from typing import Any
 
 
 def _run(args: tuple[str, ...], cwd: str | None, check: bool) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "roofline_book", *args],
-        capture_output=True,
-        text=True,
-        check=check,
-        cwd=cwd,
+    """Run ``roofline-book ARGS`` in this process: the ``main`` the console script calls,
+    with its output captured (a page runs a dozen commands; a fresh interpreter for each
+    would cost a second or two apiece)."""
+    from .. import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    before = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = cli.main(list(args))
+            except SystemExit as exc:  # argparse exits on a usage error
+                status = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        os.chdir(before)
+    done = subprocess.CompletedProcess(
+        ["roofline-book", *args], status, out.getvalue(), err.getvalue()
     )
+    if check and status:
+        raise subprocess.CalledProcessError(status, done.args, done.stdout, done.stderr)
+    return done
 
 
 def run_cli(*args: str, cwd: str | None = None) -> str:
-    """Run ``roofline-book ARGS`` in a subprocess; print the command, then its output.
+    """Run ``roofline-book ARGS``; print the command, then its output.
 
     Parameters
     ----------

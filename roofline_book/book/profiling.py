@@ -232,7 +232,14 @@ def glue_profile(
     import torch
 
     threads = torch.get_num_threads()
-    glue(profile_threads=threads, **step_figures(attribution, shape), **problems(shape, optimizer))
+    roof = attribution.roof.threads if attribution.roof else 0
+    same = "与这一步一样" if roof == threads else f"与这一步不同（这一步用 {threads} 个）"
+    glue(
+        profile_threads=threads,
+        threads_note=f"run file 的上限用 {roof} 个线程测得，{same}",
+        **step_figures(attribution, shape),
+        **problems(shape, optimizer),
+    )
     glue(
         "tbl-10-ops-md",
         markdown_table(attribution_frame(attribution, 8), ["left"] * 2 + ["right"] * 7),
