@@ -42,19 +42,21 @@ CLAIMS_ZH = {
 RULES_ZH = {
     "large_gemm_is_compute_bound": (
         f"每种精度下，扫描中最大的方阵 GEMM 达到另行测得的峰值的 {claims.NEAR_PEAK:.0%} 以上，"
-        "且算术强度在实测 ridge point 右侧"
+        "且算术强度在实测 ridge point 右侧；比值离阈值不到它自身的离散（计时的半个四分位距、"
+        f"峰值各轮之间的差异，再加 {SPEED_TOLERANCE:.0%}）时无法判定"
     ),
     "elementwise_is_memory_bound": (
         f"每种精度下，数据量至少是末级缓存 {claims.CACHE_MARGIN} 倍的最大 add 与 ReLU，"
         f"带宽达到 copy 的 {claims.NEAR_COPY:.0%} 以上，FLOP/s 不超过峰值的 "
-        f"{claims.TINY_FLOP_FRACTION:.0%}"
+        f"{claims.TINY_FLOP_FRACTION:.0%}；离阈值不到它们自身的离散时无法判定"
     ),
     "small_gemm_is_far_from_peak": (
-        f"每种精度下，它的 FLOP/s 不超过实测峰值的 {claims.FAR_FROM_PEAK:.0%}"
+        f"每种精度下，它的 FLOP/s 不超过实测峰值的 {claims.FAR_FROM_PEAK:.0%}；"
+        "离阈值不到它自身的离散时无法判定"
     ),
     "gemm_rises_with_n": (
         f"每种精度下，最大 n 的 FLOP/s 至少是最小 n 的 {claims.RISE_FACTOR:g} 倍，"
-        "且最快的 n 落在扫描的较大一半"
+        "且最快的 n 落在扫描的较大一半；倍数离阈值不到两者计时的离散时无法判定"
     ),
     "fused_adamw_is_fastest": (
         "fused 比 foreach 快、foreach 比 loop 快，都要超出两者计时的四分位区间再加 "
@@ -76,7 +78,7 @@ RULES_ZH = {
     "write_allocate_explains_bandwidths": (
         "三种带宽探针计入 write-allocate 读取后，彼此相差不超过 "
         f"{claims.WRITE_ALLOCATE_AGREEMENT:.0%}，且比只按模型字节时更接近；"
-        "某个探针各轮之间的离散超过这一幅度时无法判定"
+        "相差的幅度离阈值不到探针各轮之间的离散时无法判定"
     ),
 }
 

@@ -157,12 +157,56 @@ def order(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = SPEED_T
     return "overlap"
 
 
+def _noise(*entries: Mapping[str, Any], ceilings: tuple[Mapping[str, Any], ...] = ()) -> float:
+    """The relative spread a ratio of these timed entries (and ceilings) carries: half of
+    each entry's IQR over its median, the spread of each ceiling's rounds (how much slower
+    the machine ran at other times of the run), and :data:`SPEED_TOLERANCE`, added."""
+    spread = sum(c.get("spread", 0.0) for c in ceilings)
+    return (
+        SPEED_TOLERANCE
+        + spread
+        + sum(e["time"]["iqr_s"] / e["time"]["median_s"] / 2 for e in entries)
+    )
+
+
+def against(value: float, threshold: float, noise: float, *, above: bool = True) -> Order:
+    """Whether ``value`` clears ``threshold`` beyond its relative ``noise``.
+
+    ``"faster"`` when it does (``value (1 - noise) >= threshold`` for ``above``, or
+    ``value (1 + noise) <= threshold`` for a ceiling not to exceed), ``"slower"``
+    when it misses beyond the noise, ``"overlap"`` when the noise straddles it.
+
+    Examples
+    --------
+    >>> against(0.95, 0.8, 0.1), against(0.6, 0.8, 0.1), against(0.79, 0.8, 0.1)
+    ('faster', 'slower', 'overlap')
+    >>> against(0.1, 0.25, 0.1, above=False)
+    'faster'
+    """
+    if above:
+        if value * (1 - noise) >= threshold:
+            return "faster"
+        return "slower" if value * (1 + noise) < threshold else "overlap"
+    if value * (1 + noise) <= threshold:
+        return "faster"
+    return "slower" if value * (1 - noise) > threshold else "overlap"
+
+
+def _holds(condition: bool) -> Order:
+    """A condition the noise cannot move (which side of the ridge, which size is best)."""
+    return "faster" if condition else "slower"
+
+
 def _verdict_of(orders: list[Order]) -> Verdict:
     """``fail`` if any comparison went the wrong way, ``inconclusive`` if any could not
     be told apart, ``pass`` if every one went the claimed way."""
     if "slower" in orders:
         return "fail"
     return "inconclusive" if "overlap" in orders else "pass"
+
+
+def _ceiling(run: Mapping[str, Any], precision: str) -> Mapping[str, Any]:
+    return run["ceilings"]["peak_flops"].get(precision, {})
 
 
 def _peak(run: Mapping[str, Any], precision: str) -> float | None:
@@ -256,14 +300,18 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
     rule = (
         f"per precision, the largest square GEMM of the sweep reaches >= {NEAR_PEAK:.0%} of "
         "the peak measured by a separate probe (in a run without one, of the best other GEMM) "
-        "and its intensity is right of the measured ridge point"
+        "and its intensity is right of the measured ridge point; inconclusive where the ratio "
+        "lies within its own spread of the threshold (half its IQR, the peak's rounds, "
+        f"{SPEED_TOLERANCE:.0%})"
     )
     bandwidth = runfile.memory_roof(run)
     precisions = _gemm_precisions(run)
     if not precisions or bandwidth is None:
         return _not_measured(claim, rule, "no GEMM sweep or no bandwidth ceiling")
     probes = _probe_ids(run)
-    figures, ok, seen = [], True, 0
+    figures: list[Figure] = []
+    orders: list[Order] = []
+    seen = 0
     for p in precisions:
         largest = square_gemms(run, p)[-1]
         peak = _peak(run, p)
@@ -279,7 +327,10 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
         seen += 1
         fraction = rates(largest)[0] / reference
         intensity, ridge = model_cost(largest).intensity, peak / bandwidth
-        ok &= fraction >= NEAR_PEAK and intensity >= ridge
+        orders += [
+            against(fraction, NEAR_PEAK, _noise(largest, ceilings=(_ceiling(run, p),))),
+            _holds(intensity >= ridge),
+        ]
         label = f"{p} n={largest['shape']['n']}"
         figures += [
             Figure(f"{label}: achieved / peak", fraction, "fraction"),
@@ -288,7 +339,7 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
         ]
     if not seen:
         return _not_measured(claim, rule, "no precision with two or more GEMMs timed")
-    return Check(claim, _verdict(ok), rule, tuple(figures))
+    return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
 def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
@@ -302,7 +353,9 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
     peaks = run["ceilings"]["peak_flops"]
     if copy is None or not peaks or _bandwidth(run) is None:
         return _not_measured(claim, rule, "no copy bandwidth from beyond the cache, or no peak")
-    figures, ok, seen = [], True, 0
+    figures: list[Figure] = []
+    orders: list[Order] = []
+    seen = 0
     for name in names("elementwise"):
         for p in sorted({e["precision"] for e in runfile.results(run, name)}):
             entries = [e for e in runfile.results(run, name) if e["precision"] == p]
@@ -313,7 +366,11 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
             flops, bandwidth = rates(largest)
             peak = _peak(run, p) or max(c["value"] for c in peaks.values())
             to_copy, to_peak = bandwidth / copy["value"], flops / peak
-            ok &= to_copy >= NEAR_COPY and to_peak <= TINY_FLOP_FRACTION
+            copy_entry = next(e for e in runfile.results(run) if e["id"] == copy["entry"])
+            orders += [
+                against(to_copy, NEAR_COPY, _noise(largest, copy_entry, ceilings=(copy,))),
+                against(to_peak, TINY_FLOP_FRACTION, _noise(largest), above=False),
+            ]
             label = f"{name} {p} {shape_text(name, largest['shape'])}"
             figures += [
                 Figure(f"{label}: bandwidth", bandwidth, "B/s"),
@@ -323,7 +380,7 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
     if not seen:
         return _not_measured(claim, rule, "no add or ReLU large enough to leave the cache")
     figures.insert(0, Figure("copy: bandwidth", copy["value"], "B/s"))
-    return Check(claim, _verdict(ok), rule, tuple(figures))
+    return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
 def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
@@ -331,7 +388,8 @@ def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
     m, k, n = SMALL_GEMM
     claim = f"A small GEMM ({m}x{k} times {k}x{n}) is far from the peak"
     rule = f"per precision, it reaches <= {FAR_FROM_PEAK:.0%} of the measured peak"
-    figures, ok = [], True
+    figures: list[Figure] = []
+    orders: list[Order] = []
     for e in runfile.results(run, "gemm"):
         if (e["shape"]["m"], e["shape"]["k"], e["shape"]["n"]) != (m, k, n):
             continue
@@ -339,14 +397,15 @@ def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
         if peak is None:
             continue
         fraction = rates(e)[0] / peak
-        ok &= fraction <= FAR_FROM_PEAK
+        noise = _noise(e, ceilings=(_ceiling(run, e["precision"]),))
+        orders.append(against(fraction, FAR_FROM_PEAK, noise, above=False))
         figures += [
             Figure(f"{e['precision']}: achieved", rates(e)[0], "FLOP/s"),
             Figure(f"{e['precision']}: achieved / peak", fraction, "fraction"),
         ]
     if not figures:
         return _not_measured(claim, rule, f"no {m}x{k}x{n} GEMM")
-    return Check(claim, _verdict(ok), rule, tuple(figures))
+    return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
 def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
@@ -356,7 +415,9 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
         f"per precision, the largest n runs >= {RISE_FACTOR:g}x the smallest n's FLOP/s, "
         "and the best n lies in the larger half of the sweep"
     )
-    figures, ok, seen = [], True, 0
+    figures: list[Figure] = []
+    orders: list[Order] = []
+    seen = 0
     for p in _gemm_precisions(run):
         sweep = square_gemms(run, p)
         if len(sweep) < 3:
@@ -364,7 +425,10 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
         seen += 1
         flops = [rates(e)[0] for e in sweep]
         best = max(range(len(sweep)), key=flops.__getitem__)
-        ok &= flops[-1] >= RISE_FACTOR * flops[0] and best >= len(sweep) // 2
+        orders += [
+            against(flops[-1] / flops[0], RISE_FACTOR, _noise(sweep[0], sweep[-1])),
+            _holds(best >= len(sweep) // 2),
+        ]
         figures += [
             Figure(f"{p} n={e['shape']['n']}: achieved", f, "FLOP/s")
             for e, f in zip(sweep, flops, strict=True)
@@ -372,7 +436,7 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
         figures.append(Figure(f"{p}: largest / smallest", flops[-1] / flops[0], "ratio"))
     if not seen:
         return _not_measured(claim, rule, "no sweep of three or more square GEMMs")
-    return Check(claim, _verdict(ok), rule, tuple(figures))
+    return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
 def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
@@ -382,7 +446,9 @@ def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
         f"fused faster than foreach and foreach faster than loop, each beyond both timings' "
         f"interquartile spans and {SPEED_TOLERANCE:.0%}; inconclusive where the spans overlap"
     )
-    figures, orders, seen = [], [], 0
+    figures: list[Figure] = []
+    orders: list[Order] = []
+    seen = 0
     for (precision, shape), impls in _by_impl(run, "adamw").items():
         if not {"loop", "foreach", "fused"} <= impls.keys():
             continue
@@ -506,8 +572,8 @@ def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
     )
     rule = (
         "the three probes' rates with write-allocate bytes counted lie within "
-        f"{WRITE_ALLOCATE_AGREEMENT:.0%} of each other, closer than from the model's bytes; "
-        "inconclusive where a probe's rounds spread more than that"
+        f"{WRITE_ALLOCATE_AGREEMENT:.0%} of each other, closer than from the model's bytes, "
+        "beyond the probes' own round-to-round spread (inconclusive within it)"
     )
     if run["device"]["type"] != "cpu":
         return _not_measured(claim, rule, "not a CPU run")
@@ -532,10 +598,10 @@ def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
         Figure("probes: spread, with write-allocate", spread_counted, "fraction"),
     ]
     noise = max(run["ceilings"]["bandwidth"][k].get("spread", 0.0) for k in rates_)
-    if noise > WRITE_ALLOCATE_AGREEMENT:
-        return Check(claim, "inconclusive", rule, tuple(figures))
-    ok = spread_counted <= WRITE_ALLOCATE_AGREEMENT and spread_counted < spread_plain
-    return Check(claim, _verdict(ok), rule, tuple(figures))
+    if spread_counted >= spread_plain or spread_counted - noise > WRITE_ALLOCATE_AGREEMENT:
+        return Check(claim, "fail", rule, tuple(figures))
+    ok = spread_counted + noise <= WRITE_ALLOCATE_AGREEMENT
+    return Check(claim, "pass" if ok else "inconclusive", rule, tuple(figures))
 
 
 CHECKS = (
