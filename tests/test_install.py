@@ -168,4 +168,4 @@ def test_the_report_extra_reads_and_renders_a_run(dist, fresh, tmp_path):
     )
     shown = _run(str(fresh / "python"), "-c", code, cwd=tmp_path)
     assert shown.returncode == 0, shown.stderr
-    assert shown.stdout.split() == ["24", "8", "['memory']"]  # 24 entries, 8 claims hold
+    assert shown.stdout.split() == ["24", "9", "['memory']"]  # 24 entries, 9 claims hold

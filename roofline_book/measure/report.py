@@ -199,30 +199,33 @@ def plot_run(
             unit=unit,
             ridge=False,
         )
-    seen = set()
+    groups: dict[tuple[str, bool], list[tuple[float, float]]] = {}
     for entry in runfile.results(run):
         cost = runfile.model_cost(entry)
         if not cost.flops or entry["precision"] != precision:
             continue
-        flops, _ = runfile.rates(entry)
-        style = OPERATORS[entry["name"]]
-        marker, color = style.marker, PALETTE[style.colour]
         hollow = not streams_from_memory(run, cost)
-        label = None if entry["name"] in seen else entry["name"]
-        seen.add(entry["name"])
+        groups.setdefault((entry["name"], hollow), []).append(
+            (cost.intensity, runfile.rates(entry)[0] / scale)
+        )
+    seen = set()
+    for (name, hollow), points in groups.items():  # one collection each: a small SVG
+        style = OPERATORS[name]
+        color = PALETTE[style.colour]
         drawn.append(
             ax.scatter(
-                [cost.intensity],
-                [flops / scale],
-                marker=marker,
+                [x for x, _ in points],
+                [y for _, y in points],
+                marker=style.marker,
                 s=28,
                 zorder=5,
-                label=label,
+                label=None if name in seen else name,
                 edgecolors=color,
                 linewidths=1.2,
                 facecolors="none" if hollow else color,
             )
         )
+        seen.add(name)
     ax.legend(loc="lower right", fontsize=7, ncol=2)
     return drawn
 
