@@ -226,6 +226,7 @@ def plot_run(
             )
         )
         seen.add(name)
+    ax.minorticks_off()  # a log axis's minor ticks are a third of the figure's SVG
     ax.legend(loc="lower right", fontsize=7, ncol=2)
     return drawn
 
@@ -493,6 +494,7 @@ def plot_predictions(ax, run: Mapping[str, Any], *, band: float = PREDICTION_TAR
                     )
                 )
     ax.set(xscale="log", yscale="log", xlim=(low, high), ylim=(low, high))
+    ax.minorticks_off()
     ax.set_xlabel(text("predicted time"))
     ax.set_ylabel(text("measured time"))
     ax.legend(loc="upper left", fontsize=7, ncol=2)
