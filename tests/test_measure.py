@@ -134,7 +134,9 @@ def test_every_entry_is_checked_then_timed(tiny):
     for e in run["results"]:
         t, check = e["time"], e["check"]
         assert t["median_s"] > 0 and t["iqr_s"] >= 0
-        assert t["reps"] >= timing.MIN_SAMPLES and t["inner"] >= 1
+        # a ceiling probe's round takes 3 samples (its rounds absorb the noise), a case 5
+        least = 3 if "rounds_s" in e else timing.MIN_SAMPLES
+        assert t["reps"] >= least and t["inner"] >= 1
         assert check["max_abs_err"] <= check["atol"] + check["rtol"] * 1e3
         assert check["rtol"] == registry.RTOL[e["precision"]]
         assert e["l2_flush"] is False  # no cache flush on the CPU

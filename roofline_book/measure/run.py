@@ -124,11 +124,15 @@ def _too_large(case: Case, device, taken: int = 0) -> str | None:
     )
 
 
-def _timer(device, min_run_time: float, flush, case: Case):
+def _timer(device, min_run_time: float, flush, case: Case, *, probe: bool = False):
     flushed = device.type == "cuda" and flush is not None and case.memory_bound
     if device.type == "cuda":
         return (
             lambda fn: time_cuda(fn, min_run_time=min_run_time, flush=flush if flushed else None)
+        ), flushed
+    if probe:  # rounds absorb the noise: no longer round
+        return (
+            lambda fn: time_cpu(fn, min_run_time=min_run_time, min_samples=3, settle=False)
         ), flushed
     return (lambda fn: time_cpu(fn, min_run_time=min_run_time)), flushed
 
@@ -220,11 +224,19 @@ class Rounds:
     Use as a context manager; :meth:`entries` after it closes.
     """
 
-    def __init__(self, todo: list[Case], device: Any, *, min_run_time: float, flush=None) -> None:
+    def __init__(
+        self,
+        todo: list[Case],
+        device: Any,
+        *,
+        min_run_time: float,
+        flush=None,
+        probe: bool = False,
+    ) -> None:
         import torch
 
         self.device = torch.device(device)
-        self.min_run_time, self.flush = min_run_time, flush
+        self.min_run_time, self.flush, self.probe = min_run_time, flush, probe
         self.out: list[dict] = []
         self.live: list[tuple[int, Prepared, Case]] = []
         self.timings: dict[int, list[Timing]] = {}
@@ -258,17 +270,22 @@ class Rounds:
         return self
 
     def warm_up(self, seconds: float) -> None:
-        """Run each compute-bound case for ``seconds`` (no clock ramp for memory-bound ones)."""
+        """Run the first compute-bound case of each precision for ``seconds``: the unit it
+        runs on then holds its clock for the rest (memory-bound cases need no ramp)."""
+        warm: set[str] = set()
         for _, prepared, case in self.live:
-            if seconds and not case.memory_bound:
+            if seconds and not case.memory_bound and case.precision not in warm:
                 _spin(prepared.fn, self.device, seconds)
+                warm.add(case.precision)
 
     def time(self) -> None:
         """One round: time every live case once."""
         for i, prepared, case in self.live:
             if self.out[i]["status"] != "ok":
                 continue
-            timer, flushed = _timer(self.device, self.min_run_time, self.flush, case)
+            timer, flushed = _timer(
+                self.device, self.min_run_time, self.flush, case, probe=self.probe
+            )
             try:
                 self.timings[i].append(timer(prepared.fn))
             except Exception as exc:
@@ -396,7 +413,7 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
     sentinel = (sets["cache"] or sets["peak"])[0]  # the smallest cache's copy: a core's own
     checkpoints: list[float] = []
     entries = []
-    with Rounds(probed, dev, min_run_time=spec.min_run_time, flush=flush) as live:
+    with Rounds(probed, dev, min_run_time=spec.min_run_time, flush=flush, probe=True) as live:
         live.warm_up(WARMUP_S if suite != "tiny" else 0.0)
         for _ in range(spec.rounds - 1):
             live.time()

@@ -131,7 +131,13 @@ CPU_BLOCK_S = 0.005
 the timer's own cost is negligible against it."""
 
 
-def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
+def time_cpu(
+    fn: Callable[[], object],
+    *,
+    min_run_time: float = 0.2,
+    min_samples: int = MIN_SAMPLES,
+    settle: bool = True,
+) -> Timing:
     """Time ``fn`` on the CPU in blocks of calls, in the manner of
     ``torch.utils.benchmark.Timer.adaptive_autorange``.
 
@@ -144,6 +150,10 @@ def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
     another process moves the median less. torch's threads are whatever the
     caller set (:func:`roofline_book.measure.run.run_suite` sets one).
 
+    A ceiling probe, timed in several rounds of which the best is kept, passes
+    ``min_samples=3, settle=False``: its rounds, not a longer round, absorb the
+    noise.
+
     Examples
     --------
     >>> t = time_cpu(lambda: time.sleep(0.001), min_run_time=0.02)
@@ -155,7 +165,8 @@ def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
     min_run_time = _validate.positive("min_run_time", min_run_time)
     once = max(_warm_up(fn, lambda: None), 1e-9)
     inner = max(1, math.floor(CPU_BLOCK_S / once))
-    least = max(min_run_time, MIN_SAMPLES * once * inner)
+    min_samples = _validate.size("min_samples", min_samples)
+    least = max(min_run_time, min_samples * once * inner)
     samples: list[float] = []
     enabled = gc.isenabled()
     gc.disable()
@@ -167,10 +178,12 @@ def time_cpu(fn: Callable[[], object], *, min_run_time: float = 0.2) -> Timing:
                 fn()
             samples.append((time.perf_counter() - t0) / inner)
             spent = time.perf_counter() - start
-            if len(samples) < MIN_SAMPLES or spent < least:
+            if len(samples) < min_samples or spent < least:
                 continue
             timing = Timing(_samples(samples), inner)
-            if spent >= CPU_MAX_RUN_FACTOR * least or timing.meets_confidence(CPU_IQR_TARGET):
+            if not settle or spent >= CPU_MAX_RUN_FACTOR * least:
+                return timing
+            if timing.meets_confidence(CPU_IQR_TARGET):
                 return timing
     finally:
         if enabled:
