@@ -7,6 +7,7 @@ truncated and no raw float is printed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -59,11 +60,8 @@ def results_table(run: Mapping[str, Any]) -> Any:
     for _, r in frame.iterrows():
         entry = by_id[r["id"]]
         row = [entry_text(r["id"]), _STATUS_ZH[r["status"]]]
-        row.append(
-            f"{r['intensity [FLOP/B]']:.3g}"
-            if r["intensity [FLOP/B]"] == r["intensity [FLOP/B]"]
-            else "—"
-        )
+        intensity = r["intensity [FLOP/B]"]
+        row.append("—" if math.isnan(intensity) else f"{intensity:.3g}")
         if r["status"] == "ok":
             row += [
                 si(r["median [s]"], "s"),

@@ -102,10 +102,14 @@ class Roofs:
     vector: dict[str, float] = field(default_factory=dict)
 
 
-def _traffic(entry: Mapping[str, Any], *, implementation: bool) -> int:
-    """Bytes moved: the model's (or the implementation's) plus write-allocate bytes."""
-    cost = Cost(**entry["implementation"]) if implementation and "implementation" in entry else None
-    return (cost or model_cost(entry)).bytes + entry.get("write_allocate_bytes", 0)
+def _running(entry: Mapping[str, Any]) -> Cost:
+    """What the entry's implementation runs: its recorded ``implementation``, else the model."""
+    return Cost(**entry["implementation"]) if "implementation" in entry else model_cost(entry)
+
+
+def _traffic(entry: Mapping[str, Any], cost: Cost) -> int:
+    """Bytes ``cost`` moves plus the entry's write-allocate bytes."""
+    return cost.bytes + entry.get("write_allocate_bytes", 0)
 
 
 def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
@@ -116,7 +120,7 @@ def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float
     for kind, ceiling in run["ceilings"]["bandwidth"].items():
         entry = by_id[ceiling["entry"]]
         seconds = entry["time"]["median_s"]
-        out[kind] = (ceiling["value"], _traffic(entry, implementation=False) / seconds)
+        out[kind] = (ceiling["value"], _traffic(entry, model_cost(entry)) / seconds)
     return out
 
 
@@ -135,7 +139,7 @@ def roofs(run: Mapping[str, Any]) -> Roofs:
             (
                 name,
                 c["cache_bytes"],
-                _traffic(entry, implementation=False) / entry["time"]["median_s"],
+                _traffic(entry, model_cost(entry)) / entry["time"]["median_s"],
             )
         )
     levels.sort(key=lambda level: level[1])
@@ -240,20 +244,19 @@ def bound_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
 
 def roof_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
     """The prediction's roofline part for an entry (second): no fixed cost."""
-    impl = Cost(**entry["implementation"]) if "implementation" in entry else model_cost(entry)
+    impl = _running(entry)
     compute = _compute(entry, r, impl, bound=False)
     name, bandwidth = level(entry, r, bound=False)
     if name == DRAM:
         bandwidth = _stream_rate(entry, r)
     if compute is None or bandwidth is None:
         return None
-    traffic = _traffic(entry, implementation=True) if r.write_allocate else impl.bytes
+    traffic = _traffic(entry, impl) if r.write_allocate else impl.bytes
     return max(compute, traffic / bandwidth)
 
 
 def _kernels(entry: Mapping[str, Any]) -> int:
-    impl = entry.get("implementation") or entry["model"]
-    return max(int(impl["kernels"]), 1)
+    return max(_running(entry).kernels, 1)
 
 
 def overhead_fit(

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..extras import require
 from ..hardware import Hardware, catalog
+from ..ops import Cost
 from ..plotting import PALETTE, UNITS, roofline, text
 from ..roofline import attainable
 from ..units import si
@@ -410,14 +411,12 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
         out |= {
             "norm_time_ratio": n16["time"]["median_s"] / n32["time"]["median_s"],
             "norm_kernels": n16["implementation"]["kernels"],
-            "norm_bytes_ratio16": _bytes(n16["implementation"]) / runfile.model_cost(n16).bytes,
-            "norm_bytes_ratio32": _bytes(n32["implementation"]) / runfile.model_cost(n32).bytes,
+            "norm_bytes_ratio16": Cost(**n16["implementation"]).bytes
+            / runfile.model_cost(n16).bytes,
+            "norm_bytes_ratio32": Cost(**n32["implementation"]).bytes
+            / runfile.model_cost(n32).bytes,
         }
     return out
-
-
-def _bytes(model: Mapping[str, Any]) -> int:
-    return int(model["bytes_read"]) + int(model["bytes_written"])
 
 
 def plot_runs(run: Mapping[str, Any], precisions: Sequence[str], *, datasheet=None):

@@ -135,10 +135,9 @@ RUN_SCHEMA: dict[str, Any] = {
             "additionalProperties": False,
             "properties": {
                 "peak_flops": {
-                    "type": "object",
-                    "description": "best GEMM rate of the sweep per precision, FLOP/s",
-                    "propertyNames": {"enum": list(BYTES)},
-                    "additionalProperties": {"$ref": "#/$defs/ceiling"},
+                    "$ref": "#/$defs/per_precision",
+                    "description": "the best peak-GEMM probe per precision (in a run from "
+                    "before the probes, the best GEMM of the sweep), FLOP/s",
                 },
                 "bandwidth": {
                     "type": "object",
@@ -151,10 +150,8 @@ RUN_SCHEMA: dict[str, Any] = {
                     "description": "bytes the copy touches (source and destination)",
                 },
                 "vector_flops": {
-                    "type": "object",
+                    "$ref": "#/$defs/per_precision",
                     "description": "CPU: an add within the L2 per precision, FLOP/s",
-                    "propertyNames": {"enum": list(BYTES)},
-                    "additionalProperties": {"$ref": "#/$defs/ceiling"},
                 },
                 "cache_bandwidth": {
                     "type": "object",
@@ -205,6 +202,11 @@ RUN_SCHEMA: dict[str, Any] = {
         },
     },
     "$defs": {
+        "per_precision": {
+            "type": "object",
+            "propertyNames": {"enum": list(BYTES)},
+            "additionalProperties": {"$ref": "#/$defs/ceiling"},
+        },
         "ceiling": {
             "type": "object",
             "required": ["value", "entry"],
