@@ -15,6 +15,7 @@ from typing import Any
 from ..measure import claims, report
 from ..measure.ceilings import SENTINEL_TOLERANCE
 from ..measure.claims import SPEED_TOLERANCE, Check, Figure, check_claims
+from ..measure.run import CHECKPOINT_EVERY
 from ..measure.suites import SMALL_GEMM
 from ..tables import markdown_table as markdown_table_text
 
@@ -241,14 +242,18 @@ def verdict_counts(run: Mapping[str, Any]) -> str:
 
 def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`roofline_book.measure.report.highlights` with the verdicts as one Chinese
-    sentence (``verdict_counts``) and ``speed_tolerance_pct``, the margin a speed
-    comparison allows (percent)."""
+    sentence (``verdict_counts``), ``speed_tolerance_pct`` (the margin a speed comparison
+    allows, percent), the stability and cache-roof clauses, and the constants the chapter
+    names: ``checkpoint_every``, ``cache_margin``, ``prediction_band_pct``."""
     out = report.highlights(run)
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
         "stability_text": stability_text(run),
         "cache_roofs_text": cache_roofs_text(run),
+        "checkpoint_every": CHECKPOINT_EVERY,
+        "cache_margin": claims.CACHE_MARGIN,
+        "prediction_band_pct": 100 * report.PREDICTION_TARGET,
     }
 
 
