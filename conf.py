@@ -28,6 +28,7 @@ extensions = [
     "sphinx_design",
     "sphinxcontrib.bibtex",
     "roofline_build",
+    "roofline_notebooks",
     "roofline_pdf",
 ]
 bibtex_bibfiles = ["docs/references.bib"]

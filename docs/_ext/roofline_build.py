@@ -10,6 +10,8 @@
   that read the run file when the run is newer than them, and of every page
   executed before the package last changed, so prose, run and code agree
   (``env-get-outdated`` makes Sphinx read those pages again).
+- Notebooks are executed by the companion extension ``roofline_notebooks``
+  (before the read, one per build process, the longest first).
 - ``html-page-context``: writes each executed notebook (``.ipynb``, outputs
   included) beside the page's source, for the theme's download button.
 

@@ -1,0 +1,86 @@
+"""The book's notebook executor (docs/_ext/roofline_notebooks.py) on a two-page book:
+it executes what the read would, the read then takes every page from the cache, and
+a failing cell stops the build with its error."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+FRONT = """---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  name: python3
+  display_name: Python 3
+---
+"""
+
+CONF = f"""
+import sys
+sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
+extensions = ["myst_nb", "roofline_notebooks"]
+nb_execution_mode = "cache"
+nb_execution_cache_path = "_cache"
+nb_execution_raise_on_error = True
+exclude_patterns = ["_build", "_cache"]
+"""
+
+
+def _page(title: str, code: str) -> str:
+    return f"{FRONT}\n# {title}\n\n```{{code-cell}} ipython3\n{code}\n```\n"
+
+
+def _book(tmp_path: pathlib.Path) -> pathlib.Path:
+    (tmp_path / "conf.py").write_text(CONF)
+    (tmp_path / "index.md").write_text("# Book\n\n```{toctree}\na\nb\n```\n")
+    (tmp_path / "a.md").write_text(_page("A", "print(6 * 7)"))
+    (tmp_path / "b.md").write_text(_page("B", "import time\ntime.sleep(0.2)\nprint('b')"))
+    return tmp_path
+
+
+def _build(book: pathlib.Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "sphinx", "-j", "2", "-b", "html", str(book), str(book / "_build")],
+        capture_output=True,
+        text=True,
+        cwd=book,
+        timeout=300,
+    )
+
+
+def test_every_page_is_executed_once_and_read_from_the_cache(tmp_path):
+    book = _book(tmp_path)
+    first = _build(book)
+    assert first.returncode == 0, first.stderr
+    assert "executing 2 notebooks, 2 at a time" in first.stdout
+    assert first.stdout.count(": executed in ") == 2
+    assert "Executing notebook" not in first.stdout + first.stderr  # myst-nb ran none itself
+    html = (book / "_build" / "a.html").read_text("utf-8")
+    assert "42" in html
+    durations = json.loads((book / "_cache" / "roofline-durations.json").read_text())
+    assert set(durations) == {"a.md", "b.md"}
+    assert durations["b.md"] >= 0.2  # it slept that long
+
+    (book / "a.md").write_text(_page("A", "print(6 * 9)"))
+    second = _build(book)
+    assert second.returncode == 0, second.stderr
+    assert "executing 1 notebooks" in second.stdout
+    assert "a: executed in " in second.stdout and "b: executed in " not in second.stdout
+    assert "54" in (book / "_build" / "a.html").read_text("utf-8")
+
+
+def test_a_failing_cell_stops_the_build_with_its_error(tmp_path):
+    book = _book(tmp_path)
+    (book / "b.md").write_text(_page("B", "x = 1\nx / 0"))
+    done = _build(book)
+    assert done.returncode != 0
+    assert "b.md: executing the notebook failed" in done.stderr
+    assert "ZeroDivisionError" in done.stderr
+    assert not (book / "_build" / "b.html").exists()
+    assert "x / 0" in done.stderr  # the failing line
