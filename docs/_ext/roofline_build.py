@@ -12,6 +12,9 @@
   (``env-get-outdated`` makes Sphinx read those pages again).
 - Notebooks are executed by the companion extension ``roofline_notebooks``
   (before the read, one per build process, the longest first).
+- Chinese search (``html_search_language = "zh"``) loads jieba's dictionary
+  (about 1 s) on the first page it indexes, not when the builder starts: a
+  rebuild that writes no page does without it.
 - ``html-page-context``: writes each executed notebook (``.ipynb``, outputs
   included) beside the page's source, for the theme's download button.
 
@@ -143,7 +146,29 @@ def _offer_ipynb(
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+def _lazy_chinese_search() -> type:
+    from sphinx.search.zh import SearchChinese
+
+    class LazyChinese(SearchChinese):
+        """Sphinx's Chinese search, its dictionary loaded when a page is first split."""
+
+        def init(self, options: dict[str, str]) -> None:
+            self._options, self._loaded = options, False
+            import snowballstemmer
+
+            self.stemmer = snowballstemmer.stemmer("english")
+
+        def split(self, input: str) -> list[str]:  # noqa: A002 - Sphinx's name
+            if not self._loaded:
+                super().init(self._options)
+                self._loaded = True
+            return super().split(input)
+
+    return LazyChinese
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_search_language(_lazy_chinese_search())
     app.add_config_value("roofline_root", "", "env", str)
     app.add_config_value("roofline_cpu_run", "", "env", str)
     app.add_config_value("roofline_run_pages", (), "env", tuple)
