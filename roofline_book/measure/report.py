@@ -346,8 +346,9 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
 def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
     """How a run was measured and what its data show, as plain numbers (those it has).
 
-    Keys: ``threads``; ``rounds`` and ``peak32_spread_pct``, ``copy_spread_pct`` (the
-    spread of the ceiling probes' rounds, %); ``stable`` and ``sentinel_spread_pct``,
+    Keys: ``threads``; ``rounds`` (of the bandwidth probes), ``peak_rounds`` (of the
+    peak GEMMs, timed at every checkpoint too) and ``peak32_spread_pct``,
+    ``peak16_spread_pct``, ``copy_spread_pct`` (the spread of the ceiling probes' rounds, %); ``stable`` and ``sentinel_spread_pct``,
     ``checkpoints``; ``l2_g``, ``l3_g`` (cache roofs, GB/s), ``vector32_g``,
     ``vector16_g`` (the in-L2 add, GFLOP/s); ``copy_g``, ``triad_g``, ``inplace_g`` and
     ``copy_wa_g``, ``triad_wa_g`` (GB/s, model bytes and with write-allocate);
@@ -363,9 +364,12 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
     if "spread" in ceilings["peak_flops"].get("fp32", {}):
         by_id = {e["id"]: e for e in runfile.results(run)}
         probe = by_id[ceilings["peak_flops"]["fp32"]["entry"]]
+        copy = by_id[ceilings["bandwidth"]["copy"]["entry"]]
         out |= {
-            "rounds": len(probe.get("rounds_s", [0])),
+            "rounds": len(copy.get("rounds_s", [0])),
+            "peak_rounds": len(probe.get("rounds_s", [0])),
             "peak32_spread_pct": 100 * ceilings["peak_flops"]["fp32"]["spread"],
+            "peak16_spread_pct": 100 * ceilings["peak_flops"].get("bf16", {}).get("spread", 0),
             "copy_spread_pct": 100 * ceilings["bandwidth"]["copy"]["spread"],
         }
     stability = run.get("stability")

@@ -29,7 +29,7 @@ import dataclasses
 import socket
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -278,10 +278,10 @@ class Rounds:
                 _spin(prepared.fn, self.device, seconds)
                 warm.add(case.precision)
 
-    def time(self) -> None:
-        """One round: time every live case once."""
+    def time(self, only: Collection[str] | None = None) -> None:
+        """One round: time every live case once (or those whose ids are in ``only``)."""
         for i, prepared, case in self.live:
-            if self.out[i]["status"] != "ok":
+            if self.out[i]["status"] != "ok" or (only is not None and case.id not in only):
                 continue
             timer, flushed = _timer(
                 self.device, self.min_run_time, self.flush, case, probe=self.probe
@@ -293,6 +293,17 @@ class Rounds:
                 self.out[i] = _not_run(entry, tail, exc)
                 continue
             self.out[i]["l2_flush"] = flushed
+
+    def fastest(self, among: Collection[str]) -> set[str]:
+        """Of the cases in ``among``, each precision's fastest so far (FLOP/s of its best
+        round): the peak GEMM worth timing again."""
+        best: dict[str, tuple[float, str]] = {}
+        for i, _, case in self.live:
+            if case.id in among and self.timings[i]:
+                rate = case.cost.flops / min(t.median_s for t in self.timings[i])
+                if rate > best.get(case.precision, (0.0, ""))[0]:
+                    best[case.precision] = (rate, case.id)
+        return {case_id for _, case_id in best.values()}
 
     def __exit__(self, *exc: object) -> None:
         for _, prepared, _ in self.live:
@@ -339,7 +350,10 @@ def run_suite(
 
     The ceiling probes (:func:`~roofline_book.measure.suites.probes`) are timed
     first in interleaved rounds after a warm-up (:func:`measure_rounds`), and
-    once more after the operator cases; the best round of each is its ceiling.
+    once more after the operator cases; each precision's fastest peak GEMM so far
+    is timed again at every checkpoint between the cases, since a shared machine's
+    matrix units speed up and slow down over a run. The best round of each probe is
+    its ceiling.
     Between every :data:`CHECKPOINT_EVERY` cases a short sentinel is timed (the
     copy within the L2 on the CPU, the first peak GEMM on CUDA). The sentinel's
     spread and the last round's drift from the first ones are the run's
@@ -410,6 +424,7 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
         flush = torch.empty(size, dtype=torch.int8, device=dev)
     probed = [c for key in ("bandwidth", "peak", "cache", "vector") for c in sets[key]]
     todo = [c for c in todo if c.id not in {p.id for p in probed}]  # measured once, as probe
+    peaks = {c.id for c in sets["peak"]}
     sentinel = (sets["cache"] or sets["peak"])[0]  # the smallest cache's copy: a core's own
     checkpoints: list[float] = []
     entries = []
@@ -423,6 +438,10 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
                 entries.append(measure(case, dev, min_run_time=spec.min_run_time, flush=flush))
                 if i % CHECKPOINT_EVERY == 0 or i == len(todo):
                     checkpoints += watch.time()
+                if i % CHECKPOINT_EVERY == 0 and i < len(todo):
+                    # a peak is the most the units do at any time of the run: each
+                    # precision's fastest peak GEMM is timed again at every checkpoint
+                    live.time(live.fastest(peaks))
         live.time()  # the last round, after the cases
     probe_entries = live.entries()
     load.append(machine.load_average())
