@@ -92,3 +92,17 @@ def test_prediction_adds_a_fitted_fixed_cost_per_kernel():
     kept = sorted(p.error for p in by_id.values() if not p.excluded)
     assert predict.median_error(list(by_id.values())) == statistics.median(kept)
     assert "gemm/fp16/mm/m=32,k=128,n=128" not in by_id  # skipped, and no fp16 peak
+
+
+def test_bound_takes_the_peaks_best_round_and_the_prediction_its_median():
+    run = copy.deepcopy(PASS)
+    probe = entry(run, "gemm/bf16/mm/m=1024,k=1024,n=1024")
+    probe["rounds_s"] = [0.01, 0.03, 0.02]  # best 10 ms: the ceiling; median 20 ms
+    run["ceilings"]["peak_flops"]["bf16"]["value"] = 2 * 1024**3 / 0.01
+    r = predict.roofs(run)
+    assert r.peaks["bf16"] == pytest.approx(2 * 1024**3 / 0.01)
+    assert r.typical_peaks["bf16"] == pytest.approx(2 * 1024**3 / 0.02)
+    assert r.typical_peaks["fp32"] == pytest.approx(PEAK32)  # one round: best and median
+    gemm = entry(run, "gemm/bf16/mm/m=512,k=512,n=512")
+    assert predict.bound_seconds(gemm, r) == pytest.approx(2 * 512**3 / (2 * 1024**3 / 0.01))
+    assert predict.roof_seconds(gemm, r) == pytest.approx(2 * 512**3 / (2 * 1024**3 / 0.02))

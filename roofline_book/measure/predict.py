@@ -24,7 +24,9 @@ with the fastest roof the data may be served from; a real run never beats it
 by more than the noise. ``predicted = kernels x t0 + max(compute, traffic /
 roof)``, with what the implementation runs (``implementation``) and the
 write-allocate bytes in the traffic, and the compute units' times added (one
-core runs them one after another).
+core runs them one after another). The bound takes each peak GEMM's best
+round (the most the units did); the prediction its median round (what they
+typically did while the cases ran).
 
 On a CPU the vector peak is the measured FP32 GEMM peak: FP32 GEMM runs on
 the same AVX-512 FMA units as elementwise arithmetic, at the most they do
@@ -88,6 +90,11 @@ class Roofs:
         Per precision, the vector units' FLOP/s on elementwise work, from the run's
         cache-resident ``vector`` probe (an add within the L2); the prediction's,
         never the bound's (another elementwise kernel may run faster).
+    typical_peaks : dict
+        Per precision, the peak GEMM's FLOP/s in the median of its rounds: the rate
+        the matrix units typically held during the run, which the prediction uses;
+        the bound uses the best round (``peaks``). On a shared machine the two can
+        differ by a factor of two or more.
     """
 
     peaks: dict[str, float]
@@ -100,6 +107,12 @@ class Roofs:
     probes: frozenset[str] = field(default_factory=frozenset)
     streams: dict[str, float] = field(default_factory=dict)
     vector: dict[str, float] = field(default_factory=dict)
+    typical_peaks: dict[str, float] = field(default_factory=dict)
+
+
+def _typical_seconds(entry: Mapping[str, Any]) -> float:
+    """The median of a probe's round medians (second); its best round is the ceiling."""
+    return statistics.median(entry.get("rounds_s") or [entry["time"]["median_s"]])
 
 
 def _running(entry: Mapping[str, Any]) -> Cost:
@@ -130,6 +143,11 @@ def roofs(run: Mapping[str, Any]) -> Roofs:
     ceilings = run["ceilings"]
     by_id = {e["id"]: e for e in runfile.results(run)}
     peaks = {p: c["value"] for p, c in ceilings["peak_flops"].items()}
+    typical = {
+        p: model_cost(by_id[c["entry"]]).flops / _typical_seconds(by_id[c["entry"]])
+        for p, c in ceilings["peak_flops"].items()
+        if c["entry"] in by_id
+    }
     streams = {kind: wa for kind, (_, wa) in write_allocate_rates(run).items()}
     rates = list(streams.values())
     levels = []
@@ -165,6 +183,7 @@ def roofs(run: Mapping[str, Any]) -> Roofs:
         probes=frozenset(ids),
         streams=streams,
         vector={p: c["value"] for p, c in ceilings.get("vector_flops", {}).items()},
+        typical_peaks=typical,
     )
 
 
@@ -210,11 +229,12 @@ def _compute(entry: Mapping[str, Any], r: Roofs, cost: Cost, *, bound: bool) -> 
     if peak is None:
         return None
     vector = cost.vector_flops + cost.special_flops
-    matrix_s = cost.matrix_flops / peak
     if bound:
-        return max(matrix_s, vector / r.vector_peak if r.vector_peak else 0.0)
+        return max(cost.matrix_flops / peak, vector / r.vector_peak if r.vector_peak else 0.0)
+    matrix_s = cost.matrix_flops / r.typical_peaks.get(entry["precision"], peak)
     elementwise = OPERATORS[entry["name"]].family in ELEMENTWISE_FAMILIES
-    rate = (r.vector.get(entry["precision"]) if elementwise else None) or r.vector_peak
+    fma = r.typical_peaks.get("fp32", r.vector_peak)
+    rate = (r.vector.get(entry["precision"]) if elementwise else None) or fma
     return matrix_s + (vector / rate if rate else 0.0)
 
 
