@@ -348,7 +348,8 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
 
     Keys: ``threads``; ``rounds`` (of the bandwidth probes), ``peak_rounds`` (of the
     peak GEMMs, timed at every checkpoint too) and ``peak32_spread_pct``,
-    ``peak16_spread_pct``, ``copy_spread_pct`` (the spread of the ceiling probes' rounds, %); ``stable`` and ``sentinel_spread_pct``,
+    ``peak16_spread_pct``, ``copy_spread_pct`` (the spread of the ceiling probes'
+    rounds, %); ``stable`` and ``sentinel_spread_pct``,
     ``checkpoints``; ``l2_g``, ``l3_g`` (cache roofs, GB/s), ``vector32_g``,
     ``vector16_g`` (the in-L2 add, GFLOP/s); ``copy_g``, ``triad_g``, ``inplace_g`` and
     ``copy_wa_g``, ``triad_wa_g`` (GB/s, model bytes and with write-allocate);
