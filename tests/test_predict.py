@@ -106,3 +106,16 @@ def test_bound_takes_the_peaks_best_round_and_the_prediction_its_median():
     gemm = entry(run, "gemm/bf16/mm/m=512,k=512,n=512")
     assert predict.bound_seconds(gemm, r) == pytest.approx(2 * 512**3 / (2 * 1024**3 / 0.01))
     assert predict.roof_seconds(gemm, r) == pytest.approx(2 * 512**3 / (2 * 1024**3 / 0.02))
+
+
+def test_a_prediction_trusts_a_cache_with_what_its_probe_measured():
+    run = with_l2_roof(PASS)
+    r = predict.roofs(run)
+    assert predict.CACHE_FILL == 1 / 4  # the cache probes' share of their level
+    add = copy.deepcopy(entry(run, "add/fp32/add/numel=16384"))
+    add["model"] = {"flops": 2**16, "bytes_read": 2**19, "bytes_written": 2**18, "kernels": 1}
+    # 768 KiB: within the 2 MiB L2, but over the quarter of it its probe measured
+    assert predict.level(add, r, bound=True)[0] == "L2"
+    assert predict.level(add, r, bound=False)[0] == predict.DRAM
+    add["model"] |= {"bytes_read": 2**18, "bytes_written": 2**17}  # 384 KiB: within it
+    assert predict.level(add, r, bound=False)[0] == "L2"

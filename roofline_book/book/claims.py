@@ -15,6 +15,7 @@ from typing import Any
 from ..measure import claims, report
 from ..measure.ceilings import SENTINEL_TOLERANCE
 from ..measure.claims import SPEED_TOLERANCE, Check, Figure, check_claims
+from ..measure.predict import CACHE_FILL
 from ..measure.run import CHECKPOINT_EVERY
 from ..measure.suites import SMALL_GEMM
 from ..tables import markdown_table as markdown_table_text
@@ -244,7 +245,8 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     """:func:`roofline_book.measure.report.highlights` with the verdicts as one Chinese
     sentence (``verdict_counts``), ``speed_tolerance_pct`` (the margin a speed comparison
     allows, percent), the stability and cache-roof clauses, and the constants the chapter
-    names: ``checkpoint_every``, ``cache_margin``, ``prediction_band_pct``."""
+    names: ``checkpoint_every``, ``cache_margin``, ``prediction_band_pct``,
+    ``cache_fill_pct`` (how much of a cache level a prediction lets it hold)."""
     out = report.highlights(run)
     return out | {
         "verdict_counts": verdict_counts(run),
@@ -254,6 +256,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
         "checkpoint_every": CHECKPOINT_EVERY,
         "cache_margin": claims.CACHE_MARGIN,
         "prediction_band_pct": 100 * report.PREDICTION_TARGET,
+        "cache_fill_pct": 100 * CACHE_FILL,
     }
 
 
