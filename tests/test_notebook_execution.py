@@ -9,6 +9,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 FRONT = """---
@@ -23,6 +25,8 @@ kernelspec:
 
 CONF = f"""
 import sys
+
+import pytest
 sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
 extensions = ["myst_nb", "roofline_notebooks"]
 nb_execution_mode = "cache"
@@ -84,3 +88,22 @@ def test_a_failing_cell_stops_the_build_with_its_error(tmp_path):
     assert "ZeroDivisionError" in done.stderr
     assert not (book / "_build" / "b.html").exists()
     assert "x / 0" in done.stderr  # the failing line
+
+
+def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import roofline_notebooks as executor
+    finally:
+        sys.path.pop(0)
+    config = type("Config", (), {"roofline_run_pages": ("measured.md",)})()
+    app = type("App", (), {"srcdir": tmp_path, "config": config})()
+    plain, torch_page, measured = (tmp_path / n for n in ("plain.md", "t.md", "measured.md"))
+    guess = {}
+    pages = ((plain, "import numpy"), (torch_page, "import torch"), (measured, "import numpy"))
+    for path, code in pages:
+        text = _page("T", code)  # the same length each
+        guess[path.name] = executor._expected_seconds(app, path, text, {})
+    assert guess["t.md"] == pytest.approx(guess["plain.md"] + 4.0)
+    assert guess["measured.md"] == pytest.approx(guess["plain.md"] + 5.0)
+    assert executor._expected_seconds(app, plain, "", {"plain.md": 1.5}) == 1.5  # remembered

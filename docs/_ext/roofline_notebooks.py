@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import re
 import time
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -46,16 +47,25 @@ class _Job:
     error: BaseException | None = None
 
 
-def _expected_seconds(app: Sphinx, path: pathlib.Path, remembered: dict[str, float]) -> float:
-    """The page's last execution time here; for a page never executed here, a guess:
-    the pages that read the run file measure or draw it (about 10 s), the others take
-    3 s plus 1 s for each 10 kB of source."""
+_IMPORTS_TORCH = re.compile(r"^\s*(import [\w., ]*\btorch\b|from torch\b)", re.MULTILINE)
+
+
+def _expected_seconds(
+    app: Sphinx, path: pathlib.Path, text: str, remembered: dict[str, float]
+) -> float:
+    """The page's last execution time here; for a page never executed here, a guess
+    from what slows one down: 2 s to start a kernel and import the package, 4 s more
+    if a cell imports torch, 5 s more if the page reads the run file (it measures or
+    draws it), and 1 s for each 20 kB of source."""
     key = str(path.relative_to(app.srcdir))
     if key in remembered:
         return remembered[key]
+    guess = 2.0 + len(text.encode()) / 20_000
+    if _IMPORTS_TORCH.search(text):
+        guess += 4.0
     if path.name in getattr(app.config, "roofline_run_pages", ()):
-        return 10.0
-    return 3.0 + path.stat().st_size / 10_000
+        guess += 5.0
+    return guess
 
 
 def _jobs(app: Sphinx, env: Any, docnames: list[str], cache: Any) -> list[_Job]:
@@ -85,7 +95,8 @@ def _jobs(app: Sphinx, env: Any, docnames: list[str], cache: Any) -> list[_Job]:
             continue  # cached: the read takes it from there
         except KeyError:
             pass
-        jobs.append(_Job(docname, path, notebook, _expected_seconds(app, path, remembered)))
+        expected = _expected_seconds(app, path, text, remembered)
+        jobs.append(_Job(docname, path, notebook, expected))
     return sorted(jobs, key=lambda j: -j.expected)
 
 
