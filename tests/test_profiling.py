@@ -169,6 +169,36 @@ def test_run_file_roof_holds_matrix_flops_and_bytes_only():
     assert roof.bound(gemm(64, 64, 64, "bf16"), "bf16").resource == "memory"
 
 
+def test_run_file_roof_holds_data_a_cache_may_hold_to_the_cache_roof():
+    from test_predict import PASS, with_l2_roof
+
+    from roofline_book import add
+    from roofline_book.measure import predict
+
+    run = with_l2_roof(PASS)  # L1 48 KiB (no roof), L2 2 MiB (a roof), last level 16 MiB
+    roof = profiling.Roof.from_run(run)
+    l2 = predict.roofs(run).levels[0][2]  # the L2 copy's rate, line fills counted
+    assert (roof.cache_level, roof.cache_roof) == ("L2", pytest.approx(l2))
+    assert roof.streams_from == 4 * 2**24 and roof.unroofed == 48 * 2**10
+    # 12 MiB, within 4 x 16 MiB: another kernel may have left it in a cache
+    near = roof.bound(add(2**20, "fp32"), "fp32")
+    assert dict(near.by_resource) == {"l2": pytest.approx(12 * 2**20 / l2)}
+    # 96 MiB streams: the DRAM roof, the best bandwidth probe
+    far = roof.bound(add(2**23, "fp32"), "fp32")
+    assert dict(far.by_resource) == {"memory": pytest.approx(96 * 2**20 / roof.bandwidth)}
+    # 12 kB fits the L1, which has no roof: no measured ceiling holds it
+    assert roof.bound(add(1000, "fp32"), "fp32") is None
+
+
+def test_a_fill_under_zero_is_counted_once():
+    x = torch.empty(2, 256, 8, 64)  # 2^18 elements: zero_ runs a fill_ (a small one may not)
+    attribution = profiling.attribute(_profile(x.zero_))
+    (zero,) = _rows(attribution, "aten::zero_")
+    (fill,) = _rows(attribution, "aten::fill_")
+    assert zero.cost is None and fill.bytes == 4 * 2**18  # written once
+    assert attribution.total().bytes == 4 * 2**18
+
+
 def test_fraction_of_roof_is_bound_over_time():
     from roofline_book import hardware
 
@@ -199,3 +229,27 @@ def test_call_models_from_shapes():
     assert atenops.model(atenops.Call("aten::add", ((10,), (10,)), ("long int",) * 2)) is None
     # shapes that do not broadcast: no model rather than a wrong one
     assert atenops.model(atenops.Call("aten::mul", ((3,), (4,)), ("float",) * 2)) is None
+
+
+def test_roof_figures_count_rows_a_dram_only_bound_would_miss():
+    from test_predict import PASS, with_l2_roof
+
+    from roofline_book import add
+    from roofline_book.book.profiling import roof_figures
+
+    roof = profiling.Roof.from_run(with_l2_roof(PASS))
+    cost = add(2**20, "fp32")  # 12 MiB: held to the L2 roof, not to DRAM
+    dram_s, l2_s = cost.bytes / roof.bandwidth, cost.bytes / roof.cache_roof
+    assert l2_s < dram_s
+
+    def row(seconds):
+        bound = roof.bound(cost, "fp32")
+        return profiling.OpRow("aten::add", ((2**20,), (2**20,)), ("float",) * 2, 1, seconds,
+                               0.5, cost, "fp32", bound, None)  # fmt: skip
+
+    between = (l2_s + dram_s) / 2  # faster than DRAM allows, slower than the L2 roof
+    attribution = profiling.Attribution((row(between), row(2 * dram_s)), 3 * dram_s, roof, "cpu")
+    figures = roof_figures(attribution)
+    assert figures["dram_only_beaten"] == 1
+    assert figures["cache_level"] == "L2" and figures["streams_from_mb"] == 4 * 2**24 / 1e6
+    assert all(r.fraction_of_roof <= 1 for r in attribution.rows)  # the bound holds

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from ..hardware import hardware
 from ..measure import profiling, trainstep
+from ..measure.suites import CACHE_MARGIN
 from ..ops import gemm
 from ..plotting import PALETTE
 from ..roofline import time_bound
@@ -222,6 +224,29 @@ def problems(shape: trainstep.BlockShape, optimizer: profiling.Attribution) -> d
     }
 
 
+def roof_figures(attribution: profiling.Attribution) -> dict:
+    """Which memory roofs a run-file roof holds the rows to, and how many modelled rows
+    would run faster than a bound from the DRAM roof alone (``dram_only_beaten``)."""
+    roof = attribution.roof
+    if roof is None or roof.cache_roof is None:
+        return {}
+    dram_only = dataclasses.replace(roof, cache_roof=None)
+    beaten = 0
+    for r in attribution.modelled():
+        if r.precision is None or r.self_time_s <= 0 or r.cost is None:
+            continue
+        bound = dram_only.bound(r.cost, r.precision)
+        beaten += bound is not None and bound.seconds > r.self_time_s
+    return {
+        "cache_level": roof.cache_level,
+        "cache_roof_g": roof.cache_roof / 1e9,
+        "dram_roof_g": (roof.bandwidth or 0.0) / 1e9,
+        "streams_from_mb": (roof.streams_from or 0.0) / 1e6,
+        "dram_only_beaten": beaten,
+        "cache_margin": CACHE_MARGIN,
+    }
+
+
 def glue_profile(
     attribution: profiling.Attribution,
     optimizer: profiling.Attribution,
@@ -238,6 +263,7 @@ def glue_profile(
         profile_threads=threads,
         threads_note=f"run file 的上限用 {roof} 个线程测得，{same}",
         **step_figures(attribution, shape),
+        **roof_figures(attribution),
         **problems(shape, optimizer),
     )
     glue(
@@ -260,6 +286,7 @@ __all__ = [
     "glue_profile",
     "glue_scaling",
     "problems",
+    "roof_figures",
     "roofline_figure",
     "scaling_figure",
     "scaling_figures",

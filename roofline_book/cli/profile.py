@@ -61,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
     if roof is not None and roof.device is None:
         print("roof: the run file measured no vector-unit ceiling; "
               "non-matrix FLOPs are held to the memory roof only")  # fmt: skip
+        if roof.cache_roof is not None:
+            print(f"memory roof: {si(roof.cache_roof, 'B/s')} ({roof.cache_level}, bound 'l2') "
+                  "where a cache may hold the data, "
+                  f"{si(roof.bandwidth or 0.0, 'B/s')} (DRAM, bound 'memory') "
+                  "from a working set of "
+                  f"{si(roof.streams_from or 0.0, 'B')}")  # fmt: skip
     if args.plot:
         print(f"wrote {args.plot}")
     return 0
