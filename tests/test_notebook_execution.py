@@ -107,3 +107,11 @@ def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):
     assert guess["t.md"] == pytest.approx(guess["plain.md"] + 4.0)
     assert guess["measured.md"] == pytest.approx(guess["plain.md"] + 5.0)
     assert executor._expected_seconds(app, plain, "", {"plain.md": 1.5}) == 1.5  # remembered
+
+
+def test_a_kernel_that_dies_stops_the_build_naming_the_page(tmp_path):
+    book = _book(tmp_path)
+    (book / "b.md").write_text(_page("B", "import os\nos._exit(3)"))
+    done = _build(book)
+    assert done.returncode != 0
+    assert "b.md: executing the notebook failed (DeadKernelError)" in done.stderr

@@ -102,7 +102,6 @@ def _jobs(app: Sphinx, env: Any, docnames: list[str], cache: Any) -> list[_Job]:
 
 async def _run(jobs: list[_Job], processes: int, timeout: int | None) -> None:
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError, CellTimeoutError
 
     slots = asyncio.Semaphore(processes)
 
@@ -119,7 +118,7 @@ async def _run(jobs: list[_Job], processes: int, timeout: int | None) -> None:
             start = time.perf_counter()
             try:
                 await client.async_execute()
-            except (CellExecutionError, CellTimeoutError) as exc:
+            except Exception as exc:  # a failing cell, a timeout, a kernel that died
                 job.error = exc
             job.seconds = time.perf_counter() - start
             state = "failed" if job.error else "executed"
@@ -149,7 +148,10 @@ def _execute(app: Sphinx, env: Any, docnames: list[str]) -> None:
     for job in jobs:
         if job.error is not None:
             if nb_config.execution_raise_on_error:
-                raise ExtensionError(f"{job.path}: executing the notebook failed\n{job.error}")
+                raise ExtensionError(
+                    f"{job.path}: executing the notebook failed "
+                    f"({type(job.error).__name__})\n{job.error}"
+                )
             continue  # myst-nb executes it again during the read and keeps the traceback
         record = cache.add_nb_to_project(str(job.path))
         cache.cache_notebook_bundle(
