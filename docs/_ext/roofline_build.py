@@ -3,13 +3,14 @@
 - ``config-inited``: the notebook kernels' environment (the repository root on
   ``PYTHONPATH``, a quiet IPython profile inside the build folder, the path of
   the CPU run), and a check that MathJax was installed (``make mathjax``).
-- ``builder-inited``: creates the jupyter-cache database (with ``-j``, workers
-  would race to create it); measures this machine's CPU into the quick run
-  file if it is missing, before any kernel starts, so nothing else competes
-  for the cores while it is timed; and drops the cached outputs of the pages
-  that read the run file when the run is newer than them, and of every page
-  executed before the package last changed, so prose, run and code agree
-  (``env-get-outdated`` makes Sphinx read those pages again).
+- ``builder-inited``: compiles the package's bytecode; creates the jupyter-cache
+  database (with ``-j``, workers would race to create it); measures this
+  machine's CPU into the quick run file if it is missing, before any kernel
+  starts, so nothing else competes for the cores while it is timed; and drops
+  the cached outputs of the pages that read the run file when the run is newer
+  than them, and of every page executed before the package last changed, so
+  prose, run and code agree (``env-get-outdated`` makes Sphinx read those pages
+  again).
 - Notebooks are executed by the companion extension ``roofline_notebooks``
   (before the read, one per build process, the longest first).
 - Chinese search (``html_search_language = "zh"``) loads jieba's dictionary
@@ -77,8 +78,19 @@ def _measure_cpu(run: pathlib.Path, root: pathlib.Path) -> None:
 _PACKAGE_FILES = (".py", ".toml", ".json", ".mplstyle")
 
 
+def _compile_package(root: pathlib.Path) -> None:
+    """Bytecode for the package before the bench and the kernels import it: where
+    ``PYTHONDONTWRITEBYTECODE`` is set, each of them would compile it from source again
+    (about 0.25 s a process). Python still checks each file against its source."""
+    import compileall
+
+    compileall.compile_dir(str(root / "roofline_book"), quiet=1)
+
+
 def _prepare(app: Sphinx) -> None:
     from jupyter_cache import get_cache
+
+    _compile_package(pathlib.Path(app.config.roofline_root))
 
     cache = get_cache(app.config.nb_execution_cache_path)
     records = cache.list_cache_records()  # creates the database
