@@ -79,15 +79,21 @@ def test_every_page_is_executed_once_and_read_from_the_cache(tmp_path):
     assert "54" in (book / "_build" / "a.html").read_text("utf-8")
 
 
-def test_a_failing_cell_stops_the_build_with_its_error(tmp_path):
+def _failed_build(tmp_path: pathlib.Path, code: str) -> tuple[pathlib.Path, str]:
+    """A build whose page b runs ``code``, which must stop it: the book and stderr."""
     book = _book(tmp_path)
-    (book / "b.md").write_text(_page("B", "x = 1\nx / 0"))
+    (book / "b.md").write_text(_page("B", code))
     done = _build(book)
     assert done.returncode != 0
-    assert "b.md: executing the notebook failed" in done.stderr
-    assert "ZeroDivisionError" in done.stderr
+    return book, done.stderr
+
+
+def test_a_failing_cell_stops_the_build_with_its_error(tmp_path):
+    book, stderr = _failed_build(tmp_path, "x = 1\nx / 0")
+    assert "b.md: executing the notebook failed" in stderr
+    assert "ZeroDivisionError" in stderr
     assert not (book / "_build" / "b.html").exists()
-    assert "x / 0" in done.stderr  # the failing line
+    assert "x / 0" in stderr  # the failing line
 
 
 def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):
@@ -110,8 +116,5 @@ def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):
 
 
 def test_a_kernel_that_dies_stops_the_build_naming_the_page(tmp_path):
-    book = _book(tmp_path)
-    (book / "b.md").write_text(_page("B", "import os\nos._exit(3)"))
-    done = _build(book)
-    assert done.returncode != 0
-    assert "b.md: executing the notebook failed (DeadKernelError)" in done.stderr
+    _, stderr = _failed_build(tmp_path, "import os\nos._exit(3)")
+    assert "b.md: executing the notebook failed (DeadKernelError)" in stderr

@@ -68,12 +68,12 @@ def _expected_seconds(
     return guess
 
 
-def _jobs(app: Sphinx, env: Any, docnames: list[str], cache: Any) -> list[_Job]:
+def _jobs(
+    app: Sphinx, env: Any, docnames: list[str], cache: Any, remembered: dict[str, float]
+) -> list[_Job]:
     from myst_nb.core.read import create_nb_reader
 
     nb_config = env.mystnb_config
-    durations = pathlib.Path(app.config.nb_execution_cache_path) / DURATIONS
-    remembered = json.loads(durations.read_text()) if durations.is_file() else {}
     jobs = []
     for docname in docnames:
         path = pathlib.Path(env.doc2path(docname))
@@ -134,8 +134,11 @@ def _execute(app: Sphinx, env: Any, docnames: list[str]) -> None:
     nb_config = getattr(env, "mystnb_config", None)
     if nb_config is None or nb_config.execution_mode != "cache":
         return
-    cache = get_cache(nb_config.execution_cache_path or ".jupyter_cache")
-    jobs = _jobs(app, env, docnames, cache)
+    folder = nb_config.execution_cache_path or ".jupyter_cache"
+    cache = get_cache(folder)
+    durations = pathlib.Path(folder) / DURATIONS
+    remembered = json.loads(durations.read_text()) if durations.is_file() else {}
+    jobs = _jobs(app, env, docnames, cache, remembered)
     if not jobs:
         return
     processes = max(1, app.parallel)
@@ -143,8 +146,6 @@ def _execute(app: Sphinx, env: Any, docnames: list[str]) -> None:
     start = time.perf_counter()
     asyncio.run(_run(jobs, processes, nb_config.execution_timeout))
     logger.info("notebooks executed in %.1f s", time.perf_counter() - start)
-    durations = pathlib.Path(nb_config.execution_cache_path) / DURATIONS
-    remembered = json.loads(durations.read_text()) if durations.is_file() else {}
     for job in jobs:
         if job.error is not None:
             if nb_config.execution_raise_on_error:

@@ -232,10 +232,10 @@ def roof_figures(attribution: profiling.Attribution) -> dict:
         return {}
     dram_only = dataclasses.replace(roof, cache_roof=None)
     beaten = 0
-    for r in attribution.modelled():
-        if r.precision is None or r.self_time_s <= 0 or r.cost is None:
+    for r in attribution.modelled():  # each has a cost
+        if r.precision is None or r.self_time_s <= 0:
             continue
-        bound = dram_only.bound(r.cost, r.precision)
+        bound = dram_only.bound(r.cost, r.precision)  # type: ignore[arg-type]
         beaten += bound is not None and bound.seconds > r.self_time_s
     return {
         "cache_level": roof.cache_level,

@@ -205,19 +205,18 @@ class OpRow:
     def intensity(self) -> float | None:
         return None if self.cost is None or not self.cost.bytes else self.cost.intensity
 
+    def _per_second(self, amount: int | None) -> float | None:
+        return None if amount is None or self.self_time_s <= 0 else amount / self.self_time_s
+
     @property
     def achieved_flops(self) -> float | None:
         """The model's FLOPs over the measured self time (FLOP/s)."""
-        if self.cost is None or self.self_time_s <= 0:
-            return None
-        return self.cost.flops / self.self_time_s
+        return self._per_second(self.flops)
 
     @property
     def achieved_bytes(self) -> float | None:
         """The model's bytes over the measured self time (byte/s)."""
-        if self.cost is None or self.self_time_s <= 0:
-            return None
-        return self.cost.bytes / self.self_time_s
+        return self._per_second(self.bytes)
 
     @property
     def fraction_of_roof(self) -> float | None:
