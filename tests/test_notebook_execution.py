@@ -89,11 +89,17 @@ def _failed_build(tmp_path: pathlib.Path, code: str) -> tuple[pathlib.Path, str]
 
 
 def test_a_failing_cell_stops_the_build_with_its_error(tmp_path):
-    book, stderr = _failed_build(tmp_path, "x = 1\nx / 0")
+    # longer than page a, so it is queued first
+    book, stderr = _failed_build(tmp_path, "x = 1\nx / 0  # b fails")
     assert "b.md: executing the notebook failed" in stderr
     assert "ZeroDivisionError" in stderr
     assert not (book / "_build" / "b.html").exists()
     assert "x / 0" in stderr  # the failing line
+    # the page that ran is kept: with b mended, only b runs again
+    (book / "b.md").write_text(_page("B", "print('b')"))
+    again = _build(book)
+    assert again.returncode == 0, again.stderr
+    assert "b: executed in " in again.stdout and "a: executed in " not in again.stdout
 
 
 def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):

@@ -12,8 +12,9 @@ the cache (``roofline-durations.json``) to order the next build; a page never ru
 here is guessed from what it is (see :func:`_expected_seconds`).
 
 A notebook that fails stops the build with its cell's error, as
-``nb_execution_raise_on_error`` asks; with that option off, myst-nb runs it again
-during the read and records the traceback in its usual way.
+``nb_execution_raise_on_error`` asks, once the pages that ran are in the cache;
+with that option off, myst-nb runs it again during the read and records the
+traceback in its usual way.
 """
 
 from __future__ import annotations
@@ -146,14 +147,10 @@ def _execute(app: Sphinx, env: Any, docnames: list[str]) -> None:
     start = time.perf_counter()
     asyncio.run(_run(jobs, processes, nb_config.execution_timeout))
     logger.info("notebooks executed in %.1f s", time.perf_counter() - start)
-    for job in jobs:
+    failed = [job for job in jobs if job.error is not None]
+    for job in jobs:  # every page that ran is kept, even when another one failed
         if job.error is not None:
-            if nb_config.execution_raise_on_error:
-                raise ExtensionError(
-                    f"{job.path}: executing the notebook failed "
-                    f"({type(job.error).__name__})\n{job.error}"
-                )
-            continue  # myst-nb executes it again during the read and keeps the traceback
+            continue
         record = cache.add_nb_to_project(str(job.path))
         cache.cache_notebook_bundle(
             CacheBundleIn(job.notebook, record.uri, data={"execution_seconds": job.seconds}),
@@ -162,6 +159,13 @@ def _execute(app: Sphinx, env: Any, docnames: list[str]) -> None:
         )
         remembered[str(job.path.relative_to(app.srcdir))] = round(job.seconds, 2)
     durations.write_text(json.dumps(remembered, indent=1, sort_keys=True) + "\n")
+    if failed and nb_config.execution_raise_on_error:
+        job = failed[0]
+        raise ExtensionError(
+            f"{job.path}: executing the notebook failed ({type(job.error).__name__})\n{job.error}"
+        )
+    # with the option off, myst-nb executes a failed page again during the read and keeps
+    # the traceback
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

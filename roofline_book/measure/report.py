@@ -370,9 +370,10 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
             "rounds": len(copy.get("rounds_s", [0])),
             "peak_rounds": len(probe.get("rounds_s", [0])),
             "peak32_spread_pct": 100 * ceilings["peak_flops"]["fp32"]["spread"],
-            "peak16_spread_pct": 100 * ceilings["peak_flops"].get("bf16", {}).get("spread", 0),
             "copy_spread_pct": 100 * ceilings["bandwidth"]["copy"]["spread"],
         }
+        if "spread" in ceilings["peak_flops"].get("bf16", {}):  # only a measured spread
+            out["peak16_spread_pct"] = 100 * ceilings["peak_flops"]["bf16"]["spread"]
     stability = run.get("stability")
     if stability is not None and "spread" in stability:
         out |= {
