@@ -377,12 +377,18 @@ def gemm_tokens_to_ridge(ridge: float, k: int, n: int, dtype: Precision = "bf16"
     return ridge * s * k * n / denominator if denominator > 0 else math.inf
 
 
-def square_gemm_size_to_ridge(ridge: float, dtype: Precision = "bf16") -> float:
+def square_gemm_size_to_ridge(
+    ridge: float, dtype: Precision = "bf16", *, out_dtype: Precision | None = None
+) -> float:
     """Edge ``n`` at which a square GEMM, ``M = K = N = n``, reaches intensity ``ridge``.
 
     A square GEMM's intensity is ``2n / (3s)`` (FLOP/byte), so
 
     .. math:: n^{*} = \\frac{3 s I^{*}}{2} .
+
+    With ``C`` stored in another precision (``s_out`` bytes, e.g. an FP8 GEMM
+    writing BF16, as cuBLASLt and Transformer Engine do), the intensity is
+    ``2n / (2s + s_out)`` and ``n* = (2s + s_out) I* / 2``.
 
     Parameters
     ----------
@@ -390,6 +396,8 @@ def square_gemm_size_to_ridge(ridge: float, dtype: Precision = "bf16") -> float:
         Target intensity ``I*`` (FLOP/byte), > 0; usually a device's ridge point.
     dtype : str or torch.dtype
         Precision of the three matrices (``s`` bytes per element).
+    out_dtype : str or torch.dtype, optional
+        Precision of ``C`` when it differs from ``dtype``, as in :func:`~roofline_book.ops.gemm`.
 
     Returns
     -------
@@ -411,6 +419,15 @@ def square_gemm_size_to_ridge(ridge: float, dtype: Precision = "bf16") -> float:
 
     >>> square_gemm_size_to_ridge(100.0, "fp8")
     150.0
+
+    FP8 inputs with a BF16 output: ``(2 * 1 + 2) * 100 / 2 = 200``.
+
+    >>> square_gemm_size_to_ridge(100.0, "fp8", out_dtype="bf16")
+    200.0
+    >>> gemm(200, 200, 200, "fp8", out_dtype="bf16").intensity
+    100.0
     """
     ridge = _validate.positive("ridge", ridge)
-    return 3 * bytes_per_element(dtype) * ridge / 2
+    s = bytes_per_element(dtype)
+    s_out = s if out_dtype is None else bytes_per_element(out_dtype)
+    return (2 * s + s_out) * ridge / 2

@@ -132,6 +132,19 @@ def test_adamw_launches():
         adamw(5, tensors=6)
 
 
+def test_multi_tensor_launches_cuda13():
+    # CUDA 13 builds (CUDART_VERSION >= 13000 in ATen/native/cuda/MultiTensorApply.cuh, PyTorch
+    # 2.13): 2240 blocks and {770, 448, 336, 252, 210} tensors per launch, by depth.
+    # 7e9 parameters: ceil(ceil(7e9 / 65536) / 2240) = ceil(106812 / 2240) = 48 launches.
+    assert ops.multi_tensor_launches(7 * 10**9, 300, 4, cuda=13) == 48
+    assert ops.multi_tensor_launches(7 * 10**9, 300, 4) == 334
+    # 300 small tensors at depth 4: 252 per launch in CUDA 13, 36 in CUDA 12.
+    assert ops.multi_tensor_launches(300 * 1000, 300, 4, cuda=13) == 2
+    assert ops.multi_tensor_launches(300 * 1000, 300, 4) == 9
+    with pytest.raises(ValueError, match="cuda must be 12 or 13"):
+        ops.multi_tensor_launches(10, 1, 1, cuda=11)
+
+
 def test_attention_same_flops_less_traffic():
     args = (2, 16, 2048, 2048, 64)
     mat = attention(*args, impl="materialized")

@@ -279,3 +279,22 @@ def test_figure_words_follow_the_language():
         plotting.set_language("en")
     assert plotting.text("vector") == "vector units"
     assert set(plotting.TEXTS["en"]) == set(plotting.TEXTS["zh"])  # every word in both
+
+
+def test_memory_hierarchy_levels_from_the_whitepaper(ax):
+    from roofline_book import adhoc, hardware
+
+    labels, boundary = plotting.memory_hierarchy(ax, hardware("h100-sxm"))
+    # H100 whitepaper: 50 MiB L2, 256 KiB L1 + shared per SM (228 KiB of it shared), 256 KiB
+    # registers per SM; datasheet: 80 GB HBM3 at 3.35 TB/s. Bottom (HBM) to top (compute).
+    texts = [t.get_text() for t in labels]
+    assert len(texts) == 5
+    assert texts[0].startswith("HBM") and "80 GB" in texts[0] and "3.35 TB/s" in texts[0]
+    assert texts[1] == "L2 cache\n50 MiB"
+    assert "256 KiB" in texts[2] and "228 KiB" in texts[2]
+    assert texts[3] == "registers\n256 KiB per SM"
+    # the traffic boundary lies between the HBM label and the L2 label
+    y = boundary.get_ydata()[0]
+    assert labels[0].get_position()[1] < y < labels[1].get_position()[1]
+    with pytest.raises(ValueError, match="l2_cache"):
+        plotting.memory_hierarchy(ax, adhoc("mine", 100e12, 1e12))

@@ -158,6 +158,17 @@ def test_square_gemm_size_to_ridge(dtype, s, first):
     assert gemm(first - 1, first - 1, first - 1, dtype).intensity < H100_RIDGE
 
 
+def test_square_gemm_size_to_ridge_fp8_with_bf16_output():
+    # FP8 A and B (1 byte), BF16 C (2 bytes): I = 2n^3 / (n^2 (1 + 1 + 2)) = n / 2, so the FP8
+    # ridge 1979 / 3.35 = 590.7 FLOP/byte needs n* = 2 * 590.7 = 1181.5, not 3 * 590.7 / 2 = 886.
+    ridge = 1979e12 / 3.35e12
+    n_star = square_gemm_size_to_ridge(ridge, "fp8", out_dtype="bf16")
+    assert n_star == pytest.approx(2 * ridge) == pytest.approx(1181.5, abs=0.1)
+    assert gemm(1181, 1181, 1181, "fp8", out_dtype="bf16").intensity < ridge
+    assert gemm(1182, 1182, 1182, "fp8", out_dtype="bf16").intensity >= ridge
+    assert square_gemm_size_to_ridge(ridge, "fp8", out_dtype="fp8") == pytest.approx(1.5 * ridge)
+
+
 @pytest.mark.parametrize(
     "call,error,match",
     [
@@ -170,6 +181,7 @@ def test_square_gemm_size_to_ridge(dtype, s, first):
         (lambda: square_gemm_size_to_ridge(-1.0), ValueError, "^ridge must be"),
         (lambda: square_gemm_size_to_ridge(True), TypeError, "^ridge must be"),
         (lambda: square_gemm_size_to_ridge(100, "bf17"), ValueError, "dtype 'bf17'"),
+        (lambda: square_gemm_size_to_ridge(100, out_dtype="bf17"), ValueError, "dtype 'bf17'"),
     ],
 )
 def test_ridge_solvers_reject(call, error, match):

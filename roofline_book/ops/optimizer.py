@@ -50,13 +50,21 @@ ADAMW_IMPLS = ("loop", "foreach", "fused")
 #: Elements per thread block in PyTorch's ``multi_tensor_apply`` (``kChunkSize``), and the
 #: most blocks and tensors one launch carries, by how many tensor lists the kernel takes
 #: (``depth_to_max_blocks``, ``depth_to_max_tensors`` in ATen's MultiTensorApply.cuh, the
-#: 4 KB kernel-argument limit; builds with larger kernel arguments carry more per launch).
+#: 4 KB kernel-argument limit of CUDA 12 builds).
 MULTI_TENSOR_CHUNK = 65536
 MULTI_TENSOR_MAX_BLOCKS = 320
 MULTI_TENSOR_MAX_TENSORS = (110, 64, 48, 36, 30)
+#: The same limits in CUDA 13 builds (``CUDART_VERSION >= 13000`` in MultiTensorApply.cuh,
+#: PyTorch 2.13), whose larger kernel arguments carry seven times as much per launch.
+MULTI_TENSOR_MAX_BLOCKS_CUDA13 = 2240
+MULTI_TENSOR_MAX_TENSORS_CUDA13 = (770, 448, 336, 252, 210)
+_MULTI_TENSOR_LIMITS = {
+    12: (MULTI_TENSOR_MAX_BLOCKS, MULTI_TENSOR_MAX_TENSORS),
+    13: (MULTI_TENSOR_MAX_BLOCKS_CUDA13, MULTI_TENSOR_MAX_TENSORS_CUDA13),
+}
 
 
-def multi_tensor_launches(params: int, tensors: int, depth: int) -> int:
+def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 12) -> int:
     """Launches a ``multi_tensor_apply`` kernel needs at least for one pass over a tensor list.
 
     Each launch carries at most :data:`MULTI_TENSOR_MAX_BLOCKS` chunks of
@@ -65,6 +73,9 @@ def multi_tensor_launches(params: int, tensors: int, depth: int) -> int:
     the number of elements, not only with the list's length. ``params``
     elements in ``tensors`` tensors make at least ``ceil(params / 65536)``
     chunks (more when tensors end mid-chunk), so this is a lower bound.
+    The limits depend on the CUDA version PyTorch was built with: ``cuda=13``
+    takes ``MULTI_TENSOR_MAX_BLOCKS_CUDA13`` and ``MULTI_TENSOR_MAX_TENSORS_CUDA13``
+    instead.
 
     Examples
     --------
@@ -75,15 +86,24 @@ def multi_tensor_launches(params: int, tensors: int, depth: int) -> int:
     10
     >>> multi_tensor_launches(1000, 200, 1)       # 200 small tensors, 110 per launch
     2
+
+    A billion parameters (15259 chunks), depth 4: 48 launches in a CUDA 12
+    build, ``ceil(15259 / 2240) = 7`` in a CUDA 13 build.
+
+    >>> multi_tensor_launches(10**9, 1, 4), multi_tensor_launches(10**9, 1, 4, cuda=13)
+    (48, 7)
     """
     params = _validate.size("params", params)
     tensors = _validate.size("tensors", tensors)
     depth = _validate.size("depth", depth)
-    if depth > len(MULTI_TENSOR_MAX_TENSORS):
-        raise ValueError(f"depth must be 1 to {len(MULTI_TENSOR_MAX_TENSORS)}, got {depth}")
+    if isinstance(cuda, bool) or cuda not in _MULTI_TENSOR_LIMITS:
+        raise ValueError(f"cuda must be 12 or 13 (the CUDA major version of the build), got {cuda!r}")
+    max_blocks, max_tensors = _MULTI_TENSOR_LIMITS[cuda]
+    if depth > len(max_tensors):
+        raise ValueError(f"depth must be 1 to {len(max_tensors)}, got {depth}")
     chunks = -(-params // MULTI_TENSOR_CHUNK)
-    by_blocks = -(-chunks // MULTI_TENSOR_MAX_BLOCKS)
-    by_tensors = -(-tensors // MULTI_TENSOR_MAX_TENSORS[depth - 1])
+    by_blocks = -(-chunks // max_blocks)
+    by_tensors = -(-tensors // max_tensors[depth - 1])
     return max(by_blocks, by_tensors)
 
 

@@ -8,7 +8,7 @@ fonts-noto-cjk).
 """
 
 from .ceilings import RESOURCE_COLORS, ceilings, placed
-from .marks import log2_axis, reference_line, ridge_line, time_bars, traffic_bars
+from .marks import log2_axis, memory_hierarchy, reference_line, ridge_line, time_bars, traffic_bars
 from .roofs import (
     achieved_gap,
     attention_sweep,
@@ -44,6 +44,7 @@ __all__ = [
     "gemm_intensity",
     "log2_axis",
     "measured",
+    "memory_hierarchy",
     "placed",
     "points",
     "reference_line",

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import _validate
+from ..hardware import Hardware
 from ..ops import Cost
 from ..roofline import TimeBound
+from ..units import si
 from .style import PALETTE, text
 
 
@@ -202,3 +204,115 @@ def _null_locator():
     from matplotlib.ticker import NullLocator
 
     return NullLocator()
+
+
+def memory_hierarchy(ax, device: Hardware):
+    """The path data takes on ``device``: HBM at the bottom, then L2, each SM's L1 and
+    shared memory and its registers, the compute units on top, one box per level.
+
+    Each box names its level and its capacity as the catalog gives it (HBM also
+    its bandwidth); a dashed line between HBM and L2 marks the boundary whose
+    bytes the book counts as memory traffic.
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    device : roofline_book.hardware.Hardware
+        A device whose catalog entry has every level: memory capacity and
+        bandwidth, L2, L1 and shared memory per SM, registers per SM, SM count.
+
+    Returns
+    -------
+    tuple
+        The boxes' label texts (matplotlib ``Text``) from the bottom (HBM) up, and the
+        boundary (a matplotlib ``Line2D``).
+
+    Raises
+    ------
+    ValueError
+        When ``device`` lacks one of the figures above.
+    """
+    from matplotlib.patches import FancyBboxPatch
+
+    needed = (
+        "memory_capacity",
+        "l2_cache",
+        "l1_shared_per_sm",
+        "shared_memory_per_sm",
+        "register_file_per_sm",
+        "sms",
+    )
+    missing = [name for name in needed if getattr(device, name) is None]
+    if missing:
+        raise ValueError(
+            f"device {device.key!r} has no {', '.join(missing)}; memory_hierarchy needs "
+            "a catalog device with every memory level"
+        )
+
+    def kib(size: float) -> str:
+        return f"{size / 2**10:.0f} KiB"
+
+    per_sm = text("sms", sms=device.sms)
+    levels = [
+        (
+            text(
+                "hbm level",
+                size=si(device.memory_capacity, "B"),
+                bandwidth=si(device.memory_bandwidth, "B/s"),
+            ),
+            text("shared"),
+            PALETTE["vermillion"],
+        ),
+        (
+            text("l2 level", size=f"{device.l2_cache / 2**20:.0f} MiB"),
+            text("shared"),
+            PALETTE["orange"],
+        ),
+        (
+            text(
+                "l1 level",
+                size=kib(device.l1_shared_per_sm),
+                shared=kib(device.shared_memory_per_sm),
+            ),
+            per_sm,
+            PALETTE["sky"],
+        ),
+        (text("register level", size=kib(device.register_file_per_sm)), per_sm, PALETTE["blue"]),
+        (text("compute units"), "", PALETTE["green"]),
+    ]
+    height, gap = 0.8, 0.55
+    labels = []
+    for i, (name, scope, color) in enumerate(levels):
+        y = i * (height + gap)
+        ax.add_patch(
+            FancyBboxPatch(
+                (0.0, y),
+                1.0,
+                height,
+                boxstyle="round,pad=0.02",
+                facecolor=color,
+                alpha=0.25,
+                edgecolor=color,
+            )
+        )
+        labels.append(ax.text(0.5, y + height / 2, name, ha="center", va="center", fontsize=8.5))
+        if scope:
+            ax.text(
+                1.06, y + height / 2, scope, ha="left", va="center", fontsize=7.5, color="#555555"
+            )
+        if i:
+            ax.annotate(
+                "",
+                xy=(0.5, y - 0.02),
+                xytext=(0.5, y - gap + 0.02),
+                arrowprops={"arrowstyle": "<->", "color": "#555555", "lw": 1.0},
+            )
+    y_line = height + gap / 2
+    (boundary,) = ax.plot(
+        [-0.05, 1.05], [y_line, y_line], linestyle="--", color=PALETTE["black"], linewidth=1.0
+    )
+    ax.text(-0.07, y_line, text("traffic boundary"), ha="right", va="center", fontsize=7.5)
+    top = len(levels) * (height + gap) - gap
+    ax.set(xlim=(-0.75, 1.75), ylim=(-0.1, top + 0.1))
+    ax.set_axis_off()
+    return labels, boundary
