@@ -22,6 +22,11 @@ def test_chapter_1_prose_numbers(glued):
     assert round(g["gemm4096_gflops"]) == 137
     assert g["t_example_ms"] == pytest.approx(1.374, abs=1e-3)
     assert g["t_h100_ms"] == pytest.approx(2 * 4096**3 / 989.5e12 * 1e3)  # about 0.139 ms
+    # the example device: one peak of 100 TFLOP/s and one bandwidth of 1 TB/s
+    assert (g["example_tflops"], g["example_tbps"]) == (100.0, 1.0)
+    # H100 datasheet: BF16 1,979 TFLOP/s "with sparsity" (2:4), twice the dense 989.5
+    assert g["sparse_over_dense"] == pytest.approx(1979 / 989.5) == 2.0
+    assert g["h100_bf16_sparse_tflops"] == pytest.approx(2 * g["h100_bf16_tflops"])
 
 
 def test_chapter_1_units(glued):
@@ -44,3 +49,12 @@ def test_chapter_1_units(glued):
     assert g["fa_exp_vs_matrix"] == pytest.approx(exp_s / matrix_s)  # about 0.92
     hbm_bytes = 4 * (4 * 16 * 4096 * 64) * 2  # Q, K, V read once, O written once
     assert g["fa_exp_vs_hbm"] == pytest.approx(exp_s / (hbm_bytes / 3.35e12))  # 6.4
+
+
+def test_index_opening_numbers(glued):
+    """The preface's GEMM and residual add: the book's running 4096 examples on H100 SXM."""
+    g = glued("index")
+    assert round(g["idx_gemm_yi"]) == 1374  # 2 * 4096**3 = 137,438,953,472 FLOP, in 亿 (1e8)
+    assert g["idx_gemm_ms"] == pytest.approx(2 * 4096**3 / 989.5e12 * 1e3)  # about 0.139 ms
+    assert g["idx_add_wan"] == pytest.approx(4096 * 4096 / 1e4)  # 16,777,216 adds, in 万
+    assert g["idx_add_us"] == pytest.approx(6 * 4096 * 4096 / 3.35e12 * 1e6)  # about 30 us

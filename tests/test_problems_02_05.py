@@ -45,6 +45,8 @@ def test_chapter_2_prose_numbers(glued):
     assert g["h100_vec_tflops"] == 67.0
     assert g["add_h100_tcomp_us"] == approx(numel / H100_FP32 * 1e6)  # about 0.250 us
     assert g["add_h100_ratio"] == approx(6 * H100_FP32 / H100_BW)  # 120
+    # no overlap: the two times added, 30.05 + 0.25 us
+    assert g["add_h100_sum_us"] == approx((6 * numel / H100_BW + numel / H100_FP32) * 1e6)
     # The 1 GB standardization, 7 eager kernels: mean, sub, mul, mean, + eps, sqrt, div.
     # 5 reads and 3 writes of a 1 GB tensor, plus 2 scalar kernels of 2 + 2 bytes each.
     assert g["std_kernels"] == 7
@@ -75,6 +77,14 @@ def test_chapter_2_answers(glued):
     assert g["ans_q3_ms"] == approx(3e9 / H100_BW * 1e3)  # about 0.896 ms
     assert g["ans_q3_ratio"] == approx((8e9 + 8) / 3e9)  # about 2.67
     assert g["ans_q3_kernels"] == 2
+    # FP32 add against the CUDA-core roof: 12 bytes and 1 FLOP per element; the vector ridge
+    # is 67 / 3.35 = 20 FLOP/byte, 240 times to the right of 1/12.
+    assert g["ans_q4_i"] == approx(1 / 12)
+    assert g["ans_q4_ridge"] == approx(H100_FP32 / H100_BW, rel=5e-3)  # 20.0
+    assert g["ans_q4_left"] == approx(12 * H100_FP32 / H100_BW, rel=5e-3)  # 240
+    # 12 bytes x 20 FLOP/byte = 240 FLOP per element, 120 FMAs of 2 FLOP each
+    assert g["ans_q4_flops"] == approx(12 * 20, rel=5e-3)
+    assert round(g["ans_q4_slots"]) == 12 * 20 // 2 == 120
 
 
 # --------------------------------------------------------------------------
@@ -102,6 +112,12 @@ def test_chapter_3_prose_numbers(glued):
     assert g["adamw_ratio"] == approx(80 / 28) and g["adamw_loop_kernels"] == 8
     # Fused: 1e9 / 65,536 = 15,259 chunks, 320 per multi_tensor_apply launch: ceil(47.7) = 48.
     assert g["adamw_fused_kernels"] == 48
+    # A CUDA 13 build carries 2240 blocks per launch (MultiTensorApply.cuh): ceil(15259 / 2240) = 7.
+    assert (g["adamw_max_blocks"], g["adamw_max_blocks_cuda13"]) == (320, 2240)
+    assert g["adamw_fused_kernels_cuda13"] == math.ceil(math.ceil(1e9 / 65536) / 2240) == 7
+    # Each intermediate of the fusion example, 4096 x 4096 BF16, is 32 MiB: inside the 50 MiB L2.
+    assert g["fuse_t_mib"] == 4096 * 4096 * 2 / 2**20 == 32
+    assert g["l2_mib"] == H100_L2 / 2**20
     assert g["tile1_i"] == approx(tiled_intensity(4096, 1, 2))  # about 1/s
     assert g["tile128_i"] == approx(tiled_intensity(4096, 128, 2))  # about 63.0
     assert g["tilen_i"] == approx(square_intensity(4096, 2))

@@ -310,6 +310,12 @@ def test_chapter_8_prose_numbers(glued):
     assert g["big_I"] == pytest.approx(8192 / 6)
     assert (g["small_tiles"], g["big_tiles"], g["sms"]) == (1, 1024, H100_SMS)
     assert g["small_tile_use"] == pytest.approx(32 / 128)
+    # wave quantization: 1024 tiles on 132 SMs, one tile per SM at a time, are 7.76 waves;
+    # 8 waves, the last holding 1024 - 7 * 132 = 100 tiles (76 % of the SMs); 1024 / 1056 = 97 %
+    assert g["big_waves"] == pytest.approx(1024 / 132) and round(g["big_waves"], 2) == 7.76
+    assert (g["big_waves_ceil"], g["big_last_tiles"]) == (8, 100)
+    assert g["big_last_fill"] == pytest.approx(100 / 132) and round(g["big_last_fill"], 2) == 0.76
+    assert g["big_wave_eff"] == pytest.approx(1024 / (8 * 132))
     assert g["h100_peak_ratio"] == pytest.approx(989.5 / 67)
     assert g["a100_peak_ratio"] == pytest.approx(16.0)
     assert g["ridge_h200_bf16"] == pytest.approx(H100_BF16 / H200_BW)
