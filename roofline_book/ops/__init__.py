@@ -41,6 +41,7 @@ from .optimizer import (
 )
 from .pointwise import (
     GELU_FLOPS_PER_ELEMENT,
+    ROPE_FLOPS_PER_ELEMENT,
     SOFTMAX_FLOPS_PER_ELEMENT,
     SWIGLU_FLOPS_PER_ELEMENT,
     add,
@@ -51,6 +52,7 @@ from .pointwise import (
     residual_add,
     rmsnorm,
     rmsnorm_eager,
+    rope,
     softmax,
     swiglu,
 )
@@ -64,6 +66,7 @@ __all__ = [
     "MULTI_TENSOR_CHUNK",
     "MULTI_TENSOR_MAX_BLOCKS",
     "MULTI_TENSOR_MAX_TENSORS",
+    "ROPE_FLOPS_PER_ELEMENT",
     "SOFTMAX_FLOPS_PER_ELEMENT",
     "SWIGLU_FLOPS_PER_ELEMENT",
     "UNITS",
@@ -85,6 +88,7 @@ __all__ = [
     "residual_add",
     "rmsnorm",
     "rmsnorm_eager",
+    "rope",
     "softmax",
     "swiglu",
     "tiled_gemm",
