@@ -3,9 +3,9 @@
 The block is the Llama-style pre-norm block: RMSNorm, a fused QKV projection,
 the rotary embedding of Q and K (RoPE), attention, the output projection and a
 residual add; then RMSNorm, the gate and up projections of a SwiGLU MLP, the
-gated activation, the down projection and a second residual add. Forward pass only. The optimizer step
-over the block's parameters is a separate list, since it runs once per
-training step, not once per forward pass. On a device, these become tables
+gated activation, the down projection and a second residual add. Forward pass
+only. The optimizer step over the block's parameters is a separate list, since
+it runs once per training step, not once per forward pass. On a device, these become tables
 (:func:`roofline_book.tables.block_table`, :func:`roofline_book.tables.optimizer_table`).
 
 Examples
