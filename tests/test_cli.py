@@ -548,3 +548,38 @@ def test_infer_bad_input_is_one_line_and_exit_2(case, call):
     status, out, err = call("infer", *argv)
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+# --------------------------------------------------------------------------
+# the appendix page (built book)
+
+
+def test_cli_appendix_lists_every_operator_and_explains_infer(glued):
+    from roofline_book.cli.operators import OPERATORS
+
+    g = glued("appendix/cli")
+    assert g["cli_n_ops"] == len(OPERATORS) == 17
+    build = Path(os.environ.get("BOOK_BUILD", ROOT / "_build"))  # as conftest reads it
+    page = (build / "html" / "appendix" / "cli.html").read_text("utf-8")
+    table = page[page.index('id="tbl-cli-ops"') :].split("</table>")[0]
+    for name in OPERATORS:
+        assert f'<span class="pre">{name}</span>' in table, name
+    # Llama-3-8B on H100 SXM, BF16 (config.json: 32 layers of width 4096, 32 query and 8 KV heads
+    # of 128, MLP 14336, vocabulary 128,256, untied head). Weights: per layer
+    # 2 * 4096^2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096 = 218,112,000; 32 layers, two
+    # 128,256 x 4096 matrices and the final norm make 8,030,261,248 parameters, 2 bytes each.
+    weights = 2 * (32 * 218_112_000 + 2 * 128_256 * 4096 + 4096)
+    assert g["cli_inf_weights_gb"] == pytest.approx(weights / 1e9)  # 16.06 GB
+    kv_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 heads of 128, 2 bytes: 131,072
+    assert g["cli_inf_kv_kb"] == pytest.approx(kv_token / 1e3)
+    # 90 % of the memory, less the weights, over 4096 tokens of cache per sequence
+    fits = int((0.9 * H100.memory_capacity - weights) // (4096 * kv_token))
+    assert (g["cli_inf_fits"], g["cli_inf_use"], g["cli_inf_reserve"]) == (fits, 0.9, 0.1)
+    # gate and up fused, k = 4096, n = 2 * 14336: 2Bkn / (2kn + 2B(k + n)) = R at
+    # B = R * 2kn / (2kn - 2R(k + n)), R the BF16 ridge point (matrix peak / HBM bandwidth)
+    ridge = H100.peak_flops("bf16") / H100.memory_bandwidth
+    k, n = 4096, 2 * 14336
+    assert g["cli_inf_ridge_batch"] == pytest.approx(
+        ridge * 2 * k * n / (2 * k * n - 2 * ridge * (k + n))
+    )
+    assert fits < g["cli_inf_ridge_batch"]  # the page says decode stays bandwidth-bound
