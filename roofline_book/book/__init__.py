@@ -16,7 +16,7 @@ from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame, spec
 from .notebook import glue, glue_figure, plain, preamble
 from .profiling import attribution_frame, glue_profile, glue_scaling
 from .rows import first_size, share
-from .runs import show_run
+from .runs import cpu_run, show_run
 from .tables import (
     RESOURCE_ZH,
     bound_frame,
@@ -37,6 +37,7 @@ __all__ = [
     "claims_table",
     "cli_error",
     "cli_json",
+    "cpu_run",
     "verdict_counts",
     "first_size",
     "glue",
