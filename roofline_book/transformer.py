@@ -1,17 +1,17 @@
 """The operators of one Transformer decoder block, and the optimizer step over its weights.
 
 The block is the Llama-style pre-norm block: RMSNorm, a fused QKV projection,
-attention, the output projection and a residual add; then RMSNorm, the gate
-and up projections of a SwiGLU MLP, the gated activation, the down
-projection and a second residual add. Forward pass only. The optimizer step
-over the block's parameters is a separate list, since it runs once per
-training step, not once per forward pass. On a device, these become tables
+the rotary embedding of Q and K (RoPE), attention, the output projection and a
+residual add; then RMSNorm, the gate and up projections of a SwiGLU MLP, the
+gated activation, the down projection and a second residual add. Forward pass
+only. The optimizer step over the block's parameters is a separate list, since
+it runs once per training step, not once per forward pass. On a device, these become tables
 (:func:`roofline_book.tables.block_table`, :func:`roofline_book.tables.optimizer_table`).
 
 Examples
 --------
 >>> [name for name, _ in block_ops(LLAMA2_7B)][:4]
-['attention norm (RMSNorm)', 'QKV projection', 'attention (flash)', 'output projection']
+['attention norm (RMSNorm)', 'QKV projection', 'rotary embedding (RoPE)', 'attention (flash)']
 >>> [name for name, _ in optimizer_ops(LLAMA2_7B)]
 ['AdamW (loop)', 'AdamW (foreach)', 'AdamW (fused)']
 """
@@ -31,6 +31,7 @@ from .ops import (
     gemm,
     residual_add,
     rmsnorm,
+    rope,
     swiglu,
 )
 
@@ -104,6 +105,11 @@ def block_ops(
 ) -> list[tuple[str, Cost]]:
     """The forward operators of one block, in execution order, with their costs.
 
+    Each operator is its own kernel. RoPE is a row of its own, as Hugging
+    Face's eager code runs it; fused kernels often apply it in the QKV
+    projection's epilogue or inside the attention kernel, which removes its
+    traffic (one more read and write of Q and K) but not its FLOPs.
+
     Examples
     --------
     The projections' FLOPs add up to 2 x tokens x weights:
@@ -130,6 +136,7 @@ def block_ops(
     return [
         ("attention norm (RMSNorm)", rmsnorm(t, h, s)),
         ("QKV projection", gemm(t, h, 3 * h, s)),
+        ("rotary embedding (RoPE)", rope(t, config.heads, config.head_dim, s)),
         (f"attention ({attention_impl.strip().lower()})", attn),
         ("output projection", gemm(t, h, h, s)),
         ("residual add", residual_add(t * h, s)),

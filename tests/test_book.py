@@ -139,3 +139,28 @@ def test_hardware_tables_read_the_catalog():
     special = book.special_frame()
     # 67e12 / (2 * 128 * 132) = 1.983 GHz; 16 * 132 * 1.983e9 = 4.188e12
     assert special.loc["h100-sxm", "时钟 [GHz]"] == f"{67e12 / (2 * 128 * 132) / 1e9:.3f}"
+
+
+def test_cpu_run_reads_the_variable_else_the_newest_run_in_build_bench(tmp_path, monkeypatch):
+    import json
+    import pathlib
+
+    from roofline_book.book import runs
+
+    fixture = json.loads(
+        (pathlib.Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text("utf-8")
+    )
+    bench = tmp_path / "_build" / "bench"
+    bench.mkdir(parents=True)
+    for name, date in (("a.json", "2026-01-02T00:00:00Z"), ("b.json", "2025-12-31T00:00:00Z")):
+        (bench / name).write_text(json.dumps({**fixture, "date": date}), "utf-8")
+    (tmp_path / "docs").mkdir()
+    monkeypatch.chdir(tmp_path / "docs")  # a page's folder, below the checkout's root
+    monkeypatch.delenv(runs.CPU_RUN_ENV, raising=False)
+    assert book.cpu_run()["date"] == "2026-01-02T00:00:00Z"  # the newest, not the last name
+    monkeypatch.setenv(runs.CPU_RUN_ENV, str(bench / "b.json"))
+    assert book.cpu_run()["date"] == "2025-12-31T00:00:00Z"  # the build's choice comes first
+    monkeypatch.delenv(runs.CPU_RUN_ENV)
+    monkeypatch.setattr(runs, "BENCH_FOLDER", pathlib.Path("no-such-folder"))
+    with pytest.raises(FileNotFoundError, match=r"`make bench`.*roofline-book bench --quick"):
+        book.cpu_run()

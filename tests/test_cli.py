@@ -153,6 +153,100 @@ def test_every_operator_equals_the_library(case, call):
     assert out["attainable"] == cost.flops / time.seconds
 
 
+def test_every_public_operator_is_registered():
+    # one entry per function of roofline_book.ops that returns a cost (the CLI appendix lists
+    # OPERATORS); adamw_passes and multi_tensor_launches are parts of adamw, not operators
+    from roofline_book import ops
+    from roofline_book.cli.operators import OPERATORS
+
+    functions = {n for n in ops.__all__ if n.islower() and callable(getattr(ops, n))}
+    assert functions - {"adamw_passes", "multi_tensor_launches"} == set(OPERATORS)
+    assert {spec.func for spec in OPERATORS.values()} == {getattr(ops, n) for n in OPERATORS}
+
+
+def _h100_time(matrix=0, vector=0, special=0, nbytes=0):
+    """Each unit's FLOPs over its BF16 ceiling and the bytes over HBM, the largest."""
+    return max(
+        matrix / H100.ceiling("matrix", "bf16"),
+        vector / H100.ceiling("vector", "bf16"),
+        special / H100.ceiling("special", "bf16"),
+        nbytes / H100.memory_bandwidth,
+    )
+
+
+# The operators the text builds on beyond the forward ones, each by hand:
+# argv, (FLOPs, bytes read, bytes written, kernels, bytes re-read), time by unit.
+N16M = 4096 * 4096  # 16,777,216 elements
+BY_HAND = {
+    # 128 x 128 tiles of the BF16 4096^3 GEMM: A and B each read 4096 / 128 = 32 times,
+    # 2 * 2 * 4096^3 / 128 = 2,147,483,648 bytes in; C written once, 2 * 4096^2.
+    "tiled_gemm": (
+        ["tiled_gemm", "--m", "4096", "--k", "4096", "--n", "4096", "--tile", "128"],
+        (2 * 4096**3, 2_147_483_648, 33_554_432, 1, 0),
+        {"matrix": 2 * 4096**3, "nbytes": 2_181_038_080},
+    ),
+    # dx = dy @ W (4096 x 11008 x 4096) and dW = dy^T @ x (11008 x 4096 x 4096):
+    # 4 * 4096 * 4096 * 11008 FLOPs; reads 2 * (2 * 4096 * 11008) + 2 * (11008 * 4096 + 4096^2)
+    # = 180,355,072 + 123,731,968; writes 2 * 4096^2 + 2 * 11008 * 4096 = 33,554,432 + 90,177,536.
+    "linear_backward": (
+        ["linear_backward", "--tokens", "4096", "--in-features", "4096"]
+        + ["--out-features", "11008"],
+        (4 * 4096 * 4096 * 11008, 304_087_040, 123_731_968, 2, 0),
+        {"matrix": 4 * 4096 * 4096 * 11008, "nbytes": 427_819_008},
+    ),
+    # causal flash backward, 2 x 4 heads of 1024 x 64, BF16: 8 * 1024 * 1025 / 2 = 4,198,400
+    # kept pairs, 10 * 64 matrix FLOPs, 3 vector and 1 exp each. One N x d tensor of all heads
+    # is 8 * 1024 * 64 * 2 = 1,048,576 bytes: Q, O, dO, K, V read, dQ, dK, dV written. 64 KiB
+    # holds 32,768 elements, 32,768 / (4 * 64) = 128 key rows, 8 key blocks: Q, dO read and dQ
+    # read and written 7 more times, 7 * 4 * 1,048,576 = 29,360,128 bytes.
+    "attention_backward": (
+        ["attention_backward", "--batch", "2", "--heads", "4", "--seq-q", "1024"]
+        + ["--head-dim", "64", "--causal", "--sram-bytes", "64Ki"],
+        (4_198_400 * 644, 5 * 1_048_576, 3 * 1_048_576, 1, 29_360_128),
+        {
+            "matrix": 4_198_400 * 640,
+            "vector": 3 * 4_198_400,
+            "special": 4_198_400,
+            "nbytes": 8 * 1_048_576,
+        },
+    ),
+    # eager RMSNorm, 4096 x 4096 BF16 upcast to FP32, n = 16,777,216, r = 4096 rows:
+    # reads 2n (cast) + 4n (pow) + 4n (mean) + 4r (+eps) + 4r (rsqrt) + 4(n + r) (x * r)
+    # + 4n (cast back) + 2(n + 4096) (weight) = 20n + 12r + 8192;
+    # writes 4n + 4n + 4r + 4r + 4r + 4n + 2n + 2n = 16n + 12r; FLOPs 4n + 2r vector, r rsqrt.
+    "rmsnorm_eager": (
+        ["rmsnorm_eager", "--rows", "4096", "--d", "4096"],
+        (4 * N16M + 3 * 4096, 20 * N16M + 12 * 4096 + 8192, 16 * N16M + 12 * 4096, 8, 0),
+        {"vector": 4 * N16M + 2 * 4096, "special": 4096, "nbytes": 36 * N16M + 24 * 4096 + 8192},
+    ),
+    # without the upcast every pass moves 2-byte elements and the two casts are gone:
+    # reads 2n + 2n + 2r + 2r + 2(n + r) + 2(n + 4096), writes 2n + 2r + 2r + 2r + 2n + 2n.
+    "rmsnorm_eager no upcast": (
+        ["rmsnorm_eager", "--rows", "4096", "--d", "4096", "--no-upcast"],
+        (4 * N16M + 3 * 4096, 8 * N16M + 6 * 4096 + 8192, 6 * N16M + 6 * 4096, 6, 0),
+        {"vector": 4 * N16M + 2 * 4096, "special": 4096, "nbytes": 14 * N16M + 12 * 4096 + 8192},
+    ),
+    # RoPE on Llama-2-7B's Q and K (4096 tokens x 32 heads x 128 each): 3 FLOPs per element;
+    # read Q, K and the 4096 x 128 cos and sin tables, write Q and K, 2 bytes each.
+    "rope": (
+        ["rope", "--tokens", "4096", "--heads", "32", "--head-dim", "128"],
+        (3 * 2 * N16M, 2 * (2 * N16M + 2 * 4096 * 128), 2 * 2 * N16M, 1, 0),
+        {"vector": 3 * 2 * N16M, "nbytes": 2 * (4 * N16M + 2 * 4096 * 128)},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BY_HAND, ids=list(BY_HAND))
+def test_added_operators_by_hand(case, call):
+    argv, counts, units = BY_HAND[case]
+    status, stdout, stderr = call("op", *argv, "--json")
+    assert (status, stderr) == (0, "")
+    out = json.loads(stdout)
+    got = (out["flops"], out["bytes_read"], out["bytes_written"], out["kernels"])
+    assert got + (out["reread_bytes"],) == counts
+    assert out["time_lower_bound"] == pytest.approx(_h100_time(**units))
+
+
 def test_adamw_roof_is_the_parameter_precision(call):
     status, stdout, _ = call("op", "adamw", "--params", "100", "--impl", "fused", "--json")
     assert status == 0
@@ -206,8 +300,8 @@ def test_block_custom_config_on_an_adhoc_device():
     config = DecoderConfig(batch=2, seq=2000, hidden=2048, heads=16, ffn=5632)
     rows = block_table(config, rb.adhoc("x", 100e12, 1e12), attention_impl="materialized")
     assert [r["time_lower_bound"] for r in out["rows"]] == [r.time.seconds for r in rows]
-    assert out["rows"][2]["name"] == "attention (materialized)"
-    assert out["rows"][2]["kernels"] == 3
+    assert out["rows"][3]["name"] == "attention (materialized)"  # after QKV and RoPE
+    assert out["rows"][3]["kernels"] == 3
 
 
 def test_block_table_text():
@@ -454,3 +548,38 @@ def test_infer_bad_input_is_one_line_and_exit_2(case, call):
     status, out, err = call("infer", *argv)
     assert status == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+# --------------------------------------------------------------------------
+# the appendix page (built book)
+
+
+def test_cli_appendix_lists_every_operator_and_explains_infer(glued):
+    from roofline_book.cli.operators import OPERATORS
+
+    g = glued("appendix/cli")
+    assert g["cli_n_ops"] == len(OPERATORS) == 17
+    build = Path(os.environ.get("BOOK_BUILD", ROOT / "_build"))  # as conftest reads it
+    page = (build / "html" / "appendix" / "cli.html").read_text("utf-8")
+    table = page[page.index('id="tbl-cli-ops"') :].split("</table>")[0]
+    for name in OPERATORS:
+        assert f'<span class="pre">{name}</span>' in table, name
+    # Llama-3-8B on H100 SXM, BF16 (config.json: 32 layers of width 4096, 32 query and 8 KV heads
+    # of 128, MLP 14336, vocabulary 128,256, untied head). Weights: per layer
+    # 2 * 4096^2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096 = 218,112,000; 32 layers, two
+    # 128,256 x 4096 matrices and the final norm make 8,030,261,248 parameters, 2 bytes each.
+    weights = 2 * (32 * 218_112_000 + 2 * 128_256 * 4096 + 4096)
+    assert g["cli_inf_weights_gb"] == pytest.approx(weights / 1e9)  # 16.06 GB
+    kv_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 heads of 128, 2 bytes: 131,072
+    assert g["cli_inf_kv_kb"] == pytest.approx(kv_token / 1e3)
+    # 90 % of the memory, less the weights, over 4096 tokens of cache per sequence
+    fits = int((0.9 * H100.memory_capacity - weights) // (4096 * kv_token))
+    assert (g["cli_inf_fits"], g["cli_inf_use"], g["cli_inf_reserve"]) == (fits, 0.9, 0.1)
+    # gate and up fused, k = 4096, n = 2 * 14336: 2Bkn / (2kn + 2B(k + n)) = R at
+    # B = R * 2kn / (2kn - 2R(k + n)), R the BF16 ridge point (matrix peak / HBM bandwidth)
+    ridge = H100.peak_flops("bf16") / H100.memory_bandwidth
+    k, n = 4096, 2 * 14336
+    assert g["cli_inf_ridge_batch"] == pytest.approx(
+        ridge * 2 * k * n / (2 * k * n - 2 * ridge * (k + n))
+    )
+    assert fits < g["cli_inf_ridge_batch"]  # the page says decode stays bandwidth-bound

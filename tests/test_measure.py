@@ -853,9 +853,12 @@ def test_a_run_beside_a_busy_core_is_stable_or_says_so():
     stability = loaded["stability"]
     assert len(stability["checkpoints_s"]) >= 2
     if stability["stable"]:
-        for precision, c in loaded["ceilings"]["peak_flops"].items():
-            ratio = c["value"] / idle["ceilings"]["peak_flops"][precision]["value"]
-            assert 0.5 < ratio < 2, (precision, ratio)  # no stall of the kind a flag is for
+        # FP32 only: this host's BF16 (AMX) rate swings between about 350 and 1,100 GFLOP/s
+        # within tens of seconds on an idle machine, so two runs' BF16 peaks can differ by 3x
+        # with no load beside them at all, and a ratio of two of them says nothing about the load
+        fp32 = loaded["ceilings"]["peak_flops"]["fp32"]["value"]
+        ratio = fp32 / idle["ceilings"]["peak_flops"]["fp32"]["value"]
+        assert 0.5 < ratio < 2, ratio  # no stall of the kind a flag is for
     else:
         verdicts = {c.verdict for c in check_claims(loaded)}
         assert verdicts <= {"inconclusive", "not measured"}

@@ -336,3 +336,17 @@ def test_attention_backward_recomputes_to_move_less():
     assert flash.reread_bytes == 7 * 4 * nd
     with pytest.raises(ValueError, match="impl must be one of stored, flash"):
         ops.attention_backward(1, 1, 8, 8, 8, impl="eager")
+
+
+def test_rope_grouped_query_and_bad_input():
+    from roofline_book.ops import rope
+
+    # Llama-3-8B: 32 query heads, 8 key heads of 128, 1 token, BF16. Rotated elements
+    # 32 * 128 + 8 * 128 = 5120: 3 * 5120 = 15,360 FLOPs; read 2 * (5120 + 2 * 128) = 10,752
+    # bytes, write 2 * 5120 = 10,240.
+    c = rope(1, 32, 128, "bf16", kv_heads=8)
+    assert (c.flops, c.bytes_read, c.bytes_written) == (15_360, 10_752, 10_240)
+    with pytest.raises(ValueError, match="head_dim must be even"):
+        rope(1, 1, 3)
+    with pytest.raises(TypeError, match="kv_heads"):
+        rope(1, 1, 2, kv_heads=1.0)

@@ -9,11 +9,12 @@ from __future__ import annotations
 import html
 import itertools
 import re
-import unicodedata
 
 import pypdf
 import pytest
 from conftest import BUILD
+from pdf_text import body_text
+from pdf_text import squeeze as _squeeze
 from test_site import PAGES
 
 HTML = BUILD / "html"
@@ -27,11 +28,6 @@ _GLUE = re.compile(r'<span class="pasted-text">([^<]*)</span>')
 _TAG = re.compile(r"<[^>]+>")
 _BREAK = "\x00"  # where math or a block ended: context never runs across it
 _BLOCK = re.compile(r"</(p|div|pre|li|td|th|h\d|dt|dd|figcaption)>")
-
-
-def _squeeze(text: str) -> str:
-    """No blanks (CJK lines break anywhere), ligatures such as ﬀ spelt out (NFKC)."""
-    return re.sub(r"\s+", "", unicodedata.normalize("NFKC", text))
 
 
 def _article(page: str) -> str:
@@ -53,24 +49,13 @@ def reader():
     return pypdf.PdfReader(PDF)
 
 
-_RUNNING_HEAD = re.compile(r"^Roofline Book, 发行版本 \S+$")
-_RUNNING_FOOT = re.compile(r"^[0-9A-Z]+(\.\d+)+\.\s.*\s\d+$")  # "8.3. 精度：…… 43"
-
-
-def _body(page) -> str:
-    """A page's text without its running head and foot, so a sentence runs on across pages."""
-    lines = page.extract_text().splitlines()
-    if lines and _RUNNING_HEAD.match(lines[0].strip()):
-        lines = lines[1:]
-    if lines and _RUNNING_FOOT.match(lines[-1].strip()):
-        lines = lines[:-1]
-    return "\n".join(lines)
-
-
 @pytest.fixture(scope="module")
 def text(reader) -> str:
     """The PDF's text with every blank removed (CJK lines break anywhere), heads and feet out."""
-    return _squeeze("".join(_body(page) for page in reader.pages))
+    labels = reader.page_labels
+    return body_text(
+        [(page.extract_text().splitlines(), labels[i]) for i, page in enumerate(reader.pages)]
+    )
 
 
 def _chapter_pages() -> list[str]:

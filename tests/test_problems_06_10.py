@@ -152,6 +152,7 @@ def _block(attention):
     return [
         rms,
         _gemm(T, H, 3 * H),
+        ROPE,
         attention,
         _gemm(T, H, H),
         add,
@@ -163,6 +164,10 @@ def _block(attention):
         add,
     ]
 
+
+# RoPE on Q and K (T x H each): x * cos + rotate_half(x) * sin, 3 vector FLOPs per element;
+# read Q, K and the T x D cos and sin tables, write Q and K, 2 bytes each.
+ROPE = {"vector": 3 * 2 * T * H, "nbytes": 2 * (2 * T * H + 2 * T * D) + 2 * 2 * T * H}
 
 # Causal FlashAttention keeps T(T+1)/2 pairs per head: 4D matrix FLOPs, 4 vector, one exp each.
 # Compulsory bytes: Q, K, V read and O written once. The K/V re-reads (one head's K and V,
@@ -252,6 +257,37 @@ def test_chapter_7_prose_numbers(glued):
     assert g["opt_fused_ms"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW * 1e3)
     assert g["step_forwards"] == 3
     assert g["opt_vs_step"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW / (3 * flash_total))
+    # Per parameter: BF16 grad 2 + FP32 master, m, v read 12; master, m, v written 12 and the
+    # BF16 weight 2: 28. Megatron-LM's default reads an FP32 grad (4 + 12 read, 12 written)
+    # and copies the master to BF16 in another kernel (read 4, write 2): 34.
+    assert g["opt_fused_bpp"] == pytest.approx(28)
+    assert g["opt_megatron_bpp"] == pytest.approx(34)
+    # RoPE: 136,314,880 bytes over 3.35 TB/s = 40.7 us, its share of the block's bound.
+    assert g["rope_mb"] == pytest.approx(ROPE["nbytes"] / 1e6) and ROPE["nbytes"] == 136_314_880
+    assert g["rope_us"] == pytest.approx(ROPE["nbytes"] / H100_BW * 1e6)
+    assert g["rope_share"] == pytest.approx(ROPE["nbytes"] / H100_BW / flash_total)
+    small = [op for op in _block(FLASH_UNITS) if "matrix" not in op]  # norms, RoPE, adds, SwiGLU
+    assert g["small_share"] == pytest.approx(sum(_time(**op)[0] for op in small) / flash_total)
+
+
+def test_chapter_7_standard_flop_formulas(glued):
+    g = glued(CH7)
+    # Kaplan et al. 2020, Table 1: 2 N FLOPs per token for the weights. N = 202,383,360;
+    # 2 * N * 4096 = 1.6579e12. The projections hold all but the two norm weights (2 * 4096).
+    projections = 2 * T * (4 * H * H + 3 * H * F)  # 1,657,857,376,256
+    assert g["proj_tflop"] == pytest.approx(projections / 1e12)
+    assert g["two_n_t_tflop"] == pytest.approx(2 * BLOCK_PARAMS * T / 1e12)
+    assert g["proj_vs_2nt"] == pytest.approx(1 - 2 * H / BLOCK_PARAMS)  # 0.99996
+    # Kaplan's attention term, 2 n_ctx d_attn per token (causal), times 4096 tokens: 2 * 4096^3
+    # = 137,438,953,472; flash keeps 4096 * 4097 / 2 pairs per head, 4 * 128 FLOPs each.
+    assert g["kaplan_attn_gflop"] == pytest.approx(2 * T * T * H / 1e9)
+    assert g["flash_matrix_gflop"] == pytest.approx(FLASH_UNITS["matrix"] / 1e9)
+    assert g["flash_vs_kaplan"] == pytest.approx((T + 1) / T)  # 1.00024
+    # Chinchilla App. F: QK^T and softmax @ V, 2 * seq^2 * (key_size * heads) each, not halved:
+    # 4 * 4096^2 * 4096 = 274,877,906,944, the materialized version's matrix FLOPs.
+    assert g["chinchilla_attn_gflop"] == pytest.approx(4 * T * T * H / 1e9)
+    assert g["mat_matrix_gflop"] == pytest.approx(MATERIALIZED_UNITS["matrix"] / 1e9)
+    assert g["mat_softmax_part"] == pytest.approx(5 / (4 * D + 5))  # 1.0 %
     # Attention backward, no mask, per head: storing P does 8 T^2 D matrix FLOPs and 2 T^2 vector
     # and moves 7 T^2 scores (P read twice, dP written and read, dS written and read twice) plus
     # 8 T x D tensors (dO twice, K, V and Q read; dV, dQ, dK written), 2 bytes each. Recomputing
@@ -368,6 +404,7 @@ def test_chapter_13_answers(glued):
     ln_bytes = 2 * (2 * 4096 * 4096 + 2 * 4096)
     assert g["ans_q1_I"] == pytest.approx(ln_flops / ln_bytes)  # 1.75
     assert (g["ans_q1_bound_h100"], g["ans_q1_bound_example"]) == ("HBM", "HBM")
+    assert g["ans_q1_phrase_h100"] == g["ans_q1_phrase_example"] == "受 HBM 限制"
     assert g["ans_q1_us"] == pytest.approx(ln_bytes / H100_BW * 1e6)
     assert g["ans_q2_I"] == pytest.approx(2 * 4096 / 12)  # 682.7
     assert g["ans_q2_ridge_fp32"] == pytest.approx(A100_FP32 / A100_BW)
@@ -395,3 +432,7 @@ def test_chapter_13_prose_numbers(glued):
     flash_t = scores * 4 * D / H100_BF16  # the matrix units bind
     assert g["eager_over_flash"] == pytest.approx(eager_bytes / H100_BW / flash_t)
     assert g["span"] == pytest.approx((flops / flash_bytes) / (1 / 6))
+    # 2068 / (1/6) = 12,408: about four orders of magnitude, 1.2 ten-thousands
+    assert g["span_orders"] == 4
+    assert g["span_wan"] == pytest.approx((flops / flash_bytes) * 6 / 1e4)
+    assert (g["flash_bound"], g["eager_bound"]) == ("受矩阵单元限制", "受 HBM 限制")

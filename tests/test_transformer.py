@@ -10,8 +10,24 @@ H100 = hardware("h100-sxm")
 
 def test_block_operator_list():
     names = [n for n, _ in block_ops(LLAMA2_7B)]
-    assert len(names) == 11
+    assert len(names) == 12
     assert names.count("MLP norm (RMSNorm)") == 1 and "activation (SwiGLU)" in names
+    # RoPE rotates Q and K after the QKV projection, before attention
+    assert names[1:4] == ["QKV projection", "rotary embedding (RoPE)", "attention (flash)"]
+
+
+def test_rope_row_by_hand():
+    rows = {r.name: r for r in block_table(LLAMA2_7B, H100)}
+    rope = rows["rotary embedding (RoPE)"]
+    # Q and K: 4096 tokens x 32 heads x 128 = 16,777,216 elements each; 3 FLOPs each
+    # (x * cos, rotate_half(x) * sin, their sum): 3 * 2 * 16,777,216 = 100,663,296 FLOPs.
+    assert rope.cost.flops == rope.cost.vector_flops == 100_663_296
+    # Read Q, K (2 bytes each) and the cos and sin tables (4096 x 128 each):
+    # 2 * (2 * 16,777,216 + 2 * 524,288) = 69,206,016 bytes; write Q and K: 67,108,864.
+    assert (rope.cost.bytes_read, rope.cost.bytes_written) == (69_206_016, 67_108_864)
+    # memory-bound: 136,314,880 B / 3.35 TB/s = 40.69 us, against 100.7 MFLOP / 67 TFLOP/s = 1.5 us
+    assert rope.bound == "memory"
+    assert rope.time.seconds == pytest.approx(136_314_880 / 3.35e12)
 
 
 def test_block_bounds_on_h100():
@@ -24,7 +40,12 @@ def test_block_bounds_on_h100():
         "MLP down projection",
     ):
         assert rows[gemm_name].bound == "compute"
-    for low in ("attention norm (RMSNorm)", "residual add", "activation (SwiGLU)"):
+    for low in (
+        "attention norm (RMSNorm)",
+        "rotary embedding (RoPE)",
+        "residual add",
+        "activation (SwiGLU)",
+    ):
         assert rows[low].bound == "memory"
     # the GEMMs carry most of the block's time lower bound at this shape
     gemm_share = sum(r.share for n, r in rows.items() if "projection" in n)

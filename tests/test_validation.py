@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np  # numpy scalars and arrays as inputs
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from roofline_book import ops
@@ -107,6 +107,8 @@ def test_gemm_property(m, k, n, dtype):
     impl=st.sampled_from(["flash", "materialized", "other"]),
     causal=st.booleans(),
 )
+@example(b=np.int64(3), h=2**40, nq=2**40, nk=2**40, d=8, impl="flash", causal=False)
+@example(b=1, h=np.int64(3), nq=2**40, nk=2**40, d=2**20, impl="materialized", causal=True)
 def test_attention_property(b, h, nq, nk, d, impl, causal):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -123,6 +125,7 @@ def test_attention_property(b, h, nq, nk, d, impl, causal):
                 "sram_bytes",
             }
             return
+    b, h, nq, nk, d = (int(x) for x in (b, h, nq, nk, d))  # a NumPy size overflows here
     assert c.flops > 0 and c.bytes >= 2 * b * h * d * (2 * nq + 2 * nk)
 
 
@@ -134,7 +137,7 @@ def test_adamw_property(p, impl, t):
     except (ValueError, TypeError) as exc:
         assert str(exc).split()[0] in {"params", "impl", "tensors"}
         return
-    assert c.bytes == p * (28 if impl == "fused" else 80)
+    assert c.bytes == int(p) * (28 if impl == "fused" else 80)
 
 
 @settings(max_examples=200, deadline=None)

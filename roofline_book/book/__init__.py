@@ -16,17 +16,28 @@ from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame, spec
 from .notebook import glue, glue_figure, plain, preamble
 from .profiling import attribution_frame, glue_profile, glue_scaling
 from .rows import first_size, share
-from .runs import show_run
-from .tables import RESOURCE_ZH, bound_frame, markdown_table, resource_zh, roof_frame, short
+from .runs import cpu_run, show_run
+from .tables import (
+    RESOURCE_ZH,
+    bound_frame,
+    bound_zh,
+    markdown_table,
+    reader_si,
+    resource_zh,
+    roof_frame,
+    short,
+)
 
 __all__ = [
     "RESOURCE_ZH",
     "attribution_frame",
     "bound_frame",
+    "bound_zh",
     "cache_frame",
     "claims_table",
     "cli_error",
     "cli_json",
+    "cpu_run",
     "verdict_counts",
     "first_size",
     "glue",
@@ -37,6 +48,7 @@ __all__ = [
     "peaks_frame",
     "plain",
     "preamble",
+    "reader_si",
     "resource_zh",
     "roof_frame",
     "run_highlights",

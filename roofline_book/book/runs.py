@@ -8,7 +8,9 @@ truncated and no raw float is printed.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ..measure import report, runfile
@@ -16,6 +18,63 @@ from ..measure.claims import entry_text
 from ..tables import markdown_table as markdown_table_text
 from ..units import si
 from .claims import claims_table, summary_table
+
+#: The environment variable naming the CPU run file the book's build measured.
+CPU_RUN_ENV = "ROOFLINE_CPU_RUN"
+
+#: Where ``make bench`` and the book's build write run files, below a checkout's root.
+BENCH_FOLDER = Path("_build") / "bench"
+
+
+def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """The CPU run file a chapter reads, loaded and validated by ``runfile.read_run``.
+
+    Looked for in this order: ``path``; the file ``$ROOFLINE_CPU_RUN`` names
+    (the book's build sets it to the run it measured, ``_build/bench/cpu-quick.json``);
+    else the newest CPU run (by the date it records) in ``_build/bench/`` of the
+    working folder, of a folder above it, or of the checkout this package lies in.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A run file to read instead of looking for one.
+
+    Raises
+    ------
+    FileNotFoundError
+        If no CPU run file is found; the message says how to measure one
+        (``make bench``, or ``roofline-book bench --quick --out ...``).
+    ValueError
+        If the file found is not a valid run, or ``path`` is the run of a GPU.
+
+    Examples
+    --------
+    >>> cpu_run("no/such/run.json")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: ...
+    """
+    if path is None and os.environ.get(CPU_RUN_ENV):
+        path = os.environ[CPU_RUN_ENV]
+    if path is not None:
+        run = runfile.read_run(path)
+        if run["device"]["type"] != "cpu":
+            raise ValueError(f"{path}: a run of {run['device']['type']}, not of a CPU")
+        return run
+    here = Path.cwd().resolve()
+    roots = [here, *here.parents, Path(__file__).resolve().parents[2]]
+    folders = [root / BENCH_FOLDER for root in roots]
+    for folder in dict.fromkeys(f for f in folders if f.is_dir()):
+        runs = [runfile.read_run(f) for f in sorted(folder.glob("*.json"))]
+        runs = [r for r in runs if r["device"]["type"] == "cpu"]
+        if runs:
+            return max(runs, key=lambda r: r["date"])
+    raise FileNotFoundError(
+        f"no CPU run file: ${CPU_RUN_ENV} is not set and no {BENCH_FOLDER}/ above "
+        f"{here} holds one. Measure this machine first: `make bench` in the repository, "
+        f"or `roofline-book bench --quick --out {BENCH_FOLDER / 'cpu-quick.json'}`"
+    )
+
 
 #: Headers of the per-entry table, in order.
 RESULT_HEADERS = (

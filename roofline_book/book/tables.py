@@ -51,6 +51,35 @@ def resource_zh(resource: str) -> str:
     return RESOURCE_ZH[resource]
 
 
+def bound_zh(resource: str) -> str:
+    """``受 … 限制`` around the book's name of a resource, spaced as the book spaces Latin words.
+
+    A Latin name (HBM, L2) takes a space on each side; a Chinese one none.
+
+    Examples
+    --------
+    >>> bound_zh("hbm"), bound_zh("matrix")
+    ('受 HBM 限制', '受矩阵单元限制')
+    """
+    name = resource_zh(resource)
+    pad = " " if name.isascii() else ""
+    return f"受{pad}{name}{pad}限制"
+
+
+def reader_si(value: float, unit: str) -> str:
+    """:func:`roofline_book.units.si` for the page: ``µ`` for micro, a no-break space before units.
+
+    Examples
+    --------
+    >>> [reader_si(t, "s").replace("\u00a0", " ") for t in (6.291e-6, 1.5e-3)]
+    ['6.291 µs', '1.5 ms']
+    """
+    number, _, rest = si(value, unit).partition(" ")
+    if rest.startswith("u"):
+        rest = "µ" + rest[1:]
+    return f"{number}\u00a0{rest}" if rest else number
+
+
 def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
     """Operators on a roof as text: FLOPs, bytes, arithmetic intensity, attainable rate and bound.
 
@@ -115,16 +144,13 @@ def bound_frame(rows: Iterable[Row], *, share: bool = True) -> Any:
     >>> list(df.columns), df.index.name
     (['FLOPs', '字节', 'I [FLOP/B]', '受限于', '时间下界', '占比'], '算子')
     >>> df.loc["gemm", "受限于"], df.loc["add", "时间下界"].replace("\u00a0", " ")
-    ('计算', '6.291 us')
+    ('计算', '6.291 µs')
     """
     import pandas as pd
 
     rows = list(rows)
     table = table_frame(rows)
-
-    def unit(value: float, name: str) -> str:
-        return si(value, name).replace(" ", "\u00a0")
-
+    unit = reader_si
     columns = {
         "FLOPs": [unit(v, "FLOP") for v in table["FLOPs"]],
         "字节": [unit(v, "B") for v in table["bytes"]],

@@ -40,10 +40,12 @@ class Arg:
 class Operator:
     """A library operator function and the arguments the command line passes to it."""
 
-    func: Callable[..., Cost]
+    func: Callable[..., Any]
     args: tuple[Arg, ...]
     roof_dtype: str = "dtype"  # the argument whose precision selects the compute roof
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # turns what ``func`` returns into one Cost (None: it returns a Cost)
+    total: Callable[[Any], Cost] | None = None
 
     @property
     def summary(self) -> str:
@@ -60,7 +62,8 @@ class Operator:
         kwargs = self.prepare(dict(given)) if self.prepare else dict(given)
         bound_args = inspect.signature(self.func).bind(**kwargs)
         bound_args.apply_defaults()
-        return self.func(**kwargs), dict(bound_args.arguments)
+        value = self.func(**kwargs)
+        return (self.total(value) if self.total else value), dict(bound_args.arguments)
 
     def roof_precision(self, arguments: dict[str, Any]) -> str:
         return arguments[self.roof_dtype]
@@ -77,6 +80,31 @@ def _numel_op(func: Callable[..., Cost]) -> Operator:
 def _seq_k_defaults_to_seq_q(kwargs: dict[str, Any]) -> dict[str, Any]:
     kwargs.setdefault("seq_k", kwargs.get("seq_q"))
     return kwargs
+
+
+def _kernels_total(kernels: list[tuple[str, Cost]]) -> Cost:
+    """The summed cost of a list of ``(name, Cost)`` kernels."""
+    return sum((cost for _, cost in kernels), ops.ZERO)
+
+
+def _attention_args(impls: tuple[str, ...]) -> tuple[Arg, ...]:
+    return (
+        Arg("batch", "size", "sequences"),
+        Arg("heads", "size", "attention heads"),
+        Arg("seq_q", "size", "queries per sequence"),
+        Arg("seq_k", "size", "keys per sequence (default: --seq-q)", required=False),
+        Arg("head_dim", "size", "width of one head"),
+        _DTYPE,
+        Arg("impl", "text", f"implementation: {', '.join(impls)}"),
+        Arg("causal", "flag", "apply a causal mask"),
+        Arg(
+            "sram_bytes",
+            "size",
+            "on-chip memory of one flash thread block, bytes "
+            "(default: the device's shared memory per SM)",
+            required=False,
+        ),
+    )
 
 
 OPERATORS: dict[str, Operator] = {
@@ -151,25 +179,51 @@ OPERATORS: dict[str, Operator] = {
         roof_dtype="param_dtype",
     ),
     "attention": Operator(
-        ops.attention,
-        (
-            Arg("batch", "size", "sequences"),
-            Arg("heads", "size", "attention heads"),
-            Arg("seq_q", "size", "queries per sequence"),
-            Arg("seq_k", "size", "keys per sequence (default: --seq-q)", required=False),
-            Arg("head_dim", "size", "width of one head"),
-            _DTYPE,
-            Arg("impl", "text", f"implementation: {', '.join(ops.ATTENTION_IMPLS)}"),
-            Arg("causal", "flag", "apply a causal mask"),
-            Arg(
-                "sram_bytes",
-                "size",
-                "on-chip memory of one flash thread block, bytes "
-                "(default: the device's shared memory per SM)",
-                required=False,
-            ),
-        ),
+        ops.attention, _attention_args(ops.ATTENTION_IMPLS), prepare=_seq_k_defaults_to_seq_q
+    ),
+    "attention_backward": Operator(
+        ops.attention_backward,
+        _attention_args(ops.ATTENTION_BACKWARD_IMPLS),
         prepare=_seq_k_defaults_to_seq_q,
+    ),
+    "tiled_gemm": Operator(
+        ops.tiled_gemm,
+        (
+            Arg("m", "size", "rows of A and C"),
+            Arg("k", "size", "the shared (reduction) dimension"),
+            Arg("n", "size", "columns of B and C"),
+            Arg("tile", "size", "edge of a square output tile, elements"),
+            _DTYPE,
+        ),
+    ),
+    "linear_backward": Operator(
+        ops.linear_backward,
+        (
+            Arg("tokens", "size", "rows of the input x"),
+            Arg("in_features", "size", "input features (columns of x)"),
+            Arg("out_features", "size", "output features (rows of W)"),
+            _DTYPE,
+        ),
+    ),
+    "rmsnorm_eager": Operator(
+        ops.rmsnorm_eager,
+        (
+            Arg("rows", "size", "rows (tokens)"),
+            Arg("d", "size", "features normalized over"),
+            _DTYPE,
+            Arg("upcast", "flag", "compute the intermediates in FP32 (--no-upcast: in --dtype)"),
+        ),
+        total=_kernels_total,
+    ),
+    "rope": Operator(
+        ops.rope,
+        (
+            Arg("tokens", "size", "rows of Q and K (batch x sequence)"),
+            Arg("heads", "size", "query heads"),
+            Arg("head_dim", "size", "width of one head (even)"),
+            _DTYPE,
+            Arg("kv_heads", "size", "key heads (default: --heads)", required=False),
+        ),
     ),
 }
 ALIASES = {"residual_add": ["residual-add"]}
@@ -188,12 +242,13 @@ def add_operator_arguments(parser: argparse.ArgumentParser, spec: Operator) -> N
         default = spec.default(arg.name) if arg.required is None else _REQUIRED
         shown = "" if required or default in (_REQUIRED, None) else f" (default: {default})"
         if arg.kind == "flag":
+            on_by_default = default is True  # then --no-NAME turns it off
             parser.add_argument(
                 arg.flag,
                 dest=arg.name,
-                action="store_true",
+                action=argparse.BooleanOptionalAction if on_by_default else "store_true",
                 default=argparse.SUPPRESS,
-                help=arg.help,
+                help=arg.help + (" (default: on)" if on_by_default else ""),
             )
             continue
         parser.add_argument(

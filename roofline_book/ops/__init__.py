@@ -43,6 +43,7 @@ from .optimizer import (
 )
 from .pointwise import (
     GELU_FLOPS_PER_ELEMENT,
+    ROPE_FLOPS_PER_ELEMENT,
     SOFTMAX_FLOPS_PER_ELEMENT,
     SWIGLU_FLOPS_PER_ELEMENT,
     add,
@@ -53,6 +54,7 @@ from .pointwise import (
     residual_add,
     rmsnorm,
     rmsnorm_eager,
+    rope,
     softmax,
     swiglu,
 )
@@ -68,6 +70,7 @@ __all__ = [
     "MULTI_TENSOR_MAX_BLOCKS_CUDA13",
     "MULTI_TENSOR_MAX_TENSORS",
     "MULTI_TENSOR_MAX_TENSORS_CUDA13",
+    "ROPE_FLOPS_PER_ELEMENT",
     "SOFTMAX_FLOPS_PER_ELEMENT",
     "SWIGLU_FLOPS_PER_ELEMENT",
     "UNITS",
@@ -89,6 +92,7 @@ __all__ = [
     "residual_add",
     "rmsnorm",
     "rmsnorm_eager",
+    "rope",
     "softmax",
     "swiglu",
     "tiled_gemm",

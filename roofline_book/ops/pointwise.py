@@ -156,6 +156,88 @@ def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
     )
 
 
+#: FLOPs per element of Q or K in a rotary embedding,
+#: ``x * cos + rotate_half(x) * sin``: two multiplies and one add. NB: Hugging Face's
+#: ``apply_rotary_pos_emb`` also negates half of each head (``-x2`` in ``rotate_half``),
+#: a sign a fused kernel folds into a subtract, so it is not counted.
+ROPE_FLOPS_PER_ELEMENT = 3
+
+
+def rope(
+    tokens: int,
+    heads: int,
+    head_dim: int,
+    dtype: Precision = "bf16",
+    *,
+    kv_heads: int | None = None,
+) -> Cost:
+    """Rotary position embedding (RoPE) applied to Q and K, as one fused kernel.
+
+    Per element of ``Q`` and ``K``, ``x * cos + rotate_half(x) * sin``
+    (:data:`ROPE_FLOPS_PER_ELEMENT`, all vector work). Compulsory traffic: read
+    ``Q`` (``tokens x heads x head_dim``), ``K`` (``tokens x kv_heads x
+    head_dim``) and the ``cos`` and ``sin`` tables (``tokens x head_dim`` each,
+    shared by every head, in ``dtype``), write the rotated ``Q`` and ``K``:
+
+    .. math:: \\text{bytes} = s\\,\\big(2\\,t\\,(h + h_{kv})\\,d + 2\\,t\\,d\\big)
+
+    This is the count of Hugging Face's ``apply_rotary_pos_emb`` (Llama): it
+    computes ``q * cos + rotate_half(q) * sin`` and the same for ``k``, with
+    ``cos`` and ``sin`` of shape (batch, seq, head_dim) cast to the
+    activations' precision. Run eagerly, that is five kernels per tensor
+    (``-x2``, ``cat``, two multiplies, the add), ten in all, each reading and
+    writing its operands; the Cost here is the single kernel they fuse into,
+    the lower bound. Building the tables (once per forward pass, shared by
+    every layer) is not counted.
+
+    Parameters
+    ----------
+    tokens : int
+        Rows of Q and K, ``batch * seq``, >= 1.
+    heads : int
+        Query heads, >= 1.
+    head_dim : int
+        Width of one head (elements), even and >= 2: the rotation pairs its halves.
+    dtype : str or torch.dtype
+        Precision of Q, K and the tables.
+    kv_heads : int, optional
+        Key heads (fewer than ``heads`` under grouped-query attention); by
+        default ``heads``.
+
+    Returns
+    -------
+    Cost
+        One kernel; FLOPs on the vector units.
+
+    Examples
+    --------
+    A Llama-2-7B layer at 4096 tokens: Q and K are 4096 x 32 x 128 each, the
+    tables 4096 x 128 each, all BF16. 3 FLOPs for each of 2 * 4096 * 4096
+    elements; 2 * (2 * 4096**2 + 2 * 4096 * 128) bytes in, 2 * 2 * 4096**2 out:
+
+    >>> c = rope(4096, 32, 128)
+    >>> c.flops, c.bytes_read, c.bytes_written
+    (100663296, 69206016, 67108864)
+    >>> c.flops_by_unit["vector"] == c.flops, round(c.intensity, 2)
+    (True, 0.74)
+    """
+    tokens = _validate.size("tokens", tokens)
+    heads = _validate.size("heads", heads)
+    head_dim = _validate.size("head_dim", head_dim, minimum=2)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (RoPE rotates pairs), got {head_dim}")
+    kv_heads = heads if kv_heads is None else _validate.size("kv_heads", kv_heads)
+    s = bytes_per_element(dtype)
+    rotated = tokens * (heads + kv_heads) * head_dim  # elements of Q and K
+    flops = ROPE_FLOPS_PER_ELEMENT * rotated
+    return Cost(
+        flops=flops,
+        bytes_read=s * (rotated + 2 * tokens * head_dim),
+        bytes_written=s * rotated,
+        vector_flops=flops,
+    )
+
+
 # --------------------------------------------------------------------------
 # Normalizations and softmax
 
