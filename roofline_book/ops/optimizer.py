@@ -97,7 +97,9 @@ def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 
     tensors = _validate.size("tensors", tensors)
     depth = _validate.size("depth", depth)
     if isinstance(cuda, bool) or cuda not in _MULTI_TENSOR_LIMITS:
-        raise ValueError(f"cuda must be 12 or 13 (the CUDA major version of the build), got {cuda!r}")
+        raise ValueError(
+            f"cuda must be 12 or 13 (the CUDA major version of the build), got {cuda!r}"
+        )
     max_blocks, max_tensors = _MULTI_TENSOR_LIMITS[cuda]
     if depth > len(max_tensors):
         raise ValueError(f"depth must be 1 to {len(max_tensors)}, got {depth}")

@@ -242,7 +242,8 @@ def memory_hierarchy(ax, device: Hardware):
         "register_file_per_sm",
         "sms",
     )
-    missing = [name for name in needed if getattr(device, name) is None]
+    figures = {name: getattr(device, name) for name in needed}
+    missing = [name for name, value in figures.items() if value is None]
     if missing:
         raise ValueError(
             f"device {device.key!r} has no {', '.join(missing)}; memory_hierarchy needs "
@@ -252,32 +253,36 @@ def memory_hierarchy(ax, device: Hardware):
     def kib(size: float) -> str:
         return f"{size / 2**10:.0f} KiB"
 
-    per_sm = text("sms", sms=device.sms)
+    per_sm = text("sms", sms=figures["sms"])
     levels = [
         (
             text(
                 "hbm level",
-                size=si(device.memory_capacity, "B"),
+                size=si(figures["memory_capacity"], "B"),
                 bandwidth=si(device.memory_bandwidth, "B/s"),
             ),
             text("shared"),
             PALETTE["vermillion"],
         ),
         (
-            text("l2 level", size=f"{device.l2_cache / 2**20:.0f} MiB"),
+            text("l2 level", size=f"{figures['l2_cache'] / 2**20:.0f} MiB"),
             text("shared"),
             PALETTE["orange"],
         ),
         (
             text(
                 "l1 level",
-                size=kib(device.l1_shared_per_sm),
-                shared=kib(device.shared_memory_per_sm),
+                size=kib(figures["l1_shared_per_sm"]),
+                shared=kib(figures["shared_memory_per_sm"]),
             ),
             per_sm,
             PALETTE["sky"],
         ),
-        (text("register level", size=kib(device.register_file_per_sm)), per_sm, PALETTE["blue"]),
+        (
+            text("register level", size=kib(figures["register_file_per_sm"])),
+            per_sm,
+            PALETTE["blue"],
+        ),
         (text("compute units"), "", PALETTE["green"]),
     ]
     height, gap = 0.8, 0.55
