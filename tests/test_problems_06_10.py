@@ -352,6 +352,8 @@ def test_chapter_8_prose_numbers(glued):
     assert (g["big_waves_ceil"], g["big_last_tiles"]) == (8, 100)
     assert g["big_last_fill"] == pytest.approx(100 / 132) and round(g["big_last_fill"], 2) == 0.76
     assert g["big_wave_eff"] == pytest.approx(1024 / (8 * 132))
+    # H100 datasheet: BF16 1,979 TFLOP/s with 2:4 sparsity, 989.5 dense
+    assert g["sparse_over_dense"] == pytest.approx(1979 / 989.5) == 2.0
     assert g["h100_peak_ratio"] == pytest.approx(989.5 / 67)
     assert g["a100_peak_ratio"] == pytest.approx(16.0)
     assert g["ridge_h200_bf16"] == pytest.approx(H100_BF16 / H200_BW)
