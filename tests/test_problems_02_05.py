@@ -277,6 +277,12 @@ def test_chapter_5_prose_numbers(glued):
     assert g["bf16_over_fp32"] == approx(989.5 / 67)  # about 14.8
     assert g["g1024_mib"] == approx(6.0)  # 3 * 1024**2 * 2 bytes
     assert g["h100_l2_mib"] == approx(H100_L2 / 2**20)  # 50 MiB
+    # FP8 A and B with a BF16 C: I = 2n^3 / (n^2 (1 + 1 + 2)) = n / 2, so n* = 2 * 590.7 = 1181
+    # and 1024 gives only 512 FLOP/byte; the first power of two past the FP8 ridge is 2048.
+    ridge_fp8 = H100_FP8 / H100_BW
+    assert g["ncross_fp8_bf16out"] == approx(2 * ridge_fp8)
+    assert g["i_fp8_bf16out_first"] == approx(1024 / 2) and 1024 / 2 < ridge_fp8
+    assert 2048 / 2 >= ridge_fp8 and g["nfirst_fp8_bf16out"] == 2048
 
 
 def test_chapter_5_token_crossover(glued):
