@@ -298,3 +298,12 @@ def test_memory_hierarchy_levels_from_the_whitepaper(ax):
     assert labels[0].get_position()[1] < y < labels[1].get_position()[1]
     with pytest.raises(ValueError, match="l2_cache"):
         plotting.memory_hierarchy(ax, adhoc("mine", 100e12, 1e12))
+
+
+def test_reference_line_text_on_the_right(ax):
+    line, label = plotting.reference_line(ax, 100.0, "ridge", side="right")
+    assert label.xy == (0.98, 100.0) and label.get_ha() == "right"
+    _, left = plotting.reference_line(ax, 10.0, "limit")
+    assert left.xy == (0.02, 10.0) and left.get_ha() == "left"
+    with pytest.raises(ValueError, match="side must be 'left' or 'right'"):
+        plotting.reference_line(ax, 1.0, "x", side="top")

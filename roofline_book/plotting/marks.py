@@ -26,11 +26,13 @@ def reference_line(
     label: str | None = None,
     below: bool = False,
     fontsize: float = 8,
+    side: str = "left",
 ):
     """A level across the axes (a ridge point, a limit, a crossing), with its text at the edge.
 
-    A horizontal line sits at ``y = value`` with ``text`` at the axes' left edge,
-    just above the line (``below`` puts it under); a vertical line sits at
+    A horizontal line sits at ``y = value`` with ``text`` at the axes' left edge
+    (``side="right"``: the right edge), just above the line (``below`` puts it
+    under); a vertical line sits at
     ``x = value`` with ``text`` turned upright beside it, from the bottom edge.
     Placement is in points from the line, so it holds on any scale.
 
@@ -49,12 +51,16 @@ def reference_line(
         Put ``text`` under a horizontal line (left of a vertical one).
     fontsize : float
         Size of ``text``, points.
+    side : {"left", "right"}
+        Which edge a horizontal line's text starts from (ignored for vertical lines).
 
     Returns
     -------
     list of matplotlib artists
         The line, then the text when given.
     """
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right'; got {side!r}")
     style = {"color": color, "linestyle": linestyle, "linewidth": linewidth, "label": label}
     drawn = [ax.axvline(value, **style) if vertical else ax.axhline(value, **style)]
     if text is not None:
@@ -64,7 +70,9 @@ def reference_line(
             align["ha"] = "right" if below else "left"
             transform = ax.get_xaxis_transform()
         else:
-            where, offset, align = (0.02, value), (0, gap), {"va": "top" if below else "bottom"}
+            x, ha = (0.02, "left") if side == "left" else (0.98, "right")
+            where, offset = (x, value), (0, gap)
+            align = {"va": "top" if below else "bottom", "ha": ha}
             transform = ax.get_yaxis_transform()
         drawn.append(
             ax.annotate(
