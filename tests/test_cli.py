@@ -554,11 +554,12 @@ def test_infer_bad_input_is_one_line_and_exit_2(case, call):
 # the appendix page (built book)
 
 
+@pytest.mark.site
 def test_cli_appendix_lists_every_operator_and_explains_infer(glued):
     from roofline_book.cli.operators import OPERATORS
 
     g = glued("appendix/cli")
-    assert g["cli_n_ops"] == len(OPERATORS) == 17
+    assert g["cli_n_ops"] == len(OPERATORS)
     build = Path(os.environ.get("BOOK_BUILD", ROOT / "_build"))  # as conftest reads it
     page = (build / "html" / "appendix" / "cli.html").read_text("utf-8")
     table = page[page.index('id="tbl-cli-ops"') :].split("</table>")[0]
