@@ -27,7 +27,7 @@ from types import MappingProxyType
 from . import _validate
 from .hardware import Source
 
-#: Layer kinds: ``"global"`` attends to the whole context, ``"local"`` to the last
+#: The kinds of layer. ``"global"`` attends to the whole context, ``"local"`` to the last
 #: ``sliding_window`` tokens and keeps only those in its cache.
 LAYER_KINDS = ("global", "local")
 

@@ -49,8 +49,8 @@ QUANT_GROUP = 128
 #: Bytes of one group scale (FP16).
 SCALE_BYTES = 2
 
-#: Precision kept for what weight quantization leaves alone: the embedding table, the LM
-#: head and the norms.
+#: The precision of what weight quantization leaves alone (the embedding table, the LM
+#: head and the norms).
 UNQUANTIZED = "bf16"
 
 
@@ -111,7 +111,7 @@ class Precisions:
 
     @property
     def grouped(self) -> bool:
-        """Integer weights narrower than the activations: GPTQ/AWQ groups with FP16 scales."""
+        """Whether the weights are integers narrower than the activations, in GPTQ/AWQ groups."""
         integer = self.weights == INT4 or self.weights.startswith("int")
         return self.quantized and integer and _bits(self.weights) < _bits(self.activations)
 

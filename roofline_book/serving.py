@@ -18,7 +18,7 @@ from .hardware import Hardware
 from .inference import kv_cache_bytes, weight_bytes
 from .quantization import Precisions
 
-#: Share of device memory the serving engine leaves unused: vLLM's default
+#: The share of device memory the serving engine leaves unused. vLLM's default
 #: ``gpu_memory_utilization`` is 0.9, and vLLM takes the weights, the profiled
 #: activation peak and non-torch allocations out of the other 0.9 before it sizes the
 #: KV cache (:func:`max_batch` subtracts :func:`activation_peak` for the second).

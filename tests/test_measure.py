@@ -782,9 +782,9 @@ def test_run_entries_keep_their_samples(tiny):
 
 
 def test_weight_streaming_sweep_times_each_batch():
-    from roofline_book.measure import streaming
-
     import torch
+
+    from roofline_book.measure import streaming
 
     before = torch.get_num_threads()
     sweep = streaming.weight_streaming((1, 2, 4, 8, 16), d=256, min_run_time=0.001, threads=1)

@@ -25,7 +25,7 @@ from ..roofline import gemm_tokens_to_ridge, time_lower_bound
 from . import machine
 from .timing import Timing, time_cpu
 
-#: The flat part of a sweep for the simplest estimate: batches up to this many rows.
+#: The largest batch of the flat part in the simplest estimate (rows).
 FLAT_BATCH = 4
 
 #: Batches of the default sweep, from one token to well past a CPU's ridge.
