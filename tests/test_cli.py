@@ -598,8 +598,12 @@ def test_cli_appendix_lists_every_operator_and_explains_infer(glued):
     assert g["cli_inf_weights_gb"] == pytest.approx(weights / 1e9)  # 16.06 GB
     kv_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 heads of 128, 2 bytes: 131,072
     assert g["cli_inf_kv_kb"] == pytest.approx(kv_token / 1e3)
-    # 90 % of the memory, less the weights, over 4096 tokens of cache per sequence
-    fits = int((0.9 * H100.memory_capacity - weights) // (4096 * kv_token))
+    # vLLM's rule: 90 % of the memory, less the weights and the activation peak (an MLP of 8192
+    # tokens: residual, gate and up, activation, in BF16; 256 rows of FP32 logits), over 4096
+    # tokens of cache per sequence
+    act = 2 * 8192 * (4096 + 3 * 14336) + 4 * 256 * 128256
+    assert g["cli_inf_act_gb"] == pytest.approx(act / 1e9)
+    fits = int((0.9 * H100.memory_capacity - weights - act) // (4096 * kv_token))
     assert (g["cli_inf_fits"], g["cli_inf_use"], g["cli_inf_reserve"]) == (fits, 0.9, 0.1)
     # gate and up fused, k = 4096, n = 2 * 14336: 2Bkn / (2kn + 2B(k + n)) = R at
     # B = R * 2kn / (2kn - 2R(k + n)), R the BF16 ridge point (matrix peak / HBM bandwidth)
