@@ -266,7 +266,16 @@ def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelCon
     ValueError: my.toml: model 'm' has an unknown key 'sliding_widow'; allowed: name, ...
     """
     data = tomllib.loads(text)
-    sources = {k: Source(key=k, **v) for k, v in data.get("sources", {}).items()}
+    fields_of_source = ("title", "url", "date", "note", "firmness")
+    sources = {}
+    for k, v in data.get("sources", {}).items():
+        for field in v:
+            if field not in fields_of_source:
+                raise ValueError(
+                    f"{where}: source {k!r} has an unknown key {field!r}; "
+                    f"allowed: {', '.join(fields_of_source)}"
+                )
+        sources[k] = Source(key=k, **v)
     allowed = ("name", "source", *FIELDS)
     out = {}
     for key, entry in data.get("models", {}).items():

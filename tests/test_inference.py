@@ -185,6 +185,9 @@ def test_catalog_rejects_unknown_keys():
         parse_catalog(misspelt)
     with pytest.raises(ValueError, match=r"mine\.toml: model 'mistral-7b'"):
         parse_catalog(misspelt, "mine.toml")
+    source = '[sources.s]\ntitle = "t"\nurll = "https://example.org"\n'
+    with pytest.raises(ValueError, match=r"x\.toml: source 's' has an unknown key 'urll'"):
+        parse_catalog(source, "x.toml")
     with pytest.raises(ValueError, match="layer_pattern kinds"):
         parse_catalog(text.replace('["local", "global"]', '["local", "glboal"]'))
 
