@@ -1,4 +1,4 @@
-"""LLM inference on the roofline: prefill and decode, the KV cache, GQA, quantized weights, MoE.
+"""LLM inference on the roofline: prefill and decode, the KV cache, GQA, sliding windows, MoE.
 
 A serving step runs every layer of a decoder over the step's new tokens:
 ``prefill`` pushes a whole prompt through (``tokens = prompt``), ``decode``
@@ -6,11 +6,15 @@ adds one token to each sequence against its cached context. Each layer is a
 list of :class:`~roofline_book.ops.Cost` (norms, the projections, attention
 over the KV cache, the MLP or its experts, the residual adds); the model
 adds the embedding lookup, the final norm and the language-model head for
-the last position of each sequence. Time lower bounds come from
-:func:`roofline_book.roofline.time_bound`, one kernel after another.
+the last position of each sequence. Two time bounds come from
+:func:`roofline_book.roofline.time_bound`: :func:`step_time`, the operators
+one kernel after another, and :func:`step_floor`, under any implementation
+that fuses or overlaps them.
 
-Model configurations live in ``roofline_book/data/models.toml`` with their
-sources; :func:`model` finds one by name, :func:`adhoc_model` builds your own.
+The model shapes and their catalog are in :mod:`roofline_book.decoders`, the
+weight formats in :mod:`roofline_book.quantization` (both re-exported here);
+the batch that fits in memory and speculative decoding's gain in
+:mod:`roofline_book.serving`.
 
 Examples
 --------
@@ -26,186 +30,35 @@ KV cache per token:
 
 from __future__ import annotations
 
-import functools
 import math
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from types import MappingProxyType
 
 from . import _validate
-from .dtypes import bytes_per_element, precision_name
-from .hardware import Hardware, Source
-from .ops import Cost, residual_add, rmsnorm, swiglu
+
+# re-exported: the chapters and the command line take the whole inference model from here
+from .decoders import ModelConfig as ModelConfig
+from .decoders import adhoc_model as adhoc_model
+from .decoders import model as model
+from .decoders import models as models
+from .dtypes import bytes_per_element
+from .hardware import Hardware
+from .ops import ZERO, Cost, gelu, residual_add, rmsnorm, swiglu
 from .ops.attn import SOFTMAX_FLOPS_PER_ELEMENT, _causal_pairs
-from .roofline import time_bound
-
-#: The one weight format beyond the tensor dtypes, 4-bit integers (half a byte per weight).
-INT4 = "int4"
-
-#: Weights per quantization group; each group stores one FP16 scale (2 bytes).
-QUANT_GROUP = 128
-
-#: Share of device memory kept for activations, the CUDA context and fragmentation when
-#: sizing the KV cache: vLLM's default ``gpu_memory_utilization`` is 0.9.
-MEMORY_RESERVE = 0.1
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """A decoder-only language model's shape.
-
-    Parameters
-    ----------
-    key, name : str
-        Catalog key (``"llama-2-7b"``) and display name.
-    hidden, layers, heads, kv_heads, ffn, vocab : int
-        Model width, decoder layers, query heads, key/value heads (fewer than
-        ``heads`` for GQA, 1 for MQA), MLP width (per expert), vocabulary.
-    head_dim : int, optional
-        Width of a head; ``hidden // heads`` by default.
-    gated : bool
-        SwiGLU-style MLP (gate, up, down projections) or a plain two-matrix one.
-    tied_embeddings : bool
-        The LM head shares the embedding matrix.
-    max_context : int
-        Longest context the model was trained for (tokens).
-    experts, experts_per_token : int
-        Routed experts per MLP and how many each token uses (1, 1 for a dense model).
-    source : roofline_book.hardware.Source, optional
-        Where the configuration was published.
-    """
-
-    key: str
-    name: str
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    ffn: int
-    vocab: int
-    head_dim: int | None = None
-    gated: bool = True
-    tied_embeddings: bool = False
-    max_context: int = 4096
-    experts: int = 1
-    experts_per_token: int = 1
-    source: Source | None = None
-
-    def __post_init__(self) -> None:
-        for field in ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab", "max_context"):
-            _validate.size(field, getattr(self, field))
-        _validate.size("experts", self.experts)
-        _validate.size("experts_per_token", self.experts_per_token)
-        if self.heads % self.kv_heads:
-            raise ValueError(
-                f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})"
-            )
-        if self.experts_per_token > self.experts:
-            raise ValueError(
-                f"experts_per_token ({self.experts_per_token}) must be <= experts ({self.experts})"
-            )
-        if self.head_dim is None:
-            if self.hidden % self.heads:
-                raise ValueError(
-                    f"hidden ({self.hidden}) must be divisible by heads ({self.heads})"
-                )
-            object.__setattr__(self, "head_dim", self.hidden // self.heads)
-        _validate.size("head_dim", self.head_dim)
-
-    @property
-    def d(self) -> int:
-        """Width of one head (``head_dim``, filled in)."""
-        assert self.head_dim is not None
-        return self.head_dim
-
-    @property
-    def q_dim(self) -> int:
-        """Width of all query heads together, ``heads * head_dim``."""
-        return self.heads * self.d
-
-    @property
-    def kv_dim(self) -> int:
-        """Width of all key (or value) heads together, ``kv_heads * head_dim``."""
-        return self.kv_heads * self.d
-
-    def layer_parameters(self, *, active: bool = False) -> int:
-        """Weights of one layer: attention, MLP (all experts, or ``active`` ones), router, norms.
-
-        Examples
-        --------
-        >>> llama = model("llama-2-7b")
-        >>> llama.layer_parameters()    # 4 * 4096^2 + 3 * 4096 * 11008 + 2 * 4096
-        202383360
-        """
-        h = self.hidden
-        attention = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
-        per_expert = (3 if self.gated else 2) * h * self.ffn
-        experts = self.experts_per_token if active else self.experts
-        router = h * self.experts if self.experts > 1 else 0
-        return attention + experts * per_expert + router + 2 * h
-
-    def parameters(self, *, active: bool = False) -> int:
-        """All weights: layers, embedding, final norm, and the LM head unless tied.
-
-        Examples
-        --------
-        >>> round(model("llama-2-7b").parameters() / 1e9, 2)     # "7B"
-        6.74
-        """
-        head = 0 if self.tied_embeddings else self.vocab * self.hidden
-        return (
-            self.layers * self.layer_parameters(active=active)
-            + self.vocab * self.hidden
-            + (self.hidden + head)
-        )
-
-
-@dataclass(frozen=True)
-class Precisions:
-    """Precisions of a served model: weights, activations (and the compute), the KV cache.
-
-    ``weights`` may also be ``"int4"`` (half a byte per weight) for
-    weight-only quantization; weights narrower than the activations are
-    stored in groups of :data:`QUANT_GROUP` with one FP16 scale each, and
-    the products run in the activations' precision.
-
-    Examples
-    --------
-    >>> Precisions(weights="int4").weight_bytes(4096 * 4096)   # 0.5 B + 2 B per 128 weights
-    8650752
-    """
-
-    weights: str = "bf16"
-    activations: str = "bf16"
-    kv: str = "bf16"
-
-    def __post_init__(self) -> None:
-        if not (isinstance(self.weights, str) and self.weights.strip().lower() == INT4):
-            object.__setattr__(self, "weights", precision_name(self.weights))
-        else:
-            object.__setattr__(self, "weights", INT4)
-        object.__setattr__(self, "activations", precision_name(self.activations))
-        object.__setattr__(self, "kv", precision_name(self.kv))
-
-    @property
-    def quantized(self) -> bool:
-        """Weights stored narrower than the activations, with group scales."""
-        if self.weights == INT4:
-            return True
-        return bytes_per_element(self.weights) < bytes_per_element(self.activations)
-
-    def weight_bytes(self, count: int) -> int:
-        """Bytes of ``count`` weights, group scales included (byte)."""
-        count = _validate.size("count", count, minimum=0)
-        per = 0.5 if self.weights == INT4 else bytes_per_element(self.weights)
-        scales = 2 * math.ceil(count / QUANT_GROUP) if self.quantized else 0
-        return math.ceil(per * count) + scales
+from .ops.pointwise import GELU_FLOPS_PER_ELEMENT, elementwise
+from .quantization import INT4 as INT4
+from .quantization import QUANT_GROUP as QUANT_GROUP
+from .quantization import Precisions as Precisions
+from .roofline import TimeBound, time_bound
 
 
 def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None) -> int:
-    """KV-cache bytes one token keeps: ``2 x layers x kv_heads x head_dim x s_kv`` (byte).
+    """KV-cache bytes one token keeps in all layers: ``2 x layers x kv_heads x head_dim x s_kv``.
+
+    This is what a cached token costs while it is inside every layer's window;
+    a sliding-window layer keeps only its last ``sliding_window`` tokens
+    (:func:`kv_cache_bytes`).
 
     Examples
     --------
@@ -216,10 +69,35 @@ def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None
     return 2 * config.layers * config.kv_dim * bytes_per_element(p.kv)
 
 
-def _linear(tokens: int, k: int, n: int, p: Precisions) -> Cost:
-    """``(tokens x k) @ (k x n)``: activations in ``p.activations``, the weight in ``p.weights``."""
+def kv_cache_bytes(config: ModelConfig, context: int, precisions: Precisions | None = None) -> int:
+    """KV-cache bytes of one sequence of ``context`` tokens (byte).
+
+    A global layer keeps every token; a local layer keeps the last
+    ``min(context, sliding_window)`` (Mistral's rolling buffer, Gemma 2's
+    local layers).
+
+    Examples
+    --------
+    Mistral-7B at 8192 tokens keeps its 4096-token window in all 32 layers:
+
+    >>> kv_cache_bytes(model("mistral-7b"), 8192) == 4096 * kv_bytes_per_token(model("mistral-7b"))
+    True
+    """
+    p = precisions or Precisions()
+    context = _validate.size("context", context)
+    per_layer_token = 2 * config.kv_dim * bytes_per_element(p.kv)
+    kept = sum(min(context, config.window(i) or context) for i in range(config.layers))
+    return per_layer_token * kept
+
+
+def _linear(tokens: int, k: int, n: int, p: Precisions, *, table: bool = False) -> Cost:
+    """``(tokens x k) @ (k x n)``: activations in ``p.activations``, the weight in ``p.weights``.
+
+    ``table``: the weight is the LM head, stored in ``p.table_precision``.
+    """
     a = bytes_per_element(p.activations)
-    return Cost(2 * tokens * k * n, a * tokens * k + p.weight_bytes(k * n), a * tokens * n)
+    w = p.table_bytes(k * n) if table else p.weight_bytes(k * n)
+    return Cost(2 * tokens * k * n, a * tokens * k + w, a * tokens * n)
 
 
 def expected_experts(experts: int, per_token: int, tokens: int) -> float:
@@ -241,23 +119,72 @@ def expected_experts(experts: int, per_token: int, tokens: int) -> float:
     return experts * (1 - (1 - per_token / experts) ** tokens)
 
 
-def _attention(config: ModelConfig, batch: int, new: int, context: int, p: Precisions) -> Cost:
+def _window_pairs(new: int, context: int, window: int | None) -> int:
+    """(query, key) pairs of ``new`` queries at the end of ``context``, each seeing ``window`` keys.
+
+    Query ``t`` (1-based position, ``t = context - new + 1 .. context``) sees
+    ``min(t, window)`` keys, itself included; without a window, all ``t``.
+    """
+    if window is None:
+        return _causal_pairs(new, context)
+    lo, hi = context - new + 1, context
+    cut = min(hi, window)
+    rising = cut * (cut + 1) // 2 - (lo - 1) * lo // 2 if cut >= lo else 0
+    return rising + (window * (hi - max(lo - 1, window)) if hi > window else 0)
+
+
+def _keys_read(new: int, context: int, window: int | None) -> int:
+    """Keys (and values) of the cache some query of the step sees."""
+    return context if window is None else min(context, new + window - 1)
+
+
+def _attention(
+    config: ModelConfig, batch: int, new: int, context: int, p: Precisions, window: int | None
+) -> Cost:
     """One layer's attention over the cache: ``new`` queries per sequence, ``context`` keys.
 
-    Causal, aligned bottom-right (the last query sees every key). Compulsory
-    traffic: the new queries read, every cached key and value read once (a
-    flash-decoding style kernel reads the cache once per KV head, whatever
-    the group of query heads sharing it), the output written.
+    Causal, aligned bottom-right (the last query sees every key), each query
+    limited to the last ``window`` keys if a window is given. Compulsory
+    traffic: the new queries read, every cached key and value some query sees
+    read once (a flash-decoding style kernel reads the cache once per KV head,
+    whatever the group of query heads sharing it), the output written.
     """
     a, s_kv, d = bytes_per_element(p.activations), bytes_per_element(p.kv), config.d
-    pairs = batch * config.heads * _causal_pairs(new, context)
+    pairs = batch * config.heads * _window_pairs(new, context, window)
+    keys = _keys_read(new, context, window)
     return Cost(
         flops=pairs * (4 * d + SOFTMAX_FLOPS_PER_ELEMENT),
-        bytes_read=batch * (a * config.q_dim * new + 2 * s_kv * config.kv_dim * context),
+        bytes_read=batch * (a * config.q_dim * new + 2 * s_kv * config.kv_dim * keys),
         bytes_written=batch * a * config.q_dim * new,
         vector_flops=pairs * (SOFTMAX_FLOPS_PER_ELEMENT - 1),
         special_flops=pairs,
     )
+
+
+def _activation(config: ModelConfig, numel: int, dtype: str) -> tuple[str, Cost]:
+    if not config.gated:
+        return "activation (GELU)", gelu(numel, dtype)
+    if config.activation == "silu":
+        return "activation (SwiGLU)", swiglu(numel, dtype)
+    # GeGLU: gelu(gate) * up, the tanh form of GELU and one product, two inputs and one output
+    cost = elementwise(
+        numel,
+        dtype,
+        inputs=2,
+        outputs=1,
+        flops_per_element=GELU_FLOPS_PER_ELEMENT + 1,
+        special_per_element=1,
+    )
+    return "activation (GeGLU)", cost
+
+
+def _check_step(batch: int, new: int, context: int) -> tuple[int, int, int]:
+    batch = _validate.size("batch", batch)
+    new = _validate.size("new", new)
+    context = _validate.size("context", context)
+    if new > context:
+        raise ValueError(f"new ({new}) must be <= context ({context})")
+    return batch, new, context
 
 
 def layer_ops(
@@ -266,28 +193,33 @@ def layer_ops(
     new: int,
     context: int,
     precisions: Precisions | None = None,
+    *,
+    layer: int = 0,
 ) -> list[tuple[str, Cost]]:
     """One decoder layer for ``batch`` sequences, ``new`` tokens each, over ``context`` keys.
 
-    Prefill is ``new = context = prompt``; a decode step is ``new = 1`` with
-    ``context`` the cached tokens plus the new one. The new keys and values
-    leave the QKV projection with its output and are then copied into the
-    cache (read in the activations' precision, written in the cache's), a
-    kernel of their own (``"KV cache write"``, as vLLM's ``reshape_and_cache``).
-    An MoE MLP reads the weights of the :func:`expected_experts` a step touches.
+    ``context`` counts the tokens the step attends to: the cached ones plus
+    the ``new`` ones. Prefill is ``new = context = prompt``; a decode step is
+    ``new = 1`` with ``context`` the cached tokens plus the new one. ``layer``
+    (0-based) picks a local (sliding-window) or global layer where the model
+    has both. The new keys and values leave the QKV projection with its output
+    and are then copied into the cache (read in the activations' precision,
+    written in the cache's), a kernel of their own (``"KV cache write"``, as
+    vLLM's ``reshape_and_cache``). An MoE MLP reads the weights of the
+    :func:`expected_experts` a step touches.
 
     Examples
     --------
     >>> ops = dict(layer_ops(model("llama-2-7b"), 1, 1, 4096))
     >>> ops["attention"].bytes_read     # the whole cache of one layer: 2 x 4096 x 4096 x 2
     67117056
+    >>> ops = dict(layer_ops(model("mistral-7b"), 1, 1, 8192))
+    >>> ops["attention"].bytes_read     # its 4096-token window: 2 x 4096 x 1024 x 2, and q
+    16785408
     """
     p = precisions or Precisions()
-    batch = _validate.size("batch", batch)
-    new = _validate.size("new", new)
-    context = _validate.size("context", context)
-    if new > context:
-        raise ValueError(f"new ({new}) must be <= context ({context})")
+    batch, new, context = _check_step(batch, new, context)
+    window = config.window(layer)
     tokens, h, a = batch * new, config.hidden, p.activations
     qkv = _linear(tokens, h, config.q_dim + 2 * config.kv_dim, p)
     new_kv = batch * new * 2 * config.kv_dim
@@ -296,7 +228,7 @@ def layer_ops(
         ("attention norm", rmsnorm(tokens, h, a)),
         ("QKV projection", qkv),
         ("KV cache write", kv_write),
-        ("attention", _attention(config, batch, new, context, p)),
+        ("attention", _attention(config, batch, new, context, p, window)),
         ("output projection", _linear(tokens, config.q_dim, h, p)),
         ("residual add", residual_add(tokens * h, a)),
         ("MLP norm", rmsnorm(tokens, h, a)),
@@ -316,11 +248,17 @@ def layer_ops(
         up = _linear(tokens, h, width, p)
         down = _linear(tokens, config.ffn, h, p)
         ops.append(("MLP up (gate, up)" if config.gated else "MLP up", up))
-    if config.gated:
-        ops.append(("activation (SwiGLU)", swiglu(tokens * k * config.ffn, a)))
+    ops.append(_activation(config, tokens * k * config.ffn, a))
     ops.append(("MLP down" if config.experts == 1 else "experts down", down))
     ops.append(("residual add (MLP)", residual_add(tokens * h, a)))
     return ops
+
+
+def _kinds(config: ModelConfig) -> dict[str, list[int]]:
+    kinds: dict[str, list[int]] = {}
+    for i in range(config.layers):
+        kinds.setdefault(config.layer_kind(i), []).append(i)
+    return kinds
 
 
 def step_ops(
@@ -329,32 +267,53 @@ def step_ops(
     new: int,
     context: int,
     precisions: Precisions | None = None,
+    *,
+    logits: int = 1,
 ) -> list[tuple[str, Cost]]:
     """The whole model for one step: embedding, every layer, final norm, LM head.
 
     Each layer's operators are summed over the layers (``"<op> (x layers)"``);
-    the LM head computes the logits of each sequence's last position only.
+    where local and global layers differ (their attention), each kind has a
+    line of its own (``"attention, sliding window (x 21)"``). The LM head
+    computes the logits of the last ``logits`` positions of each sequence (1;
+    a speculative verification step needs all its positions).
 
     Examples
     --------
     >>> names = [n for n, _ in step_ops(model("llama-2-7b"), 1, 1, 4096)]
-    >>> names[0], names[-1]
-    ('embedding', 'LM head')
+    >>> names[0], names[4], names[-1]
+    ('embedding', 'attention (x 32)', 'LM head')
+    >>> [n for n, _ in step_ops(model("gemma-2-9b"), 1, 1, 8192) if n.startswith("attention,")]
+    ['attention, sliding window (x 21)', 'attention, global (x 21)']
     """
     p = precisions or Precisions()
+    batch, new, context = _check_step(batch, new, context)
+    logits = _validate.size("logits", logits)
+    if logits > new:
+        raise ValueError(f"logits ({logits}) must be <= new ({new})")
     if context > config.max_context:
         raise ValueError(
             f"context ({context}) must be <= the model's context window ({config.max_context})"
         )
     a = bytes_per_element(p.activations)
     tokens = batch * new
-    embed = Cost(0, p.weight_bytes(tokens * config.hidden), a * tokens * config.hidden, 1)
-    layer = layer_ops(config, batch, new, context, p)
+    embed = Cost(0, p.table_bytes(tokens * config.hidden), a * tokens * config.hidden, 1)
+    by_kind = {
+        kind: (len(idx), layer_ops(config, batch, new, context, p, layer=idx[0]))
+        for kind, idx in _kinds(config).items()
+    }
     ops = [("embedding", embed)]
-    ops += [(f"{name} (x {config.layers})", cost * config.layers) for name, cost in layer]
+    first = next(iter(by_kind.values()))[1]
+    for j, (name, cost) in enumerate(first):
+        if all(layer[j][1] == cost for _, layer in by_kind.values()):
+            ops.append((f"{name} (x {config.layers})", cost * config.layers))
+            continue
+        for kind, (n, layer) in by_kind.items():
+            label = "sliding window" if kind == "local" else "global"
+            ops.append((f"{name}, {label} (x {n})", layer[j][1] * n))
     ops += [
         ("final norm", rmsnorm(tokens, config.hidden, p.activations)),
-        ("LM head", _linear(batch, config.hidden, config.vocab, p)),
+        ("LM head", _linear(batch * logits, config.hidden, config.vocab, p, table=True)),
     ]
     return ops
 
@@ -374,8 +333,13 @@ class StepBound:
 def step_time(ops: list[tuple[str, Cost]], device: Hardware, precisions: Precisions) -> StepBound:
     """Sum of the operators' time lower bounds, one kernel after another (second).
 
-    The compute ceilings are those of the activations' precision, in which the
-    products run (quantized weights are widened on the fly).
+    This is the floor of an implementation that runs these kernels one after
+    another, each moving its own inputs and outputs through HBM. Fusing kernels
+    (a norm into the residual add, the activation into a GEMM) or overlapping
+    a memory-bound kernel with a compute-bound one can go below it, never below
+    :func:`step_floor`. The compute ceilings are those of the activations'
+    precision, in which the products run (weight-only formats are widened on
+    the fly).
     """
     times = {name: time_bound(cost, device, precisions.activations) for name, cost in ops}
     return StepBound(
@@ -387,44 +351,106 @@ def step_time(ops: list[tuple[str, Cost]], device: Hardware, precisions: Precisi
 
 
 def weight_bytes(config: ModelConfig, precisions: Precisions | None = None) -> int:
-    """Bytes of all the model's weights in the weights' precision (byte).
+    """Bytes of all the model's weights (byte).
+
+    The linear layers in ``precisions.weights``; the embedding table, the LM
+    head and the norms in ``precisions.table_precision`` (BF16 under weight
+    quantization unless ``quantize_embeddings``).
 
     Examples
     --------
     >>> round(weight_bytes(model("llama-2-7b")) / 1e9, 2)
     13.48
+    >>> round(weight_bytes(model("llama-3-8b"), Precisions(weights="int4")) / 1e9, 2)
+    5.7
     """
-    return (precisions or Precisions()).weight_bytes(config.parameters())
+    p = precisions or Precisions()
+    c = config
+    tables = c.vocab * c.hidden * (1 if c.tied_embeddings else 2)
+    norms = c.layers * 2 * c.hidden + c.hidden
+    return p.weight_bytes(c.layers * c.layer_matrix_parameters()) + p.table_bytes(tables + norms)
 
 
-def max_batch(
+def step_traffic(
     config: ModelConfig,
-    device: Hardware,
+    batch: int,
+    new: int,
     context: int,
     precisions: Precisions | None = None,
     *,
-    reserve: float = MEMORY_RESERVE,
+    logits: int = 1,
 ) -> int:
-    """The most sequences of ``context`` tokens whose KV cache fits beside the weights.
+    """Bytes any implementation of the step must move through HBM (byte).
 
-    ``floor(((1 - reserve) x capacity - weight bytes) / (context x KV bytes per token))``;
-    0 when even the weights do not fit.
+    The weights the step reads (the linear layers, the MoE experts its tokens
+    touch, the norms, the LM head, one embedding row per token), the cached
+    keys and values its queries see, the new keys and values it writes, and the
+    logits. Activations between operators are left out: a fused kernel keeps
+    them on chip.
+    """
+    p = precisions or Precisions()
+    batch, new, context = _check_step(batch, new, context)
+    c, s_kv = config, bytes_per_element(p.kv)
+    h, tokens = c.hidden, batch * new
+    attention = 2 * h * c.q_dim + 2 * h * c.kv_dim
+    per_expert = p.weight_bytes(h * (2 if c.gated else 1) * c.ffn) + p.weight_bytes(c.ffn * h)
+    if c.experts > 1:
+        mlp = p.weight_bytes(h * c.experts) + round(
+            expected_experts(c.experts, c.experts_per_token, tokens) * per_expert
+        )
+    else:
+        mlp = per_expert
+    weights = c.layers * (p.weight_bytes(attention) + mlp)
+    weights += p.table_bytes(c.layers * 2 * h + h + c.vocab * h + tokens * h)
+    cache = 0
+    for i in range(c.layers):
+        window = c.window(i)
+        cached = _keys_read(new, context, window) - new
+        written = new if window is None else min(new, window)
+        cache += batch * 2 * c.kv_dim * s_kv * (max(cached, 0) + written)
+    return weights + cache + batch * logits * c.vocab * bytes_per_element(p.activations)
+
+
+def step_floor(
+    config: ModelConfig,
+    batch: int,
+    new: int,
+    context: int,
+    device: Hardware,
+    precisions: Precisions | None = None,
+    *,
+    logits: int = 1,
+) -> TimeBound:
+    """A time lower bound for any implementation of the step, fused or overlapped (second).
+
+    ``max(FLOPs / P, bytes / B)`` over the whole step: each compute unit's
+    FLOPs of every operator over that unit's ceiling, and
+    :func:`step_traffic` over the bandwidth. Kernels that overlap memory-bound
+    attention with compute-bound GEMMs (NanoFlow) or fuse the small operators
+    approach it; none goes below it.
 
     Examples
     --------
     >>> from roofline_book.hardware import hardware
-    >>> max_batch(model("llama-2-7b"), hardware("h100-sxm"), 4096)   # (72e9 - 13.5e9) / 2.1 GB
-    27
+    >>> m, h100 = model("llama-2-7b"), hardware("h100-sxm")
+    >>> p = Precisions()
+    >>> step_floor(m, 1, 4096, 4096, h100).seconds < step_time(
+    ...     step_ops(m, 1, 4096, 4096), h100, p).seconds
+    True
     """
     p = precisions or Precisions()
-    if device.memory_capacity is None:
-        raise ValueError(f"{device.key} has no published memory capacity")
-    context = _validate.size("context", context)
-    reserve = _validate.non_negative("reserve", reserve)
-    if reserve >= 1:
-        raise ValueError(f"reserve must be below 1, got {reserve}")
-    free = (1 - reserve) * device.memory_capacity - weight_bytes(config, p)
-    return max(0, math.floor(free / (context * kv_bytes_per_token(config, p))))
+    ops = step_ops(config, batch, new, context, p, logits=logits)
+    total = sum((cost for _, cost in ops), ZERO)
+    traffic = step_traffic(config, batch, new, context, p, logits=logits)
+    floor = Cost(
+        total.flops,
+        traffic,
+        0,
+        1,
+        vector_flops=total.vector_flops,
+        special_flops=total.special_flops,
+    )
+    return time_bound(floor, device, p.activations)
 
 
 def decode_batch_to_ridge(
@@ -434,16 +460,19 @@ def decode_batch_to_ridge(
 
     A weight-streaming GEMM, ``(B x k) @ (k x n)``, has intensity
     ``2Bkn / (w kn + a B (k + n))`` with ``w`` weight and ``a`` activation
-    bytes per element; setting it to the ridge ``R`` gives
-    ``B* = R w kn / (2kn - R a (k + n))``, about ``R w / 2``. In an MoE
+    bytes per element; setting it to the ridge ``R`` of the activations'
+    precision gives ``B* = R w kn / (2kn - R a (k + n))``, about ``R w / 2``.
+    Weight-only formats lower ``w`` at the BF16 ridge, so ``B*`` falls with
+    them; W8A8 FP8 halves ``w`` but doubles ``R``, so ``B*`` stays. In an MoE
     layer each expert's GEMM gets about ``B k / E`` of the rows (uniform
     routing), so the batch is ``E / k`` times larger.
 
     Examples
     --------
-    >>> from roofline_book.hardware import hardware
-    >>> round(decode_batch_to_ridge(model("llama-2-7b"), hardware("h100-sxm")))
-    323
+    >>> from roofline_book.hardware import adhoc
+    >>> gpu = adhoc("example", 1e15, 5e12)        # ridge 200 FLOP/byte
+    >>> round(decode_batch_to_ridge(model("llama-2-7b"), gpu))   # 200 x 2 / 2, and a little
+    212
     """
     p = precisions or Precisions()
     k, n = config.hidden, (2 if config.gated else 1) * config.ffn
@@ -453,102 +482,3 @@ def decode_batch_to_ridge(
     denominator = 2 * k * n - ridge * a * (k + n)
     rows = ridge * w * k * n / denominator if denominator > 0 else math.inf
     return rows * config.experts / config.experts_per_token
-
-
-def speculative_tokens(acceptance: float, draft: int) -> float:
-    """Expected tokens one verification step yields: ``(1 - a^(g+1)) / (1 - a)``.
-
-    With ``g`` draft tokens each accepted with probability ``a`` (Leviathan
-    et al. 2023), the target model checks ``g + 1`` positions in one step.
-
-    Examples
-    --------
-    >>> round(speculative_tokens(0.8, 4), 3)
-    3.362
-    >>> speculative_tokens(0.0, 4)
-    1.0
-    """
-    a = _validate.non_negative("acceptance", acceptance)
-    if a >= 1:
-        raise ValueError(f"acceptance must be below 1, got {acceptance}")
-    g = _validate.size("draft", draft, minimum=0)
-    return (1 - a ** (g + 1)) / (1 - a)
-
-
-# --------------------------------------------------------------------------
-# The catalog
-
-
-def _key(name: str) -> str:
-    return "-".join(name.strip().lower().replace("_", " ").split())
-
-
-_FIELDS = (
-    "hidden",
-    "layers",
-    "heads",
-    "kv_heads",
-    "ffn",
-    "vocab",
-    "head_dim",
-    "gated",
-    "tied_embeddings",
-    "max_context",
-    "experts",
-    "experts_per_token",
-)
-
-
-@functools.cache
-def models() -> Mapping[str, ModelConfig]:
-    """Every model of the data file, by key."""
-    text = resources.files(__package__).joinpath("data/models.toml").read_text("utf-8")
-    data = tomllib.loads(text)
-    sources = {k: Source(key=k, **v) for k, v in data["sources"].items()}
-    out = {}
-    for key, entry in data["models"].items():
-        if entry.get("source") not in sources:
-            raise ValueError(f"models.toml: {key} names no known source")
-        fields = {f: entry[f] for f in _FIELDS if f in entry}
-        out[key] = ModelConfig(
-            key=key, name=entry["name"], source=sources[entry["source"]], **fields
-        )
-    return MappingProxyType(out)
-
-
-def model(name: str) -> ModelConfig:
-    """A catalog model by name; case, spaces and underscores do not matter.
-
-    Examples
-    --------
-    >>> model("Mixtral 8x7B").experts
-    8
-    >>> model("gpt-5")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown model 'gpt-5'; allowed: llama-2-7b, ...
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a model name such as 'llama-2-7b', got {name!r}")
-    catalog = models()
-    key = _key(name)
-    if key not in catalog:
-        raise ValueError(f"unknown model {name!r}; allowed: {', '.join(catalog)}")
-    return catalog[key]
-
-
-def adhoc_model(name: str, **sizes: int | bool) -> ModelConfig:
-    """A model of your own sizes (the fields of :class:`ModelConfig`).
-
-    Examples
-    --------
-    >>> tiny = adhoc_model("tiny", hidden=256, layers=2, heads=4, kv_heads=2, ffn=512, vocab=1000)
-    >>> tiny.kv_dim, kv_bytes_per_token(tiny)
-    (128, 1024)
-    """
-    if not isinstance(name, str) or not name:
-        raise TypeError(f"name must be a non-empty string, got {name!r}")
-    unknown = set(sizes) - set(_FIELDS)
-    if unknown:
-        raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {', '.join(_FIELDS)}")
-    return ModelConfig(key=_key(name), name=name, **sizes)  # type: ignore[arg-type]

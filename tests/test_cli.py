@@ -516,12 +516,37 @@ def test_infer_json_by_hand():
     # batch 1: every byte of the weights (less the unused embedding rows) and the cache
     # streams from HBM once per token
     streamed = 2 * 6_738_415_616 - 2 * 32000 * 4096 + 4096 * kv
-    assert out["decode_time_lower_bound_s"] == pytest.approx(streamed / 3.35e12, rel=0.01)
-    assert out["max_batch"] == int((0.9 * 80e9 - 2 * 6_738_415_616) // (4096 * kv))
+    h100 = rb.hardware("h100-sxm")  # the catalog's figures are inputs; test_hardware checks them
+    assert out["decode_time_lower_bound_s"] == pytest.approx(
+        streamed / h100.memory_bandwidth, rel=0.01
+    )
+    assert out["decode_floor_s"] <= out["decode_time_lower_bound_s"]
+    # vLLM's rule: 0.9 of the memory, less the weights and the activation peak (an MLP of
+    # 8192 tokens and 256 rows of FP32 logits)
+    act = 2 * 8192 * (4096 + 3 * 11008) + 4 * 256 * 32000
+    assert out["activation_peak_bytes"] == act
+    usable = 0.9 * h100.memory_capacity - 2 * 6_738_415_616 - act
+    assert out["max_batch"] == int(usable // (4096 * kv))
     # prefill: at least the weight GEMMs' 2 x (weights - embedding) x 4096 FLOPs at the
     # matrix peak, and not much more (attention and the small operators add about a tenth)
-    gemm_s = 2 * (6_738_415_616 - 32000 * 4096) * 4096 / 989.5e12
+    gemm_s = 2 * (6_738_415_616 - 32000 * 4096) * 4096 / h100.peak_flops("bf16")
     assert gemm_s < out["prefill_time_lower_bound_s"] < 1.25 * gemm_s
+    assert gemm_s < out["prefill_floor_s"] < out["prefill_time_lower_bound_s"]
+
+
+def test_infer_sliding_window_and_embeddings():
+    # Mistral-7B at 8192 tokens keeps its 4096-token rolling buffer: 0.537 GB per sequence
+    out = run_json("infer", "--model", "mistral-7b", "--context", "8192")
+    assert out["kv_cache_bytes_per_sequence"] == 32 * 4096 * 2 * 8 * 128 * 2
+    assert out["sliding_window"] == 4096 and out["local_layers"] == 32
+    # int4 keeps the embedding and the LM head in BF16 unless asked
+    plain = run_json("infer", "--model", "llama-3-8b", "--weights-dtype", "int4")
+    every = run_json(
+        "infer", "--model", "llama-3-8b", "--weights-dtype", "int4", "--quantize-embeddings"
+    )
+    tables = 2 * 128256 * 4096 + 32 * 2 * 4096 + 4096
+    assert plain["weight_bytes"] - every["weight_bytes"] == tables * (2 - (0.5 + 2 / 128))
+    assert plain["precisions"]["scheme"] == "W4A16"
 
 
 INFER_ERRORS = {
@@ -532,7 +557,7 @@ INFER_ERRORS = {
     ),
     "batch that does not fit": (
         ("--model", "llama-2-7b", "--batch", "64"),
-        "--batch 64 does not fit on h100-sxm at --context 4096: at most 27",
+        "--batch 64 does not fit on h100-sxm at --context 4096: at most ",
     ),
     "weights that do not fit": (("--model", "llama-2-70b"), "at most 0 sequence(s)"),
     "unknown weight format": (
@@ -554,11 +579,12 @@ def test_infer_bad_input_is_one_line_and_exit_2(case, call):
 # the appendix page (built book)
 
 
+@pytest.mark.site
 def test_cli_appendix_lists_every_operator_and_explains_infer(glued):
     from roofline_book.cli.operators import OPERATORS
 
     g = glued("appendix/cli")
-    assert g["cli_n_ops"] == len(OPERATORS) == 17
+    assert g["cli_n_ops"] == len(OPERATORS)
     build = Path(os.environ.get("BOOK_BUILD", ROOT / "_build"))  # as conftest reads it
     page = (build / "html" / "appendix" / "cli.html").read_text("utf-8")
     table = page[page.index('id="tbl-cli-ops"') :].split("</table>")[0]
@@ -572,8 +598,12 @@ def test_cli_appendix_lists_every_operator_and_explains_infer(glued):
     assert g["cli_inf_weights_gb"] == pytest.approx(weights / 1e9)  # 16.06 GB
     kv_token = 2 * 32 * 8 * 128 * 2  # K and V, 32 layers, 8 heads of 128, 2 bytes: 131,072
     assert g["cli_inf_kv_kb"] == pytest.approx(kv_token / 1e3)
-    # 90 % of the memory, less the weights, over 4096 tokens of cache per sequence
-    fits = int((0.9 * H100.memory_capacity - weights) // (4096 * kv_token))
+    # vLLM's rule: 90 % of the memory, less the weights and the activation peak (an MLP of 8192
+    # tokens: residual, gate and up, activation, in BF16; 256 rows of FP32 logits), over 4096
+    # tokens of cache per sequence
+    act = 2 * 8192 * (4096 + 3 * 14336) + 4 * 256 * 128256
+    assert g["cli_inf_act_gb"] == pytest.approx(act / 1e9)
+    fits = int((0.9 * H100.memory_capacity - weights - act) // (4096 * kv_token))
     assert (g["cli_inf_fits"], g["cli_inf_use"], g["cli_inf_reserve"]) == (fits, 0.9, 0.1)
     # gate and up fused, k = 4096, n = 2 * 14336: 2Bkn / (2kn + 2B(k + n)) = R at
     # B = R * 2kn / (2kn - 2R(k + n)), R the BF16 ridge point (matrix peak / HBM bandwidth)

@@ -1,27 +1,38 @@
 """LLM inference: the catalog's shapes, KV cache, decode and prefill bounds, memory, MoE."""
 
 import math
+from pathlib import Path
 
 import pytest
 
 from roofline_book import hardware
+from roofline_book.decoders import parse_catalog
 from roofline_book.inference import (
     Precisions,
     adhoc_model,
     decode_batch_to_ridge,
     expected_experts,
     kv_bytes_per_token,
+    kv_cache_bytes,
     layer_ops,
-    max_batch,
     model,
     models,
-    speculative_tokens,
+    step_floor,
     step_ops,
     step_time,
     weight_bytes,
 )
+from roofline_book.serving import (
+    MEMORY_RESERVE,
+    activation_peak,
+    max_batch,
+    speculative_speedup,
+    speculative_tokens,
+)
 
 H100 = hardware("h100-sxm")
+# the catalog's figures are the inputs here; their datasheets are checked in test_hardware
+PEAK, BW, CAP = H100.peak_flops("bf16"), H100.memory_bandwidth, H100.memory_capacity
 
 
 def test_catalog_names_and_sources():
@@ -60,7 +71,7 @@ def test_decode_at_batch_one_streams_weights_and_cache():
     # activation traffic; the embedding reads one row, not the whole table
     streamed = weight_bytes(m) - 32000 * 4096 * 2 + ctx * kv_bytes_per_token(m)
     assert t.memory == t.seconds
-    assert t.seconds == pytest.approx(streamed / 3.35e12, rel=0.01)
+    assert t.seconds == pytest.approx(streamed / BW, rel=0.01)
 
 
 def test_gqa_and_quantization_ratios():
@@ -68,18 +79,122 @@ def test_gqa_and_quantization_ratios():
     one = dict(layer_ops(llama3, 1, 1, 4096))
     # GQA: the cache read per layer is 2 x 8 heads x 128 x 4096 x 2 bytes
     assert one["attention"].bytes_read == 2 * 8 * 128 * 4096 * 2 + 32 * 128 * 2
-    # int4 weights: half a byte plus a 2-byte scale per 128 weights, 0.5156 bytes
-    bf16, int4 = weight_bytes(llama3), weight_bytes(llama3, Precisions(weights="int4"))
-    assert int4 / bf16 == pytest.approx((0.5 + 2 / 128) / 2, rel=1e-4)
+    # int4 weights (symmetric, GPTQ): half a byte plus a 2-byte FP16 scale per 128 weights in
+    # the linear layers; the embedding, the LM head and the norms stay BF16
+    matrices = 32 * (4096 * (4096 + 2 * 1024) + 4096**2 + 3 * 4096 * 14336)  # 6,979,321,856
+    tables = 2 * 128256 * 4096 + 32 * 2 * 4096 + 4096  # embedding, head, norms
+    assert matrices % 128 == 0
+    int4 = weight_bytes(llama3, Precisions(weights="int4"))
+    assert int4 == matrices * (0.5 + 2 / 128) + 2 * tables  # 5.70 GB, not 4.14
+    everything = weight_bytes(llama3, Precisions(weights="int4", quantize_embeddings=True))
+    assert everything == (matrices + tables) * (0.5 + 2 / 128)
+    # AWQ stores a 4-bit zero point beside each group's scale: 0.5 + 2.5 / 128 = 0.5195 B
+    awq = Precisions(weights="int4", zero_point=True)
+    assert awq.per_weight() == 0.5 + 2.5 / 128
+    assert weight_bytes(llama3, awq) == matrices * (0.5 + 2.5 / 128) + 2 * tables
     # so the weight-streaming batch to the ridge drops by about the same ratio
     b16 = decode_batch_to_ridge(llama3, H100)
     b4 = decode_batch_to_ridge(llama3, H100, Precisions(weights="int4"))
     assert b4 / b16 == pytest.approx((0.5 + 2 / 128) / 2, rel=0.05)
 
 
+def test_fp8_weight_only_and_w8a8():
+    llama3, k, n = model("llama-3-8b"), 4096, 2 * 14336
+    # FP8 checkpoints scale per tensor (vLLM) or per channel: no group scales, 1 byte a weight
+    w8a16, w8a8 = Precisions(weights="fp8"), Precisions(weights="fp8", activations="fp8")
+    assert w8a16.per_weight() == w8a8.per_weight() == 1.0
+    assert (w8a16.scheme, w8a8.scheme) == ("W8A16", "W8A8")
+    # weight-only: the BF16 ridge, 1-byte weights, b* = R kn / (2kn - 2R (k + n)), about R / 2
+    r16 = PEAK / BW
+    expected16 = r16 * 1 * k * n / (2 * k * n - r16 * 2 * (k + n))
+    assert decode_batch_to_ridge(llama3, H100, w8a16) == pytest.approx(expected16)
+    # W8A8: the FP8 Tensor Cores' ridge (twice BF16's), 1-byte weights and activations:
+    # b* stays where BF16 had it
+    r8 = H100.peak_flops("fp8") / BW
+    assert r8 == pytest.approx(2 * r16)
+    expected8 = r8 * 1 * k * n / (2 * k * n - r8 * 1 * (k + n))
+    assert decode_batch_to_ridge(llama3, H100, w8a8) == pytest.approx(expected8)
+    assert decode_batch_to_ridge(llama3, H100, w8a8) == pytest.approx(
+        decode_batch_to_ridge(llama3, H100), rel=1e-9
+    )
+    # lm_head and the embedding stay BF16 (vLLM's FP8 excludes lm_head)
+    assert w8a8.table_precision == "bf16"
+
+
+def test_sliding_window_kv_cache_by_hand():
+    mistral, gemma = model("mistral-7b"), model("gemma-2-9b")
+    # Mistral 7B: a rolling buffer of W = 4096 tokens in each of its 32 layers (Jiang et al.
+    # 2023, section 2): 32 x 4096 x 2 (K, V) x 8 KV heads x 128 x 2 bytes = 0.537 GB
+    assert kv_cache_bytes(mistral, 8192) == 32 * 4096 * 2 * 8 * 128 * 2 == 536_870_912
+    assert kv_cache_bytes(mistral, 2048) == 32 * 2048 * 2 * 8 * 128 * 2
+    # Gemma 2 9B: 21 local layers keep 4096 tokens, 21 global layers all 8192; 8 KV heads of
+    # 256: (21 x 8192 + 21 x 4096) x 2 x 8 x 256 x 2 = 2.114 GB
+    assert kv_cache_bytes(gemma, 8192) == (21 * 8192 + 21 * 4096) * 2 * 8 * 256 * 2
+    assert kv_cache_bytes(gemma, 8192) == 2_113_929_216
+    assert [gemma.layer_kind(i) for i in range(4)] == ["local", "global", "local", "global"]
+    # full-attention models keep every token
+    llama = model("llama-3-8b")
+    assert kv_cache_bytes(llama, 8192) == 8192 * kv_bytes_per_token(llama)
+
+
+def test_sliding_window_attention_by_hand():
+    mistral = model("mistral-7b")
+    d, s = 128, 4 * 128 + 5  # FLOPs per (query, key) pair and head: QK^T, PV, softmax
+    # decode at 8192: the new query sees the last 4096 keys; 4096 x 1024 K and V read
+    attn = dict(layer_ops(mistral, 1, 1, 8192))["attention"]
+    assert attn.flops == 32 * 4096 * s
+    assert attn.bytes_read == 2 * 4096 * 4096 * 2 // 4 + 32 * d * 2
+    # prefill of 8192: query t sees min(t, 4096) keys
+    pairs = 4096 * 4097 // 2 + 4096 * 4096
+    assert dict(layer_ops(mistral, 1, 8192, 8192))["attention"].flops == 32 * pairs * s
+    # a chunk of 100 queries at the end of 5000 tokens: each sees 4096 keys, the chunk needs
+    # keys 5000 - 100 - 4096 + 2 .. 5000, 4195 of them
+    chunk = dict(layer_ops(mistral, 1, 100, 5000))["attention"]
+    assert chunk.flops == 32 * 100 * 4096 * s
+    assert chunk.bytes_read == 100 * 32 * d * 2 + 2 * 4195 * 8 * d * 2
+    # Gemma 2: the global layers see all 8192, the local ones 4096
+    gemma = dict(step_ops(model("gemma-2-9b"), 1, 1, 8192))
+    s256 = 4 * 256 + 5
+    assert gemma["attention, global (x 21)"].flops == 21 * 16 * 8192 * s256
+    assert gemma["attention, sliding window (x 21)"].flops == 21 * 16 * 4096 * s256
+    assert "activation (GeGLU) (x 42)" in gemma  # gelu_pytorch_tanh, not SwiGLU
+
+
+def test_sliding_window_max_batch_by_hand():
+    # Gemma-2-9B: 42 layers of hidden 3584, 16 query heads and 8 KV heads of 256, MLP 14336,
+    # vocabulary 256000 tied; weights and norms in BF16
+    h, q, kv, f = 3584, 16 * 256, 8 * 256, 14336
+    params = 42 * (2 * h * q + 2 * h * kv + 3 * h * f + 2 * h) + 256000 * h + h
+    assert params / 1e9 == pytest.approx(9.24, abs=0.01)
+    act = 2 * 8192 * (h + 3 * f) + 4 * 256 * 256000  # MLP of 8192 tokens, 256 FP32 logit rows
+    free = 0.9 * CAP - 2 * params - act
+    assert max_batch(model("gemma-2-9b"), H100, 8192) == int(free // 2_113_929_216)
+    mistral = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096)
+    mistral += 2 * 32000 * 4096 + 4096
+    act = 2 * 8192 * (4096 + 3 * 14336) + 4 * 256 * 32000
+    free = 0.9 * CAP - 2 * mistral - act
+    assert max_batch(model("mistral-7b"), H100, 8192) == int(free // 536_870_912)
+
+
+def test_catalog_rejects_unknown_keys():
+    text = (Path(__file__).parents[1] / "roofline_book/data/models.toml").read_text()
+    misspelt = text.replace("sliding_window = 4096\nsource", "sliding_widow = 4096\nsource", 1)
+    assert misspelt != text
+    with pytest.raises(ValueError, match=r"models\.toml: model 'mistral-7b' has an unknown key "
+                       r"'sliding_widow'; allowed: name, source, hidden"):  # fmt: skip
+        parse_catalog(misspelt)
+    with pytest.raises(ValueError, match=r"mine\.toml: model 'mistral-7b'"):
+        parse_catalog(misspelt, "mine.toml")
+    source = '[sources.s]\ntitle = "t"\nurll = "https://example.org"\n'
+    with pytest.raises(ValueError, match=r"x\.toml: source 's' has an unknown key 'urll'"):
+        parse_catalog(source, "x.toml")
+    with pytest.raises(ValueError, match="layer_pattern kinds"):
+        parse_catalog(text.replace('["local", "global"]', '["local", "glboal"]'))
+
+
 def test_decode_batch_to_ridge_by_hand():
     m = model("llama-2-7b")
-    k, n, r = 4096, 2 * 11008, 989.5e12 / 3.35e12
+    k, n, r = 4096, 2 * 11008, PEAK / BW
     expected = r * 2 * k * n / (2 * k * n - r * 2 * (k + n))
     assert decode_batch_to_ridge(m, H100) == pytest.approx(expected)
     # Mixtral: each of 8 experts gets 2/8 of the rows, so 4 times the dense batch
@@ -88,11 +203,39 @@ def test_decode_batch_to_ridge_by_hand():
     assert decode_batch_to_ridge(model("mixtral-8x7b"), H100) == pytest.approx(8 / 2 * dense)
 
 
-def test_max_batch_and_capacity():
+def test_max_batch_is_vllms_rule():
+    # vLLM: num_gpu_blocks = (total x gpu_memory_utilization - peak) // block size, where
+    # peak = weights + activation peak (+ non-torch memory, not modelled here)
     m = model("llama-2-7b")
-    free = 0.9 * 80e9 - weight_bytes(m)
+    act = 2 * 8192 * (4096 + 3 * 11008) + 4 * 256 * 32000  # 0.64 GB
+    assert activation_peak(m) == act
+    assert MEMORY_RESERVE == pytest.approx(1 - 0.9)
+    free = 0.9 * CAP - 2 * 6_738_415_616 - act
     assert max_batch(m, H100, 4096) == math.floor(free / (4096 * 2 * 32 * 32 * 128 * 2))
+    assert max_batch(m, H100, 4096, activations=0) == math.floor(
+        (0.9 * CAP - 2 * 6_738_415_616) / (4096 * 524_288)
+    )
     assert max_batch(model("llama-2-70b"), H100, 4096) == 0  # 138 GB of weights: no fit
+
+
+def test_step_floor_is_below_the_sum_and_is_max_of_flops_and_bytes():
+    m, T = model("llama-2-7b"), 4096
+    # prefill: every FLOP on the matrix units except softmax's; the weight GEMMs'
+    # 2 T (4 h^2 + 3 h F) per layer, QK^T and PV over causal pairs, one LM-head row
+    matrix = 32 * (2 * T * (4 * 4096**2 + 3 * 4096 * 11008) + 4 * 128 * 32 * T * (T + 1) // 2)
+    matrix += 2 * 4096 * 32000
+    floor = step_floor(m, 1, T, T, H100)
+    assert floor.resource == "matrix"
+    assert floor.seconds == pytest.approx(matrix / PEAK)  # 58.1 ms at 989.5 TFLOP/s
+    no_overlap = step_time(step_ops(m, 1, T, T), H100, Precisions()).seconds
+    assert floor.seconds < no_overlap < 1.2 * floor.seconds
+    # decode at batch 1: the weights (one embedding row), the cache, the new K and V
+    weights = 2 * 6_738_415_616 - 2 * 32000 * 4096 + 2 * 4096
+    cache = 32 * 2 * 4096 * 4096 * 2  # 4095 cached tokens read and the new one written
+    logits = 2 * 32000
+    decode = step_floor(m, 1, 1, T, H100)
+    assert decode.resource == "hbm"
+    assert decode.seconds == pytest.approx((weights + cache + logits) / BW)
 
 
 def test_moe_reads_the_experts_its_tokens_touch():
@@ -116,6 +259,11 @@ def test_decode_attention_is_aligned_bottom_right():
 
 def test_speculative_decoding():
     assert speculative_tokens(0.8, 4) == pytest.approx((1 - 0.8**5) / 0.2)
+    # Leviathan et al. 2023, Theorem 3.8: (1 - a^(g+1)) / ((1 - a)(g c + 1))
+    assert speculative_speedup(0.8, 4, 0.05) == pytest.approx(0.67232 / (0.2 * 1.2))  # 2.80
+    assert round(speculative_speedup(0.8, 4, 0.05), 2) == 2.80
+    assert speculative_speedup(0.8, 4, 0.1) == pytest.approx(0.67232 / (0.2 * 1.4))  # 2.40
+    assert speculative_speedup(0.8, 4, 0.0) == speculative_tokens(0.8, 4)
     with pytest.raises(ValueError, match="acceptance must be below 1"):
         speculative_tokens(1.0, 4)
 

@@ -782,9 +782,14 @@ def test_run_entries_keep_their_samples(tiny):
 
 
 def test_weight_streaming_sweep_times_each_batch():
+    import torch
+
     from roofline_book.measure import streaming
 
-    sweep = streaming.weight_streaming((1, 2, 4, 8, 16), d=256, min_run_time=0.001)
+    before = torch.get_num_threads()
+    sweep = streaming.weight_streaming((1, 2, 4, 8, 16), d=256, min_run_time=0.001, threads=1)
+    assert torch.get_num_threads() == before  # restored after the sweep
+    assert sweep.threads == 1
     assert [p.batch for p in sweep.points] == [1, 2, 4, 8, 16]
     assert sweep.points[0].cost == ops.gemm(1, 256, 256, "fp32")
     assert all(p.timing.median_s > 0 and len(p.timing.samples_s) >= 5 for p in sweep.points)
@@ -831,6 +836,39 @@ def test_streaming_figures_say_how_close_the_model_came():
     # the model's memory time for the 4 MiB weight plus the batch-1 rows, at 10 GB/s
     assert f["model_flat_ms"] == pytest.approx(4 * (1024**2 + 2 * 1024) / 10e9 * 1e3)
     assert f["flat_over_model"] == pytest.approx(4e-3 / (4 * (1024**2 + 2 * 1024) / 10e9))
+    # B = 16 lies on both lines (4 ms = 16 x 0.25 ms): the first split that fits exactly wins
+    assert f["flat"] is True and f["flat_points"] == 3 and f["flat_batch"] == 4
+    # the model's compute time per row: 2 x 1024^2 FLOPs at 100 GFLOP/s; measured 0.25 ms
+    assert f["slope_over_model"] == pytest.approx(0.25e-3 / (2 * 1024**2 / 100e9))
+    assert f["rise"] == pytest.approx(32 / 4)
+
+
+def test_streaming_estimators_and_a_flat_part_that_is_not_flat():
+    from roofline_book.measure import streaming
+    from roofline_book.measure.timing import Timing
+
+    def sweep_of(times):
+        return streaming.StreamingSweep(1024, "fp32", tuple(
+            streaming.StreamingPoint(b, ops.gemm(b, 1024, 1024, "fp32"), Timing((t,) * 5, 1))
+            for b, t in times.items()))  # fmt: skip
+
+    # small batches double from B = 2 to B = 4, then 0.25 ms per row from B = 32 on: the
+    # hinge puts the first five in the flat part (geometric mean 4 x 2^(3/5) = 6.06 ms; with
+    # B = 32 in it too, 4 x 2^(4/6), the log error is 0.64 against 0.58), whose slowest is
+    # twice its fastest, so it is not flat
+    ms = {1: 4, 2: 4, 4: 8, 8: 8, 16: 8, 32: 8, 64: 16, 128: 32}
+    sweep = sweep_of({b: t * 1e-3 for b, t in ms.items()})
+    t0, s, k = sweep.hinge()
+    assert k == 5 and t0 == pytest.approx(4e-3 * 2 ** (3 / 5)) and s == pytest.approx(0.25e-3)
+    flat, spread, points = sweep.flatness()
+    assert (flat, spread, points) == (False, 2.0, 5)
+    # the estimators disagree: B = 1 alone gives 16, the median of B <= 4 gives 16 too, the
+    # hinge 24.3; the reported range spans them
+    est = sweep.estimates()
+    assert est["first"] == pytest.approx(16) and est["median"] == pytest.approx(16)
+    assert est["hinge"] == pytest.approx(4 * 2 ** (3 / 5) / 0.25)
+    measured, low, high = sweep.measured_crossing()
+    assert measured == est["hinge"] and low == pytest.approx(16) and high == measured
 
 
 def test_a_run_beside_a_busy_core_is_stable_or_says_so():

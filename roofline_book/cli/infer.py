@@ -10,15 +10,17 @@ from ..inference import (
     Precisions,
     decode_batch_to_ridge,
     kv_bytes_per_token,
+    kv_cache_bytes,
     layer_ops,
-    max_batch,
     model,
     models,
+    step_floor,
     step_ops,
     step_time,
     weight_bytes,
 )
 from ..roofline import time_bound
+from ..serving import MEMORY_RESERVE, activation_peak, max_batch
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
@@ -57,7 +59,13 @@ def run(args: argparse.Namespace) -> int:
     """The ``infer`` subcommand."""
     config = model(args.model)
     device = device_from_args(args)
-    p = Precisions(weights=args.weights_dtype, activations=args.dtype, kv=args.kv_dtype)
+    p = Precisions(
+        weights=args.weights_dtype,
+        activations=args.dtype,
+        kv=args.kv_dtype,
+        zero_point=args.zero_point,
+        quantize_embeddings=args.quantize_embeddings,
+    )
     context = args.context if args.context is not None else min(4096, config.max_context)
     prompt = args.prompt if args.prompt is not None else context
     if context > config.max_context:
@@ -67,16 +75,20 @@ def run(args: argparse.Namespace) -> int:
     if prompt > context:
         raise UsageError(f"--prompt ({prompt}) must be <= --context ({context})")
     fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
+    per_sequence = kv_cache_bytes(config, context, p)
     if fits is not None and args.batch > fits:
         raise UsageError(
             f"--batch {args.batch} does not fit on {device.key} at --context {context}: "
             f"at most {fits} sequence(s) (weights {si(weight_bytes(config, p), 'B')}, "
-            f"KV cache {si(context * kv_bytes_per_token(config, p), 'B')} per sequence, "
-            f"of {si(device.memory_capacity or 0, 'B')} with 10% kept free)"
+            f"activations about {si(activation_peak(config, p), 'B')}, "
+            f"KV cache {si(per_sequence, 'B')} per sequence, "
+            f"of {si(device.memory_capacity or 0, 'B')} with {MEMORY_RESERVE:.0%} left unused)"
         )
     prefill = step_ops(config, args.batch, prompt, prompt, p)
     decode = step_ops(config, args.batch, 1, context, p)
     t_prefill, t_decode = step_time(prefill, device, p), step_time(decode, device, p)
+    f_prefill = step_floor(config, args.batch, prompt, prompt, device, p).seconds
+    f_decode = step_floor(config, args.batch, 1, context, device, p).seconds
     figures: dict[str, Any] = {
         "model": config.key,
         "parameters": config.parameters(),
@@ -84,13 +96,27 @@ def run(args: argparse.Namespace) -> int:
         "batch": args.batch,
         "context": context,
         "prompt": prompt,
-        "precisions": {"weights": p.weights, "activations": p.activations, "kv": p.kv},
+        "precisions": {
+            "weights": p.weights,
+            "activations": p.activations,
+            "kv": p.kv,
+            "scheme": p.scheme,
+            "zero_point": p.zero_point,
+            "embeddings": p.table_precision,
+        },
+        "sliding_window": config.sliding_window,
+        "local_layers": config.local_layers,
         "kv_cache_bytes_per_token": kv_bytes_per_token(config, p),
-        "kv_cache_bytes": args.batch * context * kv_bytes_per_token(config, p),
+        "kv_cache_bytes_per_sequence": per_sequence,
+        "kv_cache_bytes": args.batch * per_sequence,
         "weight_bytes": weight_bytes(config, p),
+        "activation_peak_bytes": activation_peak(config, p),
         "prefill_time_lower_bound_s": t_prefill.seconds,
         "decode_time_lower_bound_s": t_decode.seconds,
+        "prefill_floor_s": f_prefill,
+        "decode_floor_s": f_decode,
         "decode_tokens_per_s": args.batch / t_decode.seconds,
+        "decode_tokens_per_s_floor": args.batch / f_decode,
         "max_batch": fits,
         "decode_batch_to_ridge": decode_batch_to_ridge(config, device, p),
     }
@@ -104,25 +130,36 @@ def run(args: argparse.Namespace) -> int:
             }
         )
         return 0
+    window = ""
+    if config.sliding_window is not None:
+        window = (
+            f"; {config.local_layers} of {config.layers} layers attend to a "
+            f"{config.sliding_window}-token window"
+        )
     print(
         f"{config.name} ({config.parameters() / 1e9:.2f} B parameters), batch {args.batch}, "
-        f"prompt {prompt}, context {context}; weights {p.weights}, activations "
-        f"{p.activations}, KV cache {p.kv}"
+        f"prompt {prompt}, context {context}; weights {p.weights} ({p.scheme}), activations "
+        f"{p.activations}, KV cache {p.kv}{window}"
     )
     print(f"device: {device_line(device, p.activations)}")
+    kind = config.layer_kind(0)
+    which = "" if config.local_layers in (0, config.layers) else f" (layer 0, {kind})"
     for title, new, ctx in (("prefill", prompt, prompt), ("decode step", 1, context)):
         print()
-        print(f"one layer, {title}:")
+        print(f"one layer{which}, {title}:")
         print(text_table(_HEADER, _rows(layer_ops(config, args.batch, new, ctx, p), device, p),
                          right={1, 2, 3, 5}))  # fmt: skip
     print()
     lines = [
         ("weights", si(figures["weight_bytes"], "B")),
         ("KV cache per token", si(figures["kv_cache_bytes_per_token"], "B")),
+        ("KV cache per sequence", si(per_sequence, "B")),
         ("KV cache, whole batch", si(figures["kv_cache_bytes"], "B")),
         ("largest batch that fits", "-" if fits is None else str(fits)),
-        ("prefill, whole model", si(t_prefill.seconds, "s") + " (lower bound)"),
-        ("decode step, whole model", si(t_decode.seconds, "s") + " (lower bound)"),
+        ("prefill, kernel by kernel", si(t_prefill.seconds, "s") + " (lower bound)"),
+        ("prefill, any implementation", si(f_prefill, "s") + " (lower bound)"),
+        ("decode step, kernel by kernel", si(t_decode.seconds, "s") + " (lower bound)"),
+        ("decode step, any implementation", si(f_decode, "s") + " (lower bound)"),
         ("decode tokens per second", f"{figures['decode_tokens_per_s']:,.0f} (upper bound)"),
         ("decode batch to the ridge", f"{figures['decode_batch_to_ridge']:.0f}"),
     ]
@@ -147,14 +184,36 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     infer.add_argument("--batch", type=parse_size, default=1, metavar="N", help="sequences (1)")
     infer.add_argument(
-        "--context", type=parse_size, metavar="N", help="tokens in each sequence's cache (4096)"
+        "--context",
+        type=parse_size,
+        metavar="N",
+        help=(
+            "tokens each sequence's decode step attends to, the new one included: the cache "
+            "holds N - 1 before the step and N after it, and the batch that fits is sized for "
+            "N (4096, or the model's window if shorter)"
+        ),
     )
     infer.add_argument(
         "--prompt", type=parse_size, metavar="N", help="prompt tokens prefilled (--context)"
     )
     infer.add_argument("--dtype", default="bf16", help="activations and compute (bf16)")
     infer.add_argument(
-        "--weights-dtype", default="bf16", help="weights: bf16, fp8, int8, int4 (bf16)"
+        "--weights-dtype",
+        default="bf16",
+        help=(
+            "linear layers' weights: bf16, fp8, int8, int4 (bf16); with --dtype bf16 they are "
+            "weight-only (W8A16, W4A16), --weights-dtype fp8 --dtype fp8 is W8A8"
+        ),
+    )
+    infer.add_argument(
+        "--zero-point",
+        action="store_true",
+        help="int8/int4 weights quantized asymmetrically: a zero point per group (AWQ)",
+    )
+    infer.add_argument(
+        "--quantize-embeddings",
+        action="store_true",
+        help="store the embedding table and the LM head in the weights' format (default BF16)",
     )
     infer.add_argument("--kv-dtype", default="bf16", help="KV cache (bf16)")
     add_device_arguments(infer)

@@ -25,11 +25,14 @@ from ..roofline import gemm_tokens_to_ridge, time_lower_bound
 from . import machine
 from .timing import Timing, time_cpu
 
-#: The flat part of a sweep: batches up to this many rows (each call streams the weight).
+#: The largest batch of the flat part in the simplest estimate (rows).
 FLAT_BATCH = 4
 
 #: Batches of the default sweep, from one token to well past a CPU's ridge.
-BATCHES = (1, 2, 4, 16, 64, 128)
+BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+#: A flat part is flat when its slowest time is at most this many times its fastest.
+FLAT_TOLERANCE = 1.3
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class StreamingSweep:
     d: int
     precision: str
     points: tuple[StreamingPoint, ...]
+    threads: int | None = None
+    """torch's intra-op threads during the sweep."""
 
     def predicted_seconds(self, peak_flops: float, bandwidth: float) -> list[float]:
         """The two-roof time lower bound of each batch with the given ceilings (second)."""
@@ -63,48 +68,110 @@ class StreamingSweep:
         )
         return gemm_tokens_to_ridge(ridge, self.d, self.d, self.precision)
 
+    def hinge(self) -> tuple[float, float, int]:
+        """The fit of ``t(B) = max(t0, s B)`` to the medians: (``t0``, ``s``, flat points).
+
+        Least squares in log time over every split of the batches into a flat
+        part (the first ones, at least one) and a rising part (the rest, at
+        least one): ``t0`` is the flat part's geometric mean time (second),
+        ``s`` the rising part's geometric mean time per row (second per row).
+        """
+        points = sorted(self.points, key=lambda p: p.batch)
+        if len(points) < 3:
+            raise ValueError("the sweep needs at least three batches")
+        logs = [math.log(p.timing.median_s) for p in points]
+        per_row = [lt - math.log(p.batch) for lt, p in zip(logs, points, strict=True)]
+        best: tuple[float, float, float, int] | None = None
+        for k in range(1, len(points)):
+            t0 = math.exp(statistics.fmean(logs[:k]))
+            s = math.exp(statistics.fmean(per_row[k:]))
+            fitted = (math.log(max(t0, s * p.batch)) for p in points)
+            error = sum((lt - f) ** 2 for lt, f in zip(logs, fitted, strict=True))
+            if best is None or error < best[0]:
+                best = (error, t0, s, k)
+        assert best is not None
+        return best[1], best[2], best[3]
+
+    def estimates(self) -> dict[str, float]:
+        """The measured crossing by three estimators, in rows (batch).
+
+        ``"hinge"``: :meth:`hinge`'s ``t0 / s``. ``"first"``: the batch-1 time
+        over the per-row time of the two largest batches. ``"median"``: the
+        median time of the batches up to :data:`FLAT_BATCH` over the same.
+        """
+        points = sorted(self.points, key=lambda p: p.batch)
+        flat = [p.timing.median_s for p in points if p.batch <= FLAT_BATCH]
+        tail = points[-2:]
+        if not flat or len(points) < 3 or tail[0].batch <= FLAT_BATCH:
+            raise ValueError(f"the sweep needs batches up to {FLAT_BATCH} and two larger ones")
+        per_row = statistics.median(p.timing.median_s / p.batch for p in tail)
+        t0, s, _ = self.hinge()
+        return {
+            "hinge": t0 / s,
+            "first": points[0].timing.median_s / per_row,
+            "median": statistics.median(flat) / per_row,
+        }
+
     def measured_crossing(self) -> tuple[float, float, float]:
         """Where the measured flat part meets the measured rising part: (batch, low, high).
 
-        The flat part is the median time of the batches up to :data:`FLAT_BATCH` (each call
-        streams the weight); the rising part is the time per token of the two
-        largest batches. Their ratio is the batch at which the two lines meet.
-        ``low`` and ``high`` take each time at the bottom or top of its
-        interquartile range, the spread of the estimate.
+        The batch is the hinge fit's (:meth:`hinge`). ``low`` and ``high``
+        span every estimator of :meth:`estimates`, each also with every time
+        at the bottom or the top of its interquartile range: how far the
+        answer moves with the way it is read from the data.
         """
-        flat = [p.timing for p in self.points if p.batch <= FLAT_BATCH]
-        tail = sorted(self.points, key=lambda p: p.batch)[-2:]
-        if not flat or len(tail) < 2 or tail[0].batch <= FLAT_BATCH:
-            raise ValueError(f"the sweep needs batches up to {FLAT_BATCH} and two larger ones")
-
-        def estimate(side: float) -> float:
-            t0 = statistics.median(t.median_s + side * t.iqr_s / 2 for t in flat)
-            per_token = statistics.median(
-                (p.timing.median_s - side * p.timing.iqr_s / 2) / p.batch for p in tail
+        values = list(self.estimates().values())
+        points = sorted(self.points, key=lambda p: p.batch)
+        k = self.hinge()[2]
+        for side in (-1.0, 1.0):
+            # the flat part one way, the rising part the other: the widest the IQRs allow
+            moved = tuple(
+                StreamingPoint(p.batch, p.cost, _shifted(p.timing, side if i < k else -side))
+                for i, p in enumerate(points)
             )
-            return t0 / per_token
+            values += list(StreamingSweep(self.d, self.precision, moved).estimates().values())
+        return self.estimates()["hinge"], min(values), max(values)
 
-        return estimate(0.0), estimate(-1.0), estimate(1.0)
+    def flatness(self) -> tuple[bool, float, int]:
+        """Whether the hinge fit's flat part is flat: (flat, slowest over fastest, points).
+
+        Flat means at least two points whose medians are within
+        :data:`FLAT_TOLERANCE` of each other.
+        """
+        points = sorted(self.points, key=lambda p: p.batch)
+        _, _, k = self.hinge()
+        times = [p.timing.median_s for p in points[:k]]
+        spread = max(times) / min(times)
+        return k >= 2 and spread <= FLAT_TOLERANCE, spread, k
 
     def figures(self, peak_flops: float, bandwidth: float) -> dict[str, float | int | bool]:
         """What a page quotes from the sweep, as plain numbers.
 
         Keys: ``d``, ``weight_mb`` (the weight, MB), ``margin`` (the weight
-        over the last-level cache it was sized from), ``flat_batch``, ``predicted`` and
-        ``measured`` crossing batches, ``low`` and ``high`` (the measured
-        estimate's spread), ``ratio`` (measured over predicted), ``within``
-        (the prediction lies inside the spread), ``flat_ms`` (the measured
-        time while streaming) and ``model_flat_ms`` (the model's memory time
-        for the same weight), ``flat_over_model``.
+        over the last-level cache it was sized from), ``predicted`` and
+        ``measured`` crossing batches, ``low`` and ``high`` (the spread of the
+        measured estimate over estimators and IQRs), ``ratio`` (measured over
+        predicted), ``within`` (the prediction lies inside the spread),
+        ``flat`` (the flat part is flat), ``flat_spread`` (its slowest over
+        its fastest time), ``flat_points`` and ``flat_batch`` (how many
+        batches it has, and the largest), ``rise`` (the largest batch's time
+        over the flat time), ``flat_ms`` (the fitted flat time) and
+        ``model_flat_ms`` (the model's memory time for the same weight),
+        ``flat_over_model``, ``slope_over_model`` (the fitted time per row
+        over the model's compute time per row), ``first`` and ``median``
+        (the other two estimators).
         """
         measured, low, high = self.measured_crossing()
         predicted = self.predicted_crossing(peak_flops, bandwidth)
-        flat = statistics.median(p.timing.median_s for p in self.points if p.batch <= FLAT_BATCH)
-        model_flat = self.points[0].cost.bytes / bandwidth
+        t0, s, _ = self.hinge()
+        flat, spread, k = self.flatness()
+        points = sorted(self.points, key=lambda p: p.batch)
+        model_flat = points[0].cost.bytes / bandwidth
+        model_slope = 2 * self.d * self.d / peak_flops
+        others = self.estimates()
         return {
             "d": self.d,
             "margin": STREAM_MARGIN,
-            "flat_batch": FLAT_BATCH,
             "weight_mb": self.d * self.d * bytes_per_element(self.precision) / 1e6,
             "predicted": predicted,
             "measured": measured,
@@ -112,9 +179,17 @@ class StreamingSweep:
             "high": high,
             "ratio": measured / predicted,
             "within": low <= predicted <= high,
-            "flat_ms": flat * 1e3,
+            "flat": flat,
+            "flat_spread": spread,
+            "flat_points": k,
+            "flat_batch": points[k - 1].batch,
+            "rise": points[-1].timing.median_s / t0,
+            "flat_ms": t0 * 1e3,
             "model_flat_ms": model_flat * 1e3,
-            "flat_over_model": flat / model_flat,
+            "flat_over_model": t0 / model_flat,
+            "slope_over_model": s / model_slope,
+            "first": others["first"],
+            "median": others["median"],
         }
 
     def plot(self, ax, peak_flops: float, bandwidth: float, *, labels: tuple[str, str, str, str]):
@@ -136,6 +211,12 @@ class StreamingSweep:
         drawn.append(ax.axvline(measured, linestyle="-.", color="#555555", label=labels[3]))
         ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="time per call [ms]")
         return drawn
+
+
+def _shifted(timing: Timing, side: float) -> Timing:
+    """``timing`` with its median moved by half its IQR, up (``side = 1``) or down."""
+    median = timing.median_s + side * timing.iqr_s / 2
+    return Timing((max(median, timing.median_s / 2),) * 5, 1)
 
 
 #: The weight is at least this many times the last-level cache.
@@ -165,13 +246,14 @@ def weight_streaming(
     *,
     d: int | None = None,
     min_run_time: float = 0.05,
+    threads: int | None = None,
 ) -> StreamingSweep:
     """Time ``linear(x, W)`` on the CPU for each batch, ``W`` beyond the last-level cache.
 
     Parameters
     ----------
     batches : sequence of int
-        Rows of ``x``, increasing; at least one up to 4 and two above it.
+        Rows of ``x``, increasing; at least one up to :data:`FLAT_BATCH` and two above it.
     precision : str
         Of ``x``, ``W`` and the output.
     d : int, optional
@@ -179,6 +261,10 @@ def weight_streaming(
     min_run_time : float
         Least time spent on each batch (second), as in
         :func:`~roofline_book.measure.timing.time_cpu`.
+    threads : int, optional
+        torch's intra-op threads for the sweep, restored afterwards: pass the
+        ``device.threads`` of the run file whose ceilings the sweep is held
+        to, so both measure the same cores. None: whatever is set.
     """
     torch = require("torch", "the weight-streaming sweep")
 
@@ -192,16 +278,24 @@ def weight_streaming(
         raise ValueError(f"precision must be one of {', '.join(table)}; got {precision!r}")
     dtype = table[precision]
     # the values do not change a GEMM's time on the CPU (no denormals): fill, do not draw
+    if threads is not None:
+        threads = _validate.size("threads", threads)
     weight = torch.full((d, d), 0.5, dtype=dtype)
     linear = torch.nn.functional.linear
     points = []
-    for b in batches:
-        x = torch.full((b, d), 0.25, dtype=dtype)
-        out = torch.empty(b, d, dtype=dtype)
+    before = torch.get_num_threads()
+    try:
+        if threads is not None:
+            torch.set_num_threads(threads)
+        for b in batches:
+            x = torch.full((b, d), 0.25, dtype=dtype)
+            out = torch.empty(b, d, dtype=dtype)
 
-        def call(x: Any = x, out: Any = out) -> Any:
-            return linear(x, weight, out=out)
+            def call(x: Any = x, out: Any = out) -> Any:
+                return linear(x, weight, out=out)
 
-        timing = time_cpu(call, min_run_time=min_run_time)
-        points.append(StreamingPoint(b, gemm(b, d, d, precision), timing))
-    return StreamingSweep(d, precision, tuple(points))
+            timing = time_cpu(call, min_run_time=min_run_time)
+            points.append(StreamingPoint(b, gemm(b, d, d, precision), timing))
+    finally:
+        torch.set_num_threads(before)
+    return StreamingSweep(d, precision, tuple(points), threads or before)
