@@ -24,8 +24,11 @@ from .attn import (
     ATTENTION_BACKWARD_IMPLS,
     ATTENTION_IMPLS,
     DEFAULT_SRAM_BYTES,
+    FA3_SOURCE,
+    FlashTile,
     attention,
     attention_backward,
+    fa3_tile,
 )
 from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
@@ -62,6 +65,7 @@ __all__ = [
     "ATTENTION_BACKWARD_IMPLS",
     "ATTENTION_IMPLS",
     "DEFAULT_SRAM_BYTES",
+    "FA3_SOURCE",
     "GELU_FLOPS_PER_ELEMENT",
     "MULTI_TENSOR_CHUNK",
     "MULTI_TENSOR_MAX_BLOCKS",
@@ -72,6 +76,7 @@ __all__ = [
     "UNITS",
     "ZERO",
     "Cost",
+    "FlashTile",
     "Pass",
     "adamw",
     "adamw_passes",
@@ -79,6 +84,7 @@ __all__ = [
     "attention",
     "attention_backward",
     "elementwise",
+    "fa3_tile",
     "gelu",
     "gemm",
     "layernorm",
