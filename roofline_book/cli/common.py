@@ -10,8 +10,8 @@ from typing import Any, NoReturn
 
 from ..hardware import Hardware, adhoc, catalog, hardware
 from ..ops import Cost
-from ..roofline import time_bound
-from ..tables import main_unit, text_table, unit_rates
+from ..roofline import main_unit, time_bound, unit_rates
+from ..tables import text_table
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
 
