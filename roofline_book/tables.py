@@ -52,7 +52,10 @@ class Row:
 
     @property
     def rates(self) -> dict[str, float]:
-        """Each compute unit's FLOPs over the time lower bound (:func:`unit_rates`)."""
+        """Each compute unit's FLOPs over the time lower bound, by unit.
+
+        See :func:`roofline_book.roofline.unit_rates`.
+        """
         return unit_rates(self.cost, self.time)
 
     @property

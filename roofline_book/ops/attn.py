@@ -76,7 +76,7 @@ _FA3_SM90 = {
 def fa3_tile(head_dim: int, dtype: Precision = "bf16", causal: bool = False) -> FlashTile:
     """FlashAttention-3's forward tile on Hopper (SM90) for ``head_dim`` and ``dtype``.
 
-    Read from the FlashAttention-3 source (:data:`FA3_SOURCE`):
+    Read from the FlashAttention-3 source (``FA3_SOURCE``):
     ``tile_size_fwd_sm90`` gives ``kBlockM`` and ``kBlockN`` for equal Q/K
     and V head dims, no local window, no paged KV and no softcap; the tiles
     are set by register and shared-memory budgets, not by the ``M / (4d)``

@@ -145,7 +145,8 @@ def level_intensities(cost: Cost, time: TimeBound, device: Hardware) -> dict[str
     A level's bytes are its time in ``time`` times its bandwidth, so they are
     the bytes :func:`roofline_book.roofline.time_bound` charged there: at HBM
     the compulsory bytes (and re-reads that do not fit in L2), at L2 every
-    byte, re-reads included. The FLOPs are those of :func:`main_unit`, the
+    byte, re-reads included. The FLOPs are those of
+    :func:`roofline_book.roofline.main_unit`, the
     unit whose rate the operator is drawn at.
 
     Examples
@@ -181,7 +182,7 @@ def placed(
     """Put each operator under the roofs that bind it, once per memory level.
 
     An operator is drawn at the rate of its main unit, the one doing most of
-    its FLOPs (:func:`roofline_book.tables.main_unit`): that unit's FLOPs
+    its FLOPs (:func:`roofline_book.roofline.main_unit`): that unit's FLOPs
     over the operator's time lower bound on ``device``
     (:func:`roofline_book.roofline.time_bound`), which never exceeds the
     unit's flat. It is placed once per memory level it is charged to, at
@@ -231,8 +232,8 @@ def placed(
             for r in ("matrix", "vector", "special"):
                 if r != main and t.by_resource.get(r):
                     allowed = flops / t.by_resource[r] / scale
-                    drawn.append(ax.scatter([x], [allowed], marker="_", s=120,
-                                            color=RESOURCE_COLORS[r], zorder=4))  # fmt: skip
+                    drawn.append(ax.scatter([x], [allowed], marker="_", s=220, linewidths=2,
+                                            color=RESOURCE_COLORS[r], zorder=6))  # fmt: skip
         if annotate:
             drawn.append(_label(ax, name, (x, y), offsets, fontsize))
     return drawn
