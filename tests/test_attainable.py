@@ -36,6 +36,12 @@ POINTS = [
     "attention:1,32,16384,16384,64,dtype=fp8",
     "attention:1,32,4096,4096,128,impl=eager,causal=true",
     "attention:1,8,1,8192,128,causal=true",
+    "attention_backward:2,16,4096,4096,128",
+    "attention_backward:1,8,2048,2048,64,impl=stored,causal=true",
+    "tiled_gemm:4096,4096,4096,128",
+    "linear_backward:4096,4096,11008",
+    "rmsnorm_eager:4096,4096",
+    "rope:4096,32,128",
 ]
 DEVICES = sorted(catalog())
 SLACK = 1 + 1e-12  # F / (F / P) can round one ulp above P

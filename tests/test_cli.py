@@ -164,7 +164,8 @@ def test_every_public_operator_is_registered():
     from roofline_book.cli.operators import OPERATORS
 
     functions = {n for n in ops.__all__ if n.islower() and callable(getattr(ops, n))}
-    assert functions - {"adamw_passes", "multi_tensor_launches"} == set(OPERATORS)
+    helpers = {"adamw_passes", "multi_tensor_launches", "fa3_tile"}  # no Cost: not operators
+    assert functions - helpers == set(OPERATORS)
     assert {spec.func for spec in OPERATORS.values()} == {getattr(ops, n) for n in OPERATORS}
 
 
