@@ -233,7 +233,7 @@ def test_chapter_4_hierarchical_roofline(glued):
     # FlashAttention-3's shape (16k, d = 128, 16 heads): the matrix units bind, so in the
     # paper's 4 N^2 d h convention the bound allows the matrix peak, above its 648 (d = 128)
     # and its 740 and 840 (d = 256)
-    assert g["fa3_resource"] == "矩阵单元"
+    assert g["fa3_resource"] == "受矩阵单元限制"
     assert g["fa3_tflops"] == approx(H100_BF16 / 1e12)
     assert g["fa3_tflops_256"] > 840 and g["fa3_tflops_256c"] > 642
     # Every re-read from HBM, causal d = 256 at 16k (8 heads, FA3's 128 x 80 tile, no cluster):
