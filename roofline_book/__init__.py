@@ -23,6 +23,7 @@ from .dtypes import BYTES, bytes_per_element, precision_name
 from .hardware import EXAMPLE, Ceiling, Hardware, Source, adhoc, catalog, hardware
 from .ops import (
     Cost,
+    FlashTile,
     Pass,
     adamw,
     adamw_passes,
@@ -30,6 +31,7 @@ from .ops import (
     attention,
     attention_backward,
     elementwise,
+    fa3_tile,
     gelu,
     gemm,
     layernorm,
@@ -69,6 +71,7 @@ __all__ = [
     "Ceiling",
     "Cost",
     "DecoderConfig",
+    "FlashTile",
     "Hardware",
     "Pass",
     "Row",
@@ -91,6 +94,7 @@ __all__ = [
     "cost_table",
     "readable_frame",
     "elementwise",
+    "fa3_tile",
     "fraction_of_roof",
     "gelu",
     "gemm",

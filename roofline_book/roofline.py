@@ -249,6 +249,56 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
     return TimeBound(times)
 
 
+def unit_rates(cost: Cost, time: TimeBound) -> dict[str, float]:
+    """Each compute unit's FLOPs over the operator's time lower bound, by unit.
+
+    ``F_u / T`` is the rate unit ``u`` runs at when the operator takes its
+    lower bound ``T``; since ``T >= F_u / P_u`` it never exceeds the unit's
+    peak ``P_u``. Units with no FLOPs are left out. For ``"special"`` the
+    rate is in evaluations/s (one exp is one special FLOP). A device with
+    one peak for every unit (its ``time`` has a ``"compute"`` resource) gets
+    one rate, ``"compute"``, for all FLOPs.
+
+    Examples
+    --------
+    >>> from roofline_book.hardware import hardware
+    >>> from roofline_book.ops import Cost
+    >>> h100 = hardware("h100-sxm")
+    >>> c = Cost(flops=10**12, bytes_read=10**6, bytes_written=0, vector_flops=10**9)
+    >>> rates = unit_rates(c, time_bound(c, h100))          # the matrix units bind
+    >>> rates["matrix"] == h100.peak_flops("bf16"), rates["vector"] < h100.ceiling("vector")
+    (True, True)
+    """
+    seconds = time.seconds
+    if "compute" in time.by_resource:  # one peak for every unit
+        return {"compute": cost.flops / seconds} if cost.flops and seconds else {}
+    return {u: f / seconds for u, f in cost.flops_by_unit.items() if f and seconds}
+
+
+def main_unit(cost: Cost, time: TimeBound) -> str | None:
+    """The compute unit that does most of the operator's FLOPs; None when it does none.
+
+    The attainable rate of a table row is reported on this unit
+    (:attr:`roofline_book.tables.Row.attainable`):
+    the matrix units for a GEMM or FlashAttention, the vector units for an add.
+    A tie goes to the first of matrix, vector, special.
+
+    Examples
+    --------
+    >>> from roofline_book.hardware import hardware
+    >>> from roofline_book.ops import attention, softmax
+    >>> h100 = hardware("h100-sxm")
+    >>> [main_unit(c, time_bound(c, h100)) for c in (attention(1, 1, 512, 512, 64), softmax(8, 8))]
+    ['matrix', 'vector']
+    """
+    rates = unit_rates(cost, time)
+    if not rates:
+        return None
+    flops = {"compute": cost.flops, **cost.flops_by_unit}
+    order = list(rates)
+    return max(order, key=lambda u: (flops[u], -order.index(u)))
+
+
 def attainable_on(
     intensity,
     device: Hardware,

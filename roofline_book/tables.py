@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from .dtypes import Precision
 from .extras import require
 from .hardware import Hardware
-from .ops import DEFAULT_SRAM_BYTES, Cost
-from .roofline import Bound, TimeBound, time_bound
+from .ops import DEFAULT_SRAM_BYTES, Cost, FlashTile, fa3_tile
+from .roofline import Bound, TimeBound, main_unit, time_bound, unit_rates
 from .transformer import DecoderConfig, block_ops, optimizer_ops
 from .units import si
 
@@ -36,18 +36,40 @@ class Row:
 
     name: str
     cost: Cost
-    attainable: float
-    """The best rate the operator can reach, FLOPs over its time lower bound (FLOP/s);
-    ``min(P, B I)`` for work on one unit."""
-    bound: Bound
     time: TimeBound
     share: float
     """Fraction of the table's summed time lower bounds."""
 
     @property
+    def bound(self) -> Bound:
+        """Whether a memory level or a compute unit sets the bound."""
+        return self.time.bound
+
+    @property
     def resource(self) -> str:
         """The unit or memory level that sets the bound (``"matrix"``, ``"hbm"``, ...)."""
         return self.time.resource
+
+    @property
+    def rates(self) -> dict[str, float]:
+        """Each compute unit's FLOPs over the time lower bound, by unit.
+
+        See :func:`roofline_book.roofline.unit_rates`.
+        """
+        return unit_rates(self.cost, self.time)
+
+    @property
+    def unit(self) -> str | None:
+        """The unit :attr:`attainable` is reported on, the one doing most FLOPs."""
+        return main_unit(self.cost, self.time)
+
+    @property
+    def attainable(self) -> float:
+        """The best rate the operator's main unit can reach, its FLOPs over the time
+        lower bound (FLOP/s): ``min(P, B I)`` for work on one unit, and never above
+        that unit's peak. 0 for an operator that does no FLOPs."""
+        unit = self.unit
+        return 0.0 if unit is None else self.rates[unit]
 
 
 def cost_table(
@@ -104,8 +126,7 @@ def cost_table(
     times = [time_bound(c, device, dtype) for _, c in pairs]
     total = sum(t.seconds for t in times)
     return [
-        Row(name, cost, cost.flops / t.seconds, t.bound, t, t.seconds / total)
-        for (name, cost), t in zip(pairs, times, strict=True)
+        Row(name, cost, t, t.seconds / total) for (name, cost), t in zip(pairs, times, strict=True)
     ]
 
 
@@ -218,6 +239,37 @@ def device_sram_bytes(device: Hardware) -> int:
     return DEFAULT_SRAM_BYTES if smem is None else int(smem)
 
 
+#: Catalog devices built on Hopper SMs (compute capability 9.0), where FlashAttention-3's
+#: tile table (:func:`roofline_book.ops.fa3_tile`) applies.
+HOPPER_DEVICES = frozenset({"h100-sxm", "h800-sxm", "h20", "h200-sxm"})
+
+
+def device_flash_tile(
+    device: Hardware, head_dim: int, dtype: Precision = "bf16", causal: bool = False
+) -> FlashTile | None:
+    """The tile of the flash kernel ``device`` runs: FlashAttention-3's on Hopper, else None.
+
+    None means no published tile table for the device, so
+    :func:`roofline_book.ops.attention` falls back on its on-chip memory rule
+    (``sram_bytes``, :func:`device_sram_bytes`). A head dim or precision FA3
+    does not run (above 256, FP32) also gets None.
+
+    Examples
+    --------
+    >>> from roofline_book.hardware import hardware
+    >>> device_flash_tile(hardware("h100-sxm"), 128)
+    FlashTile(block_m=128, block_n=176, cluster_m=2)
+    >>> device_flash_tile(hardware("a100-sxm"), 128) is None
+    True
+    """
+    if device.key not in HOPPER_DEVICES:
+        return None
+    try:
+        return fa3_tile(head_dim, dtype, causal)
+    except ValueError:
+        return None
+
+
 def block_table(
     config: DecoderConfig,
     device: Hardware,
@@ -228,9 +280,12 @@ def block_table(
     """The block's forward operators on ``device``, each with bound, time lower bound and share.
 
     Each operator is held to the ceilings of the units and levels it uses
-    (:func:`cost_table`), in ``config.dtype``. ``sram_bytes``, the flash
-    kernel's on-chip memory, defaults to the device's shared memory per SM
-    (the A100's 192 KB where the device gives none).
+    (:func:`cost_table`), in ``config.dtype``. The flash kernel's tile is
+    the one ``device`` runs (:func:`device_flash_tile`: FlashAttention-3's
+    on Hopper); where there is none, or when ``sram_bytes`` is given, its
+    query blocks follow the on-chip memory rule, ``sram_bytes`` defaulting
+    to the device's shared memory per SM (the A100's 192 KB where the
+    device gives none).
 
     Examples
     --------
@@ -244,10 +299,12 @@ def block_table(
     """
     if not isinstance(device, Hardware):
         raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
+    tile = None
     if sram_bytes is None:
         sram_bytes = device_sram_bytes(device)
+        tile = device_flash_tile(device, config.head_dim, config.dtype, config.causal)
     return cost_table(
-        block_ops(config, attention_impl=attention_impl, sram_bytes=sram_bytes),
+        block_ops(config, attention_impl=attention_impl, sram_bytes=sram_bytes, tile=tile),
         device,
         config.dtype,
     )

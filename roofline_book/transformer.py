@@ -26,6 +26,7 @@ from .ops import (
     ADAMW_IMPLS,
     DEFAULT_SRAM_BYTES,
     Cost,
+    FlashTile,
     adamw,
     attention,
     gemm,
@@ -101,7 +102,11 @@ LLAMA2_7B = DecoderConfig(batch=1, seq=4096, hidden=4096, heads=32, ffn=11008)
 
 
 def block_ops(
-    config: DecoderConfig, *, attention_impl: str = "flash", sram_bytes: int = DEFAULT_SRAM_BYTES
+    config: DecoderConfig,
+    *,
+    attention_impl: str = "flash",
+    sram_bytes: int = DEFAULT_SRAM_BYTES,
+    tile: FlashTile | None = None,
 ) -> list[tuple[str, Cost]]:
     """The forward operators of one block, in execution order, with their costs.
 
@@ -109,6 +114,8 @@ def block_ops(
     Face's eager code runs it; fused kernels often apply it in the QKV
     projection's epilogue or inside the attention kernel, which removes its
     traffic (one more read and write of Q and K) but not its FLOPs.
+    ``sram_bytes`` and ``tile`` go to the flash kernel
+    (:func:`roofline_book.ops.attention`).
 
     Examples
     --------
@@ -132,6 +139,7 @@ def block_ops(
         impl=attention_impl,
         causal=config.causal,
         sram_bytes=sram_bytes,
+        tile=tile,
     )
     return [
         ("attention norm (RMSNorm)", rmsnorm(t, h, s)),

@@ -228,7 +228,67 @@ def test_flash_causal_key_reads_match_a_block_by_block_count(seq_q, seq_k, rows)
         max(0, min(seq_k, seq_k - seq_q + min(start + rows, seq_q)))
         for start in range(0, seq_q, rows)
     )
-    assert ops.attn._flash_keys_read(seq_q, seq_k, rows, True) == expected
+    assert ops.attn._flash_keys_read(seq_q, seq_k, ops.FlashTile(rows), True) == expected
+
+
+# FlashAttention-3's forward tiles, copied by hand from Dao-AILab/flash-attention at commit
+# 0251105a2fb19d2957484b7f023cd8c115286ced, hopper/tile_size.h, tile_size_fwd_sm90 (headdim_v =
+# headdim, not local, no paged KV, no softcap): {kBlockM, kBlockN} for element_size 2 and 1.
+# Clusters of 2 (hopper/flash_fwd_launch_template.h, Enable_cluster): 16-bit with kHeadDim >= 128,
+# 8-bit with kHeadDim == 192, never causal.
+FA3_HEADER = {
+    # (head_dim, dtype, causal): (kBlockM, kBlockN, ClusterM)
+    (64, "bf16", False): (192, 192, 1),  # "Switch to tile size 192 x 192 for now"
+    (64, "bf16", True): (192, 128, 1),  # use_blockN_128 = is_causal || ...
+    (96, "fp16", False): (192, 144, 1),
+    (128, "bf16", False): (128, 176, 2),  # {128, use_blockN_128 ? 128 : 176, ...}
+    (128, "bf16", True): (128, 128, 1),
+    (192, "bf16", False): (128, 112, 2),  # headdim_v <= 128 ? 128 : 112
+    (256, "bf16", False): (128, 80, 2),  # "128 x 80 hits the limit of smem"
+    (256, "bf16", True): (128, 80, 1),
+    (64, "fp8", False): (192, 160, 1),
+    (128, "fp8", False): (128, 224, 1),
+    (192, "fp8", False): (128, 160, 2),
+    (256, "fp8", True): (128, 128, 1),
+}
+
+
+@pytest.mark.parametrize("key", list(FA3_HEADER))
+def test_fa3_tile_matches_the_header(key):
+    head_dim, dtype, causal = key
+    tile = ops.fa3_tile(head_dim, dtype, causal=causal)
+    assert (tile.block_m, tile.block_n, tile.cluster_m) == FA3_HEADER[key]
+
+
+def test_fa3_tile_rounds_the_head_dim_up_and_refuses_what_fa3_does_not_run():
+    assert ops.fa3_tile(80) == ops.fa3_tile(96) and ops.fa3_tile(100) == ops.fa3_tile(128)
+    with pytest.raises(ValueError, match="head_dim must be at most 256"):
+        ops.fa3_tile(512)
+    with pytest.raises(ValueError, match="dtype must be a 16-bit"):
+        ops.fa3_tile(128, "fp32")
+    with pytest.raises(TypeError, match="tile must be a FlashTile"):
+        attention(1, 1, 8, 8, 8, tile=(128, 128))
+
+
+def test_fa3_rereads_at_16k_by_head_dim():
+    # FA3's benchmark shape: 16k tokens, hidden 2048 (32 heads of 64, 16 of 128, 8 of 256), BF16.
+    n = 16384
+    # d = 64: ceil(16384 / 192) = 86 query blocks, each loads K and V (2 x 16384 x 64 x 2 B)
+    fa64 = attention(1, 32, n, n, 64, tile=ops.fa3_tile(64))
+    assert fa64.reread_bytes == 32 * (86 - 1) * 2 * n * 64 * 2  # 11.4 GB
+    # d = 128: 128 blocks in clusters of 2, so 64 loads of K and V per head
+    fa128 = attention(1, 16, n, n, 128, tile=ops.fa3_tile(128))
+    assert fa128.reread_bytes == 16 * (64 - 1) * 2 * n * 128 * 2  # 8.5 GB
+    # an odd number of blocks cannot form clusters: 3 blocks of 128 rows, 3 loads
+    odd = attention(1, 1, 384, 384, 128, tile=ops.fa3_tile(128))
+    assert odd.reread_bytes == (3 - 1) * 2 * 384 * 128 * 2
+
+
+def test_causal_key_blocks_are_loaded_whole():
+    # 300 queries and keys, blocks of 100 queries and 64 keys: the blocks need keys up to
+    # 100, 200, 300, loaded as 128, 256 and all 300 (not 320)
+    cost = attention(1, 1, 300, 300, 8, "fp16", causal=True, tile=ops.FlashTile(100, 64))
+    assert cost.reread_bytes == (128 + 256 + 300 - 300) * 2 * 8 * 2
 
 
 def test_linear_backward_is_two_gemms():

@@ -226,46 +226,69 @@ def test_log2_axis_labels_plain_integers(ax):
 
 
 # --------------------------------------------------------------------------
-# The hierarchical roofline
+# The hierarchical roofline: ceilings per unit, slopes per memory level
 
 
-def test_ceilings_draw_a_flat_per_unit_and_a_slope_per_level(ax):
+def test_ceilings_draw_a_flat_per_flop_unit_and_a_slope_per_level(ax):
+    import dataclasses
+
     from roofline_book import adhoc, hardware
 
     h100 = hardware("h100-sxm")
-    drawn = plotting.ceilings(ax, h100, "bf16", intensity_range=(0.1, 1e4))
+    without = dataclasses.replace(h100, l2_bandwidth=None)
+    drawn = plotting.ceilings(ax, without, "bf16", intensity_range=(0.1, 1e4))
     lines = [a for a in drawn if hasattr(a, "get_ydata")]
     tops = sorted(float(np.max(line.get_ydata())) for line in lines)
-    # special 4.19, vector 67, matrix 989.5 TFLOP/s; the HBM slope climbs to the highest flat
-    assert tops[:3] == pytest.approx([67e12 / 16 / 1e12, 67.0, 989.5])
-    assert tops[3] == pytest.approx(989.5)
-    assert len(lines) == 4  # no L2 slope: the catalog has no sourced L2 bandwidth
+    # vector and matrix flats (FLOP/s); no special-function flat, which counts evaluations;
+    # the HBM slope climbs to the highest flat
+    vector, matrix = h100.ceiling("vector") / 1e12, h100.peak_flops("bf16") / 1e12
+    assert tops == pytest.approx([vector, matrix, matrix])
     words = [a.get_text() for a in drawn if hasattr(a, "get_text")]
-    assert "vector units 67 TFLOP/s" in words and "HBM 3.35 TB/s" in words
-    with_l2 = adhoc("l2", {"bf16": 989.5e12}, 3.35e12, vector=67e12, l2_bandwidth=10e12)
-    assert len([a for a in plotting.ceilings(ax, with_l2) if hasattr(a, "get_ydata")]) == 5
+    assert f"vector units {vector:.4g} TFLOP/s" in words and "HBM 3.35 TB/s" in words
+    assert not any("special" in w for w in words)
+    # with an L2 bandwidth (10 TB/s here) a second, dashed slope
+    with_l2 = dataclasses.replace(h100, l2_bandwidth=10e12)
+    slopes = [a for a in plotting.ceilings(ax, with_l2) if hasattr(a, "get_ydata")][2:]
+    assert [line.get_linestyle() for line in slopes] == ["-", "--"]
+    x = slopes[1].get_xdata()
+    np.testing.assert_allclose(slopes[1].get_ydata()[:5], 10 * x[:5])  # 10 TB/s x I, in TFLOP/s
+    np.testing.assert_allclose(slopes[0].get_ydata()[:5], 3.35 * x[:5])
+    one_peak = adhoc("one", {"bf16": 100e12}, 1e12, l2_bandwidth=4e12)
+    assert len([a for a in plotting.ceilings(ax, one_peak) if hasattr(a, "get_ydata")]) == 3
 
 
-def test_placed_puts_an_operator_under_the_roof_that_binds_it(ax):
+def test_placed_puts_an_operator_once_per_level_under_its_units_roof(ax):
+    import dataclasses
+
     from roofline_book import attention, hardware, time_bound
+    from roofline_book.ops import fa3_tile
 
-    h100 = hardware("h100-sxm")
-    fa = attention(1, 8, 2048, 2048, 128, sram_bytes=228 * 1024)
+    h100 = dataclasses.replace(hardware("h100-sxm"), l2_bandwidth=8e12)
+    fa = attention(1, 8, 2048, 2048, 128, tile=fa3_tile(128))
     drawn = plotting.placed(ax, [("add", add(2**20)), ("fa", fa)], h100, unit_ticks=["fa"])
     dots = [a for a in drawn if hasattr(a, "get_offsets")]
-    # the add: x = 1/6, y = FLOPs / (6 bytes per FLOP at 3.35 TB/s) = 3.35e12 / 6
+    # the add: x = 1/6, y = FLOPs / (6 bytes per FLOP at 3.35 TB/s) = 3.35e12 / 6, at HBM and
+    # (no re-reads) at the same intensity in L2
     np.testing.assert_allclose(dots[0].get_offsets(), [[1 / 6, 3.35 / 6]])
-    # flash: the filled dot at its compulsory intensity, the hollow one with the re-reads
+    np.testing.assert_allclose(dots[1].get_offsets(), [[1 / 6, 3.35 / 6]])
+    # flash: the matrix FLOPs (4 N^2 d per head) over the bound, never above the matrix roof;
+    # at HBM over the compulsory bytes, at L2 over every byte, re-reads included
     t = time_bound(fa, h100)
-    rate = fa.flops / t.seconds / 1e12
-    np.testing.assert_allclose(dots[1].get_offsets(), [[fa.intensity, rate]])
+    matrix = 8 * 4 * 2048**2 * 128
+    assert fa.matrix_flops == matrix
+    rate = matrix / t.seconds / 1e12
+    assert rate <= h100.peak_flops("bf16") / 1e12 * (1 + 1e-12)
+    np.testing.assert_allclose(dots[2].get_offsets(), [[matrix / fa.bytes, rate]])
     np.testing.assert_allclose(
-        dots[2].get_offsets(), [[fa.flops / (fa.bytes + fa.reread_bytes), rate]]
+        dots[3].get_offsets(), [[matrix / (fa.bytes + fa.reread_bytes), rate]]
     )
-    # and a tick per compute unit at the rate that unit alone allows
-    ticks = dots[3:]
-    assert len(ticks) == 3
-    assert ticks[0].get_offsets()[0][1] == pytest.approx(fa.flops / t.by_resource["matrix"] / 1e12)
+    # each point lies under its own level's slope
+    assert rate <= 3.35 * matrix / fa.bytes and rate <= 8 * matrix / (fa.bytes + fa.reread_bytes)
+    # and a tick per other unit at the rate its time allows the matrix units
+    ticks = dots[4:]
+    assert len(ticks) == 2
+    special = ticks[1].get_offsets()[0][1]
+    assert special == pytest.approx(matrix / (8 * 2048**2 / h100.ceiling("special")) / 1e12)
 
 
 def test_figure_words_follow_the_language():

@@ -228,15 +228,39 @@ def test_chapter_4_hierarchical_roofline(glued):
     assert g["h100_l2_mib"] == 50
     # the score softmax: 4 bytes per BF16 score at 3.35 TB/s against one exp at 4.19 T/s
     assert g["sm_hbm_over_special"] == approx(4 / H100_BW * special)  # 5.0
-    # FlashAttention, d = 64: one exp per score against 4 * 64 matrix FLOPs per score
-    assert g["fa_special_over_matrix"] == approx(H100_BF16 / (special * 4 * 64))  # 0.92
-    # one head's K and V, 2 * 4096 * 64 * 2 bytes = 1 MiB; compulsory Q, K, V, O once
+    # FlashAttention, d = 64: one exp per score against 4 * 64 matrix FLOPs per score. Per SM
+    # and clock: 16 exp against P_matrix * 16 / P_special matrix FLOPs (4096 when both rates are
+    # taken at one clock), so the ratio is (1 / 16) / (256 / that)
+    per_clock = g["h100_mat_per_clock"]
+    assert per_clock == approx(H100_BF16 * 16 / special)
+    assert g["fa_special_over_matrix"] == approx(per_clock / (16 * 4 * 64))
+    assert g["h100_mat_over_sfu"] == approx(per_clock / 16)
+    assert g["fa_ratio_128"] == approx(per_clock / (16 * 4 * 128))
+    assert g["fa_flops_per_score_64"] == 256
+    # FA3's tile at d = 64, causal: 192 query rows, 128-key blocks (hopper/tile_size.h); 32 heads
+    # of 4096 keys, K and V 2 * 4096 * 64 * 2 bytes = 1 MiB per head. Query block m (of 22) needs
+    # min(4096, 192 m) keys, loaded in whole blocks of 128: sum over m of ceil(192 m / 128) * 128,
+    # capped at 4096, minus the compulsory 4096.
+    assert (g["fa3_bm_64"], g["fa3_bm_128"], g["fa3_bm_256"]) == (192, 128, 128)
+    keys = sum(min(4096, math.ceil(192 * m / 128) * 128) for m in range(1, 23))
+    assert g["fa_reread_gb"] == approx(32 * 2 * 64 * 2 * (keys - 4096) / 1e9)
     assert g["fa_kv_mib"] == 1
     assert g["fa_hbm_gb"] == approx(32 * 4 * 4096 * 64 * 2 / 1e9)
     # FlashAttention-3's shape (16k, d = 128, 16 heads): the matrix units bind, so in the
-    # paper's 4 N d convention the bound allows the matrix peak, above its 740 and 840
-    assert g["fa3_resource"] == "矩阵单元"
-    assert g["fa3_tflops"] == approx(989.5)
+    # paper's 4 N^2 d h convention the bound allows the matrix peak, above its 648 (d = 128)
+    # and its 740 and 840 (d = 256)
+    assert g["fa3_resource"] == "受矩阵单元限制"
+    assert g["fa3_tflops"] == approx(H100_BF16 / 1e12)
+    assert g["fa3_tflops_256"] > 840 and g["fa3_tflops_256c"] > 642
+    # Every re-read from HBM, causal d = 256 at 16k (8 heads, FA3's 128 x 80 tile, no cluster):
+    # the HBM bytes are 4 N d s per head plus the re-reads, over 3.35 TB/s, against half of
+    # 4 N^2 d h FLOPs; that "bound" (about 417 TFLOP/s) is below the 642 measured
+    n, d, h = 16384, 256, 8
+    kv = sum(min(n, math.ceil(128 * m / 80) * 80) for m in range(1, 129))
+    hbm = h * 2 * d * (4 * n + 2 * (kv - n))
+    all_hbm = 4 * n * n * d * h / 2 / (hbm / H100_BW) / 1e12
+    assert f"head dim 256（causal） 为 {all_hbm:.0f} TFLOP/s" in g["fa3_all_hbm_sentence"]
+    assert "head dim 256（causal） 的实测值 642 TFLOP/s" in g["fa3_all_hbm_sentence"]
 
 
 # --------------------------------------------------------------------------

@@ -245,7 +245,12 @@ def test_chapter_7_prose_numbers(glued):
     assert g["min_mem_ratio"] == pytest.approx(6 * H100_SPECIAL / H100_BW)  # 7.5
     assert g["attn_mat_I"] == pytest.approx((4 * D + 5) / (4 * 2 * (1 + D / T)))
     assert g["mat_I_limit"] == pytest.approx((4 * 128 + 5) / 8)
-    assert g["flash_rows_per_block"] == 228
+    # FlashAttention-3's tile on H100 at d = 128, no mask (hopper/tile_size.h, tile_size_fwd_sm90:
+    # kBlockM 128; clusters of 2 query blocks at kHeadDim >= 128), against 228 rows by the
+    # on-chip memory rule, 233,472 / 2 / (4 * 128)
+    assert (g["flash_rows_per_block"], g["fa3_c"], g["flash_sram_rows"]) == (128, 2, 228)
+    # 4096 / 128 = 32 query blocks, 16 loads of every head's K and V, 15 of them re-reads
+    assert g["attn_reread_gb"] == pytest.approx(15 * 2 * HEADS * 2 * T * D / 1e9)
     assert g["mat_bps"] == pytest.approx(8)
     assert g["eager_nomask_bps"] == pytest.approx(20)  # no mask kernel: 2 + 4 + 6 + 6 + 2
     assert g["eager_bps"] == pytest.approx(24 + 2 / 32)

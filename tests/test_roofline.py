@@ -244,34 +244,54 @@ def test_flash_rereads_go_to_l2_only_when_a_head_fits():
     assert l2 == (fits.bytes + fits.reread_bytes) / 10e12
 
 
-# FlashAttention-3 forward, BF16/FP16, on H100 80GB SXM5 (Shah et al. 2024, arXiv:2407.08608,
-# Figure 5 and the abstract; NeurIPS 2024 version: up to 840 TFLOP/s). Their setup: batch x
-# seqlen = 16k tokens, hidden 2048 (heads = 2048 / head_dim), FLOPs 4 x seqlen^2 x head_dim
-# x heads per sequence, halved with a causal mask. (head_dim, seqlen, causal, TFLOP/s)
+# FlashAttention-3 forward, BF16/FP16, on H100 80GB SXM5 (Shah et al. 2024, arXiv:2407.08608
+# v1, Figure 5 and the abstract; NeurIPS 2024 version: up to 840 TFLOP/s, and its ablation,
+# 661 TFLOP/s at batch 4, seqlen 8448, 16 heads, head dim 128). Their setup: batch x seqlen =
+# 16k tokens, hidden 2048 (heads = 2048 / head_dim), FLOPs 4 x seqlen^2 x head_dim x heads per
+# sequence, halved with a causal mask. (head_dim, seqlen, causal, TFLOP/s, batch, heads)
 FA3_H100 = [
-    (128, 4096, False, 638),
-    (128, 16384, False, 648),
-    (256, 16384, False, 740),  # the abstract of the arXiv version
-    (256, 16384, False, 840),  # the abstract of the NeurIPS version
-    (256, 16384, True, 642),
-    (64, 16384, False, 500),
+    (128, 4096, False, 638, None, None),
+    (128, 16384, False, 648, None, None),
+    (256, 16384, False, 740, None, None),  # the abstract of the arXiv version (FP16)
+    (256, 16384, False, 840, None, None),  # the abstract of the NeurIPS version (BF16)
+    (256, 16384, True, 642, None, None),
+    (256, 8192, True, 628, None, None),
+    (64, 16384, False, 497, None, None),
+    (64, 16384, True, 473, None, None),
+    (128, 8448, False, 661, 4, 16),  # the NeurIPS ablation
 ]
 
 
-@pytest.mark.parametrize(("head_dim", "seq", "causal", "tflops"), FA3_H100)
-def test_flash_bound_is_never_beaten_by_flashattention3(head_dim, seq, causal, tflops):
+@pytest.mark.parametrize(("head_dim", "seq", "causal", "tflops", "batch", "heads"), FA3_H100)
+def test_flash_bound_is_never_beaten_by_flashattention3(
+    head_dim, seq, causal, tflops, batch, heads
+):
     from roofline_book import attention, hardware
-    from roofline_book.tables import device_sram_bytes
+    from roofline_book.tables import device_flash_tile
 
     h100 = hardware("h100-sxm")
-    heads, batch = 2048 // head_dim, 16384 // seq
-    cost = attention(
-        batch, heads, seq, seq, head_dim, causal=causal, sram_bytes=device_sram_bytes(h100)
-    )
+    heads, batch = heads or 2048 // head_dim, batch or 16384 // seq
+    tile = device_flash_tile(h100, head_dim, "bf16", causal)  # FA3's own tile
+    assert tile is not None
+    cost = attention(batch, heads, seq, seq, head_dim, causal=causal, tile=tile)
     flops = 4 * batch * seq * seq * head_dim * heads / (2 if causal else 1)
     achieved_seconds = flops / (tflops * 1e12)
     bound = time_bound(cost, h100).seconds
     assert bound <= achieved_seconds, (bound, achieved_seconds)
+
+
+def test_fa3_at_head_dim_64_needs_the_sfu_as_long_as_the_tensor_cores_at_one_clock():
+    # At one SM clock f, H100 SXM has 132 SMs x 4096 dense BF16 FLOP/clock on the Tensor Cores
+    # and 132 x 16 exp/clock on the SFUs (FA3 section 3.1: 256x lower throughput for exp).
+    # A score at d = 64 costs 4 x 64 = 256 matrix FLOP, 256 / 4096 = 1/16 clock, and one exp,
+    # 1/16 clock: the ratio is exactly 1, whatever f is.
+    from roofline_book import adhoc, attention
+
+    for f in (1.83e9, 1.98e9):
+        one_clock = adhoc("h100 at one clock", {"bf16": 132 * 4096 * f}, 3.35e12,
+                          vector=132 * 256 * f, special=132 * 16 * f)  # fmt: skip
+        t = time_bound(attention(1, 32, 4096, 4096, 64, causal=True), one_clock)
+        assert t.by_resource["special"] / t.by_resource["matrix"] == pytest.approx(1.0)
 
 
 def test_gemm_bound_is_never_beaten_by_published_kernels():

@@ -95,11 +95,22 @@ def test_frame():
 
 def test_tables_are_cost_tables():
     from roofline_book import tables
-    from roofline_book.ops import gemm
+    from roofline_book.ops import FlashTile, gemm
 
-    # the flash kernel's on-chip memory is the device's shared memory per SM (228 KiB)
-    named = block_ops(LLAMA2_7B, sram_bytes=228 * 1024)
+    # on H100 the flash kernel is FlashAttention-3's: 128 query rows and 128 key rows at
+    # d = 128 under the causal mask (hopper/tile_size.h, tile_size_fwd_sm90)
+    tile = FlashTile(128, 128, 1)
+    named = block_ops(LLAMA2_7B, sram_bytes=228 * 1024, tile=tile)
+    assert LLAMA2_7B.causal and LLAMA2_7B.head_dim == 128
     assert block_table(LLAMA2_7B, H100) == tables.cost_table(named, H100, "bf16")
+    # a device without FA3's table, or an explicit on-chip memory, takes the SRAM rule
+    a100 = hardware("a100-sxm")
+    named = block_ops(LLAMA2_7B, sram_bytes=164 * 1024)
+    assert block_table(LLAMA2_7B, a100) == tables.cost_table(named, a100, "bf16")
+    explicit = block_ops(LLAMA2_7B, sram_bytes=100_000)
+    assert block_table(LLAMA2_7B, H100, sram_bytes=100_000) == tables.cost_table(
+        explicit, H100, "bf16"
+    )
     rows = {r.name: r for r in block_table(LLAMA2_7B, H100)}
     up = rows["MLP up projection"]
     assert up.cost == gemm(4096, 4096, 11008)

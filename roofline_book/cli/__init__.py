@@ -41,22 +41,22 @@ allowed, and exits with status 2.
 Examples
 --------
 >>> main(["op", "add", "--numel", "1M", "--peak", "100T", "--bandwidth", "1TB/s"])
-operator          add(numel=1000000, dtype=bf16)
-device            ad hoc (100 TFLOP/s, 1 TB/s), any precision
-FLOPs             1 MFLOP
-bytes read        4 MB
-bytes written     2 MB
-bytes             6 MB (compulsory)
-kernels           1
-intensity         0.1667 FLOP/B
-ridge point       100 FLOP/B (matrix over HBM)
-matrix peak       100 TFLOP/s
-memory bandwidth  1 TB/s
-time, compute     10 ns
-time, HBM         6 us  <- bound
-bound             HBM
-attainable        166.7 GFLOP/s
-time lower bound  6 us
+operator             add(numel=1000000, dtype=bf16)
+device               ad hoc (100 TFLOP/s, 1 TB/s), any precision
+FLOPs                1 MFLOP
+bytes read           4 MB
+bytes written        2 MB
+bytes                6 MB (compulsory)
+kernels              1
+intensity            0.1667 FLOP/B
+ridge point          100 FLOP/B (matrix over HBM)
+matrix peak          100 TFLOP/s
+memory bandwidth     1 TB/s
+time, compute        10 ns
+time, HBM            6 us  <- bound
+bound                HBM
+attainable, compute  166.7 GFLOP/s (peak 100 TFLOP/s)
+time lower bound     6 us
 0
 """
 

@@ -38,6 +38,8 @@ def _row_json(row: Row) -> dict[str, Any]:
         "bound": row.resource,
         "bound_kind": row.bound,
         "attainable": row.attainable,
+        "attainable_unit": row.unit,
+        "attainable_by_unit": row.rates,
         "time_by_resource": dict(row.time.by_resource),
         "time_compute": row.time.compute,
         "time_memory": row.time.memory,
@@ -66,7 +68,7 @@ def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
             str(r.cost.kernels),
             number(r.cost.intensity),
             RESOURCE_TEXT[r.resource],
-            si(r.attainable, "FLOP/s"),
+            si(r.attainable, " exp/s" if r.unit == "special" else "FLOP/s"),
             si(r.time.seconds, "s"),
             f"{r.share:.1%}",
         )

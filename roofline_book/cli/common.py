@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from ..hardware import Hardware, adhoc, catalog, hardware
 from ..ops import Cost
-from ..roofline import time_bound
+from ..roofline import main_unit, time_bound, unit_rates
 from ..tables import text_table
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
@@ -29,6 +29,7 @@ __all__ = [
     "UsageError",
     "add_device_arguments",
     "cost_figures",
+    "rate_rows",
     "time_rows",
     "device_from_args",
     "device_json",
@@ -173,8 +174,13 @@ def cost_figures(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]
 
     ``time_by_resource`` holds the seconds each unit and memory level needs;
     ``time_lower_bound`` is the largest and ``bound`` names its resource.
+    ``attainable`` is the rate of the unit doing most of the FLOPs
+    (``attainable_unit``), its FLOPs over the time lower bound, and
+    ``attainable_by_unit`` gives every unit's; none exceeds its unit's peak.
     """
     time = time_bound(cost, device, precision)
+    rates = unit_rates(cost, time)
+    unit = main_unit(cost, time)
     return {
         "flops": cost.flops,
         "flops_by_unit": cost.flops_by_unit,
@@ -186,7 +192,9 @@ def cost_figures(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]
         "intensity": cost.intensity,
         "bound": time.resource,
         "bound_kind": time.bound,
-        "attainable": cost.flops / time.seconds if time.seconds else 0.0,
+        "attainable": rates[unit] if unit else 0.0,
+        "attainable_unit": unit,
+        "attainable_by_unit": rates,
         "time_by_resource": dict(time.by_resource),
         "time_compute": time.compute,
         "time_memory": time.memory,
@@ -203,6 +211,23 @@ RESOURCE_TEXT = {
     "hbm": "HBM",
     "l2": "L2",
 }
+
+
+def rate_rows(figures: dict[str, Any], device: Hardware, precision: str) -> list[tuple[str, str]]:
+    """The ``attainable, <unit>`` lines of a text report: each unit's rate beside its peak.
+
+    Special-function rates are evaluations per second (one per exp).
+    """
+    rows = []
+    for unit, rate in figures["attainable_by_unit"].items():
+        peak = (
+            device.peak_flops(precision) if unit == "compute" else device.ceiling(unit, precision)
+        )
+        name = " exp/s" if unit == "special" else "FLOP/s"  # one evaluation per exp
+        rows.append(
+            (f"attainable, {RESOURCE_TEXT[unit]}", f"{si(rate, name)} (peak {si(peak, name)})")
+        )
+    return rows or [("attainable", si(0.0, "FLOP/s") + " (no FLOPs)")]
 
 
 def time_rows(figures: dict[str, Any]) -> list[tuple[str, str]]:

@@ -15,6 +15,7 @@ from .common import (
     device_line,
     emit,
     number,
+    rate_rows,
     text_table,
     time_rows,
 )
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         ("memory bandwidth", si(device.memory_bandwidth, "B/s")),
         *time_rows(figures),
         ("bound", RESOURCE_TEXT[figures["bound"]]),
-        ("attainable", si(figures["attainable"], "FLOP/s")),
+        *rate_rows(figures, device, precision),
         ("time lower bound", si(figures["time_lower_bound"], "s")),
     ]
     print(text_table(None, rows, right=set()))

@@ -8,6 +8,7 @@ command line passes to it, so a new operator is one entry here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import Any
 from .. import ops
 from ..hardware import Hardware
 from ..ops import Cost
-from ..tables import device_sram_bytes
+from ..tables import device_flash_tile, device_sram_bytes
 from .common import UsageError, parse_size
 
 _REQUIRED = inspect.Parameter.empty
@@ -62,8 +63,12 @@ class Operator:
         kwargs = self.prepare(dict(given)) if self.prepare else dict(given)
         bound_args = inspect.signature(self.func).bind(**kwargs)
         bound_args.apply_defaults()
+        shown = {  # a flash tile as plain numbers, so that --json can print it
+            k: dataclasses.asdict(v) if isinstance(v, ops.FlashTile) else v
+            for k, v in bound_args.arguments.items()
+        }
         value = self.func(**kwargs)
-        return (self.total(value) if self.total else value), dict(bound_args.arguments)
+        return (self.total(value) if self.total else value), shown
 
     def roof_precision(self, arguments: dict[str, Any]) -> str:
         return arguments[self.roof_dtype]
@@ -100,8 +105,9 @@ def _attention_args(impls: tuple[str, ...]) -> tuple[Arg, ...]:
         Arg(
             "sram_bytes",
             "size",
-            "on-chip memory of one flash thread block, bytes "
-            "(default: the device's shared memory per SM)",
+            "on-chip memory of one flash thread block, bytes; sets the block size "
+            "(default: FlashAttention-3's tile on Hopper devices for the forward pass, "
+            "else the device's shared memory per SM)",
             required=False,
         ),
     )
@@ -267,9 +273,27 @@ _FALSE = {"0", "false", "no", "off"}
 
 
 def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> dict[str, Any]:
-    """``given`` with the arguments a device decides filled in: a flash block's on-chip memory."""
-    if any(a.name == "sram_bytes" for a in spec.args) and given.get("sram_bytes") is None:
-        given = given | {"sram_bytes": device_sram_bytes(device)}
+    """``given`` with the arguments a device decides filled in: a flash kernel's tile.
+
+    Where the device runs FlashAttention-3 (:func:`roofline_book.tables.device_flash_tile`)
+    its tile is used; otherwise, or when the on-chip memory is given, the
+    query blocks follow the on-chip memory rule, the device's shared memory
+    per SM by default.
+    """
+    if not any(a.name == "sram_bytes" for a in spec.args) or given.get("sram_bytes") is not None:
+        return given
+    given = given | {"sram_bytes": device_sram_bytes(device)}
+    head_dim = given.get("head_dim")
+    takes_tile = "tile" in inspect.signature(spec.func).parameters  # the forward kernel
+    if takes_tile and isinstance(head_dim, int):
+        dtype = given.get("dtype", spec.default("dtype"))
+        causal = given.get("causal", spec.default("causal"))
+        try:
+            tile = device_flash_tile(device, head_dim, dtype, bool(causal))
+        except (ValueError, TypeError):  # a bad precision: the operator itself says so
+            tile = None
+        if tile is not None:
+            given = given | {"tile": tile}
     return given
 
 

@@ -24,8 +24,11 @@ from .attn import (
     ATTENTION_BACKWARD_IMPLS,
     ATTENTION_IMPLS,
     DEFAULT_SRAM_BYTES,
+    FA3_SOURCE,
+    FlashTile,
     attention,
     attention_backward,
+    fa3_tile,
 )
 from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
@@ -64,6 +67,7 @@ __all__ = [
     "ATTENTION_BACKWARD_IMPLS",
     "ATTENTION_IMPLS",
     "DEFAULT_SRAM_BYTES",
+    "FA3_SOURCE",
     "GELU_FLOPS_PER_ELEMENT",
     "MULTI_TENSOR_CHUNK",
     "MULTI_TENSOR_MAX_BLOCKS",
@@ -76,6 +80,7 @@ __all__ = [
     "UNITS",
     "ZERO",
     "Cost",
+    "FlashTile",
     "Pass",
     "adamw",
     "adamw_passes",
@@ -83,6 +88,7 @@ __all__ = [
     "attention",
     "attention_backward",
     "elementwise",
+    "fa3_tile",
     "gelu",
     "gemm",
     "layernorm",

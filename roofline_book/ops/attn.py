@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from .. import _validate
 from ..dtypes import Precision, bytes_per_element, precision_name
@@ -16,6 +17,107 @@ ATTENTION_IMPLS = ("eager", "materialized", "flash")
 #: the 192 KB of combined L1 / shared memory per SM of the A100 that Dao et al.
 #: (2022, Section 2.1) use as their example.
 DEFAULT_SRAM_BYTES = 192 * 1024
+
+#: Where :func:`fa3_tile` reads FlashAttention-3's tiles: the public repository
+#: Dao-AILab/flash-attention, ``hopper/tile_size.h`` (``tile_size_fwd_sm90``) and
+#: ``hopper/flash_fwd_launch_template.h`` (``Enable_cluster``), at this commit.
+FA3_SOURCE = (
+    "Dao-AILab/flash-attention@0251105a2fb19d2957484b7f023cd8c115286ced, "
+    "hopper/tile_size.h (tile_size_fwd_sm90), hopper/flash_fwd_launch_template.h"
+)
+
+
+@dataclass(frozen=True)
+class FlashTile:
+    """The tile a flash attention kernel works in (rows of Q, K and V).
+
+    Attributes
+    ----------
+    block_m : int
+        Query rows one thread block keeps on chip (``kBlockM``, ``Br``). K and
+        V stream past once per query block.
+    block_n : int
+        Key and value rows loaded per step (``kBlockN``, ``Bc``). Under a
+        causal mask a query block loads whole key blocks, so the keys it
+        reads are rounded up to a multiple of ``block_n`` (never past the
+        last key). 1 counts exactly the keys the mask keeps.
+    cluster_m : int
+        Neighbouring query blocks that share each K/V load (a thread-block
+        cluster with TMA multicast): the cluster loads a block once for all
+        of them. It applies only when the query blocks divide evenly into
+        clusters, as in FlashAttention-3; otherwise each block loads alone.
+
+    Examples
+    --------
+    >>> FlashTile(128, 176, 2)
+    FlashTile(block_m=128, block_n=176, cluster_m=2)
+    """
+
+    block_m: int
+    block_n: int = 1
+    cluster_m: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("block_m", "block_n", "cluster_m"):
+            _validate.size(name, getattr(self, name))
+
+
+# tile_size_fwd_sm90(headdim, headdim_v=headdim, is_causal, is_local=False, element_size,
+# v_colmajor=False, paged_kv_non_TMA=False, softcap=False): {kBlockM, kBlockN} by the
+# largest head dim of each branch; kBlockN is (non-causal, causal).
+_FA3_SM90 = {
+    2: ((64, 192, (192, 128)), (96, 192, (144, 144)), (128, 128, (176, 128)),
+        (192, 128, (112, 112)), (256, 128, (80, 80))),
+    1: ((64, 192, (160, 160)), (96, 192, (128, 128)), (128, 128, (224, 224)),
+        (192, 128, (160, 160)), (256, 128, (128, 128))),
+}  # fmt: skip
+
+
+def fa3_tile(head_dim: int, dtype: Precision = "bf16", causal: bool = False) -> FlashTile:
+    """FlashAttention-3's forward tile on Hopper (SM90) for ``head_dim`` and ``dtype``.
+
+    Read from the FlashAttention-3 source (``FA3_SOURCE``):
+    ``tile_size_fwd_sm90`` gives ``kBlockM`` and ``kBlockN`` for equal Q/K
+    and V head dims, no local window, no paged KV and no softcap; the tiles
+    are set by register and shared-memory budgets, not by the ``M / (4d)``
+    rule of :func:`attention`'s fallback. ``run_mha_fwd_`` launches clusters
+    of two query blocks that multicast each K/V load (``Enable_cluster``)
+    for 16-bit data at a compiled head dim of 128 or more, FP8 at 192, and
+    no causal mask.
+
+    Parameters
+    ----------
+    head_dim : int
+        Width of one head, 1 to 256 (FA3 compiles 64, 96, 128, 192 and 256
+        and rounds a head dim up to the next of these).
+    dtype : str or torch.dtype
+        FP16 or BF16 (2 bytes) or FP8 (1 byte), the precisions FA3 runs.
+    causal : bool
+        A causal mask (smaller key blocks at some head dims, no clusters).
+
+    Examples
+    --------
+    >>> fa3_tile(64), fa3_tile(128).block_m, fa3_tile(256).block_m
+    (FlashTile(block_m=192, block_n=192, cluster_m=1), 128, 128)
+    >>> fa3_tile(128, causal=True)
+    FlashTile(block_m=128, block_n=128, cluster_m=1)
+    >>> fa3_tile(128, "fp8")
+    FlashTile(block_m=128, block_n=224, cluster_m=1)
+    """
+    head_dim = _validate.size("head_dim", head_dim)
+    if head_dim > 256:
+        raise ValueError(f"head_dim must be at most 256 for FlashAttention-3, got {head_dim}")
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    size = bytes_per_element(dtype)
+    if size not in _FA3_SM90:
+        raise ValueError(
+            f"dtype must be a 16-bit (fp16, bf16) or 8-bit (fp8) precision for "
+            f"FlashAttention-3, got {precision_name(dtype)}"
+        )
+    compiled, block_m, block_n = next(b for b in _FA3_SM90[size] if head_dim <= b[0])
+    clustered = not causal and (compiled >= 128 if size == 2 else compiled == 192)
+    return FlashTile(block_m, block_n[int(causal)], 2 if clustered else 1)
 
 
 def _causal_pairs(seq_q: int, seq_k: int) -> int:
@@ -32,19 +134,28 @@ def _causal_pairs(seq_q: int, seq_k: int) -> int:
     return seq_k * (seq_k + 1) // 2
 
 
-def _flash_keys_read(seq_q: int, seq_k: int, rows: int, causal: bool) -> int:
-    """Key (and value) rows a flash kernel streams in, summed over its query blocks."""
+def _flash_keys_read(seq_q: int, seq_k: int, tile: FlashTile, causal: bool) -> int:
+    """Key (and value) rows a flash kernel loads, summed over its query blocks.
+
+    Query blocks are grouped ``tile.cluster_m`` at a time when they divide
+    evenly (one load serves the group), else one at a time. Without a mask
+    each group loads all ``seq_k`` keys. With the bottom-right causal mask a
+    group loads keys up to its last query's limit, ``seq_k - seq_q + last +
+    1`` (none while that is <= 0), in whole ``block_n`` blocks, never past
+    ``seq_k``.
+    """
+    rows, bn = tile.block_m, tile.block_n
     blocks = math.ceil(seq_q / rows)
+    group = tile.cluster_m if blocks % tile.cluster_m == 0 else 1
+    groups = blocks // group
     if not causal:
-        return blocks * seq_k
-    # Bottom-right mask: block m (1-based, a full block of `rows` queries) ends at query
-    # m * rows - 1 and needs keys up to seq_k - seq_q + m * rows, never more than seq_k
-    # (m * rows < seq_q) and none while that is <= 0; the last block needs all seq_k keys.
-    offset = seq_k - seq_q
-    first = max(1, -(offset // rows)) if offset < 0 else 1  # ceil(-offset / rows)
-    count = max(0, blocks - first)  # full blocks m = first .. blocks - 1
-    full = count * offset + rows * (first + blocks - 1) * count // 2
-    return full + seq_k
+        return groups * seq_k
+    offset, keys = seq_k - seq_q, 0
+    for g in range(groups):
+        last = min((g + 1) * group * rows, seq_q) - 1
+        needed = min(seq_k, max(0, offset + last + 1))
+        keys += min(seq_k, math.ceil(needed / bn) * bn)
+    return keys
 
 
 def _block_rows(sram_bytes: int, head_dim: int, dtype: Precision, limit: int) -> int:
@@ -70,6 +181,7 @@ def attention(
     impl: str = "flash",
     causal: bool = False,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
+    tile: FlashTile | None = None,
 ) -> Cost:
     """Scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V``, forward pass.
 
@@ -99,17 +211,23 @@ def attention(
 
     ``impl="flash"``: one tiled kernel (FlashAttention). A block of ``Br``
     query rows stays on chip while the key and value rows stream past, the
-    loop order of FlashAttention-2 (Dao 2023). With ``M`` the on-chip memory
-    in elements the model takes ``Br = M / (4d)``, the block size of Dao et
-    al. (2022, Algorithm 1) without its cap at ``d`` rows. The compulsory
-    traffic, :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>`, is Q, K and V read once
-    and O written once.
-    K and V are read once per query block, ``seq_q / Br`` times: the reads
-    after the first are ``Cost.reread_bytes``, ``Theta(seq_q seq_k d^2 /
-    M)`` in all (the bound of their Theorem 2), and one head's K and V is
+    loop order of FlashAttention-2 (Dao 2023) and FlashAttention-3. The
+    compulsory traffic, :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>`,
+    is Q, K and V read once and O written once. K and V are read once per
+    query block (once per cluster of blocks that multicast them), about
+    ``seq_q / Br`` times: the reads after the first are
+    ``Cost.reread_bytes``, and one head's K and V is
     ``Cost.reread_footprint``. The roofline charges the re-reads to L2
     when that footprint fits there (a few MB against tens of MB of L2 on
     current GPUs) and to HBM when it does not.
+
+    ``Br`` is ``tile.block_m`` when a ``tile`` is given: a real kernel's
+    tile, e.g. FlashAttention-3's on Hopper (:func:`fa3_tile`), whose
+    register budget, not its shared memory, sets ``Br``. Without one the
+    model falls back on the on-chip memory: with ``M = sram_bytes / s``
+    elements, ``Br = M / (4d)``, the block size of Dao et al. (2022,
+    Algorithm 1) without its cap at ``d`` rows, and the re-reads are
+    ``Theta(seq_q seq_k d^2 / M)`` in all (the bound of their Theorem 2).
 
     Parameters
     ----------
@@ -125,7 +243,10 @@ def attention(
     sram_bytes : int
         On-chip memory of one flash thread block (byte), usually the device's
         shared memory per SM; must hold at least one query row's working set,
-        ``4 * head_dim`` elements.
+        ``4 * head_dim`` elements. Used for ``Br`` only when ``tile`` is None.
+    tile : FlashTile, optional
+        The flash kernel's tile (query rows, key rows, cluster); None derives
+        the query rows from ``sram_bytes`` and counts keys one by one.
 
     Examples
     --------
@@ -166,6 +287,14 @@ def attention(
 
     >>> attention(1, 1, 64, 64, 32, "fp16", sram_bytes=2**20).reread_bytes
     0
+
+    FlashAttention-3's tile at d = 128 (128 query rows, clusters of two that
+    share each K/V load): 4096 / 128 = 32 blocks, 16 loads of K and V, 15 of
+    them re-reads:
+
+    >>> fa3 = attention(1, 1, 4096, 4096, 128, tile=fa3_tile(128))
+    >>> fa3.reread_bytes == 15 * 2 * 4096 * 128 * 2
+    True
     """
     batch = _validate.size("batch", batch)
     heads = _validate.size("heads", heads)
@@ -176,6 +305,8 @@ def attention(
     if not isinstance(causal, (bool,)):
         raise TypeError(f"causal must be True or False, got {causal!r}")
     sram_bytes = _validate.size("sram_bytes", sram_bytes)
+    if tile is not None and not isinstance(tile, FlashTile):
+        raise TypeError(f"tile must be a FlashTile or None, got {type(tile).__name__}")
     s = bytes_per_element(dtype)
     bh = batch * heads
 
@@ -187,9 +318,10 @@ def attention(
     if impl == "eager":
         return _eager(batch, bh, seq_q, seq_k, head_dim, dtype, causal)
 
-    rows = _block_rows(sram_bytes, head_dim, dtype, seq_q)
+    if tile is None:
+        tile = FlashTile(_block_rows(sram_bytes, head_dim, dtype, seq_q))
     pairs = _causal_pairs(seq_q, seq_k) if causal else seq_q * seq_k
-    keys = _flash_keys_read(seq_q, seq_k, rows, causal)
+    keys = _flash_keys_read(seq_q, seq_k, tile, causal)
     softmax_vector = SOFTMAX_FLOPS_PER_ELEMENT - 1
     return Cost(
         flops=bh * pairs * (4 * head_dim + SOFTMAX_FLOPS_PER_ELEMENT),

@@ -7,7 +7,7 @@ writes (roof names, legends) are English by default and Chinese in the book
 fonts-noto-cjk).
 """
 
-from .ceilings import RESOURCE_COLORS, ceilings, placed
+from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed
 from .marks import log2_axis, memory_hierarchy, reference_line, ridge_line, time_bars, traffic_bars
 from .roofs import (
     achieved_gap,
@@ -42,6 +42,7 @@ __all__ = [
     "ceilings",
     "device_rooflines",
     "gemm_intensity",
+    "level_intensities",
     "log2_axis",
     "measured",
     "memory_hierarchy",

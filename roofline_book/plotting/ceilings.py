@@ -1,10 +1,14 @@
 """The hierarchical roofline: every ceiling of a device, and operators under the ones they use.
 
-A device has a flat roof per compute unit (matrix in a precision, vector,
-special functions) and a slope per memory level with a published bandwidth
-(HBM; L2 where one is known). :func:`ceilings` draws them; :func:`placed`
-puts each operator at its arithmetic intensity (compulsory bytes, and with
-re-reads where it has them) and at the rate its time lower bound allows.
+A device has a flat roof per compute unit (matrix in a precision, vector)
+and a slope per memory level with a published bandwidth (HBM; L2 where one
+is known). :func:`ceilings` draws them; :func:`placed` puts each operator
+once per memory level, at its main unit's FLOPs over that level's bytes and
+at the rate its time lower bound allows that unit, as Nsight Compute's
+hierarchical roofline places a kernel once per level. The special function
+units' ceiling counts evaluations, not FLOPs, so it is no flat on a FLOP/s
+axis: :func:`placed` converts it per operator into the rate it allows the
+operator's main unit (a tick).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 from .. import _validate
 from ..hardware import Hardware
 from ..ops import Cost
-from ..roofline import time_bound
+from ..roofline import TimeBound, main_unit, time_bound, unit_rates
 from .style import PALETTE, _label, _scale, text
 
 #: Colour of each resource's roof.
@@ -30,10 +34,23 @@ RESOURCE_COLORS = {
 }
 
 
+#: The units whose ceilings are FLOP/s, and so flats on a roofline's FLOP/s axis.
+FLOP_UNITS = ("matrix", "vector")
+
+
 def _unit_ceilings(device: Hardware, dtype: str) -> dict[str, float]:
     if not device.vector_peaks:  # one peak for every unit
         return {"compute": device.peak_flops(dtype)}
-    return {u: device.ceiling(u, dtype) for u in ("matrix", "vector", "special")}
+    return {u: device.ceiling(u, dtype) for u in FLOP_UNITS}
+
+
+def _slopes(device: Hardware) -> dict[str, float]:
+    """Each memory level with a bandwidth (byte/s), HBM first."""
+    levels = {"hbm": device.memory_bandwidth}
+    l2 = device.bandwidth("l2")
+    if l2 is not None:
+        levels["l2"] = l2
+    return levels
 
 
 def ceilings(
@@ -45,20 +62,22 @@ def ceilings(
     unit: str = "TFLOP/s",
     fontsize: float = 8,
 ):
-    """Draw every roof of ``device``: a flat per compute unit, a slope per memory level.
+    """Draw every roof of ``device``: a flat per FLOP/s unit, a slope per memory level.
 
-    Each unit's flat, ``min(P_unit, B_HBM I)``, is drawn in its colour and
-    named below its right end with its rate; the HBM slope runs up to the
-    highest flat, and an L2 slope is drawn (dashed) where the device has an
-    L2 bandwidth.
+    The matrix and vector units' flats are drawn in their colours from where
+    they meet the fastest memory slope, each named below its right end with
+    its rate. Each memory level with a bandwidth gets a slope up to the
+    highest flat: HBM solid, L2 dashed (where the device has an L2
+    bandwidth). The special function units are not drawn: their ceiling is
+    in evaluations/s, which :func:`placed` converts per operator.
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     device : roofline_book.hardware.Hardware
     dtype : str
-        Precision of the matrix units' roof (the vector and special roofs are
-        those an operator on ``dtype`` data gets).
+        Precision of the matrix units' roof (the vector roof is the one an
+        operator on ``dtype`` data gets).
     intensity_range : tuple of float
         Smallest and largest arithmetic intensity drawn (FLOP/byte).
     unit : str
@@ -67,22 +86,20 @@ def ceilings(
     Returns
     -------
     list of matplotlib artists
+        The flats and their names, then each slope and its name.
     """
     lo, hi = (_validate.positive("intensity_range", v) for v in intensity_range)
     if lo >= hi:
         raise ValueError(f"intensity_range must be increasing, got {intensity_range!r}")
     scale = _scale(unit)
-    x = np.logspace(np.log10(lo), np.log10(hi), 400)
     flats = _unit_ceilings(device, dtype)
-    top = max(flats.values())
+    slopes = _slopes(device)
+    top, fastest = max(flats.values()), max(slopes.values())
     drawn = []
     for name, peak in flats.items():
-        drawn += ax.loglog(
-            x,
-            np.minimum(peak, device.memory_bandwidth * x) / scale,
-            color=RESOURCE_COLORS[name],
-            linewidth=1.6,
-        )
+        start = min(max(lo, peak / fastest), hi)
+        drawn += ax.loglog([start, hi], [peak / scale] * 2, color=RESOURCE_COLORS[name],
+                           linewidth=1.6)  # fmt: skip
         label = f"{text(name)} {peak / scale:.4g} {unit}"
         drawn.append(
             ax.annotate(
@@ -96,9 +113,7 @@ def ceilings(
                 color=RESOURCE_COLORS[name],
             )
         )
-    slopes = {"hbm": device.memory_bandwidth}
-    if device.l2_bandwidth is not None:
-        slopes["l2"] = device.l2_bandwidth
+    x = np.logspace(np.log10(lo), np.log10(hi), 400)
     for level, band in slopes.items():
         y = np.minimum(band * x, top) / scale
         style = "-" if level == "hbm" else "--"
@@ -124,6 +139,34 @@ def ceilings(
     return drawn
 
 
+def level_intensities(cost: Cost, time: TimeBound, device: Hardware) -> dict[str, float]:
+    """The operator's main-unit FLOPs per byte at each memory level it is charged to (FLOP/byte).
+
+    A level's bytes are its time in ``time`` times its bandwidth, so they are
+    the bytes :func:`roofline_book.roofline.time_bound` charged there: at HBM
+    the compulsory bytes (and re-reads that do not fit in L2), at L2 every
+    byte, re-reads included. The FLOPs are those of
+    :func:`roofline_book.roofline.main_unit`, the
+    unit whose rate the operator is drawn at.
+
+    Examples
+    --------
+    >>> from roofline_book.hardware import EXAMPLE
+    >>> from roofline_book.ops import add
+    >>> a = add(2**20)
+    >>> level_intensities(a, time_bound(a, EXAMPLE), EXAMPLE)      # 1 FLOP per 6 bytes
+    {'hbm': 0.16666666666666666}
+    """
+    unit = main_unit(cost, time)
+    flops = 0 if unit is None else ({"compute": cost.flops} | cost.flops_by_unit)[unit]
+    out = {}
+    for level, band in _slopes(device).items():
+        seconds = time.by_resource.get(level)
+        if seconds:
+            out[level] = flops / (seconds * band)
+    return out
+
+
 def placed(
     ax,
     named: Iterable[tuple[str, Cost]],
@@ -136,23 +179,29 @@ def placed(
     annotate: bool = True,
     fontsize: float = 8,
 ):
-    """Put each operator under the roof that binds it, at its arithmetic intensity.
+    """Put each operator under the roofs that bind it, once per memory level.
 
-    The dot sits at ``I = FLOPs / compulsory bytes`` and at ``FLOPs / T``,
-    with ``T`` the operator's time lower bound on ``device``
-    (:func:`roofline_book.roofline.time_bound`), in the colour of the
-    resource that sets it. An operator with re-reads (FlashAttention's K
-    and V) also gets a hollow dot at ``FLOPs / (compulsory + re-read
-    bytes)``, its arithmetic intensity at the cache that serves them,
-    joined to the first. The operators named in ``unit_ticks`` also get a
-    short tick, in each unit's colour, at the rate that unit alone would
-    allow (``FLOPs / T_unit``): the ceilings an operator on several units
-    is held to. With ``annotate=False`` the names go to the legend (a
-    marker per operator) instead of beside the dots.
+    An operator is drawn at the rate of its main unit, the one doing most of
+    its FLOPs (:func:`roofline_book.roofline.main_unit`): that unit's FLOPs
+    over the operator's time lower bound on ``device``
+    (:func:`roofline_book.roofline.time_bound`), which never exceeds the
+    unit's flat. It is placed once per memory level it is charged to, at
+    that level's intensity (:func:`level_intensities`): a filled dot at HBM
+    and, where the device has an L2 bandwidth, a hollow ring at L2 (further
+    left when re-reads add L2 bytes), joined by a dotted line, both in the
+    colour of the resource that sets the bound. Each point then sits under
+    its own level's slope. The operators named in ``unit_ticks`` also get a
+    short tick, in each other unit's colour, at the rate that unit's time
+    allows the main unit (``F_main / T_unit``): the special function units'
+    ceiling converted to this operator's FLOP/s. With ``annotate=False``
+    the names go to the legend (a marker per operator) instead of beside
+    the dots.
 
     Returns
     -------
     list of matplotlib artists
+        Per operator: its HBM dot, then its L2 ring and the dotted line
+        where drawn, its ticks, and its label when ``annotate``.
     """
     scale = _scale(unit)
     ticked = set(unit_ticks)
@@ -160,26 +209,31 @@ def placed(
     drawn = []
     for i, (name, cost) in enumerate(named):
         t = time_bound(cost, device, dtype)
-        x, y = cost.intensity, cost.flops / t.seconds / scale
+        main = main_unit(cost, t)
+        rate = 0.0 if main is None else unit_rates(cost, t)[main]
+        y = rate / scale
+        at = level_intensities(cost, t, device)
+        x = at["hbm"]
         color = RESOURCE_COLORS[t.resource]
         marker = "o" if annotate else markers[i % len(markers)]
         drawn.append(
             ax.scatter([x], [y], color=color, s=36, zorder=5, edgecolor="white", linewidth=0.5,
                        marker=marker, label=None if annotate else name)
         )  # fmt: skip
-        if cost.reread_bytes:
-            x_all = cost.flops / (cost.bytes + cost.reread_bytes)
-            drawn += ax.plot([x_all, x], [y, y], color=color, linewidth=0.8, linestyle=":")
+        if "l2" in at:
             drawn.append(
-                ax.scatter([x_all], [y], facecolor="white", edgecolor=color, s=30, zorder=5)
-            )
-        units = [r for r in ("matrix", "vector", "special") if r in t.by_resource]
-        if name in ticked:
-            for r in units:
-                rate = cost.flops / t.by_resource[r] / scale
-                drawn.append(
-                    ax.scatter([x], [rate], marker="_", s=120, color=RESOURCE_COLORS[r], zorder=4)
-                )
+                ax.scatter([at["l2"]], [y], facecolor="none", edgecolor=color, s=70, zorder=5,
+                           linewidth=1.2, marker=marker)
+            )  # fmt: skip
+            if at["l2"] != x:
+                drawn += ax.plot([at["l2"], x], [y, y], color=color, linewidth=0.8, linestyle=":")
+        if name in ticked and main is not None:
+            flops = ({"compute": cost.flops} | cost.flops_by_unit)[main]
+            for r in ("matrix", "vector", "special"):
+                if r != main and t.by_resource.get(r):
+                    allowed = flops / t.by_resource[r] / scale
+                    drawn.append(ax.scatter([x], [allowed], marker="_", s=220, linewidths=2,
+                                            color=RESOURCE_COLORS[r], zorder=6))  # fmt: skip
         if annotate:
             drawn.append(_label(ax, name, (x, y), offsets, fontsize))
     return drawn
