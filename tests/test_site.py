@@ -31,7 +31,10 @@ PAGES = [
     "appendix/cuda-benchmarks",
     "appendix/cli",
     "appendix/api",
+    "appendix/api-ops",
     "appendix/api-hardware",
+    "appendix/api-inference",
+    "appendix/api-plotting",
     "appendix/api-tools",
     "appendix/references",
 ]
