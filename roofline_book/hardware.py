@@ -5,21 +5,31 @@ Compute ceilings are kept per unit (:data:`COMPUTE_UNITS`): the matrix
 units (Tensor Cores, Matrix Cores), the vector units (the FP32/FP64 lanes,
 CUDA cores) and the special function units (exp, rsqrt, ...). Memory
 ceilings are per level (:data:`MEMORY_LEVELS`): HBM and, where a figure is
-published, L2. Peaks are *dense* rates. Vendors print 2:4-sparse rates,
-twice as large, first; those are kept apart
+published or measured by others, L2. Peaks are *dense* rates. Vendors print
+2:4-sparse rates, twice as large, first; those are kept apart
 (:meth:`Hardware.sparse_peak_flops`) and never used as a roof.
+
+Every ceiling of a device is stated at one clock, :attr:`Hardware.clock_hz`,
+the highest SM clock the device runs at: a lower time bound must take the
+highest rate any kernel can reach. A vendor figure rated at a lower clock
+(Hopper's Tensor Core rows, at 1830 MHz) is scaled to it, and the vendor
+figure and the formula are kept (:attr:`Hardware.vendor_peaks`,
+:attr:`Hardware.derivations`).
 
 Examples
 --------
+H100 SXM: NVIDIA's dense BF16 989.4 TFLOP/s at 1830 MHz, scaled to the
+1980 MHz the driver reports as the SM's maximum:
+
 >>> h100 = hardware("H100-SXM")
->>> h100.peak_flops("bf16") / 1e12, h100.memory_bandwidth / 1e12
-(989.5, 3.35)
+>>> h100.clock_hz / 1e6, h100.vendor_peaks["bf16"] / 1e12
+(1980.0, 989.4)
+>>> round(h100.peak_flops("bf16") / 1e12, 1), h100.memory_bandwidth / 1e12
+(1070.5, 3.35)
 >>> round(h100.ridge_point("bf16"))
-295
->>> h100.ceiling("vector", "bf16") / 1e12        # 16-bit elementwise math runs in FP32
-67.0
->>> round(h100.ridge_point("bf16", unit="vector"), 1)
-20.0
+320
+>>> h100.ceiling("vector", "bf16") / 1e12        # packed BF16x2 non-tensor math
+133.8
 
 The reference chapter's example device, 100 TFLOP/s and 1 TB/s:
 
@@ -29,6 +39,7 @@ The reference chapter's example device, 100 TFLOP/s and 1 TB/s:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import tomllib
 from collections.abc import Mapping
@@ -38,9 +49,16 @@ from types import MappingProxyType
 
 from . import _validate
 from .dtypes import Precision, precision_name
+from .units import si
 
 ANY_PRECISION = "any"
 """Key of an ad-hoc device's single peak, used for every precision."""
+
+SPECIAL_UNIT = "evaluations/s"
+"""Unit of the special-function ceiling: evaluations (exp, rsqrt, ...) per second, not FLOP/s."""
+
+FLOP_PER_FMA = 2
+"""FLOPs a vendor counts for one fused multiply-add, the operation its vector peak assumes."""
 
 COMPUTE_UNITS = ("matrix", "vector", "special")
 """Compute units with a ceiling of their own (see :data:`roofline_book.ops.UNITS`)."""
@@ -94,11 +112,20 @@ class Ceiling:
     precision : str
         The precision key of a compute ceiling; ``""`` for memory.
     value : float
-        FLOP/s (OP/s for int8) or byte/s.
+        In :attr:`unit`: FLOP/s (OP/s for int8) for the matrix and vector
+        units, evaluations per second for the special function units, byte/s
+        for a memory level.
     source : Source
         Where it was published.
     derivation : str
         For a figure computed from published ones, the formula; ``""`` otherwise.
+    clock_hz : float or None
+        The SM clock the ceiling is stated at (Hz); None where not known.
+
+    Examples
+    --------
+    >>> [str(c) for c in hardware("h100-sxm").ceilings() if c.resource == "special"]
+    ['special fp32: 4.182 T evaluations/s at 1980 MHz']
     """
 
     resource: str
@@ -106,10 +133,31 @@ class Ceiling:
     value: float
     source: Source
     derivation: str = ""
+    clock_hz: float | None = None
 
     @property
     def is_memory(self) -> bool:
         return self.resource in MEMORY_LEVELS
+
+    @property
+    def unit(self) -> str:
+        """The unit of :attr:`value`: ``"FLOP/s"``, ``"OP/s"``, ``"evaluations/s"`` or ``"B/s"``."""
+        if self.is_memory:
+            return "B/s"
+        if self.resource == "special":
+            return SPECIAL_UNIT
+        return "OP/s" if self.precision == "int8" else "FLOP/s"
+
+    def __str__(self) -> str:
+        name = f"{self.resource} {self.precision}".rstrip()
+        if self.resource == "special":  # a count per second: the prefix stands alone
+            value = f"{si(self.value)} {self.unit}"
+        else:
+            value = si(self.value, self.unit)
+        clock = (
+            "" if self.is_memory or self.clock_hz is None else f" at {self.clock_hz / 1e6:g} MHz"
+        )
+        return f"{name}: {value}{clock}"
 
 
 @dataclass(frozen=True)
@@ -128,18 +176,30 @@ class Hardware:
     memory_bandwidth : float
         Peak HBM (main-memory) bandwidth (byte/s).
     vector_peaks : mapping of str to float
-        Vector-unit rates per precision (FLOP/s): the FP32 and FP64 lanes, and
-        16-bit non-tensor rates where published.
+        Vector-unit rates per precision (FLOP/s, an FMA counted as 2 FLOP as
+        vendors count it): the FP32 and FP64 lanes, and packed 16-bit
+        non-tensor rates (HFMA2, BF16x2) where published.
     special_peak : float or None
-        Special-function evaluations per second (exp, rsqrt, ...), where
-        published or derivable.
+        Special-function evaluations per second (exp, rsqrt, reciprocal,
+        ...), where published or derivable; a count of results, not FLOP/s.
     sparse_peaks : mapping of str to float
         2:4-structured-sparsity rates (FLOP/s), for reference only.
-    memory_capacity, l2_cache, last_level_cache : float or None
+    memory_capacity : float or None
+        Device memory in bytes as the device exposes it: the total the driver
+        reports where a source gives one, otherwise the nominal capacity read
+        in GiB (:attr:`memory_capacity_basis` says which).
+    memory_capacity_basis : str
+        ``"driver"`` (the total nvidia-smi reports), ``"nominal"`` (the
+        vendor's nominal capacity read as GiB) or ``""`` (given by the caller).
+    l2_cache, last_level_cache : float or None
         Sizes in bytes, where published; ``last_level_cache`` is a cache
         beyond L2 (AMD's Infinity Cache).
     l2_bandwidth : float or None
-        L2 bandwidth (byte/s), where a vendor or a cited measurement gives it.
+        L2 bandwidth (byte/s), where a vendor or a cited measurement gives it
+        (for NVIDIA parts a measurement by others: NVIDIA publishes none).
+    clock_hz : float or None
+        The SM clock every ceiling is stated at (Hz): the highest the device
+        runs at.
     shared_memory_per_sm, l1_shared_per_sm, register_file_per_sm : float or None
         On-chip memory per SM in bytes: the most a block can use as shared
         memory, L1 and shared memory together, the register file.
@@ -152,9 +212,17 @@ class Hardware:
         How firm the device's sources are: ``"vendor"`` (datasheets,
         whitepapers) or ``"secondary"``; ``""`` for an ad-hoc device.
     sources : mapping of str to Source
-        Source of each figure, by field name.
+        Source of each figure, by field name; ``"vector_peaks.bf16"``-style
+        keys name the source of one precision where it differs.
+    compared_sources : mapping of str to tuple of Source
+        Sources compared with a figure's and not taken (a second vendor
+        figure, a lower measurement), by field name.
     derivations : mapping of str to str
-        The formula of each figure computed from published ones.
+        The formula of each figure computed from published ones, or how a
+        figure was chosen; ``"peak_flops.bf16"``-style keys for one precision.
+    vendor_peaks : mapping of str to float
+        The vendor's dense figures (FLOP/s) for the precisions it rates at a
+        clock below :attr:`clock_hz`, before scaling: for reference.
     """
 
     key: str
@@ -166,6 +234,7 @@ class Hardware:
     special_peak: float | None = None
     sparse_peaks: Mapping[str, float] = field(default_factory=dict)
     memory_capacity: float | None = None
+    memory_capacity_basis: str = ""
     l2_cache: float | None = None
     l2_bandwidth: float | None = None
     last_level_cache: float | None = None
@@ -175,9 +244,12 @@ class Hardware:
     sms: int | None = None
     fp32_lanes_per_sm: int | None = None
     sfu_per_sm_per_clock: int | None = None
+    clock_hz: float | None = None
     firmness: str = ""
     sources: Mapping[str, Source] = field(default_factory=dict)
+    compared_sources: Mapping[str, tuple[Source, ...]] = field(default_factory=dict)
     derivations: Mapping[str, str] = field(default_factory=dict)
+    vendor_peaks: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate.positive("memory_bandwidth", self.memory_bandwidth)
@@ -190,7 +262,7 @@ class Hardware:
         ):
             for precision, value in peaks.items():
                 _validate.positive(f"{label}[{precision!r}]", value)
-        for name in ("special_peak", "l2_bandwidth"):
+        for name in ("special_peak", "l2_bandwidth", "memory_capacity", "clock_hz"):
             if getattr(self, name) is not None:
                 _validate.positive(name, getattr(self, name))
         for precision, sparse in self.sparse_peaks.items():
@@ -207,7 +279,15 @@ class Hardware:
                     f"{self.key}: vector peak for {precision} ({vector:g}) is above the "
                     f"matrix one ({matrix:g}); a Tensor Core figure looks filed as vector"
                 )
-        for name in ("dense_peaks", "vector_peaks", "sparse_peaks", "sources", "derivations"):
+        for name in (
+            "dense_peaks",
+            "vector_peaks",
+            "sparse_peaks",
+            "sources",
+            "compared_sources",
+            "derivations",
+            "vendor_peaks",
+        ):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
@@ -249,48 +329,82 @@ class Hardware:
         )
 
     def vector_peak(self, dtype: Precision = "fp32") -> float:
-        """Vector-unit rate for elementwise arithmetic on ``dtype`` data (FLOP/s).
+        """Vector-unit peak for elementwise arithmetic on ``dtype`` data (FLOP/s, FMA = 2).
 
-        Elementwise kernels on 16- and 8-bit data compute in FP32 (PyTorch's
-        ``opmath`` type) and FP64 data in FP64, so this is the FP32 or FP64
-        lane rate. An ad-hoc device without vector figures uses its one peak.
+        FP64 data runs on the FP64 lanes. Other data may run on the FP32 lanes
+        (PyTorch's eager kernels compute 16- and 8-bit data in FP32, its
+        ``opmath`` type), and 16-bit data also as packed pairs (HFMA2, BF16x2)
+        where the vendor publishes a non-tensor FP16/BF16 rate: a lower bound
+        takes the higher of the two. Like the vendors' peaks this counts an
+        FMA as 2 FLOP; :meth:`vector_op_rate` is the rate of other operations.
+        An ad-hoc device without vector figures uses its one peak.
 
         Examples
         --------
-        >>> h100 = hardware("h100-sxm")
-        >>> h100.vector_peak("bf16") / 1e12, h100.vector_peak("fp64") / 1e12
+        >>> h100, a100 = hardware("h100-sxm"), hardware("a100-sxm")
+        >>> h100.vector_peak("fp32") / 1e12, h100.vector_peak("fp64") / 1e12
         (67.0, 34.0)
+        >>> h100.vector_peak("bf16") / 1e12, a100.vector_peak("bf16") / 1e12  # packed pairs
+        (133.8, 39.0)
+        >>> h100.vector_peak("fp8") / 1e12                   # no packed 8-bit math: FP32 lanes
+        67.0
         """
-        key = "fp64" if peak_key(dtype) == "fp64" else "fp32"
+        key = peak_key(dtype)
+        lane = "fp64" if key == "fp64" else "fp32"
         if not self.vector_peaks:
             return self.peak_flops(dtype)
-        if key not in self.vector_peaks:
+        if lane not in self.vector_peaks:
             raise ValueError(
-                f"{self.key} has no published vector (non-tensor) peak for {key}; "
+                f"{self.key} has no published vector (non-tensor) peak for {lane}; "
                 f"allowed: {', '.join(self.vector_peaks)}"
             )
-        return self.vector_peaks[key]
+        rate = self.vector_peaks[lane]
+        if key in ("fp16", "bf16"):
+            rate = max(rate, self.vector_peaks.get(key, 0.0))
+        return rate
 
-    def special_peak_flops(self) -> float:
-        """Special-function evaluations per second (exp, tanh, rsqrt, ...).
+    def vector_op_rate(self, dtype: Precision = "fp32") -> float:
+        """Vector lane operations per second on ``dtype`` data: the vector peak over 2.
 
-        Where no figure is published or derivable this is the FP32 vector
-        rate: a transcendental costs at least one vector operation, so the
-        bound stays a bound.
+        A vendor's vector peak counts an FMA as 2 FLOP, so a lane slot does
+        2 FLOP only when it runs an FMA; an add, multiply, max or compare is
+        one FLOP in the same slot. This is the rate of such operations (and
+        of FMAs: one slot each), so vector work is timed in lane slots
+        (:attr:`roofline_book.ops.Cost.vector_slots`).
 
         Examples
         --------
-        H100 SXM: 16 results per clock per SM, 132 SMs, 1.98 GHz:
+        H100 SXM adds FP32 numbers at half its 67 TFLOP/s FMA peak:
 
-        >>> round(hardware("h100-sxm").special_peak_flops() / 1e12, 2)
-        4.19
+        >>> hardware("h100-sxm").vector_op_rate("fp32") / 1e12
+        33.5
+        """
+        return self.vector_peak(dtype) / FLOP_PER_FMA
+
+    def special_peak_flops(self) -> float:
+        """Special-function evaluations per second (exp, tanh, rsqrt, reciprocal, ...).
+
+        A count of results per second (:data:`SPECIAL_UNIT`), not FLOP/s.
+        Where no figure is published or derivable this is the FP32 lane
+        operation rate (:meth:`vector_op_rate`): a transcendental costs at
+        least one vector operation, so the bound stays a bound.
+
+        Examples
+        --------
+        H100 SXM: 16 results per clock per SM x 132 SMs x 1980 MHz:
+
+        >>> hardware("h100-sxm").special_peak_flops() / 1e12
+        4.18176
         """
         if self.special_peak is not None:
             return self.special_peak
-        return self.vector_peak("fp32")
+        return self.vector_op_rate("fp32")
 
     def ceiling(self, unit: str, dtype: Precision = "bf16") -> float:
-        """The compute ceiling of one unit for work in ``dtype`` (FLOP/s).
+        """The compute ceiling of one unit for work in ``dtype``.
+
+        FLOP/s for the matrix and vector units (the vendor's peak, an FMA as
+        2 FLOP), evaluations per second for the special function units.
 
         Parameters
         ----------
@@ -301,8 +415,8 @@ class Hardware:
         Examples
         --------
         >>> h100 = hardware("h100-sxm")
-        >>> [h100.ceiling(u, "bf16") / 1e12 for u in ("matrix", "vector")]
-        [989.5, 67.0]
+        >>> [round(h100.ceiling(u, "bf16") / 1e12, 1) for u in ("matrix", "vector")]
+        [1070.5, 133.8]
         >>> h100.ceiling("tensor")
         Traceback (most recent call last):
         ...
@@ -352,7 +466,7 @@ class Hardware:
         --------
         >>> h100 = hardware("h100-sxm")
         >>> round(h100.ridge_point("bf16")), round(h100.ridge_point("fp8"))
-        (295, 591)
+        (320, 639)
         """
         band = self.bandwidth(level)
         if band is None:
@@ -368,20 +482,38 @@ class Hardware:
         [('matrix', 'fp64'), ('matrix', 'tf32')]
         """
 
-        def cited(figure: str) -> Source:
-            return self.sources.get(figure, USER_SOURCE)
+        def cited(figure: str, precision: str = "") -> Source:
+            one = self.sources.get(f"{figure}.{precision}")
+            return one or self.sources.get(figure, USER_SOURCE)
 
-        out = [Ceiling("matrix", p, v, cited("peak_flops")) for p, v in self.dense_peaks.items()]
-        out += [
-            Ceiling("vector", p, v, cited("vector_peaks")) for p, v in self.vector_peaks.items()
-        ]
+        def unit(resource: str, figure: str, peaks: Mapping[str, float]) -> list[Ceiling]:
+            return [
+                Ceiling(
+                    resource,
+                    p,
+                    v,
+                    cited(figure, p),
+                    self.derivations.get(f"{figure}.{p}", ""),
+                    self.clock_hz,
+                )
+                for p, v in peaks.items()
+            ]
+
+        out = unit("matrix", "peak_flops", self.dense_peaks)
+        out += unit("vector", "vector_peaks", self.vector_peaks)
         if self.special_peak is not None:
             derivation = self.derivations.get("special_peak", "")
             special = Ceiling(
-                "special", "fp32", self.special_peak, cited("special_peak"), derivation
+                "special",
+                "fp32",
+                self.special_peak,
+                cited("special_peak"),
+                derivation,
+                self.clock_hz,
             )
             out.append(special)
-        out.append(Ceiling("hbm", "", self.memory_bandwidth, cited("memory_bandwidth")))
+        derivation = self.derivations.get("memory_bandwidth", "")
+        out.append(Ceiling("hbm", "", self.memory_bandwidth, cited("memory_bandwidth"), derivation))
         if self.l2_bandwidth is not None:
             derivation = self.derivations.get("l2_bandwidth", "")
             out.append(Ceiling("l2", "", self.l2_bandwidth, cited("l2_bandwidth"), derivation))
@@ -487,7 +619,6 @@ _FIELDS = {
     "vector": "vector_peaks",
     "special": "special_peak",
     "memory_bandwidth": "memory_bandwidth",
-    "memory_capacity": "memory_capacity",
     "l2_cache": "l2_cache",
     "l2_bandwidth": "l2_bandwidth",
     "last_level_cache": "last_level_cache",
@@ -495,32 +626,202 @@ _FIELDS = {
     "l1_shared_per_sm": "l1_shared_per_sm",
     "register_file_per_sm": "register_file_per_sm",
     "sms": "sms",
+    "clock_hz": "clock_hz",
 }
 #: Hardware field -> the name its source goes by (kept from the one-roof catalog).
 _SOURCE_NAMES = {"dense_peaks": "peak_flops", "sparse_peaks": "peak_flops_sparse"}
 #: Inputs of derived figures: they need a source but are not ceilings themselves.
-_INPUTS = ("fp32_lanes_per_sm", "sfu_per_sm_per_clock")
+_INPUTS = ("fp32_lanes_per_sm", "sfu_per_sm_per_clock", "matrix_clock_hz")
+#: The two ways a capacity may be given (bytes = value x unit); both cite ``memory_capacity``.
+_CAPACITY = {"memory_capacity_mib": 2**20, "memory_capacity_gib": 2**30}
+#: Keys of a device entry that are not figures.
+_TEXT = ("name", "vendor", "firmness", "sources", "derivations")
+#: Every key a device entry may hold.
+_DEVICE_KEYS = (*_TEXT, *_FIELDS, *_INPUTS, *_CAPACITY)
+#: Tables keyed by precision, whose sources may be given per precision (``"vector.bf16"``).
+_PER_PRECISION = ("matrix", "matrix_sparse", "vector")
 
 
-def _derived_special(entry: Mapping, key: str) -> tuple[float, str] | None:
-    """The special-function rate from the SFU count, the SMs and the clock the FP32 peak implies.
+def _figure_source_name(key: str) -> str:
+    """The name under which a catalog key's source is kept in ``Hardware.sources``."""
+    if key in _CAPACITY:
+        return "memory_capacity"
+    if key in _FIELDS:
+        return _SOURCE_NAMES.get(_FIELDS[key], _FIELDS[key])
+    return key
 
-    ``clock = FP32 peak / (2 FLOP per FMA x FP32 lanes per SM x SMs)`` and
-    ``special = SFU results per clock per SM x SMs x clock``.
+
+def _scaled_matrix(entry: Mapping, fields: dict, derivations: dict, where: str) -> dict[str, float]:
+    """Scale the matrix rates rated at a lower clock to the device clock, in ``fields``.
+
+    Returns the vendor figures that were scaled, by precision.
     """
-    needed = ("sfu_per_sm_per_clock", "fp32_lanes_per_sm", "sms")
+    rated = entry.get("matrix_clock_hz", {})
+    if not rated:
+        return {}
+    clock = entry.get("clock_hz")
+    if clock is None:
+        raise ValueError(f"{where}: matrix_clock_hz needs the device's clock_hz")
+    vendor: dict[str, float] = {}
+    dense, sparse = dict(fields["dense_peaks"]), dict(fields.get("sparse_peaks", {}))
+    for precision, at in rated.items():
+        if precision not in dense:
+            raise ValueError(f"{where}: matrix_clock_hz names {precision!r}, which has no rate")
+        _validate.positive(f"{where}: matrix_clock_hz[{precision!r}]", at)
+        if at > clock:
+            raise ValueError(
+                f"{where}: matrix_clock_hz[{precision!r}] ({at:g}) is above clock_hz "
+                f"({clock:g}); a ceiling is stated at the device's highest clock"
+            )
+        vendor[precision] = dense[precision]
+        dense[precision] *= clock / at
+        unit = "TOP/s" if precision == "int8" else "TFLOP/s"
+        derivations[f"peak_flops.{precision}"] = (
+            f"{vendor[precision] / 1e12:g} {unit} (vendor, dense, at {at / 1e6:g} MHz) "
+            f"x {clock / 1e6:g} / {at / 1e6:g} MHz = {dense[precision] / 1e12:.1f} {unit}"
+        )
+        if precision in sparse:
+            sparse[precision] *= clock / at
+    fields["dense_peaks"], fields["sparse_peaks"] = dense, sparse
+    return vendor
+
+
+def _derived_special(entry: Mapping) -> tuple[float, str] | None:
+    """The special-function rate: SFU results per clock per SM x SMs x the device clock."""
+    needed = ("sfu_per_sm_per_clock", "sms", "clock_hz")
     if "special" in entry or not all(k in entry for k in needed):
         return None
-    fp32 = entry.get("vector", {}).get("fp32")
-    if fp32 is None:
-        raise ValueError(f"hardware.toml: {key} derives its special rate but has no vector fp32")
-    sfu, lanes, sms = (entry[k] for k in needed)
-    clock = fp32 / (2 * lanes * sms)
-    formula = (
-        f"{sfu} results/clock/SM x {sms} SMs x {clock / 1e9:.3f} GHz, the clock at which "
-        f"{lanes} FP32 lanes/SM x 2 FLOP reach the {fp32 / 1e12:g} TFLOP/s FP32 peak"
-    )
+    sfu, sms, clock = (entry[k] for k in needed)
+    formula = f"{sfu} results/clock/SM x {sms} SMs x {clock / 1e6:g} MHz"
     return sfu * sms * clock, formula
+
+
+def _sources_of(
+    entry: Mapping, sources: Mapping[str, Source], where: str
+) -> tuple[dict[str, Source], dict[str, tuple[Source, ...]]]:
+    """Each figure's source, and the sources compared with it and not taken, by source name."""
+    cited = entry.get("sources", {})
+    present = [k for k in entry if k not in _TEXT]
+    allowed = {_figure_source_name(k) for k in present} | {
+        f"{_figure_source_name(k)}.{p}" for k in _PER_PRECISION if k in entry for p in entry[k]
+    }
+    taken: dict[str, Source] = {}
+    compared: dict[str, tuple[Source, ...]] = {}
+    for k, value in cited.items():
+        table, _, precision = k.partition(".")
+        name = _figure_source_name(table) + (f".{precision}" if precision else "")
+        if name not in allowed:
+            raise ValueError(
+                f"{where}: sources names {k!r}, which is no figure of this device; "
+                f"allowed: {', '.join(sorted(allowed))}"
+            )
+        keys = [value] if isinstance(value, str) else list(value)
+        if not keys or not all(isinstance(s, str) and s in sources for s in keys):
+            raise ValueError(f"{where}: sources.{k} names no known source: {value!r}")
+        taken[name] = sources[keys[0]]
+        if keys[1:]:
+            compared[name] = tuple(sources[s] for s in keys[1:])
+    for k in present:
+        if _figure_source_name(k) not in taken:
+            raise ValueError(f"{where}: {k} names no known source")
+    return taken, compared
+
+
+def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
+    """Devices from the text of a catalog in the format of ``data/hardware.toml``.
+
+    Parameters
+    ----------
+    text : str
+        TOML: a ``[sources.KEY]`` table per document, a ``[devices.KEY]`` table
+        per device (with its ``sources`` and, optionally, ``derivations``).
+    origin : str
+        Where the text came from; every error names it.
+
+    Raises
+    ------
+    ValueError
+        On a key the format does not know (a misspelt figure is an error, not
+        a figure silently dropped), a figure without a known source, or a
+        figure the rules refuse.
+
+    Examples
+    --------
+    >>> lines = ['[sources.mine]', 'title = "my datasheet"', '[devices.gpu]',
+    ...          'name = "My GPU"', 'matrix = { bf16 = 100e12 }', 'memory_bandwidth = 1e12',
+    ...          '[devices.gpu.sources]', 'matrix = "mine"', 'memory_bandwidth = "mine"']
+    >>> load_catalog("\\n".join(lines))["gpu"].ridge_point()
+    100.0
+    >>> lines.insert(6, "shared_memory_per_SM = 65536")
+    >>> load_catalog("\\n".join(lines), "mine.toml")
+    Traceback (most recent call last):
+    ...
+    ValueError: mine.toml: device 'gpu' has an unknown key 'shared_memory_per_SM'; allowed: ...
+    """
+    data = tomllib.loads(text)
+    for table in data:
+        if table not in ("sources", "devices"):
+            raise ValueError(f"{origin}: unknown table {table!r}; allowed: sources, devices")
+    known = sorted(f.name for f in dataclasses.fields(Source) if f.name != "key")
+    sources = {}
+    for key, entry in data.get("sources", {}).items():
+        unknown = sorted(set(entry) - set(known))
+        if unknown:
+            raise ValueError(
+                f"{origin}: source {key!r} has an unknown key {unknown[0]!r}; "
+                f"allowed: {', '.join(known)}"
+            )
+        sources[key] = Source(key=key, **entry)
+    devices = {}
+    for key, entry in data.get("devices", {}).items():
+        where = f"{origin}: device {key!r}"
+        for k in entry:
+            if k not in _DEVICE_KEYS:
+                raise ValueError(
+                    f"{where} has an unknown key {k!r}; allowed: {', '.join(_DEVICE_KEYS)}"
+                )
+        figure_sources, compared = _sources_of(entry, sources, where)
+        fields = {_FIELDS[k]: v for k, v in entry.items() if k in _FIELDS}
+        fields.update({k: entry[k] for k in _INPUTS[:2] if k in entry})
+        derivations = dict(entry.get("derivations", {}))
+        for figure in derivations:
+            if figure not in figure_sources:
+                raise ValueError(f"{where}: derivations names {figure!r}, which it does not cite")
+        capacity = [k for k in _CAPACITY if k in entry]
+        if len(capacity) > 1:
+            raise ValueError(f"{where}: give memory_capacity_mib or memory_capacity_gib, not both")
+        if capacity:
+            unit = capacity[0]
+            amount = _validate.positive(f"{where}: {unit}", entry[unit])
+            fields["memory_capacity"] = amount * _CAPACITY[unit]
+            fields["memory_capacity_basis"] = "driver" if unit.endswith("mib") else "nominal"
+            derivations.setdefault(
+                "memory_capacity",
+                f"{amount:g} MiB, the total the driver reports (nvidia-smi)"
+                if unit.endswith("mib")
+                else f"{amount:g} GiB, the nominal capacity read as binary (no driver total cited)",
+            )
+        vendor = _scaled_matrix(entry, fields, derivations, where)
+        derived = _derived_special(entry)
+        if derived is not None:
+            fields["special_peak"], derivations["special_peak"] = derived
+            figure_sources["special_peak"] = figure_sources["sfu_per_sm_per_clock"]
+        devices[key] = Hardware(
+            key=key,
+            name=entry["name"],
+            vendor=entry.get("vendor", ""),
+            firmness=entry.get("firmness", ""),
+            sources=figure_sources,
+            compared_sources=compared,
+            derivations=derivations,
+            vendor_peaks=vendor,
+            **fields,
+        )
+    return MappingProxyType(devices)
+
+
+#: Where the package's catalog lives, as its errors name it.
+CATALOG_FILE = "roofline_book/data/hardware.toml"
 
 
 @functools.cache
@@ -533,37 +834,7 @@ def catalog() -> Mapping[str, Hardware]:
     ['a100-sxm', 'a800-sxm', 'h100-sxm']
     """
     text = resources.files(__package__).joinpath("data/hardware.toml").read_text("utf-8")
-    data = tomllib.loads(text)
-    sources = {k: Source(key=k, **v) for k, v in data["sources"].items()}
-    devices = {}
-    for key, entry in data["devices"].items():
-        cited = entry.get("sources", {})
-        for figure in (*_FIELDS, *_INPUTS):
-            if figure in entry and cited.get(figure) not in sources:
-                raise ValueError(f"hardware.toml: {key}.{figure} names no known source")
-        fields = {_FIELDS[k]: v for k, v in entry.items() if k in _FIELDS}
-        figure_sources = {
-            _SOURCE_NAMES.get(_FIELDS[k], _FIELDS[k]): sources[cited[k]]
-            for k in entry
-            if k in _FIELDS
-        }
-        fields.update({k: entry[k] for k in _INPUTS if k in entry})
-        derivations = {}
-        derived = _derived_special(entry, key)
-        if derived is not None:
-            fields["special_peak"], derivations["special_peak"] = derived
-            figure_sources["special_peak"] = sources[cited["sfu_per_sm_per_clock"]]
-            figure_sources["fp32_lanes_per_sm"] = sources[cited["fp32_lanes_per_sm"]]
-        devices[key] = Hardware(
-            key=key,
-            name=entry["name"],
-            vendor=entry.get("vendor", ""),
-            firmness=entry.get("firmness", ""),
-            sources=figure_sources,
-            derivations=derivations,
-            **fields,
-        )
-    return MappingProxyType(devices)
+    return load_catalog(text, CATALOG_FILE)
 
 
 def hardware(name: str) -> Hardware:

@@ -1,4 +1,4 @@
-"""SI prefixes: format figures for people, and parse figures people type.
+"""SI and binary prefixes: format figures for people, and parse figures people type.
 
 Examples
 --------
@@ -57,6 +57,30 @@ def si(value: float, unit: str = "", digits: int = 4) -> str:
     )
     text = f"{value / scale:.{digits}g}"
     return f"{text} {prefix}{unit}".rstrip()
+
+
+_BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10), ("", 1))
+
+
+def binary(value: float, unit: str = "B", digits: int = 4) -> str:
+    """``value`` with a binary prefix (Ki = 1024, Mi = 1024^2, ...), ``digits`` significant digits.
+
+    Cache and memory sizes are binary quantities: a "228 KB" shared memory is
+    228 x 1024 bytes, which :func:`si` would print as 233.5 kB.
+
+    Examples
+    --------
+    >>> binary(228 * 1024), binary(50 * 2**20), binary(81559 * 2**20)
+    ('228 KiB', '50 MiB', '79.65 GiB')
+    >>> binary(0), binary(512)
+    ('0 B', '512 B')
+    """
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g} {unit}".rstrip()
+    magnitude = abs(value)
+    threshold = 1 - 0.5 * 10.0**-digits
+    prefix, scale = next(((p, v) for p, v in _BINARY if magnitude >= v * threshold), _BINARY[-1])
+    return f"{value / scale:.{digits}g} {prefix}{unit}".rstrip()
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")

@@ -3,7 +3,7 @@
 import pytest
 
 from roofline_book import hardware
-from roofline_book.hardware import EXAMPLE, adhoc, catalog
+from roofline_book.hardware import EXAMPLE, adhoc, catalog, load_catalog
 
 
 def test_catalog_has_required_devices():
@@ -27,7 +27,15 @@ def test_every_figure_has_a_source(key):
             assert len(src.note) > 40
         else:
             assert src.url.startswith(("https://", "http://"))
-    for figure in ("memory_capacity", "l2_cache", "shared_memory_per_sm", "sms", "special_peak"):
+    for figure in (
+        "memory_capacity",
+        "l2_cache",
+        "l2_bandwidth",
+        "shared_memory_per_sm",
+        "sms",
+        "special_peak",
+        "clock_hz",
+    ):
         if getattr(dev, figure) is not None:
             assert dev.source(figure).title
     if dev.firmness == "vendor":  # a vendor device's compute ceilings come from the vendor
@@ -63,22 +71,147 @@ def test_mixed_unit_entries_are_split():
     assert (a100.peak_flops("fp64"), a100.vector_peak("fp64")) == (19.5e12, 9.7e12)
     assert (h100.peak_flops("fp64"), h100.vector_peak("fp64")) == (67e12, 34e12)
     b200 = hardware("b200")
-    assert b200.vector_peak("fp32") == 600e12 / 8 and b200.memory_bandwidth == 7.7e12
+    assert b200.vector_peak("fp32") == 600e12 / 8
     mi = hardware("mi300x")
     assert mi.l2_cache == 32 * 2**20 and mi.last_level_cache == 256 * 2**20
 
 
-def test_special_function_rate_is_derived_from_published_figures():
-    # 16 results per clock per SM (FlashAttention-3, citing the CUDA guide) x 132 SMs at
-    # the clock where 128 FP32 lanes x 2 FLOP x 132 SMs give 67 TFLOP/s: 67e12 / 16
+def test_special_function_rate_is_derived_at_the_device_clock():
+    # 16 results per clock per SM (FlashAttention-3, citing the CUDA guide) x 132 SMs x
+    # 1980 MHz = 4.18176e12 evaluations/s; FlashAttention-3 quotes 3.9 T/s at 1830 MHz
+    # (16 x 132 x 1.83e9 = 3.865e12): the same count at the lower clock
     h100 = hardware("h100-sxm")
-    assert h100.special_peak_flops() == pytest.approx(67e12 * 16 / (2 * 128))
-    assert "16 results/clock/SM x 132 SMs" in h100.derivations["special_peak"]
-    # FlashAttention-3 quotes 3.9 T/s at 1830 MHz; the catalog takes the higher clock
-    # the FP32 peak implies, so the bound it gives can only be lower
-    assert h100.special_peak_flops() >= 3.9e12
-    # a device without the published inputs falls back to its FP32 lanes
-    assert hardware("b200").special_peak_flops() == hardware("b200").vector_peak("fp32")
+    assert h100.special_peak_flops() == pytest.approx(16 * 132 * 1.98e9)
+    assert "16 results/clock/SM x 132 SMs x 1980 MHz" in h100.derivations["special_peak"]
+    assert h100.special_peak_flops() * 1.83 / 1.98 == pytest.approx(3.865e12, rel=1e-3)
+    # A100: 16 x 108 x 1410 MHz
+    assert hardware("a100-sxm").special_peak_flops() == pytest.approx(16 * 108 * 1.41e9)
+    # a device without the published inputs falls back to its FP32 lane operations, half
+    # the FMA-counted FP32 peak: a transcendental costs at least one lane slot
+    b200 = hardware("b200")
+    assert b200.special_peak_flops() == b200.vector_peak("fp32") / 2 == 37.5e12
+
+
+def test_one_clock_for_every_ceiling():
+    # Both units run on the SM clock, so at one clock the ratio of Tensor Core time to
+    # exp time per attention score is the ratio of per-clock rates (review E4; Shah et al.
+    # 2024, section 3.1): at head dim 64 a score costs 4 x 64 = 256 matrix FLOP against
+    # 1 exp, and an SM does 4096 dense BF16 FLOP (989.4e12 / (132 x 1.83e9) = 4096) and 16
+    # exps per clock: 256 / 4096 = 1 / 16 clock each, a ratio of exactly 1
+    h100 = hardware("h100-sxm")
+    matrix_per_score = 256 / h100.peak_flops("bf16")
+    exp_per_score = 1 / h100.special_peak_flops()
+    assert matrix_per_score / exp_per_score == pytest.approx(1.0, rel=1e-4)
+    # every ceiling carries that clock, and the devices state the clock their figures use
+    assert {c.clock_hz for c in h100.ceilings() if not c.is_memory} == {1.98e9}
+    clocks = {k: d.clock_hz for k, d in catalog().items()}
+    assert clocks["a100-sxm"] == 1.41e9 and clocks["mi300x"] == 2.1e9
+    assert clocks["h200-sxm"] == clocks["h800-sxm"] == 1.98e9
+    assert clocks["l40s"] == clocks["rtx-4090"] == 2.52e9
+
+
+@pytest.mark.parametrize(
+    "key", [k for k, d in catalog().items() if d.clock_hz and d.fp32_lanes_per_sm and d.sms]
+)
+def test_vendor_fp32_peaks_are_at_the_recorded_clock(key):
+    # FP32 lanes x 2 FLOP (an FMA) x SMs x clock: e.g. H100 128 x 2 x 132 x 1.98e9 =
+    # 66.9e12 (datasheet 67), A100 64 x 2 x 108 x 1.41e9 = 19.49e12 (19.5), L40S
+    # 128 x 2 x 142 x 2.52e9 = 91.6e12; a figure at another clock would be off by its ratio
+    dev = catalog()[key]
+    lanes = dev.fp32_lanes_per_sm * 2 * dev.sms * dev.clock_hz
+    assert dev.vector_peak("fp32") == pytest.approx(lanes, rel=0.005)
+
+
+def test_hopper_tensor_cores_are_scaled_from_1830_to_1980_mhz():
+    # NVIDIA's H100 SXM5 dense figures are at 1830 MHz (FlashAttention-3, appendix C.1);
+    # the whitepaper's dense BF16 989.4 TFLOP/s is 4096 FLOP/clock/SM x 132 x 1.83e9 =
+    # 989.43e12. At the 1980 MHz the driver reports as the SM's maximum it is
+    # 989.4e12 x 1980 / 1830 = 1070.50e12 (and 4096 x 132 x 1.98e9 = 1070.53e12)
+    h100 = hardware("h100-sxm")
+    assert h100.vendor_peaks["bf16"] == 989.4e12
+    assert h100.peak_flops("bf16") == pytest.approx(989.4e12 * 1980 / 1830)
+    assert h100.peak_flops("bf16") == pytest.approx(4096 * 132 * 1.98e9, rel=1e-4)
+    assert h100.peak_flops("fp8") == pytest.approx(1978.9e12 * 1980 / 1830)  # 2141.1e12
+    assert h100.peak_flops("tf32") == pytest.approx(494.7e12 * 1980 / 1830)  # 535.2e12
+    assert h100.peak_flops("fp64") == 67e12  # the FP64 Tensor Core figure is at 1980 MHz
+    assert "1830 MHz" in h100.derivations["peak_flops.bf16"]
+    bf16 = next(c for c in h100.ceilings() if (c.resource, c.precision) == ("matrix", "bf16"))
+    assert "989.4" in bf16.derivation and bf16.clock_hz == 1.98e9
+    # sparse figures (reference only) scale with them: still twice dense
+    assert h100.sparse_peak_flops("bf16") == pytest.approx(2 * h100.peak_flops("bf16"), rel=1e-4)
+    # devices whose vendor figures are all at one clock keep them
+    for key in ("a100-sxm", "mi300x", "l40s", "rtx-4090"):
+        assert not hardware(key).vendor_peaks
+    assert hardware("a100-sxm").peak_flops("bf16") == 312e12
+
+
+def test_capacity_is_what_the_device_exposes():
+    # nvidia-smi totals: H100 80GB HBM3 81559 MiB, H200 143771 MiB, A100-SXM4-80GB 81920 MiB
+    h100, h200, a100 = hardware("h100-sxm"), hardware("h200-sxm"), hardware("a100-sxm")
+    assert h100.memory_capacity == 81559 * 2**20 == 85_520_809_984
+    assert h200.memory_capacity == 143771 * 2**20 == 150_754_820_096
+    assert a100.memory_capacity == 81920 * 2**20 == 80 * 2**30
+    assert (
+        h100.memory_capacity_basis == "driver"
+        and "nvidia-smi" in h100.source("memory_capacity").title
+    )
+    # where no driver total is cited, the nominal capacity read as GiB: MI300X's 192 GiB
+    # (ROCm's table prints GiB), B200's 1,440 GB / 8 = 180 GiB
+    assert hardware("mi300x").memory_capacity == 192 * 2**30
+    assert hardware("b200").memory_capacity == 180 * 2**30
+    for key, dev in catalog().items():
+        assert dev.memory_capacity_basis in ("driver", "nominal"), key
+        assert dev.derivations["memory_capacity"]
+
+
+def test_b200_takes_the_higher_of_two_vendor_bandwidths():
+    # DGX B200: 64 TB/s for 8 GPUs = 8 TB/s; the Blackwell Tech Brief: 7.7 TB/s per GPU. A
+    # lower bound takes the higher, and keeps the other source beside it
+    b200 = hardware("b200")
+    assert b200.memory_bandwidth == max(64e12 / 8, 7.7e12) == 8e12
+    assert "DGX B200" in b200.source("memory_bandwidth").title
+    (other,) = b200.compared_sources["memory_bandwidth"]
+    assert "Technical Brief" in other.title
+    assert "7.7 TB/s" in b200.derivations["memory_bandwidth"]
+
+
+def test_l2_bandwidth_is_the_highest_measured_by_others():
+    # NVIDIA publishes no L2 bandwidth. H100 SXM5: an L2-resident cp.async copy at
+    # 8428.6 GB/s (smallscientist1/cuda_microbenchmark) against 3574 GB/s for an
+    # __ldcg/__stcg copy in another study: the roof takes the higher. A100: 1.5 sectors
+    # per clock x 32 B x 80 slices x 1.41 GHz = 5414.4 GB/s
+    h100, a100 = hardware("h100-sxm"), hardware("a100-sxm")
+    assert h100.bandwidth("l2") == 8.4286e12 >= 3.574e12
+    assert a100.bandwidth("l2") == pytest.approx(1.5 * 32 * 80 * 1.41e9)
+    for dev in (h100, a100):
+        assert dev.source("l2_bandwidth").firmness in ("paper", "secondary")
+        assert "NVIDIA publishes none" in dev.derivations["l2_bandwidth"]
+    # FlashAttention-3 at 740-840 TFLOP/s (d = 256) must stream 5.7-6.5 TB/s out of L2
+    # (review M5): the roof must be above what the kernel does
+    assert h100.bandwidth("l2") > 6.5e12
+    assert hardware("h200-sxm").bandwidth("l2") is None
+
+
+def test_packed_16_bit_vector_math_is_a_higher_roof():
+    # H100 whitepaper: non-Tensor FP16 and BF16 133.8 TFLOP/s (HFMA2 / BF16x2), twice the
+    # FP32 lanes; A100 whitepaper: FP16 78, BF16 39 non-Tensor against FP32 19.5
+    h100, a100 = hardware("h100-sxm"), hardware("a100-sxm")
+    assert h100.vector_peak("bf16") == h100.vector_peak("fp16") == 133.8e12
+    assert (a100.vector_peak("fp16"), a100.vector_peak("bf16")) == (78e12, 39e12)
+    assert h100.vector_peak("fp32") == 67e12 and h100.vector_peak("fp8") == 67e12
+    # no packed figure: the FP32 lanes
+    assert hardware("h20").vector_peak("bf16") == hardware("h20").vector_peak("fp32")
+    # an add is one lane slot, not an FMA: half the FMA-counted peak
+    assert h100.vector_op_rate("fp32") == 33.5e12 and a100.vector_op_rate("fp32") == 9.75e12
+
+
+def test_special_ceilings_are_evaluations_per_second():
+    h100 = hardware("h100-sxm")
+    special = next(c for c in h100.ceilings() if c.resource == "special")
+    assert special.unit == "evaluations/s" and "FLOP" not in str(special)
+    assert str(special) == "special fp32: 4.182 T evaluations/s at 1980 MHz"
+    matrix = next(c for c in h100.ceilings() if c.precision == "int8")
+    assert matrix.unit == "OP/s"
 
 
 def test_bad_unit_or_level_names_the_allowed_values():
@@ -88,13 +221,13 @@ def test_bad_unit_or_level_names_the_allowed_values():
     with pytest.raises(ValueError, match="level must be one of hbm, l2"):
         h100.ridge_point(level="smem")
     with pytest.raises(ValueError, match="no published l2 bandwidth"):
-        h100.ridge_point(level="l2")
+        hardware("h200-sxm").ridge_point(level="l2")
 
 
 def test_known_datasheet_figures():
     h100 = hardware("h100-sxm")
-    assert h100.peak_flops("bf16") == 989.5e12  # datasheet 1,979 TFLOPS with sparsity / 2
-    assert h100.peak_flops("fp8_e5m2") == h100.peak_flops("fp8") == 1979e12
+    assert h100.vendor_peaks["bf16"] == 989.4e12  # the whitepaper's dense figure, at 1830 MHz
+    assert h100.peak_flops("fp8_e5m2") == h100.peak_flops("fp8")
     assert h100.peak_flops("fp32") == 67e12
     h200 = hardware("h200-sxm")
     assert h200.peak_flops("bf16") == h100.peak_flops("bf16")
@@ -103,9 +236,9 @@ def test_known_datasheet_figures():
 
 
 def test_ridge_points():
-    # 989.5e12 / 3.35e12 = 295.4; 989.5e12 / 4.8e12 = 206.1
-    assert hardware("h100-sxm").ridge_point("bf16") == pytest.approx(295.37, abs=0.01)
-    assert hardware("h200-sxm").ridge_point("bf16") == pytest.approx(206.15, abs=0.01)
+    # 989.4e12 x 1980 / 1830 = 1070.50e12; / 3.35e12 = 319.55; / 4.8e12 = 223.02
+    assert hardware("h100-sxm").ridge_point("bf16") == pytest.approx(319.55, abs=0.01)
+    assert hardware("h200-sxm").ridge_point("bf16") == pytest.approx(223.02, abs=0.01)
     # BF16 moves the ridge right of FP32 on every NVIDIA part with Tensor Cores
     for key in ("a100-sxm", "h100-sxm", "h200-sxm"):
         dev = hardware(key)
@@ -146,3 +279,73 @@ def test_swapped_dense_and_sparse_is_refused():
 
     with pytest.raises(ValueError, match="swapped"):
         Hardware("bad", "bad", {"bf16": 2e15}, 1e12, sparse_peaks={"bf16": 1e15})
+
+
+# --------------------------------------------------------------------------
+# The catalog's text: every key known, every figure sourced
+
+_TEXT = """
+[sources.mine]
+title = "my datasheet"
+
+[devices.gpu]
+name = "My GPU"
+clock_hz = 2e9
+matrix = { bf16 = 100e12 }
+memory_bandwidth = 1e12
+shared_memory_per_sm = 65536
+[devices.gpu.sources]
+clock_hz = "mine"
+matrix = "mine"
+memory_bandwidth = "mine"
+shared_memory_per_sm = "mine"
+"""
+
+
+def test_a_catalog_text_loads():
+    gpu = load_catalog(_TEXT, "mine.toml")["gpu"]
+    assert (gpu.peak_flops("bf16"), gpu.shared_memory_per_sm, gpu.clock_hz) == (100e12, 65536, 2e9)
+
+
+_SOURCED = 'matrix = "mine"\n'
+
+
+@pytest.mark.parametrize(
+    "changes,match",
+    [
+        # a misspelt figure names the key, the device and the file
+        (
+            [("shared_memory_per_sm = 65536\n[", "shared_memory_per_SM = 65536\n[")],
+            "mine.toml: device 'gpu' has an unknown key 'shared_memory_per_SM'",
+        ),
+        ([('title = "my datasheet"', 'titel = "x"')], "source 'mine' has an unknown key 'titel'"),
+        ([(_SOURCED, 'matrx = "mine"\n')], "sources names 'matrx', which is no figure"),
+        ([('clock_hz = "mine"', 'clock_hz = "yours"')], "sources.clock_hz names no known source"),
+        ([('clock_hz = "mine"\n', "")], "device 'gpu': clock_hz names no known source"),
+        (
+            [
+                ("clock_hz = 2e9", "clock_hz = 2e9\nmatrix_clock_hz = { bf16 = 3e9 }"),
+                (_SOURCED, _SOURCED + 'matrix_clock_hz = "mine"\n'),
+            ],
+            r"matrix_clock_hz\['bf16'\] \(3e\+09\) is above clock_hz",
+        ),
+        (
+            [
+                (
+                    "clock_hz = 2e9",
+                    "clock_hz = 2e9\nmemory_capacity_mib = 1\nmemory_capacity_gib = 1",
+                ),
+                (_SOURCED, _SOURCED + 'memory_capacity = "mine"\n'),
+            ],
+            "memory_capacity_mib or memory_capacity_gib, not both",
+        ),
+        ([("[devices.gpu]", "[device.gpu]")], "unknown table 'device'"),
+    ],
+)
+def test_a_bad_catalog_text_names_the_key_device_and_file(changes, match):
+    text = _TEXT
+    for old, new in changes:
+        assert old in text
+        text = text.replace(old, new, 1)
+    with pytest.raises(ValueError, match=match):
+        load_catalog(text, "mine.toml")
