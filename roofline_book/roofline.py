@@ -115,10 +115,11 @@ class TimeBound:
     Attributes
     ----------
     by_resource : mapping of str to float
-        Seconds each resource needs: FLOPs over a unit's ceiling
-        (``"matrix"``, ``"vector"``, ``"special"``; ``"compute"`` in the
-        two-roof model) or bytes over a level's bandwidth (``"hbm"``,
-        ``"l2"``; ``"memory"`` in the two-roof model).
+        Seconds each resource needs: matrix FLOPs over the matrix peak,
+        vector lane slots over the lane rate, special-function evaluations
+        over their rate (``"matrix"``, ``"vector"``, ``"special"``;
+        ``"compute"`` in the two-roof model), or bytes over a level's
+        bandwidth (``"hbm"``, ``"l2"``; ``"memory"`` in the two-roof model).
 
     Examples
     --------
@@ -193,10 +194,14 @@ def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBou
 def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeBound:
     """The time each of ``device``'s resources needs for ``cost``; the largest is the bound.
 
-    Compute: each unit's FLOPs
-    (:attr:`Cost.flops_by_unit <roofline_book.ops.Cost.flops_by_unit>`) over that
-    unit's ceiling for ``dtype``
-    (:meth:`Hardware.ceiling <roofline_book.hardware.Hardware.ceiling>`). Memory: the
+    Compute: the matrix FLOPs over the matrix peak for ``dtype``; the vector
+    work in lane slots
+    (:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`: an FMA or
+    any other operation takes one) over the lane rate, half the vendor's
+    FMA-counted vector peak
+    (:meth:`Hardware.vector_op_rate <roofline_book.hardware.Hardware.vector_op_rate>`,
+    which takes packed 16-bit math where published); the special-function
+    evaluations over their rate. All are at the device's one clock. Memory: the
     compulsory bytes over the HBM bandwidth, assuming a cold L2 (inputs come
     from HBM, outputs go there). Re-reads (``Cost.reread_bytes``) are
     charged to HBM only when their footprint does not fit in the L2; every
@@ -208,37 +213,46 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
 
     Examples
     --------
-    A BF16 add on H100 SXM runs on the vector units, not the Tensor Cores:
-    6 bytes at 3.35 TB/s against 1 FLOP at 67 TFLOP/s is 120 times longer.
+    A BF16 add on H100 SXM runs on the vector units, not the Tensor Cores.
+    An add is one lane slot, not an FMA: 1 FLOP at half the packed BF16x2
+    peak, 133.8 / 2 = 66.9 T adds/s, against 6 bytes at 3.35 TB/s: the memory
+    time is 6 / 3.35 x 66.9 = 120 times longer. In FP32 both halve: 12 bytes
+    against 1 FLOP at 67 / 2 = 33.5 T/s, 120 times again:
 
     >>> from roofline_book import add, attention, gemm, hardware
     >>> h100 = hardware("h100-sxm")
     >>> t = time_bound(add(2**20), h100)
     >>> t.resource, round(t.by_resource["hbm"] / t.by_resource["vector"])
     ('hbm', 120)
+    >>> t32 = time_bound(add(2**20, "fp32"), h100, "fp32")
+    >>> round(t32.by_resource["hbm"] / t32.by_resource["vector"])
+    120
 
     A large GEMM is held to the matrix units:
 
     >>> time_bound(gemm(8192, 8192, 8192), h100).resource
     'matrix'
 
-    FlashAttention at head dim 128 re-reads K and V from L2, not HBM, and
-    its exponentials need the special function units:
+    FlashAttention at head dim 128 re-reads K and V from L2, not HBM (every
+    byte is charged to the L2 roof H100 has, measured by others), and its
+    exponentials need the special function units:
 
     >>> fa = time_bound(attention(4, 16, 4096, 4096, 128, sram_bytes=228 * 1024), h100)
     >>> fa.resource, sorted(fa.by_resource)
-    ('matrix', ['hbm', 'matrix', 'special', 'vector'])
+    ('matrix', ['hbm', 'l2', 'matrix', 'special', 'vector'])
     """
     if not isinstance(cost, Cost):
         raise TypeError(f"cost must be a roofline_book.Cost, got {type(cost).__name__}")
     if not isinstance(device, Hardware):
         raise TypeError(f"device must be a roofline_book.Hardware, got {type(device).__name__}")
     if device.vector_peaks:
-        times = {
-            unit: flops / device.ceiling(unit, dtype)
-            for unit, flops in cost.flops_by_unit.items()
-            if flops
-        }
+        times = {}
+        if cost.matrix_flops:
+            times["matrix"] = cost.matrix_flops / device.ceiling("matrix", dtype)
+        if cost.vector_flops:
+            times["vector"] = cost.vector_slots / device.vector_op_rate(dtype)
+        if cost.special_flops:
+            times["special"] = cost.special_flops / device.ceiling("special", dtype)
     else:  # one peak for every unit (an ad-hoc device): the FLOPs queue on it together
         times = {"compute": cost.flops / device.peak_flops(dtype)}
     cached = device.l2_cache is None or cost.reread_footprint <= device.l2_cache
@@ -315,8 +329,8 @@ def attainable_on(
     --------
     >>> from roofline_book import hardware
     >>> h100 = hardware("h100-sxm")
-    >>> attainable_on(1000, h100) / 1e12, attainable_on(1000, h100, unit="vector") / 1e12
-    (989.5, 67.0)
+    >>> round(attainable_on(1000, h100) / 1e12, 1), attainable_on(1000, h100, unit="vector") / 1e12
+    (1070.5, 133.8)
     """
     band = device.bandwidth(level)
     if band is None:

@@ -102,7 +102,9 @@ def test_type_errors():
 # --------------------------------------------------------------------------
 # Where a GEMM reaches a ridge point
 
-H100_RIDGE = 989.5e12 / 3.35e12  # BF16 dense peak over bandwidth, about 295.4 FLOP/byte
+# a fixed ridge for the solvers: 989.5 TFLOP/s over 3.35 TB/s, about 295.4 FLOP/byte (H100 SXM
+# at NVIDIA's 1830 MHz Tensor Core rating; the catalog states it at 1980 MHz)
+H100_RIDGE = 989.5e12 / 3.35e12
 
 
 def test_gemm_tokens_to_ridge_example_device():
@@ -200,12 +202,23 @@ def test_units_of_each_operator():
     assert g.flops_by_unit == {"matrix": g.flops, "vector": 0, "special": 0}
     for c in (ops.add(100), ops.relu(100), ops.layernorm(4, 8), ops.adamw(100)):
         assert c.matrix_flops == 0 and c.vector_flops > 0
-    # transcendentals on the special function units: GELU's tanh, SiLU's exp, softmax's
-    # exp one per element; RMSNorm's rsqrt one per row; AdamW's sqrt one per parameter
-    assert ops.gelu(100).special_flops == ops.swiglu(100).special_flops == 100
-    assert ops.softmax(4, 8).special_flops == 32
+    # special function units: GELU's tanh one per element; SiLU's exp and its division's
+    # reciprocal (IEEE a / b compiles to MUFU.RCP and FMAs), two; softmax's exp and its
+    # division by the row sum, two; RMSNorm's rsqrt one per row; AdamW's sqrt and addcdiv's
+    # division, two per parameter
+    assert ops.gelu(100).special_flops == 100
+    assert ops.swiglu(100).special_flops == 2 * 100
+    assert ops.softmax(4, 8).special_flops == 2 * 4 * 8
     assert ops.rmsnorm(4, 8).special_flops == 4
-    assert ops.adamw(100, "loop").special_flops == ops.adamw(100, "fused").special_flops == 100
+    assert ops.adamw(100, "loop").special_flops == ops.adamw(100, "fused").special_flops == 200
+    # FMAs only where the formula is a multiply then an add: GELU's 0.044715 x^3 + x (2 of
+    # its 8 vector FLOPs), RMSNorm's sum of squares (2 of 4 per element), LayerNorm's
+    # variance sum and scale-and-shift (4 of 7), AdamW's lerp, addcmul, addcdiv (6 of 12)
+    assert ops.gelu(100).vector_fma_flops == 200 and ops.gelu(100).vector_slots == 700
+    assert ops.rmsnorm(4, 8).vector_fma_flops == 2 * 4 * 8
+    assert ops.layernorm(4, 8).vector_fma_flops == 4 * 4 * 8
+    assert ops.adamw(100).vector_fma_flops == 600 and ops.adamw(100).vector_slots == 900
+    assert ops.add(100).vector_fma_flops == ops.swiglu(100).vector_fma_flops == 0
     # attention: the two products on the matrix units, 4 N d; the softmax elsewhere
     a = ops.attention(1, 2, 128, 256, 64)
     assert a.matrix_flops == 2 * 4 * 128 * 256 * 64
@@ -217,14 +230,46 @@ def test_time_bound_is_the_largest_resource_time():
 
     h100 = hardware("h100-sxm")
     t = time_bound(add(2**20), h100)
-    # 2^20 FLOP at 67 TFLOP/s (vector), 6 * 2^20 bytes at 3.35 TB/s
-    assert dict(t.by_resource) == {"vector": 2**20 / 67e12, "hbm": 6 * 2**20 / 3.35e12}
+    # 2^20 adds, one lane slot each, at half the packed BF16x2 peak (133.8 / 2 = 66.9 T/s);
+    # 6 * 2^20 bytes at 3.35 TB/s through HBM, and through the L2 at 8.4286 TB/s
+    assert dict(t.by_resource) == {
+        "vector": 2**20 / 66.9e12,
+        "hbm": 6 * 2**20 / 3.35e12,
+        "l2": 6 * 2**20 / 8.4286e12,
+    }
     assert t.seconds == 6 * 2**20 / 3.35e12 and t.resource == "hbm"
-    assert t.memory / t.compute == pytest.approx(6 * 67 / 3.35)  # 120, not 1772
-    # the score softmax: the exp pipe is the compute that comes closest to memory
+    assert t.memory / t.compute == pytest.approx(6 * 66.9 / 3.35)  # 120, not 1917
+    # FP32: 12 bytes, and 1 add at 67 / 2 = 33.5 T/s (the FP32 FMA peak counts 2 FLOP)
+    t32 = time_bound(add(2**20, "fp32"), h100, "fp32")
+    assert t32.by_resource["vector"] == 2**20 / 33.5e12
+    # the score softmax: the exp pipe (an exp and a reciprocal per element at
+    # 16 x 132 x 1.98e9 = 4.18e12/s) is the compute that comes closest to memory
+    # (4 bytes per element at 3.35e12 B/s): (4 / 3.35e12) / (2 / 4.18176e12) = 2.50
     s = time_bound(softmax(32 * 4096, 4096), h100)
     assert max(s.by_resource, key=lambda r: s.by_resource[r] if r != "hbm" else 0) == "special"
-    assert 4.5 < s.memory / s.compute < 5.5
+    assert s.memory / s.compute == pytest.approx((4 / 3.35e12) / (2 / 4.18176e12))
+
+
+def test_vector_time_counts_lane_slots():
+    from roofline_book import Cost, adhoc, hardware
+
+    # 4 multiply-adds (8 FLOP, 4 slots) and 2 adds (2 FLOP, 2 slots) per element: 6 slots
+    # at 67 / 2 = 33.5e12 slots/s on H100's FP32 lanes, not 10 FLOP at 67e12
+    h100 = hardware("h100-sxm")
+    c = Cost(10, 4, 4, vector_flops=10, vector_fma_flops=8)
+    assert c.vector_slots == 6
+    assert time_bound(c, h100, "fp32").by_resource["vector"] == pytest.approx(6 / 33.5e12)
+    # unmarked, the same FLOPs take 10 slots: a longer time, so still a bound
+    plain = Cost(10, 4, 4, vector_flops=10)
+    assert time_bound(plain, h100, "fp32").by_resource["vector"] == pytest.approx(10 / 33.5e12)
+    # an ad-hoc vector figure is an FMA-counted peak too
+    dev = adhoc("mine", 100e12, 1e12, vector=20e12)
+    assert time_bound(plain, dev).by_resource["vector"] == pytest.approx(10 / 10e12)
+    with pytest.raises(ValueError, match="vector_fma_flops must be an even number"):
+        Cost(10, 4, 4, vector_flops=10, vector_fma_flops=3)
+    with pytest.raises(ValueError, match="vector_fma_flops must be an even number"):
+        Cost(10, 4, 4, vector_flops=2, vector_fma_flops=4)
+    assert (c + c).vector_fma_flops == 2 * c.vector_fma_flops == (2 * c).vector_fma_flops
 
 
 def test_flash_rereads_go_to_l2_only_when_a_head_fits():

@@ -230,6 +230,7 @@ RUN_SCHEMA: dict[str, Any] = {
                 # run files written before the model kept them still load)
                 "vector_flops": _COUNT,
                 "special_flops": _COUNT,
+                "vector_fma_flops": _COUNT,
                 "reread_bytes": _COUNT,
                 "reread_footprint": _COUNT,
             },

@@ -34,9 +34,17 @@ class Cost:
     vector_flops : int
         The part of ``flops`` that runs on the vector units (elementwise
         arithmetic, reductions, softmax's max and sum).
+    vector_fma_flops : int
+        The part of ``vector_flops`` that pairs into fused multiply-adds, 2
+        FLOP per FMA (an even number). A vendor's vector peak counts an FMA
+        as 2 FLOP in one lane slot; every other vector FLOP (add, multiply,
+        max, compare) takes a lane slot of its own, so vector time goes by
+        :attr:`vector_slots`. Mark only work whose formula is a multiply then
+        an add: leaving a pair unmarked can only lengthen the vector time.
     special_flops : int
         The part of ``flops`` that runs on the special function units, one
-        per transcendental (exp, tanh, erf, rsqrt, sqrt). The rest,
+        per evaluation (exp, tanh, erf, rsqrt, sqrt, and the reciprocal an
+        IEEE division compiles to). The rest,
         ``flops - vector_flops - special_flops``, runs on the matrix units
         (:attr:`matrix_flops`); a Cost built without these two is all matrix
         work, the fastest unit, so a bound from it can only be too low.
@@ -59,6 +67,11 @@ class Cost:
     True
     >>> Cost(6, 12, 6, vector_flops=4, special_flops=1).flops_by_unit
     {'matrix': 1, 'vector': 4, 'special': 1}
+
+    Two multiply-adds and an add: 5 vector FLOPs in 3 lane slots.
+
+    >>> Cost(5, 4, 4, vector_flops=5, vector_fma_flops=4).vector_slots
+    3
     """
 
     flops: int
@@ -69,6 +82,7 @@ class Cost:
     special_flops: int = 0
     reread_bytes: int = 0
     reread_footprint: int = 0
+    vector_fma_flops: int = 0
 
     def __post_init__(self) -> None:
         for field in (
@@ -80,8 +94,14 @@ class Cost:
             "special_flops",
             "reread_bytes",
             "reread_footprint",
+            "vector_fma_flops",
         ):
             _validate.size(field, getattr(self, field), minimum=0)
+        if self.vector_fma_flops > self.vector_flops or self.vector_fma_flops % 2:
+            raise ValueError(
+                f"vector_fma_flops must be an even number <= vector_flops ({self.vector_flops}), "
+                f"2 FLOP per FMA; got {self.vector_fma_flops}"
+            )
         if self.vector_flops + self.special_flops > self.flops:
             raise ValueError(
                 f"vector_flops + special_flops ({self.vector_flops} + {self.special_flops}) "
@@ -106,6 +126,16 @@ class Cost:
         return self.flops - self.vector_flops - self.special_flops
 
     @property
+    def vector_slots(self) -> int:
+        """Vector lane slots the vector FLOPs take: one per FMA, one per other FLOP.
+
+        ``vector_flops - vector_fma_flops / 2``; the vector time is this over
+        the lane rate, half the vendor's FMA-counted peak
+        (:meth:`roofline_book.hardware.Hardware.vector_op_rate`).
+        """
+        return self.vector_flops - self.vector_fma_flops // 2
+
+    @property
     def flops_by_unit(self) -> dict[str, int]:
         """FLOPs per compute unit, keyed by :data:`UNITS` (FLOP)."""
         return {
@@ -126,6 +156,7 @@ class Cost:
             special_flops=self.special_flops + other.special_flops,
             reread_bytes=self.reread_bytes + other.reread_bytes,
             reread_footprint=max(self.reread_footprint, other.reread_footprint),
+            vector_fma_flops=self.vector_fma_flops + other.vector_fma_flops,
         )
 
     def __radd__(self, other: object) -> Cost:
@@ -146,6 +177,7 @@ class Cost:
             special_flops=self.special_flops * times,
             reread_bytes=self.reread_bytes * times,
             reread_footprint=self.reread_footprint,
+            vector_fma_flops=self.vector_fma_flops * times,
         )
 
     __rmul__ = __mul__

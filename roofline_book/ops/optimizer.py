@@ -18,23 +18,45 @@ class Pass:
     writes: tuple[str, ...]
     flops: int
     special: int = 0
-    """How many of ``flops`` are special-function evaluations (the square root)."""
+    """How many of ``flops`` are special-function evaluations (the square root, the
+    reciprocal of a division)."""
+    fma: int = 0
+    """How many of ``flops`` pair into FMAs, 2 per multiply-then-add."""
 
 
 # The kernels that PyTorch's single-tensor AdamW (``foreach=False``) launches
 # per parameter tensor, in order. ``denom`` is a temporary in the state dtype.
+# FMAs: lerp is ``self + w * (end - self)`` (a subtract, then a multiply-add), addcmul
+# ``self + v * (t1 * t2)`` and addcdiv ``self + v * (t1 / t2)`` end in a multiply-add.
+# Divisions: addcdiv's ``t1 / t2`` is an IEEE division, a reciprocal on the special
+# function units (PyTorch builds without fast math); the division by the Python float
+# ``sqrt(bias_correction2)`` is a multiply by its reciprocal (ATen's div_true with a CPU
+# scalar), so it stays vector work.
 _ADAMW_UNFUSED = (
     Pass("param.mul_(1 - lr * weight_decay)", ("param",), ("param",), 1),
-    Pass("exp_avg.lerp_(grad, 1 - beta1)", ("exp_avg", "grad"), ("exp_avg",), 3),
+    Pass("exp_avg.lerp_(grad, 1 - beta1)", ("exp_avg", "grad"), ("exp_avg",), 3, fma=2),
     Pass("exp_avg_sq.mul_(beta2)", ("exp_avg_sq",), ("exp_avg_sq",), 1),
-    Pass("exp_avg_sq.addcmul_(grad, grad, 1 - beta2)", ("exp_avg_sq", "grad"), ("exp_avg_sq",), 3),
+    Pass(
+        "exp_avg_sq.addcmul_(grad, grad, 1 - beta2)",
+        ("exp_avg_sq", "grad"),
+        ("exp_avg_sq",),
+        3,
+        fma=2,
+    ),
     Pass("denom = exp_avg_sq.sqrt()", ("exp_avg_sq",), ("denom",), 1, special=1),
     Pass("denom = denom / sqrt(bias_correction2)", ("denom",), ("denom",), 1),
     Pass("denom.add_(eps)", ("denom",), ("denom",), 1),
     Pass(
-        "param.addcdiv_(exp_avg, denom, -step_size)", ("param", "exp_avg", "denom"), ("param",), 3
+        "param.addcdiv_(exp_avg, denom, -step_size)",
+        ("param", "exp_avg", "denom"),
+        ("param",),
+        3,
+        special=1,
+        fma=2,
     ),
 )
+# NB: the fused kernel does the same arithmetic in one pass; it divides by the bias
+# correction's root as a tensor, one more reciprocal left out here (a bound may undercount).
 _ADAMW_FUSED = (
     Pass(
         "_fused_adamw_",
@@ -42,6 +64,7 @@ _ADAMW_FUSED = (
         ("param", "exp_avg", "exp_avg_sq"),
         sum(p.flops for p in _ADAMW_UNFUSED),
         special=sum(p.special for p in _ADAMW_UNFUSED),
+        fma=sum(p.fma for p in _ADAMW_UNFUSED),
     ),
 )
 
@@ -151,8 +174,9 @@ def adamw(
     """One AdamW step over ``params`` parameters held in ``tensors`` tensors.
 
     The cost is the sum over :func:`adamw_passes` of what each pass reads and
-    writes, each tensor in its own precision. FLOPs: 14 per parameter on the
-    vector units, the square root among them on the special function units
+    writes, each tensor in its own precision. FLOPs: 14 per parameter, the
+    square root and the division's reciprocal among them on the special
+    function units, the rest on the vector units, 6 of those in three FMAs
     (NB: this package's convention, see the passes; FlopCounterMode counts
     none).
 
@@ -195,6 +219,8 @@ def adamw(
     (80, 8, True)
     >>> round(loop.bytes / fused.bytes, 2)
     2.86
+    >>> fused.special_flops // 10**6, fused.vector_slots // 10**6    # 2 special; 12 - 3 slots
+    (2, 9)
 
     A billion parameters take ``ceil(15259 / 320) = 48`` fused launches:
 
@@ -240,6 +266,7 @@ def adamw(
             kernels=tensors if loop else multi_tensor_launches(params, tensors, depth),
             vector_flops=(p.flops - p.special) * params,
             special_flops=p.special * params,
+            vector_fma_flops=p.fma * params,
         )
     if model_dtype is not None:  # the 16-bit weight copy, written in the same pass
         total += Cost(0, 0, params * bytes_per_element(model_dtype), 0)

@@ -15,6 +15,7 @@ def elementwise(
     outputs: int = 1,
     flops_per_element: int = 1,
     special_per_element: int = 0,
+    fma_per_element: int = 0,
 ) -> Cost:
     """A kernel that reads ``inputs`` tensors and writes ``outputs`` tensors of ``numel`` elements.
 
@@ -34,33 +35,47 @@ def elementwise(
         FLOPs per output element (>= 0). FlopCounterMode counts these ops as
         zero; the convention here counts each arithmetic operation as one.
     special_per_element : int
-        How many of those FLOPs are transcendentals (exp, tanh, rsqrt, ...),
-        evaluated on the special function units; the rest run on the vector
-        units. Nothing here runs on the matrix units.
+        How many of those FLOPs are special-function evaluations (exp, tanh,
+        rsqrt, and the reciprocal an IEEE division compiles to), on the
+        special function units; the rest run on the vector units. Nothing
+        here runs on the matrix units.
+    fma_per_element : int
+        How many of the vector FLOPs pair into fused multiply-adds, 2 per FMA
+        (even); see :attr:`Cost.vector_fma_flops <roofline_book.ops.Cost.vector_fma_flops>`.
 
     Examples
     --------
     >>> c = elementwise(10, "fp32", inputs=3, outputs=1, flops_per_element=2)
     >>> c.bytes, c.flops_by_unit
     (160, {'matrix': 0, 'vector': 20, 'special': 0})
+    >>> elementwise(10, "fp32", inputs=3, flops_per_element=2, fma_per_element=2).vector_slots
+    10
     """
     numel = _validate.size("numel", numel)
     inputs = _validate.size("inputs", inputs, minimum=1)
     outputs = _validate.size("outputs", outputs, minimum=0)
     flops_per_element = _validate.size("flops_per_element", flops_per_element, minimum=0)
     special_per_element = _validate.size("special_per_element", special_per_element, minimum=0)
+    fma_per_element = _validate.size("fma_per_element", fma_per_element, minimum=0)
     if special_per_element > flops_per_element:
         raise ValueError(
             f"special_per_element must be <= flops_per_element ({flops_per_element}), "
             f"got {special_per_element}"
+        )
+    vector = flops_per_element - special_per_element
+    if fma_per_element > vector or fma_per_element % 2:
+        raise ValueError(
+            f"fma_per_element must be an even number <= the vector FLOPs per element "
+            f"({vector}), 2 per FMA; got {fma_per_element}"
         )
     s = bytes_per_element(dtype)
     return Cost(
         flops=flops_per_element * numel,
         bytes_read=inputs * s * numel,
         bytes_written=outputs * s * numel,
-        vector_flops=(flops_per_element - special_per_element) * numel,
+        vector_flops=vector * numel,
         special_flops=special_per_element * numel,
+        vector_fma_flops=fma_per_element * numel,
     )
 
 
@@ -111,6 +126,10 @@ def relu(numel: int, dtype: Precision = "bf16") -> Cost:
 #: counted as one FLOP, on the special function units), the add and the two outer products (3).
 GELU_FLOPS_PER_ELEMENT = 9
 
+#: Of those, the FLOPs that pair into FMAs: ``0.044715 x^3 + x`` is a multiply then an add
+#: (one FMA, 2 FLOP). The outer ``0.5 x (1 + t)`` is an add then a multiply, so it stays apart.
+GELU_FMA_FLOPS_PER_ELEMENT = 2
+
 
 def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
     """GELU activation, tanh form; see :data:`GELU_FLOPS_PER_ELEMENT`.
@@ -129,13 +148,19 @@ def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
         outputs=1,
         flops_per_element=GELU_FLOPS_PER_ELEMENT,
         special_per_element=1,
+        fma_per_element=GELU_FMA_FLOPS_PER_ELEMENT,
     )
 
 
 #: FLOPs per element of ``silu(gate) * up``. The sigmoid ``1 / (1 + exp(-g))``
-#: takes 4 (negate, exp, add, divide; exp counted as one, on the special
-#: function units), the product with ``g`` 1 and the product with ``up`` 1.
+#: takes 4 (negate, exp, add, divide), the product with ``g`` 1 and the product with ``up`` 1.
 SWIGLU_FLOPS_PER_ELEMENT = 6
+
+#: Of those, the special-function evaluations: the exp and the division. PyTorch builds
+#: without fast math, so an IEEE ``a / b`` compiles to a reciprocal on the special function
+#: units (MUFU.RCP) and FMAs that refine it (NB: those FMAs are left out, so the bound stays
+#: a bound). No FLOP of SwiGLU is a multiply then an add, so none is marked as an FMA.
+SWIGLU_SPECIAL_PER_ELEMENT = 2
 
 
 def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
@@ -152,7 +177,7 @@ def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
         inputs=2,
         outputs=1,
         flops_per_element=SWIGLU_FLOPS_PER_ELEMENT,
-        special_per_element=1,
+        special_per_element=SWIGLU_SPECIAL_PER_ELEMENT,
     )
 
 
@@ -254,7 +279,9 @@ def rmsnorm(
     counts none): per element a square, an add into the sum, a multiply by
     the reciprocal root and a multiply by ``gamma`` (4); per row the mean,
     the ``+ eps`` and the reciprocal square root (3). The root is the one
-    special-function evaluation per row; the rest is vector work.
+    special-function evaluation per row; the rest is vector work. The square
+    and the add into the sum are one FMA (``acc + x * x``); the two
+    products are plain multiplies.
 
     Examples
     --------
@@ -265,6 +292,8 @@ def rmsnorm(
     True
     >>> round(c.intensity, 2)               # about 4 FLOP per 4 bytes
     1.0
+    >>> c.vector_slots == 3 * 4096 * 4096 + 2 * 4096    # one FMA and two multiplies per element
+    True
     """
     rows = _validate.size("rows", rows)
     d = _validate.size("d", d)
@@ -276,6 +305,7 @@ def rmsnorm(
         bytes_written=s * rows * d,
         vector_flops=4 * rows * d + 2 * rows,
         special_flops=rows,
+        vector_fma_flops=2 * rows * d,
     )
 
 
@@ -335,7 +365,11 @@ def layernorm(
     (NB: this package's convention): per element an add into the mean,
     subtracting the mean, a square, an add into the variance, the multiply by
     the reciprocal deviation, the scale and the shift (7); per row the two
-    divisions by ``d``, the ``+ eps`` and the reciprocal root (4).
+    divisions by ``d``, the ``+ eps`` and the reciprocal root (4). Two pairs
+    per element are FMAs: the square and the add into the variance
+    (``acc + x' * x'``), the scale and the shift (``y * gamma + beta``). NB:
+    the two divisions per row are counted as vector work, not reciprocals;
+    one row's worth is too little to matter.
 
     Examples
     --------
@@ -353,6 +387,7 @@ def layernorm(
         bytes_written=s * rows * d,
         vector_flops=7 * rows * d + 3 * rows,
         special_flops=rows,
+        vector_fma_flops=4 * rows * d,
     )
 
 
@@ -360,6 +395,11 @@ def layernorm(
 #: the subtraction, exp (NB, counted as one, on the special function units), the add
 #: into the sum, the division.
 SOFTMAX_FLOPS_PER_ELEMENT = 5
+
+#: Of those, the special-function evaluations of an unfused softmax: the exp and the
+#: division by the row's sum, which PyTorch's kernels do per element as an IEEE division
+#: (a reciprocal on the special function units, see :data:`SWIGLU_SPECIAL_PER_ELEMENT`).
+SOFTMAX_SPECIAL_PER_ELEMENT = 2
 
 
 def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
@@ -372,8 +412,8 @@ def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
     Examples
     --------
     >>> c = softmax(4, 8, "fp32")
-    >>> c.flops, c.bytes, c.special_flops       # one exp per element
-    (160, 256, 32)
+    >>> c.flops, c.bytes, c.special_flops       # an exp and a reciprocal per element
+    (160, 256, 64)
     """
     rows = _validate.size("rows", rows)
     cols = _validate.size("cols", cols)
@@ -383,5 +423,5 @@ def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
         inputs=1,
         outputs=1,
         flops_per_element=SOFTMAX_FLOPS_PER_ELEMENT,
-        special_per_element=1,
+        special_per_element=SOFTMAX_SPECIAL_PER_ELEMENT,
     )
