@@ -123,9 +123,13 @@ def test_first_size_of_a_sweep_past_the_ridge():
 def test_hardware_tables_read_the_catalog():
     h100 = hardware("h100-sxm")
     peaks = book.peaks_frame()
-    assert peaks.loc["h100-sxm", "矩阵 bf16"] == "989.5 TFLOP/s"
+    # 989.4 TFLOP/s at 1830 MHz, scaled to 1980 MHz: 1070.5 TFLOP/s, printed 1.07 PFLOP/s
+    assert peaks.loc["h100-sxm", "矩阵 bf16"] == "1.07 PFLOP/s"
     assert peaks.loc["h100-sxm", "向量 fp64"] == "34 TFLOP/s"  # the FP64 Tensor Core rate is 67
-    assert peaks.loc["h100-sxm", "ridge bf16 [FLOP/B]"] == f"{989.5 / 3.35:.0f}"  # 295
+    assert peaks.loc["h100-sxm", "向量 16 位"] == "133.8 TFLOP/s"  # packed BF16x2 / HFMA2
+    assert peaks.loc["h100-sxm", "ridge bf16 [FLOP/B]"] == f"{989.4 * 1980 / 1830 / 3.35:.0f}"
+    assert peaks.loc["h100-sxm", "容量"] == "79.65 GiB"  # 81559 MiB / 1024
+    assert peaks.loc["h100-sxm", "特殊函数"] == "4.182 T 次/s"  # evaluations, not FLOP
     assert peaks.loc["h20", "可靠性"] == "二手资料"
     assert len(peaks) == len(book.sources_frame().index.get_level_values("设备").unique())
     sparse = book.sparse_frame()
@@ -135,10 +139,15 @@ def test_hardware_tables_read_the_catalog():
     )
     caches = book.cache_frame()
     assert caches.loc["h100-sxm", "SM / CU 数"] == h100.sms == 132
-    assert caches.loc["mi300x", "末级缓存（L2 之外）"] == "268.4 MB"  # 256 MiB Infinity Cache
+    assert caches.loc["mi300x", "末级缓存（L2 之外）"] == "256 MiB"  # AMD Infinity Cache
+    assert caches.loc["h100-sxm", "每 SM shared memory"] == "228 KiB"  # 233472 bytes
     special = book.special_frame()
-    # 67e12 / (2 * 128 * 132) = 1.983 GHz; 16 * 132 * 1.983e9 = 4.188e12
-    assert special.loc["h100-sxm", "时钟 [GHz]"] == f"{67e12 / (2 * 128 * 132) / 1e9:.3f}"
+    # 16 results per clock per SM x 132 SMs x 1.98e9 = 4.182e12 evaluations/s
+    assert special.loc["h100-sxm", "时钟"] == "1980 MHz"
+    assert special.loc["h100-sxm", "特殊函数"] == f"{16 * 132 * 1.98e9 / 1e12:.4g} T 次/s"
+    clocks = book.clock_frame()
+    assert clocks.loc[("h100-sxm", "bf16"), "厂商所用时钟"] == "1830 MHz"
+    assert "a100-sxm" not in clocks.index.get_level_values("设备")  # all at 1410 MHz
 
 
 def test_cpu_run_reads_the_variable_else_the_newest_run_in_build_bench(tmp_path, monkeypatch):

@@ -12,7 +12,14 @@ and then calls :func:`glue` (many values at once), :func:`glue_figure` and
 
 from .claims import claims_table, run_highlights, summary_table, verdict_counts
 from .cli import cli_error, cli_json, run_cli
-from .devices import cache_frame, peaks_frame, sources_frame, sparse_frame, special_frame
+from .devices import (
+    cache_frame,
+    clock_frame,
+    peaks_frame,
+    sources_frame,
+    sparse_frame,
+    special_frame,
+)
 from .notebook import glue, glue_figure, plain, preamble
 from .profiling import attribution_frame, glue_profile, glue_scaling
 from .rows import first_size, share
@@ -34,6 +41,7 @@ __all__ = [
     "bound_frame",
     "bound_zh",
     "cache_frame",
+    "clock_frame",
     "claims_table",
     "cli_error",
     "cli_json",

@@ -20,6 +20,8 @@ def _ceiling_json(c: Ceiling) -> dict[str, Any]:
         "resource": c.resource,
         "precision": c.precision,
         "value": c.value,
+        "unit": c.unit,
+        "clock_hz": c.clock_hz,
         "source": dataclasses.asdict(c.source),
         "derivation": c.derivation,
     }
@@ -43,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
                 "vendor": d.vendor,
                 "memory_bandwidth": d.memory_bandwidth,
                 "memory_capacity": d.memory_capacity,
+                "memory_capacity_basis": d.memory_capacity_basis,
+                "clock_hz": d.clock_hz,
                 "l2_cache": d.l2_cache,
                 "shared_memory_per_sm": d.shared_memory_per_sm,
                 "sms": d.sms,
@@ -56,12 +60,17 @@ def run(args: argparse.Namespace) -> int:
                 for f, s in d.sources.items()
                 if args.sparse or f != "peak_flops_sparse"
             }
+            entry["compared_sources"] = {
+                f: [dataclasses.asdict(s) for s in others]
+                for f, others in d.compared_sources.items()
+            }
+            entry["derivations"] = dict(d.derivations)
             entry["firmness"] = d.firmness
             entry["ceilings"] = [_ceiling_json(c) for c in d.ceilings()]
             out.append(entry)
         emit({"devices": out})
         return 0
-    header = ["device", "precision", "dense peak", "bandwidth", "ridge point"]
+    header = ["device", "precision", "dense peak", "clock", "bandwidth", "ridge point"]
     if args.sparse:
         header.append("2:4-sparse peak (never a roof)")
     body = []
@@ -71,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 d.key,
                 p,
                 si(d.peak_flops(p), _rate_unit(p)),
+                "-" if d.clock_hz is None else f"{d.clock_hz / 1e6:g} MHz",
                 si(d.memory_bandwidth, "B/s"),
                 f"{number(d.ridge_point(p))} {_rate_unit(p)[:-2]}/B",
             ]
@@ -80,19 +90,22 @@ def run(args: argparse.Namespace) -> int:
             body.append(row)
     if not body:
         raise UsageError(f"no device here publishes a dense peak for {wanted}")
-    print(text_table(header, body, right={2, 3, 4, 5}))
+    print(text_table(header, body, right={2, 3, 4, 5, 6}))
     print()
-    print("other ceilings (elementwise work runs on the vector units, exp/rsqrt on the special")
-    print("function units; ridge points over HBM):")
+    print("other ceilings (elementwise work runs on the vector units, whose peaks count an FMA as")
+    print("2 FLOP, so an add or a max gets half; exp, rsqrt and a division's reciprocal run on the")
+    print("special function units, counted in evaluations/s; ridge points over HBM):")
     for d in devices:
         lines = []
         for c in d.ceilings():
-            if c.resource in ("matrix", "hbm"):
+            if c.resource in ("matrix", "hbm") and not c.derivation:
                 continue
-            unit = "B/s" if c.is_memory else _rate_unit(c.precision)
-            ridge = "" if c.is_memory else f", ridge {number(c.value / d.memory_bandwidth)} FLOP/B"
+            per_byte = c.unit.removesuffix("/s") + "/B"
+            ridge = (
+                "" if c.is_memory else f", ridge {number(c.value / d.memory_bandwidth)} {per_byte}"
+            )
             how = f" = {c.derivation}" if c.derivation else ""
-            lines.append(f"    {c.resource} {c.precision}: {si(c.value, unit)}{ridge}{how}")
+            lines.append(f"    {c}{ridge}{how}")
         if lines:
             print(f"  {d.key} ({d.firmness} sources)")
             print("\n".join(lines))
