@@ -63,10 +63,15 @@ def test_op_gemm_json_equals_the_library():
     assert out["bytes_written"] == cost.bytes_written == 2 * 4096**2
     assert out["bytes"] == cost.bytes
     assert out["intensity"] == cost.intensity
-    assert out["attainable"] == rb.attainable(cost.intensity, peak, band) == 989.5e12
+    assert out["attainable"] == pytest.approx(rb.attainable(cost.intensity, peak, band))
+    assert out["attainable"] == pytest.approx(989.4e12 * 1980 / 1830)  # the 1980 MHz clock
     time = rb.time_bound(cost, H100, "bf16")
     # every resource the GEMM uses, the largest of them is the bound and names it
-    assert out["time_by_resource"] == {"matrix": cost.flops / peak, "hbm": cost.bytes / band}
+    assert out["time_by_resource"] == {
+        "matrix": cost.flops / peak,
+        "hbm": cost.bytes / band,
+        "l2": cost.bytes / H100.bandwidth("l2"),
+    }
     assert out["bound"] == time.resource == "matrix" and out["bound_kind"] == "compute"
     assert (out["time_compute"], out["time_memory"]) == (time.compute, time.memory)
     assert out["time_lower_bound"] == time.seconds == max(out["time_by_resource"].values())
@@ -169,13 +174,21 @@ def test_every_public_operator_is_registered():
     assert {spec.func for spec in OPERATORS.values()} == {getattr(ops, n) for n in OPERATORS}
 
 
-def _h100_time(matrix=0, vector=0, special=0, nbytes=0):
-    """Each unit's FLOPs over its BF16 ceiling and the bytes over HBM, the largest."""
+# H100 SXM at its 1980 MHz SM clock: BF16 Tensor Cores 989.4e12 x 1980 / 1830 (the
+# whitepaper's 1830 MHz figure scaled), vector lane operations at half the packed BF16x2
+# 133.8e12 (an add is one slot, not an FMA), 16 x 132 x 1.98e9 special evaluations, HBM
+# 3.35e12 B/s and L2 8.4286e12 B/s (measured by others)
+H100_BF16 = 989.4e12 * 1980 / 1830
+
+
+def _h100_time(matrix=0, vector=0, special=0, nbytes=0, rereads=0):
+    """Each unit's work over its BF16 rate, the bytes over HBM and L2, the largest."""
     return max(
-        matrix / H100.ceiling("matrix", "bf16"),
-        vector / H100.ceiling("vector", "bf16"),
-        special / H100.ceiling("special", "bf16"),
-        nbytes / H100.memory_bandwidth,
+        matrix / H100_BF16,
+        vector / (133.8e12 / 2),
+        special / (16 * 132 * 1.98e9),
+        nbytes / 3.35e12,
+        (nbytes + rereads) / 8.4286e12,
     )
 
 
@@ -213,6 +226,7 @@ BY_HAND = {
             "vector": 3 * 4_198_400,
             "special": 4_198_400,
             "nbytes": 8 * 1_048_576,
+            "rereads": 29_360_128,  # within the L2: charged to it, not to HBM
         },
     ),
     # eager RMSNorm, 4096 x 4096 BF16 upcast to FP32, n = 16,777,216, r = 4096 rows:
@@ -271,9 +285,10 @@ def test_op_table_is_aligned_with_si_units():
     assert values["bytes"] == "100.7 MB (compulsory)"
     assert values["intensity"] == "1365 FLOP/B"  # 2 * 4096 / (3 * 2) = 1365.3
     assert values["bound"] == "matrix units"
-    assert values["time, matrix units"] == "138.9 us  <- bound"
-    assert values["attainable, matrix units"] == "989.5 TFLOP/s (peak 989.5 TFLOP/s)"
-    assert values["time lower bound"] == "138.9 us"  # 137.4e9 / 989.5e12
+    # 989.4e12 x 1980 / 1830 = 1070.5e12 FLOP/s at the 1980 MHz SM clock
+    assert values["time, matrix units"] == "128.4 us  <- bound"
+    assert values["attainable, matrix units"] == "1.07 PFLOP/s (peak 1.07 PFLOP/s)"
+    assert values["time lower bound"] == "128.4 us"  # 137.4e9 / 1070.5e12
 
 
 # --------------------------------------------------------------------------
@@ -330,8 +345,10 @@ def test_devices_json_dense_peaks_and_ridge_points():
     devices = {d["key"]: d for d in out["devices"]}
     assert list(devices) == list(rb.catalog())
     h100 = devices["h100-sxm"]
-    assert h100["dense_peaks"]["bf16"] == 989.5e12
-    assert h100["ridge_points"]["bf16"] == H100.ridge_point("bf16") == 989.5e12 / 3.35e12
+    assert h100["dense_peaks"]["bf16"] == pytest.approx(989.4e12 * 1980 / 1830)
+    assert h100["ridge_points"]["bf16"] == pytest.approx(989.4e12 * 1980 / 1830 / 3.35e12)
+    assert h100["clock_hz"] == 1.98e9 and h100["memory_capacity"] == 81559 * 2**20
+    assert h100["memory_capacity_basis"] == "driver"
     assert "sparse_peaks" not in h100 and "peak_flops_sparse" not in h100["sources"]
     assert h100["sources"]["peak_flops"]["title"] == H100.source("peak_flops").title
 
@@ -340,15 +357,20 @@ def test_devices_json_lists_every_ceiling_with_its_source():
     out = run_json("devices", "--device", "h100-sxm")
     (h100,) = out["devices"]
     ceilings = {(c["resource"], c["precision"]): c for c in h100["ceilings"]}
-    assert ceilings[("matrix", "bf16")]["value"] == 989.5e12
+    assert ceilings[("matrix", "bf16")]["value"] == pytest.approx(989.4e12 * 1980 / 1830)
+    assert "989.4" in ceilings[("matrix", "bf16")]["derivation"]
     assert ceilings[("vector", "fp32")]["value"] == 67e12
     assert ceilings[("vector", "fp64")]["value"] == 34e12  # not the 67 of the FP64 Tensor Core
+    assert ceilings[("vector", "bf16")]["value"] == 133.8e12  # packed BF16x2
     special = ceilings[("special", "fp32")]
-    assert special["value"] == pytest.approx(16 * 132 * 67e12 / (2 * 128 * 132))
+    assert special["value"] == pytest.approx(16 * 132 * 1.98e9)
+    assert special["unit"] == "evaluations/s" and special["clock_hz"] == 1.98e9
     assert "16 results/clock/SM" in special["derivation"]
     assert ceilings[("hbm", "")]["value"] == 3.35e12
+    assert ceilings[("l2", "")]["source"]["firmness"] == "secondary"  # measured by others
     for c in h100["ceilings"]:
-        assert c["source"]["title"] and c["source"]["firmness"] in ("vendor", "paper")
+        if c["resource"] != "l2":
+            assert c["source"]["title"] and c["source"]["firmness"] in ("vendor", "paper")
     assert h100["firmness"] == "vendor"
 
 
@@ -357,12 +379,29 @@ def test_devices_sparse_is_labelled_and_never_a_ridge():
     assert done.returncode == 0 and done.stderr == ""
     header, row = done.stdout.splitlines()[:2]
     assert "2:4-sparse peak (never a roof)" in header
-    # ridge point from the dense 989.5 TFLOP/s (295.4), not the sparse 1979 (590.7)
-    assert row.split() == ["h100-sxm", "bf16", "989.5", "TFLOP/s", "3.35", "TB/s", "295.4"] + [
+    # ridge point from the dense 1070.5 TFLOP/s (319.6), not the sparse 2141 (639.1)
+    assert row.split() == ["h100-sxm", "bf16", "1.07", "PFLOP/s", "1980", "MHz", "3.35"] + [
+        "TB/s",
+        "319.6",
         "FLOP/B",
-        "1.979",
+        "2.141",
         "PFLOP/s",
     ]
+
+
+def test_devices_prints_special_rates_as_evaluations_and_clocks():
+    done = run("devices", "--device", "h100-sxm")
+    assert done.returncode == 0 and done.stderr == ""
+    lines = done.stdout.splitlines()
+    (special,) = [line for line in lines if line.strip().startswith("special fp32")]
+    # 16 x 132 x 1.98e9 = 4.182e12 evaluations/s; over 3.35e12 B/s, 1.248 evaluations/B
+    assert special.strip().startswith(
+        "special fp32: 4.182 T evaluations/s at 1980 MHz, ridge 1.248 evaluations/B"
+    )
+    assert "FLOP" not in special
+    # the B200's two vendor bandwidths: the one taken and the one compared with it
+    done = run("devices", "--device", "b200")
+    assert "memory_bandwidth (compared, not taken): NVIDIA Blackwell Architecture" in done.stdout
 
 
 # --------------------------------------------------------------------------

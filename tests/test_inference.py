@@ -111,11 +111,12 @@ def test_fp8_weight_only_and_w8a8():
     # W8A8: the FP8 Tensor Cores' ridge (twice BF16's), 1-byte weights and activations:
     # b* stays where BF16 had it
     r8 = H100.peak_flops("fp8") / BW
-    assert r8 == pytest.approx(2 * r16)
+    assert r8 == pytest.approx(2 * r16, rel=1e-4)  # the whitepaper's 1978.9 and 989.4, rounded
     expected8 = r8 * 1 * k * n / (2 * k * n - r8 * 1 * (k + n))
     assert decode_batch_to_ridge(llama3, H100, w8a8) == pytest.approx(expected8)
     assert decode_batch_to_ridge(llama3, H100, w8a8) == pytest.approx(
-        decode_batch_to_ridge(llama3, H100), rel=1e-9
+        decode_batch_to_ridge(llama3, H100),
+        rel=1e-4,  # FP8's 1978.9 is 2 x 989.4, rounded
     )
     # lm_head and the embedding stay BF16 (vLLM's FP8 excludes lm_head)
     assert w8a8.table_precision == "bf16"

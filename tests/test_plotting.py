@@ -187,13 +187,14 @@ def test_square_gemm_fraction_reaches_one_past_the_ridge(ax):
     h100 = hardware("h100-sxm")
     sizes = [64, 1024, 4096]
     bf16, fp32 = plotting.square_gemm_fraction(ax, h100, sizes, {"bf16": "blue", "fp32": "red"})
-    # BF16 square GEMM intensity 2n/(3*2) = n/3: 64 -> 21.3 FLOP/byte, under the 295 ridge
-    assert bf16.get_ydata()[0] == pytest.approx(64 / 3 * 3.35e12 / 989.5e12)
-    assert list(bf16.get_ydata()[1:]) == [1.0, 1.0]  # n/3 >= 295 from n = 1024 on
+    # BF16 square GEMM intensity 2n/(3*2) = n/3: 64 -> 21.3 FLOP/byte, under the 320 ridge
+    # (989.4e12 x 1980 / 1830 = 1070.5e12 over 3.35e12 B/s)
+    assert bf16.get_ydata()[0] == pytest.approx(64 / 3 * 3.35e12 / (989.4e12 * 1980 / 1830))
+    assert list(bf16.get_ydata()[1:]) == [1.0, 1.0]  # n/3 >= 320 from n = 1024 on
     # FP32 intensity 2n/(3*4) = n/6: 10.7 FLOP/byte at n = 64, under the FP32 ridge (about 20)
     assert fp32.get_ydata()[0] == pytest.approx(64 / 6 * 3.35e12 / h100.peak_flops("fp32"))
     assert list(fp32.get_ydata()[1:]) == [1.0, 1.0]
-    assert bf16.get_label() == "BF16 (ridge 295 FLOP/byte)"
+    assert bf16.get_label() == "BF16 (ridge 320 FLOP/byte)"
 
 
 def test_attention_sweep_draws_both_impls_and_the_floor():
@@ -309,10 +310,11 @@ def test_memory_hierarchy_levels_from_the_whitepaper(ax):
 
     labels, boundary = plotting.memory_hierarchy(ax, hardware("h100-sxm"))
     # H100 whitepaper: 50 MiB L2, 256 KiB L1 + shared per SM (228 KiB of it shared), 256 KiB
-    # registers per SM; datasheet: 80 GB HBM3 at 3.35 TB/s. Bottom (HBM) to top (compute).
+    # registers per SM; HBM3 at 3.35 TB/s (datasheet), 81559 MiB = 85.52e9 bytes as nvidia-smi
+    # reports the "80 GB". Bottom (HBM) to top (compute).
     texts = [t.get_text() for t in labels]
     assert len(texts) == 5
-    assert texts[0].startswith("HBM") and "80 GB" in texts[0] and "3.35 TB/s" in texts[0]
+    assert texts[0].startswith("HBM") and "85.52 GB" in texts[0] and "3.35 TB/s" in texts[0]
     assert texts[1] == "L2 cache\n50 MiB"
     assert "256 KiB" in texts[2] and "228 KiB" in texts[2]
     assert texts[3] == "registers\n256 KiB per SM"

@@ -43,10 +43,6 @@ UNITS = {
     "GiB": 2.0**30,
 }
 
-#: The catalog stores decimal capacities (80e9 B for "80 GB") until the catalog change
-#: that stores the driver's totals lands; then these rows pass: delete the mark.
-CAPACITY_AWAITS_CATALOG = True
-
 
 @dataclass(frozen=True)
 class Limit:
@@ -211,16 +207,7 @@ def _cases(row: Mapping[str, Any]) -> list[Case]:
 def _params() -> list[Any]:
     params = []
     for row in _rows():
-        marks = []
-        if row["kind"] == "capacity" and CAPACITY_AWAITS_CATALOG:
-            marks.append(
-                pytest.mark.xfail(
-                    strict=True,
-                    reason="hardware.toml stores decimal capacities (80e9 B for H100 80GB); "
-                    "the catalog change to the driver's totals makes this pass",
-                )
-            )
-        params += [pytest.param(case, id=case.id, marks=marks) for case in _cases(row)]
+        params += [pytest.param(case, id=case.id) for case in _cases(row)]
     return params
 
 

@@ -123,6 +123,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"    {', '.join(figures)}: {source} [{source.firmness}]{url}")
             if len(devices) == 1 and source.note:
                 print(f"      {source.note}")
+        for figure, others in d.compared_sources.items():
+            for other in others:
+                print(f"    {figure} (compared, not taken): {other} [{other.firmness}]")
     return 0
 
 
