@@ -231,7 +231,8 @@ def _compute(entry: Mapping[str, Any], r: Roofs, cost: Cost, *, bound: bool) -> 
     peak = r.peaks.get(entry["precision"])
     if peak is None:
         return None
-    vector = cost.vector_flops + cost.special_flops
+    # lane slots: a measured add rate is one operation per slot, and an FMA takes one slot
+    vector = cost.vector_slots + cost.special_flops
     if bound:
         return max(cost.matrix_flops / peak, vector / r.vector_peak if r.vector_peak else 0.0)
     matrix_s = cost.matrix_flops / r.typical_peaks.get(entry["precision"], peak)
