@@ -222,11 +222,16 @@ def _softmax_backward(call: Call) -> Cost | None:
 
 
 _SILU = 5  # x * sigmoid(x): the sigmoid's negate, exp, add and divide, then the product
+# Special-function evaluations: exp, log, tanh, the roots, and the reciprocal an IEEE
+# division of two tensors compiles to (MUFU.RCP plus FMAs; PyTorch builds without fast
+# math), so sigmoid and SiLU count two. ``div`` stays vector work: ATen divides by a CPU
+# scalar as a multiply by its reciprocal, and counting it on the special function units
+# could put a bound above a real kernel.
 _UNARY = {  # name: (FLOPs per element, of which special-function evaluations)
     "neg": (1, 0),
     "abs": (1, 0),
     "relu": (1, 0),
-    "reciprocal": (1, 0),
+    "reciprocal": (1, 1),
     "pow": (1, 0),
     "square": (1, 0),
     "sqrt": (1, 1),
@@ -234,8 +239,8 @@ _UNARY = {  # name: (FLOPs per element, of which special-function evaluations)
     "exp": (1, 1),
     "log": (1, 1),
     "tanh": (1, 1),
-    "sigmoid": (4, 1),
-    "silu": (_SILU, 1),
+    "sigmoid": (4, 2),
+    "silu": (_SILU, 2),
     "gelu": (GELU_FLOPS_PER_ELEMENT, 1),
 }
 _BINARY = {
@@ -246,12 +251,12 @@ _BINARY = {
     "maximum": (1, 0),
     "minimum": (1, 0),
     "threshold_backward": (1, 0),  # ReLU's backward: keep dy where x > 0
-    "silu_backward": (_SILU + 4, 1),  # dy * s * (1 + x (1 - s)), s = sigmoid(x) recomputed
+    "silu_backward": (_SILU + 4, 2),  # dy * s * (1 + x (1 - s)), s = sigmoid(x) recomputed
     "gelu_backward": (GELU_FLOPS_PER_ELEMENT + 4, 1),
 }
 _TERNARY = {
     "addcmul": (3, 0),  # x + value * a * b
-    "addcdiv": (3, 0),  # x + value * a / b
+    "addcdiv": (3, 1),  # x + value * a / b: the division's reciprocal
     "lerp": (3, 0),  # x + w * (y - x)
     "where": (1, 0),
 }
