@@ -217,6 +217,9 @@ class Hardware:
     compared_sources : mapping of str to tuple of Source
         Sources compared with a figure's and not taken (a second vendor
         figure, a lower measurement), by field name.
+    compared_figures : mapping of str to tuple of float
+        The figures those sources give, in the same order, where the catalog
+        records them (the Tech Brief's 7.7 TB/s for B200, ...).
     derivations : mapping of str to str
         The formula of each figure computed from published ones, or how a
         figure was chosen; ``"peak_flops.bf16"``-style keys for one precision.
@@ -248,6 +251,7 @@ class Hardware:
     firmness: str = ""
     sources: Mapping[str, Source] = field(default_factory=dict)
     compared_sources: Mapping[str, tuple[Source, ...]] = field(default_factory=dict)
+    compared_figures: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     derivations: Mapping[str, str] = field(default_factory=dict)
     vendor_peaks: Mapping[str, float] = field(default_factory=dict)
 
@@ -285,6 +289,7 @@ class Hardware:
             "sparse_peaks",
             "sources",
             "compared_sources",
+            "compared_figures",
             "derivations",
             "vendor_peaks",
         ):
@@ -635,7 +640,7 @@ _INPUTS = ("fp32_lanes_per_sm", "sfu_per_sm_per_clock", "matrix_clock_hz")
 #: The two ways a capacity may be given (bytes = value x unit); both cite ``memory_capacity``.
 _CAPACITY = {"memory_capacity_mib": 2**20, "memory_capacity_gib": 2**30}
 #: Keys of a device entry that are not figures.
-_TEXT = ("name", "vendor", "firmness", "sources", "derivations")
+_TEXT = ("name", "vendor", "firmness", "sources", "derivations", "compared")
 #: Every key a device entry may hold.
 _DEVICE_KEYS = (*_TEXT, *_FIELDS, *_INPUTS, *_CAPACITY)
 #: Tables keyed by precision, whose sources may be given per precision (``"vector.bf16"``).
@@ -787,6 +792,13 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
         for figure in derivations:
             if figure not in figure_sources:
                 raise ValueError(f"{where}: derivations names {figure!r}, which it does not cite")
+        figures = {k: tuple(v) for k, v in entry.get("compared", {}).items()}
+        for figure, values in figures.items():
+            if len(values) != len(compared.get(figure, ())):
+                raise ValueError(
+                    f"{where}: compared.{figure} must give one figure per source compared "
+                    f"({len(compared.get(figure, ()))}), got {len(values)}"
+                )
         capacity = [k for k in _CAPACITY if k in entry]
         if len(capacity) > 1:
             raise ValueError(f"{where}: give memory_capacity_mib or memory_capacity_gib, not both")
@@ -813,6 +825,7 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
             firmness=entry.get("firmness", ""),
             sources=figure_sources,
             compared_sources=compared,
+            compared_figures=figures,
             derivations=derivations,
             vendor_peaks=vendor,
             **fields,

@@ -272,8 +272,8 @@ def sources_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
     'nvidia-smi 报告的总量 81559 MiB'
     >>> df.loc[("b200", "memory_capacity"), "口径"]
     '标称容量按 GiB 读作 180 GiB（未找到驱动报告的总量）'
-    >>> df.loc[("b200", "memory_bandwidth（对照，未采用）"), "出处"]
-    'NVIDIA Blackwell Architecture Technical Brief'
+    >>> df.loc[("b200", "memory_bandwidth（对照，未采用）"), ["出处", "口径"]].tolist()
+    ['NVIDIA Blackwell Architecture Technical Brief', '该出处给出 7.7 TB/s']
     """
     import pandas as pd
 
@@ -291,21 +291,24 @@ def sources_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
             return "全部 roof 按此时钟给出"
         return ""
 
-    def row(key: str, dev: Hardware, figure: str, src: Any, compared: bool) -> dict:
+    def row(key: str, dev: Hardware, figure: str, src: Any, said: str | None = None) -> dict:
         return {
             "设备": key,
-            "数据": f"{figure}（对照，未采用）" if compared else figure,
+            "数据": figure if said is None else f"{figure}（对照，未采用）",
             "出处": src.title,
             "日期": src.date,
             "可靠性": FIRMNESS_ZH[src.firmness],
-            "口径": "" if compared else basis(dev, figure),
+            "口径": basis(dev, figure) if said is None else said,
             "URL": src.url or MISSING,
         }
 
     rows = []
     for key, dev in _devices(devices).items():
         for figure, src in dev.sources.items():
-            rows.append(row(key, dev, figure, src, False))
-            for other in dev.compared_sources.get(figure, ()):
-                rows.append(row(key, dev, figure, other, True))
+            rows.append(row(key, dev, figure, src))
+            values = dev.compared_figures.get(figure, ())
+            for i, other in enumerate(dev.compared_sources.get(figure, ())):
+                unit = "B/s" if "bandwidth" in figure else ""
+                said = f"该出处给出 {si(values[i], unit)}" if i < len(values) else ""
+                rows.append(row(key, dev, figure, other, said))
     return pd.DataFrame(rows).set_index(["设备", "数据"])
