@@ -9,12 +9,12 @@ published or measured by others, L2. Peaks are *dense* rates. Vendors print
 2:4-sparse rates, twice as large, first; those are kept apart
 (:meth:`Hardware.sparse_peak_flops`) and never used as a roof.
 
-Every ceiling of a device is stated at one clock, :attr:`Hardware.clock_hz`,
+Every ceiling of a device is stated at one clock, ``Hardware.clock_hz``,
 the highest SM clock the device runs at: a lower time bound must take the
 highest rate any kernel can reach. A vendor figure rated at a lower clock
 (Hopper's Tensor Core rows, at 1830 MHz) is scaled to it, and the vendor
-figure and the formula are kept (:attr:`Hardware.vendor_peaks`,
-:attr:`Hardware.derivations`).
+figure and the formula are kept (``Hardware.vendor_peaks``,
+``Hardware.derivations``).
 
 Examples
 --------
@@ -55,7 +55,7 @@ ANY_PRECISION = "any"
 """Key of an ad-hoc device's single peak, used for every precision."""
 
 SPECIAL_UNIT = "evaluations/s"
-"""Unit of the special-function ceiling: evaluations (exp, rsqrt, ...) per second, not FLOP/s."""
+"""Unit of the special-function ceiling, evaluations (exp, rsqrt, ...) per second, not FLOP/s."""
 
 FLOP_PER_FMA = 2
 """FLOPs a vendor counts for one fused multiply-add, the operation its vector peak assumes."""
@@ -187,7 +187,7 @@ class Hardware:
     memory_capacity : float or None
         Device memory in bytes as the device exposes it: the total the driver
         reports where a source gives one, otherwise the nominal capacity read
-        in GiB (:attr:`memory_capacity_basis` says which).
+        in GiB (``memory_capacity_basis`` says which).
     memory_capacity_basis : str
         ``"driver"`` (the total nvidia-smi reports), ``"nominal"`` (the
         vendor's nominal capacity read as GiB) or ``""`` (given by the caller).
@@ -225,7 +225,7 @@ class Hardware:
         figure was chosen; ``"peak_flops.bf16"``-style keys for one precision.
     vendor_peaks : mapping of str to float
         The vendor's dense figures (FLOP/s) for the precisions it rates at a
-        clock below :attr:`clock_hz`, before scaling: for reference.
+        clock below ``clock_hz``, before scaling: for reference.
     """
 
     key: str

@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         for c in d.ceilings():
             if c.resource in ("matrix", "hbm") and not c.derivation:
                 continue
+            if c.resource == "matrix" and wanted is not None and c.precision != wanted:
+                continue
             per_byte = c.unit.removesuffix("/s") + "/B"
             ridge = (
                 "" if c.is_memory else f", ridge {number(c.value / d.memory_bandwidth)} {per_byte}"

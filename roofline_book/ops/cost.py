@@ -127,7 +127,7 @@ class Cost:
 
     @property
     def vector_slots(self) -> int:
-        """Vector lane slots the vector FLOPs take: one per FMA, one per other FLOP.
+        """Vector lane slots the vector FLOPs take, one per FMA and one per other FLOP.
 
         ``vector_flops - vector_fma_flops / 2``; the vector time is this over
         the lane rate, half the vendor's FMA-counted peak

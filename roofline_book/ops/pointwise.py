@@ -41,7 +41,7 @@ def elementwise(
         here runs on the matrix units.
     fma_per_element : int
         How many of the vector FLOPs pair into fused multiply-adds, 2 per FMA
-        (even); see :attr:`Cost.vector_fma_flops <roofline_book.ops.Cost.vector_fma_flops>`.
+        (even); see ``vector_fma_flops`` of :class:`~roofline_book.ops.Cost`.
 
     Examples
     --------
