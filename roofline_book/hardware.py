@@ -557,8 +557,9 @@ def adhoc(
     memory_bandwidth : float
         HBM (main-memory) bandwidth, bytes per second.
     vector : float or mapping of str to float, optional
-        Vector-unit rate (one figure is taken as FP32); without it, vector
-        work is held to ``peak_flops``.
+        Vector-unit peak, an FMA counted as 2 FLOP as vendors count it (one
+        figure is taken as FP32); other vector operations run at half of it.
+        Without it, vector work is held to ``peak_flops``.
     special : float, optional
         Special-function evaluations per second; without it, the vector rate.
     l2_bandwidth, l2_cache, shared_memory_per_sm : float, optional
