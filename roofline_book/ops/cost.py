@@ -39,8 +39,10 @@ class Cost:
         FLOP per FMA (an even number). A vendor's vector peak counts an FMA
         as 2 FLOP in one lane slot; every other vector FLOP (add, multiply,
         max, compare) takes a lane slot of its own, so vector time goes by
-        :attr:`vector_slots`. Mark only work whose formula is a multiply then
-        an add: leaving a pair unmarked can only lengthen the vector time.
+        :attr:`vector_slots`. Mark every pair whose formula is a multiply
+        then an add: a compiler contracts it into one FMA, so an unmarked pair
+        would count two slots where a kernel spends one and could put the
+        bound above a real kernel. Other operations cannot pair.
     special_flops : int
         The part of ``flops`` that runs on the special function units, one
         per evaluation (exp, tanh, erf, rsqrt, sqrt, and the reciprocal an
