@@ -4,6 +4,11 @@ import pytest
 
 PAGE = "chapters/01-flops"
 
+# H100 SXM at its one clock, 1980 MHz: NVIDIA's dense BF16 989.4 TFLOP/s is rated at 1830 MHz
+H100_BF16 = 989.4e12 * 1980 / 1830  # 1070.5e12
+# 16 special results per clock per SM x 132 SMs x 1.98e9 = 4.18176e12 evaluations per second
+H100_SPECIAL = 16 * 132 * 1.98e9
+
 
 def test_chapter_1_answers(glued):
     g = glued(PAGE)
@@ -13,7 +18,7 @@ def test_chapter_1_answers(glued):
     assert g["ans_q2_fwd_sci"] == "1.85 × 10¹¹"
     assert g["ans_q2_total_sci"] == "5.54 × 10¹¹"  # 3 * fwd
     assert g["ans_q2_ratio"] == 3.0
-    assert g["ans_q3_us"] == pytest.approx(3 * fwd / 989.5e12 * 1e6)  # about 560 us
+    assert g["ans_q3_us"] == pytest.approx(3 * fwd / H100_BF16 * 1e6)  # about 518 us
 
 
 def test_chapter_1_prose_numbers(glued):
@@ -21,31 +26,36 @@ def test_chapter_1_prose_numbers(glued):
     assert g["gemm4096_flops_sci"] == "1.37 × 10¹¹"
     assert round(g["gemm4096_gflops"]) == 137
     assert g["t_example_ms"] == pytest.approx(1.374, abs=1e-3)
-    assert g["t_h100_ms"] == pytest.approx(2 * 4096**3 / 989.5e12 * 1e3)  # about 0.139 ms
+    assert g["t_h100_ms"] == pytest.approx(2 * 4096**3 / H100_BF16 * 1e3)  # about 0.128 ms
     # the example device: one peak of 100 TFLOP/s and one bandwidth of 1 TB/s
     assert (g["example_tflops"], g["example_tbps"]) == (100.0, 1.0)
-    # H100 datasheet: BF16 1,979 TFLOP/s "with sparsity" (2:4), twice the dense 989.5
-    assert g["sparse_over_dense"] == pytest.approx(1979 / 989.5) == 2.0
+    # H100 whitepaper: BF16 1978.9 TFLOP/s with 2:4 sparsity, twice the dense 989.4 (both at
+    # 1830 MHz, scaled alike)
+    assert (
+        g["sparse_over_dense"] == pytest.approx(1978.9 / 989.4)
+        and round(g["sparse_over_dense"]) == 2
+    )
 
 
 def test_chapter_1_units(glued):
     """Each unit's peak on H100 SXM, and the exp of FlashAttention against the matrix units."""
     g = glued(PAGE)
-    assert g["h100_bf16_tflops"] == 989.5
-    assert g["p_vector_tflops"] == 67.0  # FP32 lanes: PyTorch computes BF16 elementwise in FP32
-    # 16 results/clock/SM x 132 SMs at the clock where 128 lanes x 2 FLOP x 132 SMs give 67 T:
-    # 67e12 * 16 / 256 = 4.1875e12
-    assert g["p_special_tflops"] == pytest.approx(4.1875)
-    assert g["matrix_over_vector"] == pytest.approx(989.5 / 67)  # about 14.8
-    assert g["vector_over_special"] == pytest.approx(16.0)
+    assert g["h100_bf16_tflops"] == pytest.approx(H100_BF16 / 1e12)
+    assert g["p_vector_tflops"] == 133.8  # BF16 data: packed pairs, the non-tensor BF16 peak
+    assert g["p_special_tflops"] == pytest.approx(H100_SPECIAL / 1e12)  # 4.18
+    assert g["matrix_over_vector"] == pytest.approx(H100_BF16 / 133.8e12)  # about 8.0
+    # 133.8e12 / 4.18176e12 = 32.0: 1024 packed BF16 FLOP against 16 special results per clock
+    assert g["vector_over_special"] == pytest.approx(133.8e12 / H100_SPECIAL)
     # FlashAttention, batch 4, 16 heads, 4096 x 4096 scores, head dim 64, BF16.
     scores = 4 * 16 * 4096 * 4096  # 1,073,741,824: one exp each
     matrix = 4 * scores * 64  # QK^T and PV: 2d + 2d FLOPs per score
     total = matrix + 4 * scores + scores  # plus 4 vector FLOPs per score (max, sub, sum, scale)
     assert g["fa_exp_share"] == pytest.approx(scores / total)  # about 0.38%
-    assert g["fa_exp_us"] == pytest.approx(scores / 4.1875e12 * 1e6)  # about 256 us
-    exp_s, matrix_s = scores / 4.1875e12, matrix / 989.5e12
-    assert g["fa_exp_vs_matrix"] == pytest.approx(exp_s / matrix_s)  # about 0.92
+    assert g["fa_exp_us"] == pytest.approx(scores / H100_SPECIAL * 1e6)  # about 257 us
+    exp_s, matrix_s = scores / H100_SPECIAL, matrix / H100_BF16
+    # one clock for both units: 1 / 16 clock per score each, a ratio of 1 (was 0.92 with the
+    # Tensor Cores at 1830 MHz and the special units at 1983 MHz)
+    assert g["fa_exp_vs_matrix"] == pytest.approx(exp_s / matrix_s) == pytest.approx(1.0, rel=1e-4)
     hbm_bytes = 4 * (4 * 16 * 4096 * 64) * 2  # Q, K, V read once, O written once
     assert g["fa_exp_vs_hbm"] == pytest.approx(exp_s / (hbm_bytes / 3.35e12))  # 6.4
 
@@ -54,6 +64,6 @@ def test_index_opening_numbers(glued):
     """The preface's GEMM and residual add: the book's running 4096 examples on H100 SXM."""
     g = glued("index")
     assert round(g["idx_gemm_yi"]) == 1374  # 2 * 4096**3 = 137,438,953,472 FLOP, in 亿 (1e8)
-    assert g["idx_gemm_ms"] == pytest.approx(2 * 4096**3 / 989.5e12 * 1e3)  # about 0.139 ms
+    assert g["idx_gemm_ms"] == pytest.approx(2 * 4096**3 / H100_BF16 * 1e3)  # about 0.128 ms
     assert g["idx_add_wan"] == pytest.approx(4096 * 4096 / 1e4)  # 16,777,216 adds, in 万
     assert g["idx_add_us"] == pytest.approx(6 * 4096 * 4096 / 3.35e12 * 1e6)  # about 30 us

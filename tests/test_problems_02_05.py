@@ -7,16 +7,20 @@ import re
 import pytest
 from conftest import BUILD
 
-H100_BF16 = 989.5e12  # FLOP/s, dense
-H100_FP8 = 1979e12  # FLOP/s, dense
-H100_FP32 = 67e12  # FLOP/s, CUDA cores: no FP32 Tensor Core
+# H100 SXM at its one clock, 1980 MHz: NVIDIA's dense Tensor Core figures (BF16 989.4, FP8
+# 1978.9 TFLOP/s) are rated at 1830 MHz, so x 1980 / 1830.
+H100_BF16 = 989.4e12 * 1980 / 1830  # FLOP/s, dense, 1070.5e12
+H100_FP8 = 1978.9e12 * 1980 / 1830  # FLOP/s, dense, 2141.1e12
+H100_FP32 = 67e12  # FLOP/s, CUDA cores: no FP32 Tensor Core; an FMA counts 2 FLOP
+H100_VEC_BF16 = 133.8e12  # FLOP/s, non-tensor BF16 as packed pairs (whitepaper)
+H100_SPECIAL = 16 * 132 * 1.98e9  # evaluations/s: 16 per clock per SM
 H100_L2 = 50 * 2**20  # byte
 H100_BW = 3.35e12  # byte/s
 H200_BW = 4.8e12  # byte/s, same compute as H100
 A100_BF16 = 312e12  # FLOP/s, dense
 A100_TF32 = 156e12  # FLOP/s, dense
 A100_BW = 2.039e12  # byte/s
-RIDGE_H100 = H100_BF16 / H100_BW  # about 295.4 FLOP/byte
+RIDGE_H100 = H100_BF16 / H100_BW  # about 319.6 FLOP/byte
 RIDGE_A100 = A100_BF16 / A100_BW  # about 153.0 FLOP/byte
 
 approx = pytest.approx
@@ -42,18 +46,20 @@ def test_chapter_2_prose_numbers(glued):
     numel = 4096 * 4096
     assert g["act_bytes_si"] == "100.7 MB"  # 6 * 16,777,216 = 100,663,296 bytes
     assert g["add_h100_tmem_us"] == approx(6 * numel / H100_BW * 1e6)  # about 30.05 us
-    assert g["h100_vec_tflops"] == 67.0
-    assert g["add_h100_tcomp_us"] == approx(numel / H100_FP32 * 1e6)  # about 0.250 us
-    assert g["add_h100_ratio"] == approx(6 * H100_FP32 / H100_BW)  # 120
+    assert g["h100_vec_tflops"] == 133.8  # BF16 data: packed pairs
+    # an add is one lane slot, not an FMA: half the packed peak, 66.9e12 adds per second
+    adds = H100_VEC_BF16 / 2
+    assert g["add_h100_tcomp_us"] == approx(numel / adds * 1e6)  # about 0.251 us
+    assert g["add_h100_ratio"] == approx(6 * adds / H100_BW)  # 120
     # no overlap: the two times added, 30.05 + 0.25 us
-    assert g["add_h100_sum_us"] == approx((6 * numel / H100_BW + numel / H100_FP32) * 1e6)
+    assert g["add_h100_sum_us"] == approx((6 * numel / H100_BW + numel / adds) * 1e6)
     # The 1 GB standardization, 7 eager kernels: mean, sub, mul, mean, + eps, sqrt, div.
     # 5 reads and 3 writes of a 1 GB tensor, plus 2 scalar kernels of 2 + 2 bytes each.
     assert g["std_kernels"] == 7
     assert (g["std_reads"], g["std_writes"]) == (5, 3)
     assert g["std_total_gb"] == approx((8e9 + 8) / 1e9)
     assert g["std_h100_ms"] == approx((8e9 + 8) / H100_BW * 1e3)  # about 2.39 ms
-    assert g["h100_capacity_gb"] == 80.0
+    assert g["h100_capacity_gb"] == approx(81559 * 2**20 / 1e9)  # nvidia-smi's 81559 MiB
     assert (g["h100_l2_mib"], g["h100_sms"]) == ("50 MiB", 132)
     # 256 KiB L1 and shared memory together, at most 228 KiB of it shared; 256 KiB registers.
     assert (g["h100_l1smem_kib"], g["h100_smem_kib"], g["h100_rf_kib"]) == (
@@ -207,7 +213,7 @@ def test_chapter_4_answers(glued):
     assert g["ans_q1_ridge_h100"] == approx(RIDGE_H100)
     assert g["ans_q1_bound_example"] == "compute"  # 170.7 > 100
     assert g["ans_q1_bound_a100"] == "compute"  # 170.7 > 153.0
-    assert g["ans_q1_bound_h100"] == "memory"  # 170.7 < 295.4
+    assert g["ans_q1_bound_h100"] == "memory"  # 170.7 < 319.6
     assert g["ans_q2_i_half"] == 50.0
     assert g["ans_q2_rms_pct"] == approx(1.0, abs=1e-3)  # I = (4 rd + 3 r) / (2 s rd + s d) ~ 1
     add_h100 = H100_BW / 6 / 1e12  # memory-bound: B * I
@@ -220,14 +226,15 @@ def test_chapter_4_answers(glued):
 
 def test_chapter_4_hierarchical_roofline(glued):
     g = glued(PAGE_04)
-    vector, special = 67e12, 67e12 * 16 / (2 * 128)  # 16 SFU/clk/SM at 67e12 / (2 * 128 * 132) Hz
-    assert (g["h100_matrix"], g["h100_vector"]) == (989.5, 67.0)
-    assert g["h100_special"] == approx(special / 1e12)  # 4.19 T/s
-    assert g["h100_mat_over_vec"] == approx(989.5 / 67)
-    assert g["h100_vec_ridge"] == approx(vector / H100_BW)  # 20 FLOP/byte
+    vector, special = H100_VEC_BF16, H100_SPECIAL
+    assert (g["h100_matrix"], g["h100_vector"]) == (approx(H100_BF16 / 1e12), 133.8)
+    assert g["h100_special"] == approx(special / 1e12)  # 4.18 T/s
+    assert g["h100_mat_over_vec"] == approx(H100_BF16 / vector)  # 8.0
+    assert g["h100_vec_ridge"] == approx(vector / H100_BW)  # 39.9 FLOP/byte
     assert g["h100_l2_mib"] == 50
-    # the score softmax: 4 bytes per BF16 score at 3.35 TB/s against one exp at 4.19 T/s
-    assert g["sm_hbm_over_special"] == approx(4 / H100_BW * special)  # 5.0
+    # the score softmax: 4 bytes per BF16 score at 3.35 TB/s against an exp and the division's
+    # reciprocal at 4.18 T/s
+    assert g["sm_hbm_over_special"] == approx(4 / H100_BW * special / 2)  # 2.5
     # FlashAttention, d = 64: one exp per score against 4 * 64 matrix FLOPs per score. Per SM
     # and clock: 16 exp against P_matrix * 16 / P_special matrix FLOPs (4096 when both rates are
     # taken at one clock), so the ratio is (1 / 16) / (256 / that)
@@ -279,7 +286,7 @@ def test_chapter_5_prose_numbers(glued):
     assert round(g["g4096_i"], 1) == 1365.3  # 8192 / 6
     assert g["g4096_flops_sci"] == "1.37 × 10¹¹"
     assert g["g4096_bytes_si"] == "100.7 MB"  # 2 * 3 * 4096**2
-    # Each precision against its own ridge: FP8 1979 / 3.35 = 590.7, BF16 295.4,
+    # Each precision against its own ridge: FP8 2141.1 / 3.35 = 639.1, BF16 319.6,
     # FP32 (CUDA cores) 67 / 3.35 = 20.0 FLOP/byte; n* = 3 s ridge / 2.
     for dtype, s, peak, first in (
         ("fp8", 1, H100_FP8, 1024),
@@ -292,13 +299,13 @@ def test_chapter_5_prose_numbers(glued):
         assert g[f"ncross_{dtype}"] == approx(n_cross)
         assert first / 2 < n_cross <= first
         assert g[f"nfirst_{dtype}"] == first
-    assert round(g["ncross_bf16"]) == round(g["ncross_fp8"]) == 886
+    assert round(g["ncross_bf16"]) == round(g["ncross_fp8"]) == 959  # 3 * 2 * 319.6 / 2
     assert g["ncross_fp32"] == approx(120.0)  # 3 * 4 * 20 / 2
     assert g["ridge_h100_bf16"] == approx(RIDGE_H100)
     assert g["ridge_a100_bf16"] == approx(RIDGE_A100)
     assert g["ncross_a100_bf16"] == approx(3 * 2 * RIDGE_A100 / 2)  # about 459
     assert g["fp32_tflops"] == approx(67.0)
-    assert g["bf16_over_fp32"] == approx(989.5 / 67)  # about 14.8
+    assert g["bf16_over_fp32"] == approx(H100_BF16 / H100_FP32)  # about 16.0
     assert g["g1024_mib"] == approx(6.0)  # 3 * 1024**2 * 2 bytes
     assert g["h100_l2_mib"] == approx(H100_L2 / 2**20)  # 50 MiB
     # FP8 A and B with a BF16 C: I = 2n^3 / (n^2 (1 + 1 + 2)) = n / 2, so n* = 2 * 590.7 = 1181
@@ -313,9 +320,9 @@ def test_chapter_5_token_crossover(glued):
     g = glued(PAGE_05)
     # K = N = 4096, BF16: I(M) = 4096 M / (2M + 4096), so M* = 4096 R / (4096 - 2R).
     exact = 4096 * RIDGE_H100 / (4096 - 2 * RIDGE_H100)
-    assert g["mstar_h100"] == approx(exact)  # about 345.2
-    assert g["mstar_h100_int"] == math.ceil(exact) == 346
-    assert gemm_intensity(346, 4096, 4096, 2) >= RIDGE_H100 > gemm_intensity(345, 4096, 4096, 2)
+    assert g["mstar_h100"] == approx(exact)  # about 378.6
+    assert g["mstar_h100_int"] == math.ceil(exact) == 379
+    assert gemm_intensity(379, 4096, 4096, 2) >= RIDGE_H100 > gemm_intensity(378, 4096, 4096, 2)
     assert g["mfirst_h100"] == 512
     assert g["mhalf"] == 256 and g["mhalf_i"] == approx(4096 * 256 / (512 + 4096))
     assert g["mfirst_i"] == approx(4096 * 512 / (1024 + 4096))  # 409.6
@@ -339,8 +346,8 @@ def test_chapter_5_answers(glued):
     i_decode = gemm_intensity(1, 4096, 4096, 2)  # about 1.0
     assert g["ans_q3_i"] == approx(i_decode)
     assert g["ans_q3_tflops"] == approx(H100_BW * i_decode / 1e12)  # about 3.35
-    assert g["ans_q3_pct"] == approx(H100_BW * i_decode / H100_BF16 * 100)  # about 0.34 %
+    assert g["ans_q3_pct"] == approx(H100_BW * i_decode / H100_BF16 * 100)  # about 0.31 %
     q4 = m_star(RIDGE_H100, 4096, 11008, 2)
-    assert g["ans_q4_mstar"] == approx(q4)  # about 327.8
+    assert g["ans_q4_mstar"] == approx(q4)  # about 358.9
     assert 256 < q4 <= 512
     assert g["ans_q4_pow2"] == 512

@@ -85,7 +85,7 @@ def test_chapter_11_layer_table(glued):
     attn_s = 4 * 128 * 32 * T * (T + 1) // 2 / H100_BF16
     # the norms, adds and SwiGLU, and the copy of the new K, V into the cache (8 T h bytes)
     small_s = (2 * (4 * T * h + 2 * h) + 2 * 6 * T * h + 6 * T * F + 8 * T * h) / H100_BW
-    assert g["pre_us"] == pytest.approx((gemm_s + attn_s + small_s) * 1e6)  # ~1995 us
+    assert g["pre_us"] == pytest.approx((gemm_s + attn_s + small_s) * 1e6)  # ~1860 us
     assert g["pre_share"] == pytest.approx(gemm_s / (gemm_s + attn_s + small_s))  # ~84%
     # Decode: the attention is the highest, 32 heads x 4096 keys x (4 x 128 + 5) FLOPs over the
     # query, 2 x 2 x 4096 x 4096 cached bytes and the output.
@@ -175,7 +175,8 @@ def test_chapter_11_step_bounds(glued):
     for dev, bw in (("h100", H100_BW), ("h200", H200_BW)):
         ratio = (_decode_bytes(**l2, c=C) / bw) / (_prefill_seconds(**l2, T=C, bw=bw) / C)
         assert g[f"pt_{dev}"] == pytest.approx(ratio)
-    assert g["pt_h100"] == pytest.approx(H100_BF16 / H100_BW, rel=0.03)  # "相差无几": within 3%
+    # "相差无几": 308.9 against the ridge 319.6 at 1980 MHz, within 4% (3% at 1830 MHz)
+    assert g["pt_h100"] == pytest.approx(H100_BF16 / H100_BW, rel=0.04)
     assert g["ridge2"] == pytest.approx(H200_BF16 / H200_BW)
     assert g["vocab3"] == 128_256
 
@@ -327,7 +328,8 @@ def test_chapter_12_weight_quantization(glued):
     assert g["bstar_fp8"] == pytest.approx(batch_to_ridge(R_H100, 14336, 1.0))
     # W8A8: FP8 ridge, 1-byte weights and activations: b* as in BF16
     assert g["bstar_w8a8"] == pytest.approx(batch_to_ridge(R8_H100, 14336, 1.0, a=1))
-    assert g["bstar_w8a8"] == pytest.approx(g["bstar_bf16"])
+    # FP8's 1978.9 is twice BF16's 989.4, rounded
+    assert g["bstar_w8a8"] == pytest.approx(g["bstar_bf16"], rel=1e-4)
     assert g["ridge_fp8"] == pytest.approx(R8_H100)
     # batch 1, any implementation: int4 matrices, BF16 LM head and norms, one embedding row, cache
     int4_floor = INT4 * L3_MATRICES + 2 * (L3_TABLES - L3_EMBED + 4096) + CTX * L3_KV
