@@ -53,3 +53,16 @@ def body_lines(lines: list[str], label: str) -> list[str]:
 def body_text(pages: list[tuple[list[str], str]]) -> str:
     """The squeezed text of pages given as (lines, label), heads and feet out, breaks joined."""
     return squeeze("".join("\n".join(body_lines(lines, label)) for lines, label in pages))
+
+
+def glued_in(text: str, before: str, value: str, after: str) -> bool:
+    """Whether a glued value stands in ``text`` beside the words it has on the site.
+
+    A figure or table that LaTeX floats to a page's top or bottom can fall between a
+    sentence's words, so the value must stand against its words on one side at least:
+    the words before it, or the words after it (each at least two characters, so a lone
+    punctuation mark does not count); a value with no such neighbour on either side must
+    still appear.
+    """
+    sides = [words for words in (before + value, value + after) if len(words) - len(value) >= 2]
+    return any(words in text for words in sides) if sides else value in text

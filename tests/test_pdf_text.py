@@ -1,6 +1,6 @@
 """The PDF checks read a sentence across a page break as the site shows it (tests/pdf_text.py)."""
 
-from pdf_text import body_lines, body_text
+from pdf_text import body_lines, body_text, glued_in
 
 HEAD = "Roofline Book, 发行版本 0.1.0"
 
@@ -35,3 +35,13 @@ def test_a_chapter_page_loses_its_lone_label_but_the_body_keeps_its_numbers():
 def test_a_line_that_only_ends_in_another_pages_number_stays():
     page = [HEAD, "9.4. 在这台机器上实测 53", "1.2. 一节的标题 7"]
     assert body_lines(page, "53") == ["1.2. 一节的标题 7"]
+
+
+def test_a_float_inside_a_sentence_leaves_the_value_beside_its_other_words():
+    # 「……放在一起，交点在 6.6 到 16.1 之间」: a figure's caption floated between 一 and 起
+    text = "四分位距放在一图11.3两条竖线分别是交点。起,交点在6.6到16.1之间"
+    assert glued_in(text, "放在一起,交点在", "6.6", "到16.1")
+    assert not glued_in(text, "放在一起,交点在", "6.7", "到16.1")
+    assert glued_in("交点在6.6", "交点在", "6.6", "到16.1")  # one side is enough
+    assert not glued_in("别处的6.6", "交点在", "6.6", "到16.1")
+    assert glued_in("表头7.2", "", "7.2", "")  # no neighbouring words: the value alone
