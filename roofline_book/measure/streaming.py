@@ -134,7 +134,7 @@ class StreamingSweep:
         drawn.append(ax.axvline(self.predicted_crossing(peak_flops, bandwidth), linestyle=":",
                                 color="#555555", label=labels[2]))  # fmt: skip
         drawn.append(ax.axvline(measured, linestyle="-.", color="#555555", label=labels[3]))
-        ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="time per call [ms]")
+        ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="每次调用的时间 [ms]")
         return drawn
 
 
