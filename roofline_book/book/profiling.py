@@ -119,7 +119,7 @@ def roofline_figure(attribution: profiling.Attribution) -> Any:
 
     fig, ax = plt.subplots(figsize=(6.0, 3.9))
     profiling.plot(ax, attribution, labelled=5)
-    ax.set_ylabel("Achieved [GFLOP/s]")
+    ax.set_ylabel("实测性能 [GFLOP/s]")
     ax.set_title("训练一步中的各算子：实测性能与 roof")
     ax.legend(loc="lower right", fontsize=7)
     return fig
@@ -167,7 +167,7 @@ def timeline_figure(trace_path: str, kernels: Sequence[str]) -> Any:
                     va="center", fontsize=7)  # fmt: skip
         lanes.append("阶段")
     ax.set_yticks(range(1, len(lanes) + 1), lanes)
-    ax.set_xlabel("Time [ms]")
+    ax.set_xlabel("时间 [ms]")
     ax.set_title("一步训练的时间线（从导出的 trace 读出）")
     return fig
 
@@ -181,7 +181,7 @@ def scaling_figure(sweep: Sequence[tuple[int, float]]) -> Any:
     ax.loglog(tokens, [s * 1e3 for s in seconds], "o-", color=PALETTE["blue"], label="实测")
     ax.loglog(tokens, [seconds[-1] * 1e3 * t / tokens[-1] for t in tokens], ":",
               color=PALETTE["black"], label="与 token 数成正比")  # fmt: skip
-    ax.set(xlabel="Tokens per step", ylabel="Step time [ms]", title="一步训练的时间与 token 数")
+    ax.set(xlabel="每步的 token 数", ylabel="每步时间 [ms]", title="一步训练的时间与 token 数")
     ax.legend(loc="upper left")
     return fig
 

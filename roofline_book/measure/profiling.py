@@ -466,8 +466,8 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         name = r.name.removeprefix("aten::")
         drawn.append(ax.annotate(name, xy, xytext=(4, 4), textcoords="offset points",
                                  fontsize=7, color="#222222"))  # fmt: skip
-    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"Achieved performance [{unit}]")
+    ax.set_xlabel(text("intensity axis"))
+    ax.set_ylabel(text("achieved axis", unit=unit))
     return drawn
 
 

@@ -1,10 +1,9 @@
-"""The hierarchical roofline: every ceiling of a device, and operators under the ones they use.
+"""分层 roofline：一块设备的每一个上限，以及算子在它所用上限之下的位置。
 
-A device has a flat roof per compute unit (matrix in a precision, vector,
-special functions) and a slope per memory level with a published bandwidth
-(HBM; L2 where one is known). :func:`ceilings` draws them; :func:`placed`
-puts each operator at its arithmetic intensity (compulsory bytes, and with
-re-reads where it has them) and at the rate its time lower bound allows.
+设备的每种计算单元（某一精度的矩阵单元、向量单元、特殊函数单元）各有一条
+水平的 roof，每个有公开带宽的存储层级（HBM；已知时还有 L2）各有一条斜线。
+:func:`ceilings` 画出它们；:func:`placed` 把每个算子放在它的算术强度处
+（按必需流量，有重读时也按含重读的流量），高度是它的时间下界所允许的速率。
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from ..ops import Cost
 from ..roofline import time_bound
 from .style import PALETTE, _label, _scale, text
 
-#: Colour of each resource's roof.
+#: 每种资源的 roof 的颜色。
 RESOURCE_COLORS = {
     "matrix": PALETTE["blue"],
     "vector": PALETTE["green"],
@@ -45,24 +44,23 @@ def ceilings(
     unit: str = "TFLOP/s",
     fontsize: float = 8,
 ):
-    """Draw every roof of ``device``: a flat per compute unit, a slope per memory level.
+    """画出 ``device`` 的每一条 roof：每种计算单元一条水平线，每个存储层级一条斜线。
 
-    Each unit's flat, ``min(P_unit, B_HBM I)``, is drawn in its colour and
-    named below its right end with its rate; the HBM slope runs up to the
-    highest flat, and an L2 slope is drawn (dashed) where the device has an
-    L2 bandwidth.
+    每种单元的 roof ``min(P_unit, B_HBM I)`` 用它自己的颜色画，右端下方标出
+    名称和速率；HBM 的斜线一直画到最高的那条水平线；设备有 L2 带宽时，
+    再用虚线画出 L2 的斜线。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     device : roofline_book.hardware.Hardware
     dtype : str
-        Precision of the matrix units' roof (the vector and special roofs are
-        those an operator on ``dtype`` data gets).
+        矩阵单元 roof 的精度（向量单元和特殊函数单元的 roof 取处理 ``dtype``
+        数据的算子所能得到的值）。
     intensity_range : tuple of float
-        Smallest and largest arithmetic intensity drawn (FLOP/byte).
+        画出的算术强度的最小值和最大值（FLOP/byte）。
     unit : str
-        Unit of the y axis, a key of :data:`roofline_book.plotting.UNITS`.
+        y 轴的单位，:data:`roofline_book.plotting.UNITS` 的一个键。
 
     Returns
     -------
@@ -119,8 +117,8 @@ def ceilings(
                     color=RESOURCE_COLORS[level],
                 )
             )
-    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"Attainable performance [{unit}]")
+    ax.set_xlabel(text("intensity axis"))
+    ax.set_ylabel(text("attainable axis", unit=unit))
     return drawn
 
 
@@ -136,19 +134,16 @@ def placed(
     annotate: bool = True,
     fontsize: float = 8,
 ):
-    """Put each operator under the roof that binds it, at its arithmetic intensity.
+    """把每个算子放在限制它的那条 roof 之下，横坐标是它的算术强度。
 
-    The dot sits at ``I = FLOPs / compulsory bytes`` and at ``FLOPs / T``,
-    with ``T`` the operator's time lower bound on ``device``
-    (:func:`roofline_book.roofline.time_bound`), in the colour of the
-    resource that sets it. An operator with re-reads (FlashAttention's K
-    and V) also gets a hollow dot at ``FLOPs / (compulsory + re-read
-    bytes)``, its arithmetic intensity at the cache that serves them,
-    joined to the first. The operators named in ``unit_ticks`` also get a
-    short tick, in each unit's colour, at the rate that unit alone would
-    allow (``FLOPs / T_unit``): the ceilings an operator on several units
-    is held to. With ``annotate=False`` the names go to the legend (a
-    marker per operator) instead of beside the dots.
+    点的横坐标是 ``I = FLOPs / 必需字节数``，纵坐标是 ``FLOPs / T``，其中
+    ``T`` 是算子在 ``device`` 上的时间下界（:func:`roofline_book.roofline.time_bound`），
+    颜色是决定这个下界的资源的颜色。有重读的算子（FlashAttention 的 K 和 V）
+    还在 ``FLOPs / (必需字节数 + 重读字节数)`` 处画一个空心点，即在供给重读的
+    cache 处的算术强度，并与实心点相连。``unit_ticks`` 中列出的算子还会在
+    每种单元单独所允许的速率（``FLOPs / T_unit``）处画一条该单元颜色的短横线：
+    这是用到多种单元的算子要受的各个上限。``annotate=False`` 时名字不写在点旁，
+    而是进入图例（每个算子一种标记）。
 
     Returns
     -------

@@ -113,7 +113,7 @@ def time_bars(
     unit : {"s", "ms", "us", "ns"}
         Unit of the x axis.
     xlabel : str, optional
-        Label of the x axis; ``"Time lower bound [<unit>]"`` by default.
+        Label of the x axis; ``text("time bound axis", unit=unit)`` by default.
 
     Returns
     -------
@@ -140,7 +140,7 @@ def time_bars(
     )
     ax.set_yticks(y, [name for name, _ in named])
     ax.set_xscale("log")
-    ax.set_xlabel(xlabel or f"Time lower bound [{unit}]")
+    ax.set_xlabel(xlabel or text("time bound axis", unit=unit))
     ax.grid(axis="y", visible=False)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     return [compute, memory]

@@ -11,7 +11,7 @@ from ..dtypes import bytes_per_element
 from ..hardware import Hardware
 from ..ops import Cost, attention, gemm
 from ..roofline import attainable, ridge_point
-from .style import PALETTE, _label, _scale, text
+from .style import PALETTE, _label, _scale, roof_color, text
 
 
 def roofline(
@@ -25,6 +25,7 @@ def roofline(
     unit: str = "TFLOP/s",
     ridge: bool = True,
     linestyle: str = "-",
+    linewidth: float | None = None,
 ):
     """Draw ``min(P, B * I)`` on log-log axes, with the ridge point marked.
 
@@ -41,6 +42,8 @@ def roofline(
         Unit of the y axis, a key of :data:`UNITS`.
     ridge : bool
         Mark the ridge point with a dot and a dotted vertical line.
+    linewidth : float, optional
+        Width of the roof, points; the style's by default.
 
     Returns
     -------
@@ -59,12 +62,13 @@ def roofline(
         color=color,
         label=label,
         linestyle=linestyle,
+        linewidth=linewidth,
     )
     if ridge and lo < ridge_x < hi:
         drawn.append(ax.axvline(ridge_x, color=color, linestyle=":", linewidth=1.0))
         drawn.append(ax.scatter([ridge_x], [peak_flops / scale], color=color, s=30, zorder=4))
-    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"Attainable performance [{unit}]")
+    ax.set_xlabel(text("intensity axis"))
+    ax.set_ylabel(text("attainable axis", unit=unit))
     return drawn
 
 
@@ -206,7 +210,7 @@ def gemm_intensity(
     drawn = ax.loglog(
         sizes, ys, marker="o", markersize=3, label=label or dtype, color=color, base=10
     )
-    ax.set_ylabel("Arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel(text("intensity axis"))
     return drawn
 
 
@@ -226,7 +230,7 @@ def square_gemm_fraction(ax, device: Hardware, sizes: Sequence[int], colors: Map
     for dtype, color in colors.items():
         peak, band = device.peak_flops(dtype), device.memory_bandwidth
         frac = [float(attainable(gemm(n, n, n, dtype).intensity, peak, band)) / peak for n in sizes]
-        label = f"{dtype.upper()} (ridge {device.ridge_point(dtype):.0f} FLOP/byte)"
+        label = text("precision ridge", precision=dtype.upper(), ridge=device.ridge_point(dtype))
         drawn += ax.semilogx(sizes, frac, marker="o", markersize=3, base=2, color=color,
                              label=label)  # fmt: skip
     return drawn
@@ -270,11 +274,11 @@ def attention_sweep(
         )
     once = [4 * heads * n * head_dim * bytes_per_element(dtype) for n in seqs]
     drawn += traffic_ax.plot(
-        seqs, once, color="#555555", linestyle="--", linewidth=1.2, label="Q, K, V, O once"
+        seqs, once, color="#555555", linestyle="--", linewidth=1.2, label=text("qkvo once")
     )
     traffic_ax.set_xscale("log", base=2)
-    traffic_ax.set(yscale="log", xlabel="Sequence length N", ylabel="HBM traffic [bytes]")
-    intensity_ax.set(xlabel="Sequence length N", ylabel="Intensity [FLOP/byte]")
+    traffic_ax.set(yscale="log", xlabel=text("sequence axis"), ylabel=text("traffic axis"))
+    intensity_ax.set(xlabel=text("sequence axis"), ylabel=text("intensity axis"))
     return drawn  # fmt: skip
 
 
@@ -382,7 +386,10 @@ def device_rooflines(
     Parameters
     ----------
     devices : sequence of tuple
-        ``(Hardware, label, colour)`` of each device.
+        ``(Hardware, label, colour)`` of each device; a colour of ``None``
+        takes each precision's from :data:`roofline_book.plotting.ROOF_COLORS`.
+        Each device is drawn thinner than the one before, so a roof that
+        coincides with an earlier device's (same peak) still shows both.
     dtypes : mapping of str to str
         Precision to line style, e.g. ``{"bf16": "-", "fp32": "--"}``; each
         device's dense peak in that precision is its roof.
@@ -392,9 +399,12 @@ def device_rooflines(
     list of matplotlib artists
     """
     drawn = []
-    for device, label, color in devices:
+    steps = np.linspace(3.0, 1.2, len(devices)) if len(devices) > 1 else [None]
+    widths = [None if w is None else float(w) for w in steps]
+    for (device, label, color), width in zip(devices, widths, strict=True):
         for dtype, linestyle in dtypes.items():
-            drawn += roofline(ax, device.peak_flops(dtype), device.memory_bandwidth, color=color,
+            drawn += roofline(ax, device.peak_flops(dtype), device.memory_bandwidth,
+                              color=color or roof_color(device.key, dtype), linewidth=width,
                               linestyle=linestyle, label=f"{label} {dtype.upper()}",
                               intensity_range=intensity_range, unit=unit)  # fmt: skip
     return drawn
