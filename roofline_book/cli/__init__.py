@@ -105,12 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 on success, 2 on bad input).
+    """运行命令行；返回退出状态（成功为 0，输入有误为 2）。
 
     Parameters
     ----------
     argv : sequence of str, optional
-        Arguments without the program name; ``sys.argv[1:]`` by default.
+        不含程序名的参数；默认为 ``sys.argv[1:]``。
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

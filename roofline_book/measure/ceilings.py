@@ -39,30 +39,27 @@ def record(
     sets: Mapping[str, Sequence[Case]],
     levels: Mapping[str, tuple[int, Case]] | None = None,
 ) -> dict:
-    """The run file's ``ceilings`` from the probes' entries.
+    """由各探针的条目得出 run file 的 ``ceilings``。
 
     Parameters
     ----------
     entries : sequence of dict
-        The probes' entries, as :func:`roofline_book.measure.run.measure_rounds`
-        returns them.
+        探针的条目，即 :func:`roofline_book.measure.run.measure_rounds` 的返回值。
     sets : mapping
-        The probes by role, as :func:`~roofline_book.measure.suites.probes` returns them.
+        按用途分组的探针，即 :func:`~roofline_book.measure.suites.probes` 的返回值。
     levels : mapping, optional
-        The cache levels probed: name to (bytes, copy case), as
-        :func:`~roofline_book.measure.suites.cache_probes` gives them.
+        测过的 cache 层级：名称到（字节数，copy case），即
+        :func:`~roofline_book.measure.suites.cache_probes` 给出的内容。
 
     Returns
     -------
     dict
-        ``peak_flops`` per precision (the best of its peak GEMMs' rates), ``bandwidth`` per
-        kind (copy, triad, in-place triad: model bytes over time),
-        ``working_set_bytes`` (what the copy touches), and on the CPU
-        ``cache_bandwidth`` per level (a copy that stays in it) with its working set
-        and the cache's size.
-        On the CPU also ``vector_flops`` per precision (an add within the L2:
-        the vector units' rate on elementwise work). Each ceiling names its entry
-        and the spread of its rounds.
+        每种精度的 ``peak_flops`` （该精度各峰值 GEMM 中最高的速率），每种方式的
+        ``bandwidth`` （copy、triad、原地 triad：模型字节数除以时间），
+        ``working_set_bytes`` （copy 触及的数据量）；CPU 上还有每个层级的
+        ``cache_bandwidth`` （数据留在该层的 copy），附带工作集与 cache 大小，
+        以及每种精度的 ``vector_flops`` （L2 之内的 add：向量单元做 elementwise
+        运算的速率）。每个上限都记下它来自哪个条目，以及各轮之间的离散程度。
     """
     by_id = {e["id"]: e for e in entries if e["status"] == "ok"}
     peaks: dict[str, dict[str, Any]] = {}
@@ -104,22 +101,21 @@ def stability(
     probes: Sequence[Mapping[str, Any]] = (),
     judged: Collection[str] = (),
 ) -> dict[str, Any] | None:
-    """The run file's ``stability`` record.
+    """run file 中的 ``stability`` 记录。
 
     Parameters
     ----------
     probe : str
-        The sentinel's entry id.
+        哨兵条目的 id。
     checkpoints : sequence of float
-        The sentinel's time at each checkpoint (second).
+        哨兵在每个检查点的时间（秒）。
     probes : sequence of dict
-        The ceiling probes' entries, with their last round.
+        上限探针的条目，含最后一轮。
     judged : Collection of str
-        The probes whose drift is recorded (the peak GEMMs and the DRAM bandwidth
-        probes): the largest enters the record as ``ceiling_drift``, for the
-        reader; it does not decide ``stable``, since the ceilings are the best of
-        rounds taken before and after the cases (on this VM a single round of the
-        BF16 peak GEMM varies by 2.7 times on an idle machine).
+        记录漂移的探针（峰值 GEMM 和 DRAM 带宽探针）：其中最大的漂移记为
+        ``ceiling_drift``，供读者参考；它不决定 ``stable``，因为各项上限取的是
+        case 前后各轮中最好的一轮（在这台虚拟机上，即使机器空闲，BF16 峰值 GEMM
+        单独一轮的结果也能相差 2.7 倍）。
 
     Examples
     --------

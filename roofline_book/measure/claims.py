@@ -1,18 +1,17 @@
-"""The reference chapter's qualitative claims, checked against a measured run.
+"""本书的定性结论，用一次实测的 run 来检验。
 
-Each claim becomes a :class:`Check`: the figures it rests on, taken from a run
-file (:mod:`roofline_book.measure.runfile`), and a verdict, ``"pass"``, ``"fail"`` or
-``"not measured"`` when the run lacks what the claim needs. The thresholds are
-the named constants below; change one and every verdict follows.
+每条结论成为一个 :class:`Check`：它所依据的数字（取自 run file，见
+:mod:`roofline_book.measure.runfile`），以及判定：``"pass"``、``"fail"``，或 run 中缺少
+这条结论所需的数据时为 ``"not measured"``。阈值就是下面那些具名常量；改动其中一个，
+所有判定随之改变。
 
-The claims: large GEMMs are compute-bound; elementwise operators are
-memory-bound; a small GEMM is far from the peak; GEMM throughput rises with
-``n``; fused AdamW is at least as fast as foreach, and foreach as the loop;
-SDPA beats materialized attention and moves less; BF16 GEMMs beat FP32 ones;
-and no operator beats the roofline drawn from the measured ceilings.
+这些结论是：大 GEMM 受限于计算；elementwise 算子受限于内存；小 GEMM 离峰值很远；
+GEMM 吞吐随 ``n`` 增大而上升；fused AdamW 至少和 foreach 一样快，foreach 至少和
+loop 一样快；SDPA 比 materialized attention 快，搬运的数据也更少；BF16 GEMM 比 FP32
+的快；没有算子快过由测得上限画出的 roofline。
 
-``python -m roofline_book bench`` prints the checklist after a run;
-:func:`check_claims` gives it for any run file.
+``python -m roofline_book bench`` 在 run 结束后打印这份清单；:func:`check_claims`
+可对任意 run file 给出它。
 """
 
 from __future__ import annotations
@@ -477,22 +476,21 @@ CHECKS = (
 
 
 def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
-    """Check each claim of the reference chapter against a run.
+    """用一次 run 检验本书的每一条结论。
 
     Parameters
     ----------
     run : Mapping or path
-        A run (as :func:`roofline_book.measure.run.run_suite` returns it) or the path
-        of a run file, which is read and validated against the schema. A
-        mapping is checked for consistency, and against the schema where
-        ``jsonschema`` is installed.
+        一个 run（即 :func:`roofline_book.measure.run.run_suite` 的返回值），或
+        run file 的路径；路径会被读取并按 schema 校验。mapping 则检查自洽性，
+        装了 ``jsonschema`` 时也按 schema 校验。
 
     Returns
     -------
     list of Check
-        One per claim, in the order of :data:`CHECKS`. In a run whose drift probe
-        marked it unstable (``run["stability"]["stable"]`` false) no claim passes or
-        fails: each is inconclusive.
+        每条结论一项，顺序与 :data:`CHECKS` 相同。漂移探针判定为不稳定的 run
+        （``run["stability"]["stable"]`` 为假）中，没有结论通过或不通过：
+        每一条都是无法判定。
     """
     if isinstance(run, (str, os.PathLike)):
         run = runfile.read_run(run)
@@ -510,7 +508,7 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
 
 
 def format_checks(checks: Iterable[Check]) -> str:
-    """The checklist as text: each claim's verdict, rule and figures, then a tally."""
+    """把检验清单写成文本：每条结论的判定、规则和数字，最后是汇总。"""
     checks = list(checks)
     if not all(isinstance(c, Check) for c in checks):
         raise TypeError("checks must be Check objects, as check_claims returns them")

@@ -129,8 +129,8 @@ def _traffic(entry: Mapping[str, Any], cost: Cost) -> int:
 
 
 def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
-    """Each bandwidth probe's rate from the model's bytes, and with write-allocate bytes
-    counted (byte/s): ``{kind: (model, with write-allocate)}``."""
+    """每个带宽探针按模型字节数算出的速率，以及计入 write-allocate 字节后的速率
+    （byte/s）：``{kind: (model, with write-allocate)}``。"""
     by_id = {e["id"]: e for e in runfile.results(run)}
     out = {}
     for kind, ceiling in run["ceilings"]["bandwidth"].items():
@@ -141,8 +141,8 @@ def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float
 
 
 def roofs(run: Mapping[str, Any]) -> Roofs:
-    """The measured ceilings of ``run``, a mapping as
-    :func:`roofline_book.measure.runfile.read_run` gives it."""
+    """``run`` 测得的各项上限；``run`` 是 :func:`roofline_book.measure.runfile.read_run`
+    给出的 mapping。"""
     ceilings = run["ceilings"]
     by_id = {e["id"]: e for e in runfile.results(run)}
     peaks = {p: c["value"] for p, c in ceilings["peak_flops"].items()}
@@ -255,8 +255,7 @@ def _stream_rate(entry: Mapping[str, Any], r: Roofs) -> float | None:
 
 
 def bound_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
-    """The least time the measured ceilings allow an entry (second), or None without a
-    measured peak for its precision."""
+    """测得的上限所允许的一个条目的最短时间（秒）；它的精度没有测得峰值时为 None。"""
     cost = model_cost(entry)
     compute = _compute(entry, r, cost, bound=True)
     if compute is None:
@@ -285,19 +284,19 @@ def _kernels(entry: Mapping[str, Any]) -> int:
 def overhead_fit(
     run: Mapping[str, Any], r: Roofs | None = None
 ) -> tuple[dict[tuple[str, str], float], float, list[str]]:
-    """The fixed cost per kernel (second): per operator and precision, and overall.
+    """每个 kernel 的固定开销（秒）：按算子和精度分别给出，另有一个总体值。
 
-    Each GEMM and elementwise operator's smallest timed case per precision,
-    probes apart, is where the work is least and the fixed cost most of the
-    time: its ``max(0, measured - roofline) / kernels`` is that operator's
-    fixed cost (a 16-bit GEMM on a CPU sets up its matrix tiles first, an FP32
-    one does not). The median of them is the cost of every other operator.
+    每个 GEMM 和 elementwise 算子在每种精度下计过时的最小 case（探针除外）
+    工作量最少，固定开销在时间中占比最大：它的
+    ``max(0, measured - roofline) / kernels`` 就是这个算子的固定开销（CPU 上
+    16 位的 GEMM 要先准备矩阵 tile，FP32 的不用）。这些值的中位数用作其他
+    所有算子的开销。
 
     Returns
     -------
     tuple
-        ``(per_operator, overall, fitted)``: ``per_operator[(name, precision)]`` and
-        ``overall`` in seconds; ``fitted`` the ids of the entries they come from.
+        ``(per_operator, overall, fitted)``：``per_operator[(name, precision)]``
+        与 ``overall`` 的单位是秒；``fitted`` 是它们所依据的条目的 id。
     """
     r = r or roofs(run)
     smallest: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -340,7 +339,7 @@ class Prediction:
 
 
 def predictions(run: Mapping[str, Any]) -> list[Prediction]:
-    """The prediction for every timed entry with a measured peak for its precision."""
+    """每个计过时、且其精度测得了峰值的条目的预测。"""
     r = roofs(run)
     if r.dram is None:
         return []

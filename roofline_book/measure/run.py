@@ -145,24 +145,23 @@ def _release(device) -> None:
 
 
 def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush=None) -> dict:
-    """Check, then time, one case; its run-file entry.
+    """先检查、再计时一个 case；返回它在 run file 中的条目。
 
     Parameters
     ----------
     case : Case
     device : str or torch.device
     min_run_time : float
-        Timed seconds, at least (second).
+        计时的总时长下限（秒）。
     flush : torch.Tensor, optional
-        CUDA only: the L2 flush buffer, used if the case is memory-bound.
+        仅用于 CUDA：冲刷 L2 的缓冲区，case 受限于内存时使用。
 
     Returns
     -------
     dict
-        ``status`` is ``"ok"`` with ``time`` and ``check``; ``"skipped"`` with a
-        ``reason`` (unsupported here, or too large for the free memory);
-        ``"failed"`` with a ``reason`` if the result was wrong or the case
-        raised an error (a run goes on past a broken case).
+        ``status`` 为 ``"ok"`` 时带 ``time`` 和 ``check``；为 ``"skipped"`` 时带
+        ``reason`` （这里不支持，或所需内存超过空闲内存）；结果错误或 case 抛出异常时为
+        ``"failed"``，带 ``reason`` （一个坏掉的 case 不会中断整个 run）。
     """
     return measure_rounds([case], device, rounds=1, min_run_time=min_run_time, flush=flush)[0]
 
@@ -188,26 +187,25 @@ def measure_rounds(
     flush=None,
     warmup_s: float = 0.0,
 ) -> list[dict]:
-    """Check each case once, then time them all in interleaved rounds; their entries.
+    """每个 case 先检查一次，再分轮交替计时全部 case；返回它们的条目。
 
-    Round ``r`` times every case once, in order, so a change of the machine's
-    state (a clock ramp, another process) falls on all of them rather than on
-    one. Each entry keeps its best round (a ceiling is the most the machine
-    does) as ``time``, and every round's median as ``rounds_s``.
+    第 ``r`` 轮按顺序把每个 case 各测一次，这样机器状态的变化（时钟爬升、别的进程）
+    落在所有 case 上，而不是只落在某一个上。每个条目把最好的一轮记为 ``time``
+    （上限是机器能做到的最好水平），把每一轮的中位数记为 ``rounds_s``。
 
     Parameters
     ----------
     todo : list of Case
     device : str or torch.device
     rounds : int
-        Timings per case, >= 1 (with 1, no ``rounds_s`` is recorded).
+        每个 case 计时的轮数，>= 1（为 1 时不记录 ``rounds_s``）。
     min_run_time : float
-        Timed seconds per case and round, at least (second).
+        每个 case 每一轮计时的总时长下限（秒）。
     flush : torch.Tensor, optional
-        CUDA only: the L2 flush buffer, used for memory-bound cases.
+        仅用于 CUDA：冲刷 L2 的缓冲区，用于受限于内存的 case。
     warmup_s : float
-        Seconds each compute-bound case (a GEMM) runs before the first round (see
-        :data:`WARMUP_S`); memory-bound ones need no clock ramp.
+        每个受限于计算的 case（GEMM）在第一轮之前先运行的秒数（见
+        :data:`WARMUP_S`）；受限于内存的 case 不需要等时钟爬升。
     """
     rounds = _validate.size("rounds", rounds)
     with Rounds(todo, device, min_run_time=min_run_time, flush=flush) as live:
@@ -346,39 +344,34 @@ def run_suite(
     threads: int | None = 1,
     progress: bool = False,
 ) -> dict:
-    """Measure the ceilings and every case of a suite; the run, validated.
+    """测出一个 suite 的各项上限和每个 case；返回经过校验的 run。
 
-    The ceiling probes (:func:`~roofline_book.measure.suites.probes`) are timed
-    first in interleaved rounds after a warm-up (:func:`measure_rounds`), and
-    once more after the operator cases; each precision's fastest peak GEMM so far
-    is timed again at every checkpoint between the cases, since a shared machine's
-    matrix units speed up and slow down over a run. The best round of each probe is
-    its ceiling.
-    Between every :data:`CHECKPOINT_EVERY` cases a short sentinel is timed (the
-    copy within the L2 on the CPU, the first peak GEMM on CUDA). The sentinel's
-    spread and the last round's drift from the first ones are the run's
-    ``stability`` (:func:`roofline_book.measure.ceilings.stability`).
+    先在预热之后分轮交替计时各个上限探针（:func:`~roofline_book.measure.suites.probes`，
+    见 :func:`measure_rounds`），测完算子 case 之后再测一轮；每种精度到目前为止
+    最快的峰值 GEMM 在 case 之间的每个检查点都再测一次，因为共享机器上矩阵单元的
+    速度在一次 run 中会忽快忽慢。每个探针最好的一轮就是它的上限。
+    每隔 :data:`CHECKPOINT_EVERY` 个 case 计时一个很短的哨兵（CPU 上是 L2 之内的
+    copy，CUDA 上是第一个峰值 GEMM）。哨兵的离散程度，以及最后一轮相对前几轮的漂移，
+    构成 run 的 ``stability`` （:func:`roofline_book.measure.ceilings.stability`）。
 
     Parameters
     ----------
     device : {"cpu", "cuda"}
-        ``"cuda"`` runs on the current CUDA device.
+        ``"cuda"`` 表示在当前 CUDA 设备上运行。
     suite : {"tiny", "quick", "full"}
-        Sizes; see :func:`~roofline_book.measure.suites.suite_spec`. ``tiny``
-        is for tests: its bandwidth ceilings fit in cache and mean little.
+        尺寸集合，见 :func:`~roofline_book.measure.suites.suite_spec`。``tiny``
+        供测试用：它的带宽上限装得进 cache，没有多少意义。
     threads : int or None
-        CPU threads torch uses during the run (restored afterwards); None keeps
-        torch's default, all cores. One thread (the default) is what the book
-        runs: on a small shared machine a second thread waits for whatever else
-        runs there, and its stalls would read as properties of the operators.
+        run 期间 torch 使用的 CPU 线程数（结束后恢复）；None 沿用 torch 的默认值，
+        即全部核心。本书用单线程（默认）：在小的共享机器上，第二个线程要等机器上
+        别的任务，它的停顿会被误读成算子的性质。
     progress : bool
-        Show a progress bar (tqdm) on stderr.
+        在 stderr 上显示进度条（tqdm）。
 
     Raises
     ------
     ValueError
-        For an unknown device or suite, a thread count below 1, or
-        ``device="cuda"`` without CUDA.
+        设备或 suite 未知、线程数小于 1，或没有 CUDA 时给了 ``device="cuda"``。
     """
     device = _validate.choice("device", device, DEVICES)
     suite = _validate.choice("suite", suite, SUITES)

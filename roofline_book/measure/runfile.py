@@ -329,25 +329,24 @@ def _where(path: Any) -> str:
 
 
 def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None:
-    """Check a run against :data:`RUN_SCHEMA` and for internal consistency.
+    """按 :data:`RUN_SCHEMA` 校验一个 run，并检查其内部是否自洽。
 
     Parameters
     ----------
     run : Mapping
-        A parsed run file.
+        解析后的 run file。
     require_schema : bool
-        Without the ``jsonschema`` package, raise ImportError (True) or skip
-        the schema and check only the consistency (False: a machine that
-        measures need not have it, the book's build has it).
+        没有 ``jsonschema`` 包时，抛出 ImportError（True），或跳过 schema、
+        只检查自洽性（False：做测量的机器不一定装了它，本书的构建环境装了）。
 
     Raises
     ------
     TypeError
-        If ``run`` is not a mapping.
+        ``run`` 不是 mapping。
     ValueError
-        Naming the first offending field, e.g. ``run.results[3].time.median_s``.
+        写明第一个出错的字段，例如 ``run.results[3].time.median_s``。
     ImportError
-        If ``jsonschema`` is missing and ``require_schema`` is true.
+        缺少 ``jsonschema`` 且 ``require_schema`` 为真。
 
     Examples
     --------
@@ -408,14 +407,14 @@ def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None
 
 
 def read_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> dict[str, Any]:
-    """Read and validate a run file (see :func:`validate_run` for ``require_schema``).
+    """读取并校验一个 run file（``require_schema`` 见 :func:`validate_run`）。
 
     Raises
     ------
     FileNotFoundError
-        If there is no such file.
+        文件不存在。
     ValueError
-        If the file is not JSON or not a valid run (naming the file and the field).
+        文件不是 JSON，或不是合法的 run（错误信息写明文件和字段）。
 
     Examples
     --------
@@ -438,34 +437,32 @@ def read_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> di
 
 
 def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:
-    """Validate ``run`` and write it to ``path`` atomically.
+    """校验 ``run``，并以原子方式写入 ``path``。
 
-    The JSON goes to a temporary file in the same directory, which then
-    takes the name ``path`` in one step, so a reader never sees half a file.
-    Missing parent directories are created.
+    JSON 先写进同一目录下的临时文件，再一步改名为 ``path``，所以读的一方
+    永远看不到写了一半的文件。缺少的上级目录会被创建。
 
     Parameters
     ----------
     run : Mapping
-        A run, as :func:`roofline_book.measure.run.run_suite` returns it.
+        一个 run，即 :func:`roofline_book.measure.run.run_suite` 的返回值。
     path : str or os.PathLike
-        Where to write.
+        写到哪里。
     force : bool
-        Replace an existing file. Without it an existing file is never
-        touched: measured data is not thrown away silently.
+        覆盖已有的文件。不给它时绝不碰已有的文件：测得的数据不会被悄悄丢掉。
 
     Returns
     -------
     pathlib.Path
-        The path written.
+        写入的路径。
 
     Raises
     ------
     FileExistsError
-        If ``path`` exists and ``force`` is false.
+        ``path`` 已存在且 ``force`` 为假。
     ValueError
-        If ``run`` is not a valid run (nothing is written). The schema is
-        checked where ``jsonschema`` is installed, the consistency always.
+        ``run`` 不是合法的 run（此时什么也不写）。装了 ``jsonschema`` 时检查
+        schema，自洽性则总是检查。
     """
     validate_run(run, require_schema=False)
     if not isinstance(force, bool):
@@ -556,21 +553,21 @@ def results(
 
 
 def memory_roof(run: Mapping[str, Any]) -> float | None:
-    """The measured memory bandwidth: the best of the bandwidth ceilings (byte/s), or None."""
+    """测得的内存带宽：各带宽上限中最高的一个（byte/s），没有时为 None。"""
     values = [c["value"] for c in run["ceilings"]["bandwidth"].values()]
     return max(values) if values else None
 
 
 def as_hardware(run: Mapping[str, Any]) -> Hardware:
-    """The run's measured ceilings as a :class:`~roofline_book.hardware.Hardware`.
+    """把 run 测得的各项上限变成一个 :class:`~roofline_book.hardware.Hardware`。
 
-    Peak FLOP/s per precision is the best GEMM of the sweep; the bandwidth is
-    :func:`memory_roof`. Use it wherever a datasheet device would go.
+    每种精度的峰值 FLOP/s 取扫描中最快的 GEMM，带宽取 :func:`memory_roof`。
+    凡是可以用 datasheet 设备的地方，都可以用它。
 
     Raises
     ------
     ValueError
-        If the run measured no GEMM peak or no bandwidth.
+        run 没有测出 GEMM 峰值或带宽。
     """
     peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
     bandwidth = memory_roof(run)

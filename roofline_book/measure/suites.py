@@ -29,7 +29,7 @@ SUITES = ("tiny", "quick", "full")
 """Size presets of a run: ``tiny`` for tests, ``quick`` for a first look, ``full``."""
 
 SMALL_GEMM = (32, 128, 128)
-"""``(m, k, n)`` of the reference chapter's small GEMM, measured in every suite."""
+"""本书小 GEMM 例子的 ``(m, k, n)``，每个 suite 都测。"""
 
 CEILING_CACHE_MULTIPLE = 4
 """The bandwidth ceilings' copy touches at least this many times the last-level
@@ -206,7 +206,7 @@ _SUITES: dict[tuple[str, str], Suite] = {
 
 
 def suite_spec(device: str = "cpu", suite: str = "quick") -> Suite:
-    """The sizes of a suite on a device.
+    """一个 suite 在某种设备上的各个尺寸。
 
     Parameters
     ----------
@@ -285,19 +285,18 @@ def probes(
     cache_bytes: int | None = None,
     caches: Mapping[int, int] | None = None,
 ) -> dict[str, list[Case]]:
-    """The ceiling probes of a suite, timed in interleaved rounds before the cases.
+    """一个 suite 的上限探针，在各个 case 之前分轮交替计时。
 
     Returns
     -------
     dict
-        ``"bandwidth"``: copy, triad and in-place triad over
-        ``ceiling_numel(cache_bytes)`` elements (from beyond the cache); ``"peak"``: one
-        square GEMM per size of ``peak_gemm`` and precision; ``"cache"``: on the CPU, a
-        copy within 1/:data:`CACHE_PROBE_FRACTION` of the last-level cache
-        (a cache roof) for each level from L2 up, in the order of ``caches``
-        (level: bytes, read from the machine if omitted); ``"vector"``: on the CPU,
-        an add per elementwise precision whose arrays fill half the L2, where the
-        vector units and not the memory decide its time; both empty on CUDA.
+        ``"bandwidth"``：对 ``ceiling_numel(cache_bytes)`` 个元素（超出 cache，
+        来自主存）做的 copy、triad 和原地 triad；``"peak"``：``peak_gemm`` 的每个
+        尺寸、每种精度各一个方阵 GEMM；``"cache"``：仅 CPU，从 L2 起的每个 cache
+        层级一个 copy，数据量在该层容量的 1/:data:`CACHE_PROBE_FRACTION` 之内
+        （一条 cache roof），按 ``caches`` （层级: 字节数，省略时从机器读取）的顺序；
+        ``"vector"``：仅 CPU，每种 elementwise 精度一个 add，数组占满半个 L2，
+        此时决定耗时的是向量单元而不是内存；后两项在 CUDA 上为空。
 
     Examples
     --------
@@ -355,20 +354,18 @@ def cache_probes(caches: Mapping[int, int], dram_numel: int) -> dict[str, tuple[
 def cases(
     device: str = "cpu", suite: str = "quick", *, cache_bytes: int | None = None
 ) -> list[Case]:
-    """The operator cases of a suite, in the order a run measures them (the ceiling
-    probes are :func:`probes`).
+    """一个 suite 的算子 case，按 run 测量的顺序排列（上限探针见 :func:`probes`）。
 
-    Every registered operator of a family takes the suite's sizes for that
-    family, so a newly registered elementwise operator or norm is measured
-    without a change here.
+    同一类中每个登记过的算子都取 suite 为这一类给定的尺寸，所以新登记的
+    elementwise 算子或 norm 不用改这里就会被测到。
 
     Parameters
     ----------
     device : {"cpu", "cuda"}
     suite : {"tiny", "quick", "full"}
     cache_bytes : int, optional
-        Last-level cache or L2 (byte) that sizes the bandwidth ceilings; read
-        from the device if omitted (CPU) or :data:`FALLBACK_CACHE_BYTES`.
+        决定带宽上限数据量的末级 cache 或 L2 的大小（byte）；省略时从设备读取
+        （CPU），否则取 :data:`FALLBACK_CACHE_BYTES`。
     """
     spec = suite_spec(device, suite)
     cache = _cache(device, cache_bytes)

@@ -49,14 +49,14 @@ _WARMUP_CALLS = 10  # ... or this many calls
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-call time of a timed call (second), with the samples behind it.
+    """一次计时得到的单次调用时间（秒），连同背后的样本。
 
     Attributes
     ----------
     samples_s : tuple of float
-        Per-call time of each sample (a sample's time over its calls).
+        每个样本的单次调用时间（样本的总时间除以其中的调用次数）。
     inner : int
-        Calls per sample.
+        每个样本包含的调用次数。
 
     Examples
     --------
@@ -79,27 +79,27 @@ class Timing:
 
     @property
     def median_s(self) -> float:
-        """Median of the samples (second)."""
+        """样本的中位数（秒）。"""
         return float(np.median(self.samples_s))
 
     @property
     def iqr_s(self) -> float:
-        """Interquartile range of the samples (second)."""
+        """样本的四分位距（秒）。"""
         q1, q3 = np.percentile(self.samples_s, [25, 75])
         return float(q3 - q1)
 
     @property
     def reps(self) -> int:
-        """Number of samples."""
+        """样本个数。"""
         return len(self.samples_s)
 
     def meets_confidence(self, threshold: float = IQR_WARN_THRESHOLD) -> bool:
-        """Whether the spread is small against the median: ``iqr / median < threshold``."""
+        """离散程度相对中位数是否足够小：``iqr / median < threshold``。"""
         threshold = _validate.positive("threshold", threshold)
         return self.median_s > 0 and self.iqr_s / self.median_s < threshold
 
     def as_dict(self) -> dict[str, float | int | list[float]]:
-        """The run file's ``time`` record."""
+        """run file 中的 ``time`` 记录。"""
         return {
             "median_s": self.median_s,
             "iqr_s": self.iqr_s,

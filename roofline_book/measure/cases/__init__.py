@@ -75,7 +75,7 @@ def make(
 
 
 def case_for(name: str, shape: Mapping[str, int], precision: str, impl: str) -> Case:
-    """The case a run entry describes, from its ``name``, ``shape``, ``precision`` and ``impl``.
+    """由 run 条目的 ``name``、``shape``、``precision`` 和 ``impl`` 找回它描述的 case。
 
     Examples
     --------
