@@ -1,4 +1,4 @@
-"""Self-attention: materialized scores against FlashAttention's tiled kernel."""
+"""self-attention：把得分矩阵写回内存的实现与 FlashAttention 的分块 kernel。"""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from .pointwise import SOFTMAX_FLOPS_PER_ELEMENT, elementwise, softmax
 
 ATTENTION_IMPLS = ("eager", "materialized", "flash")
 
-#: Default on-chip memory (byte) a FlashAttention thread block works in. It is
-#: the 192 KB of combined L1 / shared memory per SM of the A100 that Dao et al.
-#: (2022, Section 2.1) use as their example.
+#: FlashAttention 一个 thread block 默认可用的片上存储（byte）：192 KiB，即 Dao et al.
+#: （2022，第 2.1 节）举例所用的 A100 每个 SM 的 L1 与 shared memory 合计容量；A100
+#: 的 shared memory 本身每个 SM 最多 164 KiB（见硬件目录）。
 DEFAULT_SRAM_BYTES = 192 * 1024
 
 
@@ -71,65 +71,61 @@ def attention(
     causal: bool = False,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
 ) -> Cost:
-    """Scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V``, forward pass.
+    """scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V`` 的前向。
 
-    Shapes: ``Q`` is (batch, heads, seq_q, head_dim), ``K`` and ``V`` are
-    (batch, heads, seq_k, head_dim). With ``N`` scores per head,
-    ``N = seq_q * seq_k``:
+    shape：``Q`` 为 (batch, heads, seq_q, head_dim)，``K`` 和 ``V`` 为
+    (batch, heads, seq_k, head_dim)。每个 head 有 ``N = seq_q * seq_k`` 个得分：
 
-    FLOPs (NB, convention): the two matrix products, ``4 N d`` per head, on
-    the matrix units, as PyTorch's flop counter and Dao et al. count them;
-    plus the softmax's :data:`SOFTMAX_FLOPS_PER_ELEMENT` per score, one exp
-    on the special function units and the rest on the vector units. The
-    ``1/sqrt(d)`` scale is folded into the first product. With
-    ``causal=True`` the flash kernel computes only the ``(query, key)``
-    pairs the mask keeps, while the unfused versions compute every score and
-    then mask, so their FLOPs count masked work too.
+    FLOPs（NB，约定）：两次矩阵乘法，每个 head ``4 N d``，在矩阵单元上，与 PyTorch 的
+    flop counter 和 Dao et al. 的计法相同；再加上 softmax 每个得分
+    :data:`SOFTMAX_FLOPS_PER_ELEMENT` 次运算，其中一次 exp 在特殊函数单元上，其余在向量
+    单元上。``1/sqrt(d)`` 的缩放并入第一次乘法。``causal=True`` 时，flash kernel 只计算
+    mask 保留下来的 ``(query, key)`` 对，而不融合的实现先算出全部得分再加 mask，所以它们
+    的 FLOPs 也包括被 mask 掉的部分。
 
-    ``impl="materialized"``: the fewest unfused kernels, three. ``S = Q K^T``
-    is written to memory, softmax reads ``S`` and writes ``P``, and
-    ``O = P V`` reads ``P`` back; scores are stored in ``dtype``, 8 bytes
-    per BF16 score.
+    ``impl="materialized"``：kernel 数最少的不融合实现，三个 kernel。``S = Q K^T`` 写回
+    内存，softmax 读 ``S``、写 ``P``，``O = P V`` 再把 ``P`` 读回来；得分按 ``dtype``
+    存放，每个 BF16 得分 8 字节。
 
-    ``impl="eager"``: attention as eager Hugging Face code writes it, six
-    kernels: ``Q K^T``, the scale, the mask add (``causal=True`` only; the
-    mask, one per sequence, is read once), softmax computed and written in
-    FP32, the cast back to ``dtype``, and ``P V``: about 24 bytes per BF16
-    score.
+    ``impl="eager"``：Hugging Face eager 代码的写法，六个 kernel：``Q K^T``、缩放、加
+    mask（仅 ``causal=True``；mask 每条序列一份，读一次）、按 FP32 计算并写出的 softmax、
+    转回 ``dtype``，以及 ``P V``：每个 BF16 得分约 24 字节。
 
-    ``impl="flash"``: one tiled kernel (FlashAttention). A block of ``Br``
-    query rows stays on chip while the key and value rows stream past, the
-    loop order of FlashAttention-2 (Dao 2023). With ``M`` the on-chip memory
-    in elements the model takes ``Br = M / (4d)``, the block size of Dao et
-    al. (2022, Algorithm 1) without its cap at ``d`` rows. The compulsory
-    traffic, :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>`, is Q, K and V read once
-    and O written once.
-    K and V are read once per query block, ``seq_q / Br`` times: the reads
-    after the first are ``Cost.reread_bytes``, ``Theta(seq_q seq_k d^2 /
-    M)`` in all (the bound of their Theorem 2), and one head's K and V is
-    ``Cost.reread_footprint``. The roofline charges the re-reads to L2
-    when that footprint fits there (a few MB against tens of MB of L2 on
-    current GPUs) and to HBM when it does not.
+    ``impl="flash"``：一个分块 kernel（FlashAttention）。``Br`` 行 query 组成的块留在片上，
+    key 与 value 的各行依次流过，这是 FlashAttention-2（Dao 2023）的循环顺序。记片上存储
+    为 ``M`` 个元素，模型取 ``Br = M / (4d)``，即 Dao et al.（2022，Algorithm 1）的块大小，
+    但不设上限 ``d`` 行。必需流量
+    :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>` 是 Q、K、V 各读一次，O 写一次。
+    每个 query 块都要读一遍 K 和 V，共 ``seq_q / Br`` 次：第一次之后的读取记为
+    ``Cost.reread_bytes``，总量为 ``Theta(seq_q seq_k d^2 / M)`` （他们 Theorem 2 的界），
+    一个 head 的 K 和 V 记为 ``Cost.reread_footprint``。这个 footprint 装得进 L2 时
+    （当前 GPU 上是几 MB 对几十 MB 的 L2），roofline 把重读算在 L2 上，装不下时算在 HBM 上。
 
     Parameters
     ----------
-    batch, heads, seq_q, seq_k, head_dim : int
-        Sizes, each >= 1.
+    batch : int
+        序列数（batch 大小），>= 1。
+    heads : int
+        attention head 数，>= 1。
+    seq_q : int
+        每条序列的 query 数，>= 1。
+    seq_k : int
+        每条序列的 key（与 value）数，>= 1。
+    head_dim : int
+        每个 head 的维度 ``d``，>= 1。
     dtype : str or torch.dtype
-        Precision of Q, K, V, O (and of the materialized scores).
+        Q、K、V、O 的精度（也是写回内存的得分的精度）。
     impl : {"eager", "materialized", "flash"}
     causal : bool
-        Apply a causal mask, aligned bottom-right: query ``i`` attends to keys
-        ``0 .. seq_k - seq_q + i`` (``0 .. i`` when ``seq_q == seq_k``), so one
-        decode query sees its whole context.
+        加 causal mask，右下对齐：query ``i`` 看 key ``0 .. seq_k - seq_q + i``
+        （``seq_q == seq_k`` 时为 ``0 .. i``），所以 decode 的一个 query 能看到全部上下文。
     sram_bytes : int
-        On-chip memory of one flash thread block (byte), usually the device's
-        shared memory per SM; must hold at least one query row's working set,
-        ``4 * head_dim`` elements.
+        一个 flash thread block 的片上存储（byte），通常取设备每个 SM 的 shared memory；
+        至少要装下一行 query 的工作集，即 ``4 * head_dim`` 个元素。
 
     Examples
     --------
-    One head, 4096 tokens, d = 128, BF16. All versions do the same FLOPs:
+    一个 head，4096 个 token，d = 128，BF16。各实现的 FLOPs 相同：
 
     >>> mat = attention(1, 1, 4096, 4096, 128, impl="materialized")
     >>> fl = attention(1, 1, 4096, 4096, 128, impl="flash")
@@ -138,9 +134,8 @@ def attention(
     >>> fl.flops_by_unit["special"] == 4096 * 4096        # one exp per score
     True
 
-    The materialized scores dominate its traffic (written, read, written,
-    read: 4 x 2 x 4096^2 bytes); the flash kernel's compulsory traffic is
-    Q, K, V and O once each:
+    写回内存的得分占了 materialized 流量的大头（写、读、写、读：4 x 2 x 4096^2 字节）；
+    flash kernel 的必需流量是 Q、K、V、O 各一次：
 
     >>> 4 * 2 * 4096**2 <= mat.bytes
     True
@@ -149,20 +144,19 @@ def attention(
     >>> fl.reread_footprint == 2 * 4096 * 128 * 2         # one head's K and V
     True
 
-    Eager code moves three times the materialized bytes per score (32
-    heads share one mask):
+    eager 代码每个得分搬运的字节数是 materialized 的 3 倍（32 个 head 共用一份 mask）：
 
     >>> eager = attention(1, 32, 4096, 4096, 128, impl="eager", causal=True)
     >>> eager.kernels, round((eager.bytes - 32 * 4 * 4096 * 128 * 2) / (32 * 4096**2))
     (6, 24)
 
-    A causal decode step, one query over a cache of 1024 keys, sees every key:
+    causal 的一步 decode，一个 query 对 1024 个 key 的 cache，能看到每一个 key：
 
     >>> step = attention(1, 8, 1, 1024, 128, causal=True)
     >>> step.flops == 8 * 1024 * (4 * 128 + 5)    # 4 * heads * 1024 * d, plus the softmax
     True
 
-    With enough on-chip memory for all of Q, nothing is read twice:
+    片上存储装得下全部 Q 时，没有数据被读两次：
 
     >>> attention(1, 1, 64, 64, 32, "fp16", sram_bytes=2**20).reread_bytes
     0
@@ -232,37 +226,30 @@ def attention_backward(
     causal: bool = False,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
 ) -> Cost:
-    """Backward pass of :func:`attention`: gradients of Q, K and V from dO.
+    """:func:`attention` 的反向：由 dO 求 Q、K、V 的梯度。
 
-    ``impl="stored"``: the forward pass kept ``P``; five unfused kernels read
-    it back. ``dV = P^T dO`` and ``dP = dO V^T`` (matrix units), ``dS = P *
-    (dP - D)`` (2 vector FLOPs per score; ``D`` is one number per row and is
-    left out), ``dQ = dS K`` and ``dK = dS^T Q``. The ``N x N`` tensors
-    ``P``, ``dP`` and ``dS`` go to and from memory.
+    ``impl="stored"``：前向保存了 ``P``；五个不融合的 kernel 把它读回来。
+    ``dV = P^T dO`` 和 ``dP = dO V^T`` （矩阵单元），``dS = P * (dP - D)`` （每个得分 2 次
+    向量运算；``D`` 每行一个数，不计），``dQ = dS K`` 和 ``dK = dS^T Q``。``N x N`` 的
+    tensor ``P``、``dP`` 和 ``dS`` 都要进出内存。
 
-    ``impl="flash"``: the forward pass kept only ``O`` and each row's
-    logsumexp ``L``; the backward kernel recomputes ``S = Q K^T`` and ``P =
-    exp(S - L)`` on chip (one more matrix product, one exp and one subtract
-    per score), so it does more FLOPs than ``"stored"`` but no ``N x N``
-    tensor reaches memory. Compulsory traffic: Q, K, V, O, dO read once, dQ,
-    dK, dV written once (``L`` is left out). With the key and value blocks
-    of FlashAttention-2's backward (``Bc = M / (4d)`` rows) on chip, Q, dO
-    and dQ are fetched again for every key block: those are re-reads, with
-    one head's Q, dO and dQ as their footprint.
+    ``impl="flash"``：前向只保存了 ``O`` 和每行的 logsumexp ``L``；反向 kernel 在片上
+    重算 ``S = Q K^T`` 和 ``P = exp(S - L)`` （每个得分多一次矩阵乘法、一次 exp 和一次
+    减法），所以 FLOPs 比 ``"stored"`` 多，但没有 ``N x N`` 的 tensor 到达内存。必需流量：
+    Q、K、V、O、dO 各读一次，dQ、dK、dV 各写一次（``L`` 不计）。按 FlashAttention-2
+    反向的做法，key 和 value 的块（``Bc = M / (4d)`` 行）留在片上，每个 key 块都要再取一遍
+    Q、dO 和 dQ：这些是重读，footprint 是一个 head 的 Q、dO 和 dQ。
 
-    FLOPs: 8 ``N d`` per score for ``"stored"`` (four products), 10 for
-    ``"flash"``, the 2.5 times the forward's 4 that Dao (2023) counts.
+    FLOPs：每个得分，``"stored"`` 为 ``8 d`` （四次乘法，每个 head 共 ``8 N d``），
+    ``"flash"`` 为 ``10 d``，即 Dao（2023）所计的前向 ``4 d`` 的 2.5 倍。
 
-    ``causal=True`` (the mask of :func:`attention`, aligned bottom-right): the
-    flash kernel computes only the ``(query, key)`` pairs the mask keeps, as
-    in the forward pass; the traffic is unchanged (NB: the re-reads are
-    counted as without the mask, an upper bound). The unfused ``"stored"``
-    kernels compute every score, so their cost does not change.
+    ``causal=True`` （即 :func:`attention` 的 mask，右下对齐）：与前向一样，flash kernel
+    只计算 mask 保留的 ``(query, key)`` 对；流量不变（NB：重读按无 mask 计，是个上界）。
+    不融合的 ``"stored"`` 各 kernel 计算全部得分，代价不变。
 
     Examples
     --------
-    One head, 4096 tokens, d = 128, BF16: recomputing costs 1.25 times the
-    matrix FLOPs and moves far fewer bytes.
+    一个 head，4096 个 token，d = 128，BF16：重算使矩阵 FLOPs 变为 1.25 倍，搬运的字节却少得多。
 
     >>> stored = attention_backward(1, 1, 4096, 4096, 128, impl="stored")
     >>> flash = attention_backward(1, 1, 4096, 4096, 128, impl="flash")
@@ -273,7 +260,7 @@ def attention_backward(
     >>> round(stored.bytes / flash.bytes)
     29
 
-    A causal mask keeps 4096 * 4097 / 2 of the 4096^2 pairs:
+    causal mask 保留 4096^2 对中的 4096 * 4097 / 2 对：
 
     >>> causal = attention_backward(1, 1, 4096, 4096, 128, impl="flash", causal=True)
     >>> causal.flops == 4096 * 4097 // 2 * (10 * 128 + 4), causal.bytes == flash.bytes
