@@ -1,13 +1,11 @@
-"""Devices: a ceiling per compute unit and precision, per memory level, and each figure's source.
+"""设备：每种计算单元、每种精度、每个存储层级各一个上限，以及每个数字的出处。
 
-The catalog lives in one data file, ``roofline_book/data/hardware.toml``.
-Compute ceilings are kept per unit (:data:`COMPUTE_UNITS`): the matrix
-units (Tensor Cores, Matrix Cores), the vector units (the FP32/FP64 lanes,
-CUDA cores) and the special function units (exp, rsqrt, ...). Memory
-ceilings are per level (:data:`MEMORY_LEVELS`): HBM and, where a figure is
-published, L2. Peaks are *dense* rates. Vendors print 2:4-sparse rates,
-twice as large, first; those are kept apart
-(:meth:`Hardware.sparse_peak_flops`) and never used as a roof.
+硬件目录保存在一个数据文件里，``roofline_book/data/hardware.toml``。计算上限按单元
+保存（:data:`COMPUTE_UNITS`）：矩阵单元（Tensor Core、Matrix Core）、向量单元
+（FP32/FP64 lane，即 CUDA core）和特殊函数单元（exp、rsqrt 等）。内存上限按层级保存
+（:data:`MEMORY_LEVELS`）：HBM，以及有公开数字时的 L2。峰值都是 *dense* 速率。厂商
+通常先印出 2:4 稀疏的速率，是 dense 的 2 倍；这些单独保存
+（:meth:`Hardware.sparse_peak_flops`），从不用作 roof。
 
 Examples
 --------
@@ -21,7 +19,7 @@ Examples
 >>> round(h100.ridge_point("bf16", unit="vector"), 1)
 20.0
 
-The reference chapter's example device, 100 TFLOP/s and 1 TB/s:
+本书的示例设备，100 TFLOP/s、1 TB/s：
 
 >>> EXAMPLE.ridge_point()
 100.0
@@ -40,18 +38,18 @@ from . import _validate
 from .dtypes import Precision, precision_name
 
 ANY_PRECISION = "any"
-"""Key of an ad-hoc device's single peak, used for every precision."""
+"""自定义设备唯一峰值的键，所有精度共用。"""
 
 COMPUTE_UNITS = ("matrix", "vector", "special")
-"""Compute units with a ceiling of their own (see :data:`roofline_book.ops.UNITS`)."""
+"""各有自己上限的计算单元（见 :data:`roofline_book.ops.UNITS`）。"""
 
 MEMORY_LEVELS = ("hbm", "l2")
-"""Memory levels with a bandwidth ceiling, main memory and the L2 cache (where published)."""
+"""有带宽上限的存储层级：主存，以及（有公开数字时的）L2 cache。"""
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a hardware figure was published."""
+    """一个硬件数字发表在哪里。"""
 
     key: str
     title: str
@@ -59,9 +57,9 @@ class Source:
     date: str = ""
     note: str = ""
     firmness: str = ""
-    """``"vendor"`` (datasheet, whitepaper, programming guide), ``"paper"`` (a
-    measurement or design paper) or ``"secondary"`` (press, resellers,
-    third-party compilations)."""
+    """``"vendor"`` （datasheet、白皮书、编程指南）、``"paper"`` （测量或设计论文）或
+    ``"secondary"`` （媒体、经销商、第三方汇编）。
+    """
 
     def __str__(self) -> str:
         when = f" ({self.date})" if self.date else ""
@@ -72,7 +70,7 @@ USER_SOURCE = Source("user", "supplied by the caller (not a datasheet)")
 
 
 def peak_key(dtype: Precision) -> str:
-    """The catalog key under which a precision's peak is listed (both FP8 formats share 'fp8').
+    """一种精度的峰值在目录中所用的键（两种 FP8 格式共用 'fp8'）。
 
     Examples
     --------
@@ -85,20 +83,20 @@ def peak_key(dtype: Precision) -> str:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """One roof of a device: a compute unit's rate in a precision, or a memory level's bandwidth.
+    """设备的一条 roof：某种计算单元在某种精度下的速率，或某个存储层级的带宽。
 
     Attributes
     ----------
     resource : str
-        ``"matrix"``, ``"vector"``, ``"special"``, ``"hbm"`` or ``"l2"``.
+        ``"matrix"``、``"vector"``、``"special"``、``"hbm"`` 或 ``"l2"``。
     precision : str
-        The precision key of a compute ceiling; ``""`` for memory.
+        计算上限的精度键；内存上限为 ``""``。
     value : float
-        FLOP/s (OP/s for int8) or byte/s.
+        FLOP/s（int8 为 OP/s）或 byte/s。
     source : Source
-        Where it was published.
+        它发表在哪里。
     derivation : str
-        For a figure computed from published ones, the formula; ``""`` otherwise.
+        由公开数字推算出的数字，写出公式；否则为 ``""``。
     """
 
     resource: str
@@ -114,47 +112,54 @@ class Ceiling:
 
 @dataclass(frozen=True)
 class Hardware:
-    """A device for the roofline model, with a ceiling per unit and memory level.
+    """用于 roofline 模型的一块设备，每种单元、每个存储层级各有一个上限。
 
     Parameters
     ----------
     key : str
-        Catalog key, e.g. ``"h100-sxm"``.
+        目录中的键，例如 ``"h100-sxm"``。
     name : str
-        Full name.
+        全名。
     dense_peaks : mapping of str to float
-        Dense matrix-unit (Tensor Core / Matrix Core) rate per precision key
-        (FLOP/s; OP/s for int8).
+        矩阵单元（Tensor Core / Matrix Core）各精度键的 dense 速率
+        （FLOP/s；int8 为 OP/s）。
     memory_bandwidth : float
-        Peak HBM (main-memory) bandwidth (byte/s).
+        HBM（主存）的峰值带宽（byte/s）。
     vector_peaks : mapping of str to float
-        Vector-unit rates per precision (FLOP/s): the FP32 and FP64 lanes, and
-        16-bit non-tensor rates where published.
+        向量单元各精度的速率（FLOP/s）：FP32 与 FP64 lane，以及有公开数字时 16 位的
+        非 Tensor Core 速率。
     special_peak : float or None
-        Special-function evaluations per second (exp, rsqrt, ...), where
-        published or derivable.
+        每秒特殊函数运算次数（exp、rsqrt 等），有公开数字或可推算时给出。
     sparse_peaks : mapping of str to float
-        2:4-structured-sparsity rates (FLOP/s), for reference only.
-    memory_capacity, l2_cache, last_level_cache : float or None
-        Sizes in bytes, where published; ``last_level_cache`` is a cache
-        beyond L2 (AMD's Infinity Cache).
+        2:4 结构化稀疏的速率（FLOP/s），仅供参考。
+    memory_capacity : float or None
+        主存（HBM）的容量（byte），有公开数字时给出。
+    l2_cache : float or None
+        L2 cache 的容量（byte），有公开数字时给出。
+    last_level_cache : float or None
+        L2 之外的一级 cache（AMD 的 Infinity Cache）的容量（byte），有公开数字时给出。
     l2_bandwidth : float or None
-        L2 bandwidth (byte/s), where a vendor or a cited measurement gives it.
-    shared_memory_per_sm, l1_shared_per_sm, register_file_per_sm : float or None
-        On-chip memory per SM in bytes: the most a block can use as shared
-        memory, L1 and shared memory together, the register file.
+        L2 带宽（byte/s），厂商或所引用的测量给出时才有。
+    shared_memory_per_sm : float or None
+        每个 SM 的 shared memory 容量（byte），一个 SM 上所有 block 共用；一个 block
+        能用的上限略小（H100 为每个 SM 228 KiB，一个 block 最多 227 KiB）。
+    l1_shared_per_sm : float or None
+        每个 SM 的 L1 与 shared memory 合计容量（byte）。
+    register_file_per_sm : float or None
+        每个 SM 的寄存器堆容量（byte）。
     sms : int or None
-        Streaming multiprocessors (compute units on AMD).
-    fp32_lanes_per_sm, sfu_per_sm_per_clock : int or None
-        FP32 lanes per SM and special-function results per clock per SM, the
-        published inputs from which ``special_peak`` is derived.
+        streaming multiprocessor 的个数（AMD 上为 compute unit）。
+    fp32_lanes_per_sm : int or None
+        每个 SM 的 FP32 lane 数，是推算 ``special_peak`` 所用的公开数字之一。
+    sfu_per_sm_per_clock : int or None
+        每个 SM 每个时钟周期的特殊函数结果数，是推算 ``special_peak`` 所用的公开数字之一。
     firmness : str
-        How firm the device's sources are: ``"vendor"`` (datasheets,
-        whitepapers) or ``"secondary"``; ``""`` for an ad-hoc device.
+        设备出处的可靠程度：``"vendor"`` （datasheet、白皮书）或 ``"secondary"``；
+        自定义设备为 ``""``。
     sources : mapping of str to Source
-        Source of each figure, by field name.
+        每个数字的出处，按字段名索引。
     derivations : mapping of str to str
-        The formula of each figure computed from published ones.
+        每个由公开数字推算出的数字的公式。
     """
 
     key: str
@@ -212,21 +217,20 @@ class Hardware:
 
     @property
     def precisions(self) -> tuple[str, ...]:
-        """Precision keys a matrix product can use, matrix-unit rates first, then vector ones."""
+        """矩阵乘法可用的精度键，先列矩阵单元的，再列向量单元的。"""
         extra = [p for p in self.vector_peaks if p not in self.dense_peaks]
         return tuple(self.dense_peaks) + tuple(extra)
 
     def peak_flops(self, dtype: Precision = "bf16") -> float:
-        """Dense peak rate of a matrix product in ``dtype`` (FLOP/s).
+        """``dtype`` 精度下矩阵乘法的 dense 峰值速率（FLOP/s）。
 
-        This is the matrix-unit rate; a precision the matrix units do not
-        take (FP32 without TF32 on NVIDIA) runs its products on the vector
-        units, at their rate.
+        这是矩阵单元的速率；矩阵单元不支持的精度（NVIDIA 上不用 TF32 的 FP32）在向量单元上
+        做乘法，按向量单元的速率计。
 
         Raises
         ------
         ValueError
-            If the device publishes no figure for that precision.
+            设备没有公布这种精度的数字。
 
         Examples
         --------
@@ -249,11 +253,11 @@ class Hardware:
         )
 
     def vector_peak(self, dtype: Precision = "fp32") -> float:
-        """Vector-unit rate for elementwise arithmetic on ``dtype`` data (FLOP/s).
+        """对 ``dtype`` 数据做 elementwise 运算时向量单元的速率（FLOP/s）。
 
-        Elementwise kernels on 16- and 8-bit data compute in FP32 (PyTorch's
-        ``opmath`` type) and FP64 data in FP64, so this is the FP32 or FP64
-        lane rate. An ad-hoc device without vector figures uses its one peak.
+        16 位和 8 位数据上的 elementwise kernel 按 FP32 计算（PyTorch 的 ``opmath`` 类型），
+        FP64 数据按 FP64 计算，所以这是 FP32 或 FP64 lane 的速率。没有向量单元数字的自定义
+        设备用它唯一的峰值。
 
         Examples
         --------
@@ -272,15 +276,14 @@ class Hardware:
         return self.vector_peaks[key]
 
     def special_peak_flops(self) -> float:
-        """Special-function evaluations per second (exp, tanh, rsqrt, ...).
+        """每秒特殊函数运算次数（exp、tanh、rsqrt 等）。
 
-        Where no figure is published or derivable this is the FP32 vector
-        rate: a transcendental costs at least one vector operation, so the
-        bound stays a bound.
+        没有公开数字、也无法推算时，取 FP32 向量单元的速率：一次超越函数至少要一次向量运算，
+        所以下界仍是下界。
 
         Examples
         --------
-        H100 SXM: 16 results per clock per SM, 132 SMs, 1.98 GHz:
+        H100 SXM：每个 SM 每个时钟周期 16 个结果，132 个 SM，1.98 GHz：
 
         >>> round(hardware("h100-sxm").special_peak_flops() / 1e12, 2)
         4.19
@@ -290,13 +293,13 @@ class Hardware:
         return self.vector_peak("fp32")
 
     def ceiling(self, unit: str, dtype: Precision = "bf16") -> float:
-        """The compute ceiling of one unit for work in ``dtype`` (FLOP/s).
+        """一种单元处理 ``dtype`` 数据时的计算上限（FLOP/s）。
 
         Parameters
         ----------
         unit : {"matrix", "vector", "special"}
         dtype : str or torch.dtype
-            The operator's data precision.
+            算子数据的精度。
 
         Examples
         --------
@@ -317,7 +320,7 @@ class Hardware:
         return self.special_peak_flops()
 
     def bandwidth(self, level: str = "hbm") -> float | None:
-        """The bandwidth of one memory level (byte/s); None where no figure exists for L2.
+        """一个存储层级的带宽（byte/s）；L2 没有数字时为 None。
 
         Examples
         --------
@@ -332,7 +335,7 @@ class Hardware:
         return self.memory_bandwidth if level == "hbm" else self.l2_bandwidth
 
     def sparse_peak_flops(self, dtype: Precision = "bf16") -> float:
-        """The vendor's 2:4-sparse rate (FLOP/s): reference only, never a roof for dense work."""
+        """厂商给出的 2:4 稀疏速率（FLOP/s）：仅供参考，绝不用作 dense 运算的 roof。"""
         key = peak_key(dtype)
         if key not in self.sparse_peaks:
             raise ValueError(
@@ -344,9 +347,9 @@ class Hardware:
     def ridge_point(
         self, dtype: Precision = "bf16", *, unit: str = "matrix", level: str = "hbm"
     ) -> float:
-        """Intensity where a memory level's slope meets a unit's flat roof (FLOP/byte).
+        """某个存储层级的斜线与某种单元的水平 roof 相交处的算术强度（FLOP/byte）。
 
-        The defaults, matrix units over HBM, are the ridge of a GEMM.
+        默认值（矩阵单元对 HBM）就是 GEMM 的 ridge point。
 
         Examples
         --------
@@ -360,7 +363,7 @@ class Hardware:
         return self.ceiling(unit, dtype) / band
 
     def ceilings(self) -> list[Ceiling]:
-        """Each roof of the device with its source: compute by unit and precision, memory by level.
+        """设备的每一条 roof 及其出处：计算按单元和精度，内存按层级。
 
         Examples
         --------
@@ -388,7 +391,7 @@ class Hardware:
         return out
 
     def source(self, figure: str) -> Source:
-        """The source of one figure (``"peak_flops"``, ``"memory_bandwidth"``, ...)."""
+        """一个数字的出处（``"peak_flops"``、``"memory_bandwidth"`` 等）。"""
         if figure not in self.sources:
             raise ValueError(
                 f"figure must be one of {', '.join(self.sources) or '(none)'} for {self.key}, "
@@ -408,24 +411,26 @@ def adhoc(
     l2_cache: float | None = None,
     shared_memory_per_sm: float | None = None,
 ) -> Hardware:
-    """A device from your own figures, e.g. a worked example or a measured machine.
+    """用你自己的数字建一块设备，例如一个算例，或一台测过的机器。
 
     Parameters
     ----------
     name : str
-        Any label.
+        任意名称。
     peak_flops : float or mapping of str to float
-        Matrix-unit peak: one used for every precision (FLOP/s), or one per
-        precision name.
+        矩阵单元峰值：所有精度共用一个（FLOP/s），或每个精度名一个。
     memory_bandwidth : float
-        HBM (main-memory) bandwidth, bytes per second.
+        HBM（主存）带宽（byte/s）。
     vector : float or mapping of str to float, optional
-        Vector-unit rate (one figure is taken as FP32); without it, vector
-        work is held to ``peak_flops``.
+        向量单元的速率（只给一个数时视为 FP32）；不给时，向量运算受 ``peak_flops`` 约束。
     special : float, optional
-        Special-function evaluations per second; without it, the vector rate.
-    l2_bandwidth, l2_cache, shared_memory_per_sm : float, optional
-        L2 bandwidth (byte/s) and sizes (byte).
+        每秒特殊函数运算次数；不给时取向量单元的速率。
+    l2_bandwidth : float, optional
+        L2 带宽（byte/s）。
+    l2_cache : float, optional
+        L2 cache 的容量（byte）。
+    shared_memory_per_sm : float, optional
+        每个 SM 的 shared memory 容量（byte）。
 
     Examples
     --------
@@ -477,10 +482,10 @@ def adhoc(
     )
 
 
-#: The reference chapter's example device, 100 TFLOP/s peak and 1 TB/s memory bandwidth.
+#: 本书的示例设备：峰值 100 TFLOP/s，内存带宽 1 TB/s。
 EXAMPLE = adhoc("example (100 TFLOP/s, 1 TB/s)", 100e12, 1e12)
 
-#: Catalog table key -> Hardware field, for the figures read as they are.
+#: 目录表中的键 -> Hardware 的字段，用于原样读入的数字。
 _FIELDS = {
     "matrix": "dense_peaks",
     "matrix_sparse": "sparse_peaks",
@@ -496,17 +501,17 @@ _FIELDS = {
     "register_file_per_sm": "register_file_per_sm",
     "sms": "sms",
 }
-#: Hardware field -> the name its source goes by (kept from the one-roof catalog).
+#: Hardware 的字段 -> 其出处所用的名称（沿用只有一条 roof 时的目录）。
 _SOURCE_NAMES = {"dense_peaks": "peak_flops", "sparse_peaks": "peak_flops_sparse"}
-#: Inputs of derived figures: they need a source but are not ceilings themselves.
+#: 推算数字的输入：它们需要出处，但本身不是上限。
 _INPUTS = ("fp32_lanes_per_sm", "sfu_per_sm_per_clock")
 
 
 def _derived_special(entry: Mapping, key: str) -> tuple[float, str] | None:
-    """The special-function rate from the SFU count, the SMs and the clock the FP32 peak implies.
+    """由 SFU 个数、SM 个数和 FP32 峰值所隐含的时钟频率，推算特殊函数的速率。
 
-    ``clock = FP32 peak / (2 FLOP per FMA x FP32 lanes per SM x SMs)`` and
-    ``special = SFU results per clock per SM x SMs x clock``.
+    ``clock = FP32 peak / (2 FLOP per FMA x FP32 lanes per SM x SMs)``，
+    ``special = SFU results per clock per SM x SMs x clock``。
     """
     needed = ("sfu_per_sm_per_clock", "fp32_lanes_per_sm", "sms")
     if "special" in entry or not all(k in entry for k in needed):
@@ -525,7 +530,7 @@ def _derived_special(entry: Mapping, key: str) -> tuple[float, str] | None:
 
 @functools.cache
 def catalog() -> Mapping[str, Hardware]:
-    """Every device of the data file, by key.
+    """数据文件中的全部设备，按键索引。
 
     Examples
     --------
@@ -567,7 +572,7 @@ def catalog() -> Mapping[str, Hardware]:
 
 
 def hardware(name: str) -> Hardware:
-    """A catalog device by key; case, spaces and underscores do not matter.
+    """按键取目录中的设备；大小写、空格和下划线都不影响。
 
     Examples
     --------
