@@ -1,21 +1,18 @@
-"""LLM inference on the roofline: prefill and decode, the KV cache, GQA, quantized weights, MoE.
+"""roofline 上的 LLM 推理：prefill 与 decode、KV cache、GQA、量化权重、MoE。
 
-A serving step runs every layer of a decoder over the step's new tokens:
-``prefill`` pushes a whole prompt through (``tokens = prompt``), ``decode``
-adds one token to each sequence against its cached context. Each layer is a
-list of :class:`~roofline_book.ops.Cost` (norms, the projections, attention
-over the KV cache, the MLP or its experts, the residual adds); the model
-adds the embedding lookup, the final norm and the language-model head for
-the last position of each sequence. Time lower bounds come from
-:func:`roofline_book.roofline.time_bound`, one kernel after another.
+一个 serving step 让 decoder 的每一层处理这一步的新 token：``prefill`` 把整段 prompt 推过去
+（``tokens = prompt``），``decode`` 给每条序列加一个 token，对照它缓存的上下文。每一层是一个
+:class:`~roofline_book.ops.Cost` 列表（norm、各投影、对 KV cache 的 attention、MLP 或其
+experts、residual add）；模型再加上 embedding 查表、最后的 norm，以及对每条序列最后一个位置
+的 language-model head。时间下界来自 :func:`roofline_book.roofline.time_bound`，kernel 一个
+接一个。
 
-Model configurations live in ``roofline_book/data/models.toml`` with their
-sources; :func:`model` finds one by name, :func:`adhoc_model` builds your own.
+模型配置连同出处保存在 ``roofline_book/data/models.toml`` 中；:func:`model` 按名称找到一个，
+:func:`adhoc_model` 按你自己的尺寸建一个。
 
 Examples
 --------
-Llama-2-7B in BF16 keeps 2 x 32 layers x 32 KV heads x 128 x 2 bytes of
-KV cache per token:
+BF16 的 Llama-2-7B 每个 token 保存 2 x 32 层 x 32 个 KV head x 128 x 2 字节的 KV cache：
 
 >>> llama = model("Llama-2-7B")
 >>> kv_bytes_per_token(llama)
@@ -41,40 +38,53 @@ from .ops import Cost, residual_add, rmsnorm, swiglu
 from .ops.attn import SOFTMAX_FLOPS_PER_ELEMENT, _causal_pairs
 from .roofline import time_bound
 
-#: The one weight format beyond the tensor dtypes, 4-bit integers (half a byte per weight).
+#: tensor dtype 之外唯一的权重格式：4 位整数（每个权重半个字节）。
 INT4 = "int4"
 
-#: Weights per quantization group; each group stores one FP16 scale (2 bytes).
+#: 每个量化分组的权重个数；每组保存一个 FP16 scale（2 字节）。
 QUANT_GROUP = 128
 
-#: Share of device memory kept for activations, the CUDA context and fragmentation when
-#: sizing the KV cache: vLLM's default ``gpu_memory_utilization`` is 0.9.
+#: 计算 KV cache 能占多少时，为激活、CUDA context 和内存碎片预留的显存比例：vLLM 的
+#: ``gpu_memory_utilization`` 默认为 0.9。
 MEMORY_RESERVE = 0.1
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A decoder-only language model's shape.
+    """一个 decoder-only 语言模型的形状。
 
     Parameters
     ----------
-    key, name : str
-        Catalog key (``"llama-2-7b"``) and display name.
-    hidden, layers, heads, kv_heads, ffn, vocab : int
-        Model width, decoder layers, query heads, key/value heads (fewer than
-        ``heads`` for GQA, 1 for MQA), MLP width (per expert), vocabulary.
+    key : str
+        目录中的键（``"llama-2-7b"``）。
+    name : str
+        显示名称。
+    hidden : int
+        模型宽度。
+    layers : int
+        decoder 层数。
+    heads : int
+        query head 数。
+    kv_heads : int
+        key/value head 数（GQA 时少于 ``heads``，MQA 时为 1）。
+    ffn : int
+        MLP 宽度（MoE 时为每个 expert 的宽度）。
+    vocab : int
+        词表大小。
     head_dim : int, optional
-        Width of a head; ``hidden // heads`` by default.
+        一个 head 的宽度；默认为 ``hidden // heads``。
     gated : bool
-        SwiGLU-style MLP (gate, up, down projections) or a plain two-matrix one.
+        SwiGLU 式的 MLP（gate、up、down 三个投影），否则是普通的两矩阵 MLP。
     tied_embeddings : bool
-        The LM head shares the embedding matrix.
+        LM head 与 embedding 共用一个矩阵。
     max_context : int
-        Longest context the model was trained for (tokens).
-    experts, experts_per_token : int
-        Routed experts per MLP and how many each token uses (1, 1 for a dense model).
+        模型训练时的最长上下文（token 数）。
+    experts : int
+        每个 MLP 中可路由的 expert 数（dense 模型为 1）。
+    experts_per_token : int
+        每个 token 用几个 expert（dense 模型为 1）。
     source : roofline_book.hardware.Source, optional
-        Where the configuration was published.
+        这份配置发表在哪里。
     """
 
     key: str
@@ -116,22 +126,22 @@ class ModelConfig:
 
     @property
     def d(self) -> int:
-        """Width of one head (``head_dim``, filled in)."""
+        """一个 head 的宽度（``head_dim``，已补全）。"""
         assert self.head_dim is not None
         return self.head_dim
 
     @property
     def q_dim(self) -> int:
-        """Width of all query heads together, ``heads * head_dim``."""
+        """全部 query head 合起来的宽度，``heads * head_dim``。"""
         return self.heads * self.d
 
     @property
     def kv_dim(self) -> int:
-        """Width of all key (or value) heads together, ``kv_heads * head_dim``."""
+        """全部 key（或 value）head 合起来的宽度，``kv_heads * head_dim``。"""
         return self.kv_heads * self.d
 
     def layer_parameters(self, *, active: bool = False) -> int:
-        """Weights of one layer: attention, MLP (all experts, or ``active`` ones), router, norms.
+        """一层的权重个数：attention、MLP（全部 expert，或 ``active`` 个）、router、norm。
 
         Examples
         --------
@@ -147,7 +157,7 @@ class ModelConfig:
         return attention + experts * per_expert + router + 2 * h
 
     def parameters(self, *, active: bool = False) -> int:
-        """All weights: layers, embedding, final norm, and the LM head unless tied.
+        """全部权重个数：各层、embedding、最后的 norm，以及（不共用时的）LM head。
 
         Examples
         --------
@@ -164,12 +174,10 @@ class ModelConfig:
 
 @dataclass(frozen=True)
 class Precisions:
-    """Precisions of a served model: weights, activations (and the compute), the KV cache.
+    """一个上线模型的各种精度：权重、激活（以及计算）、KV cache。
 
-    ``weights`` may also be ``"int4"`` (half a byte per weight) for
-    weight-only quantization; weights narrower than the activations are
-    stored in groups of :data:`QUANT_GROUP` with one FP16 scale each, and
-    the products run in the activations' precision.
+    只量化权重时 ``weights`` 也可以是 ``"int4"`` （每个权重半个字节）；比激活窄的权重按
+    :data:`QUANT_GROUP` 个一组存放，每组一个 FP16 scale，乘法按激活的精度进行。
 
     Examples
     --------
@@ -191,13 +199,13 @@ class Precisions:
 
     @property
     def quantized(self) -> bool:
-        """Weights stored narrower than the activations, with group scales."""
+        """权重存得比激活窄，带分组 scale。"""
         if self.weights == INT4:
             return True
         return bytes_per_element(self.weights) < bytes_per_element(self.activations)
 
     def weight_bytes(self, count: int) -> int:
-        """Bytes of ``count`` weights, group scales included (byte)."""
+        """``count`` 个权重的字节数，含分组 scale（byte）。"""
         count = _validate.size("count", count, minimum=0)
         per = 0.5 if self.weights == INT4 else bytes_per_element(self.weights)
         scales = 2 * math.ceil(count / QUANT_GROUP) if self.quantized else 0
@@ -205,7 +213,7 @@ class Precisions:
 
 
 def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None) -> int:
-    """KV-cache bytes one token keeps: ``2 x layers x kv_heads x head_dim x s_kv`` (byte).
+    """一个 token 保存的 KV cache 字节数：``2 x layers x kv_heads x head_dim x s_kv`` （byte）。
 
     Examples
     --------
@@ -217,16 +225,16 @@ def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None
 
 
 def _linear(tokens: int, k: int, n: int, p: Precisions) -> Cost:
-    """``(tokens x k) @ (k x n)``: activations in ``p.activations``, the weight in ``p.weights``."""
+    """``(tokens x k) @ (k x n)``：激活的精度为 ``p.activations``，权重的精度为 ``p.weights``。"""
     a = bytes_per_element(p.activations)
     return Cost(2 * tokens * k * n, a * tokens * k + p.weight_bytes(k * n), a * tokens * n)
 
 
 def expected_experts(experts: int, per_token: int, tokens: int) -> float:
-    """Distinct experts a step touches when ``tokens`` each pick ``per_token`` at random.
+    """``tokens`` 个 token 各随机选 ``per_token`` 个 expert 时，一步会用到的不同 expert 的个数。
 
-    Under uniform routing an expert is missed by one token with probability
-    ``1 - k/E``, so ``E (1 - (1 - k/E)^tokens)`` experts are read.
+    均匀路由下，一个 expert 不被某个 token 选中的概率是 ``1 - k/E``，所以要读
+    ``E (1 - (1 - k/E)^tokens)`` 个 expert。
 
     Examples
     --------
@@ -242,12 +250,11 @@ def expected_experts(experts: int, per_token: int, tokens: int) -> float:
 
 
 def _attention(config: ModelConfig, batch: int, new: int, context: int, p: Precisions) -> Cost:
-    """One layer's attention over the cache: ``new`` queries per sequence, ``context`` keys.
+    """一层对 cache 的 attention：每条序列 ``new`` 个 query，``context`` 个 key。
 
-    Causal, aligned bottom-right (the last query sees every key). Compulsory
-    traffic: the new queries read, every cached key and value read once (a
-    flash-decoding style kernel reads the cache once per KV head, whatever
-    the group of query heads sharing it), the output written.
+    causal，右下对齐（最后一个 query 看到每一个 key）。必需流量：读入新的 query，每个缓存的
+    key 和 value 读一次（flash-decoding 式的 kernel 每个 KV head 读一次 cache，不论共用它的
+    query head 有几个），写出输出。
     """
     a, s_kv, d = bytes_per_element(p.activations), bytes_per_element(p.kv), config.d
     pairs = batch * config.heads * _causal_pairs(new, context)
@@ -267,14 +274,13 @@ def layer_ops(
     context: int,
     precisions: Precisions | None = None,
 ) -> list[tuple[str, Cost]]:
-    """One decoder layer for ``batch`` sequences, ``new`` tokens each, over ``context`` keys.
+    """一个 decoder 层处理 ``batch`` 条序列、每条 ``new`` 个 token，对照 ``context`` 个 key。
 
-    Prefill is ``new = context = prompt``; a decode step is ``new = 1`` with
-    ``context`` the cached tokens plus the new one. The new keys and values
-    leave the QKV projection with its output and are then copied into the
-    cache (read in the activations' precision, written in the cache's), a
-    kernel of their own (``"KV cache write"``, as vLLM's ``reshape_and_cache``).
-    An MoE MLP reads the weights of the :func:`expected_experts` a step touches.
+    prefill 是 ``new = context = prompt``；一步 decode 是 ``new = 1``，``context`` 为缓存的
+    token 数加上这个新 token。新的 key 和 value 随 QKV 投影的输出一起产生，再复制进 cache
+    （按激活的精度读、按 cache 的精度写），这是一个单独的 kernel（``"KV cache write"``，即 vLLM
+    的 ``reshape_and_cache``）。MoE 的 MLP 读取一步所用到的 :func:`expected_experts` 个 expert
+    的权重。
 
     Examples
     --------
@@ -330,10 +336,9 @@ def step_ops(
     context: int,
     precisions: Precisions | None = None,
 ) -> list[tuple[str, Cost]]:
-    """The whole model for one step: embedding, every layer, final norm, LM head.
+    """整个模型的一步：embedding、每一层、最后的 norm、LM head。
 
-    Each layer's operators are summed over the layers (``"<op> (x layers)"``);
-    the LM head computes the logits of each sequence's last position only.
+    每层的算子对所有层求和（``"<op> (x layers)"``）；LM head 只计算每条序列最后一个位置的 logits。
 
     Examples
     --------
@@ -361,21 +366,20 @@ def step_ops(
 
 @dataclass(frozen=True)
 class StepBound:
-    """A serving step's time lower bound on a device: each operator's, summed (second)."""
+    """一个 serving step 在一块设备上的时间下界：各算子的下界之和（秒）。"""
 
     seconds: float
     by_op: Mapping[str, float]
     compute: float
-    """Seconds of the operators whose bound is a compute unit."""
+    """下界由计算单元决定的那些算子的秒数。"""
     memory: float
-    """Seconds of the operators whose bound is a memory level."""
+    """下界由存储层级决定的那些算子的秒数。"""
 
 
 def step_time(ops: list[tuple[str, Cost]], device: Hardware, precisions: Precisions) -> StepBound:
-    """Sum of the operators' time lower bounds, one kernel after another (second).
+    """各算子时间下界之和，kernel 一个接一个（秒）。
 
-    The compute ceilings are those of the activations' precision, in which the
-    products run (quantized weights are widened on the fly).
+    计算上限取激活精度下的上限，乘法按激活精度进行（量化的权重在运行时展宽）。
     """
     times = {name: time_bound(cost, device, precisions.activations) for name, cost in ops}
     return StepBound(
@@ -387,7 +391,7 @@ def step_time(ops: list[tuple[str, Cost]], device: Hardware, precisions: Precisi
 
 
 def weight_bytes(config: ModelConfig, precisions: Precisions | None = None) -> int:
-    """Bytes of all the model's weights in the weights' precision (byte).
+    """模型全部权重按权重精度计的字节数（byte）。
 
     Examples
     --------
@@ -405,10 +409,10 @@ def max_batch(
     *,
     reserve: float = MEMORY_RESERVE,
 ) -> int:
-    """The most sequences of ``context`` tokens whose KV cache fits beside the weights.
+    """权重之外还放得下 KV cache 的、长度为 ``context`` 个 token 的序列的最大条数。
 
-    ``floor(((1 - reserve) x capacity - weight bytes) / (context x KV bytes per token))``;
-    0 when even the weights do not fit.
+    ``floor(((1 - reserve) x capacity - weight bytes) / (context x KV bytes per token))``；
+    连权重都放不下时为 0。
 
     Examples
     --------
@@ -430,14 +434,12 @@ def max_batch(
 def decode_batch_to_ridge(
     config: ModelConfig, device: Hardware, precisions: Precisions | None = None
 ) -> float:
-    """Decode batch at which the MLP's up projection reaches the matrix ridge point.
+    """MLP 的 up 投影达到矩阵单元 ridge point 时的 decode batch。
 
-    A weight-streaming GEMM, ``(B x k) @ (k x n)``, has intensity
-    ``2Bkn / (w kn + a B (k + n))`` with ``w`` weight and ``a`` activation
-    bytes per element; setting it to the ridge ``R`` gives
-    ``B* = R w kn / (2kn - R a (k + n))``, about ``R w / 2``. In an MoE
-    layer each expert's GEMM gets about ``B k / E`` of the rows (uniform
-    routing), so the batch is ``E / k`` times larger.
+    流式读取权重的 GEMM ``(B x k) @ (k x n)`` 的算术强度为 ``2Bkn / (w kn + a B (k + n))``，
+    ``w`` 与 ``a`` 是权重与激活每个元素的字节数；令它等于 ridge point ``R``，得
+    ``B* = R w kn / (2kn - R a (k + n))``，约为 ``R w / 2``。MoE 层中每个 expert 的 GEMM 约分到
+    ``B k / E`` 行（均匀路由），所以 batch 要大 ``E / k`` 倍。
 
     Examples
     --------
@@ -456,10 +458,10 @@ def decode_batch_to_ridge(
 
 
 def speculative_tokens(acceptance: float, draft: int) -> float:
-    """Expected tokens one verification step yields: ``(1 - a^(g+1)) / (1 - a)``.
+    """一次验证步期望产出的 token 数：``(1 - a^(g+1)) / (1 - a)``。
 
-    With ``g`` draft tokens each accepted with probability ``a`` (Leviathan
-    et al. 2023), the target model checks ``g + 1`` positions in one step.
+    有 ``g`` 个 draft token、每个以概率 ``a`` 被接受时（Leviathan et al. 2023），目标模型一步
+    检查 ``g + 1`` 个位置。
 
     Examples
     --------
@@ -501,7 +503,7 @@ _FIELDS = (
 
 @functools.cache
 def models() -> Mapping[str, ModelConfig]:
-    """Every model of the data file, by key."""
+    """数据文件中的全部模型，按键索引。"""
     text = resources.files(__package__).joinpath("data/models.toml").read_text("utf-8")
     data = tomllib.loads(text)
     sources = {k: Source(key=k, **v) for k, v in data["sources"].items()}
@@ -517,7 +519,7 @@ def models() -> Mapping[str, ModelConfig]:
 
 
 def model(name: str) -> ModelConfig:
-    """A catalog model by name; case, spaces and underscores do not matter.
+    """按名称取目录中的模型；大小写、空格和下划线都不影响。
 
     Examples
     --------
@@ -538,7 +540,7 @@ def model(name: str) -> ModelConfig:
 
 
 def adhoc_model(name: str, **sizes: int | bool) -> ModelConfig:
-    """A model of your own sizes (the fields of :class:`ModelConfig`).
+    """按你自己的尺寸建一个模型（字段即 :class:`ModelConfig` 的字段）。
 
     Examples
     --------
