@@ -49,7 +49,9 @@ class Operator:
 
     @property
     def summary(self) -> str:
-        return (inspect.getdoc(self.func) or "").splitlines()[0]
+        """The operator's one line in ``op --help``: English, as the command line is."""
+        name = self.func.__name__
+        return SUMMARIES.get(name) or (inspect.getdoc(self.func) or "").splitlines()[0]
 
     def default(self, name: str) -> Any:
         return inspect.signature(self.func).parameters[name].default
@@ -71,6 +73,28 @@ class Operator:
 
 _DTYPE = Arg("dtype", "text", "precision name, e.g. bf16, fp16, fp32, fp8")
 _NUMEL = Arg("numel", "size", "elements per tensor")
+
+#: One line per operator for ``op --help``, in the command line's language and without the
+#: reST markup of the docstrings (which are written for the book's API appendix).
+SUMMARIES = {
+    "gemm": "Matrix product C = A @ B, A of shape (m, k) and B of shape (k, n).",
+    "add": "z = x + y over numel elements: 1 FLOP, two reads and one write each.",
+    "residual_add": "y = x + f(x), a Transformer block's skip connection; costs what add does.",
+    "relu": "y = max(x, 0): one input, one output, one FLOP (a comparison) per element.",
+    "gelu": "GELU activation, tanh form: one tanh per element, on the special function units.",
+    "swiglu": "The gated activation of a SwiGLU MLP, silu(gate) * up: two inputs, one output.",
+    "elementwise": "A kernel that reads and writes whole tensors of numel elements, once each.",
+    "rmsnorm": "RMSNorm over the last dimension of a rows x d activation.",
+    "layernorm": "LayerNorm over the last dimension of a rows x d activation.",
+    "softmax": "Softmax along the last dimension of a rows x cols tensor, one fused kernel.",
+    "adamw": "One AdamW step over params parameters held in tensors tensors.",
+    "attention": "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V, forward pass.",
+    "attention_backward": "Backward pass of attention: the gradients of Q, K and V from dO.",
+    "tiled_gemm": "A GEMM computed in tile x tile output tiles that share nothing through a cache.",
+    "linear_backward": "Backward pass of y = x @ W.T (a linear layer without bias): two GEMMs.",
+    "rmsnorm_eager": "RMSNorm as eager PyTorch runs it: one kernel per operation, summed.",
+    "rope": "Rotary position embedding (RoPE) applied to Q and K, as one fused kernel.",
+}
 
 
 def _numel_op(func: Callable[..., Cost]) -> Operator:
