@@ -78,16 +78,15 @@ class Roof:
     matrix_peaks: Mapping[str, float] | None = None
     bandwidth: float | None = None
     threads: int | None = None
-    """Threads the run file's ceilings were measured with (a CPU run), if recorded."""
+    """run file 测上限时所用的线程数（CPU 的 run），有记录时给出。"""
     cache_roof: float | None = None
-    """The fastest measured cache level's bandwidth, write-allocate bytes counted (byte/s)."""
+    """测得的最快 cache 层级的带宽，计入 write-allocate 字节（byte/s）。"""
     cache_level: str | None = None
-    """That level's name (``"L2"``)."""
+    """这个层级的名称（``"L2"``）。"""
     streams_from: float | None = None
-    """The working set from which an operator's data streams from DRAM (byte)."""
+    """算子的数据从这个工作集大小起改为从 DRAM 流式读写（byte）。"""
     unroofed: int | None = None
-    """Size in bytes of the largest faster level without a measured roof; data within it
-    is held to no memory roof."""
+    """没有测得 roof 的更快层级中最大那一级的容量（byte）；数据在它之内时不受任何内存 roof 约束。"""
 
     @classmethod
     def from_device(cls, device: Hardware) -> Roof:
@@ -121,7 +120,7 @@ class Roof:
         )
 
     def _memory(self, cost: Cost) -> tuple[str, float] | None:
-        """The memory roof ``cost``'s bytes are held to: (resource, byte/s), or None."""
+        """``cost`` 的字节数所受的内存 roof：(resource, byte/s)，没有时为 None。"""
         assert self.bandwidth is not None
         working_set = cost.bytes / max(cost.kernels, 1)
         if self.cache_roof is None or (
@@ -183,7 +182,7 @@ class OpRow:
     precision: str | None
     bound_time: TimeBound | None
     profiler_flops: int | None
-    """What the profiler counted (``with_flops=True``), None where it counted none."""
+    """profiler 统计的 FLOPs（``with_flops=True``）；它没有统计时为 None。"""
 
     @property
     def flops(self) -> int | None:
@@ -249,7 +248,7 @@ class Attribution:
     total_time_s: float
     roof: Roof | None
     clock: str
-    """Whose time the rows hold, ``"cpu"`` or ``"device"`` (the kernels' time on the GPU)."""
+    """各行记的是谁的时间：``"cpu"``，或 ``"device"`` （GPU 上 kernel 的时间）。"""
 
     @property
     def explained(self) -> float:
@@ -315,7 +314,7 @@ def _has_model(call: Call) -> bool:
 
 
 def _events(prof: Any, region: str | None) -> list[Any]:
-    """The operator events (CPU side) of the profile, only those under ``region`` if given."""
+    """profile 中的算子事件（CPU 一侧）；给了 ``region`` 时只取其中的。"""
     from torch.autograd import DeviceType
 
     events = [e for e in prof.events() if e.device_type == DeviceType.CPU]
@@ -338,8 +337,9 @@ def _events(prof: Any, region: str | None) -> list[Any]:
 
 
 def _composite(event: Any, modelled: dict[int, bool]) -> bool:
-    """Whether a modelled kernel runs under it: any, under a helper that fills or copies
-    (``zero_`` is a ``fill_``); under another operator, one that is not such a helper."""
+    """它下面是否运行着有模型的 kernel：它本身是填充或复制的 helper 时（``zero_`` 就是 ``fill_``），
+    任何一个都算；是别的算子时，只算不是这类 helper 的 kernel。
+    """
     helper = event.name in HELPERS
     stack = list(event.cpu_children)
     while stack:
@@ -523,7 +523,7 @@ def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = N
 
 
 def _last_frame(exc: BaseException, path: str) -> str:
-    """`` (line N)`` of the deepest frame of the traceback in the script, or nothing."""
+    """脚本中 traceback 最深一帧的 `` (line N)``，没有则为空。"""
     line, tb = None, exc.__traceback__
     while tb is not None:
         if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):

@@ -23,7 +23,7 @@ from .cases import OPERATORS
 from .claims import check_claims, square_gemms, streams_from_memory
 from .suites import SMALL_GEMM
 
-#: Device names as CUDA or the vendor tools report them, mapped to catalog keys.
+#: CUDA 或厂商工具报告的设备名称，映射到目录中的键。
 _DATASHEET_NAMES = (
     (r"\bH200\b", "h200-sxm"),
     (r"\bH100\b.*(SXM|HBM3)", "h100-sxm"),
@@ -444,8 +444,7 @@ def measured_precisions(run: Mapping[str, Any]) -> list[str]:
 
 
 PREDICTION_TARGET = 0.2
-"""The band drawn around ``predicted = measured``: the prediction's median error is
-held to it on the CPU the book is built on."""
+"""``predicted = measured`` 周围画出的带：在构建本书的 CPU 上，预测误差的中位数须在带内。"""
 
 
 def plot_predictions(ax, run: Mapping[str, Any], *, band: float = PREDICTION_TARGET):
