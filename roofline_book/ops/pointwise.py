@@ -153,10 +153,9 @@ def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
     )
 
 
-#: FLOPs per element of Q or K in a rotary embedding,
-#: ``x * cos + rotate_half(x) * sin``: two multiplies and one add. NB: Hugging Face's
-#: ``apply_rotary_pos_emb`` also negates half of each head (``-x2`` in ``rotate_half``),
-#: a sign a fused kernel folds into a subtract, so it is not counted.
+#: 旋转位置编码 ``x * cos + rotate_half(x) * sin`` 中 Q 或 K 每个元素的 FLOPs：两次乘法、
+#: 一次加法。NB：Hugging Face 的 ``apply_rotary_pos_emb`` 还把每个 head 的一半取负
+#: （``rotate_half`` 中的 ``-x2``），融合 kernel 把这个符号并入减法，所以不计。
 ROPE_FLOPS_PER_ELEMENT = 3
 
 
@@ -168,49 +167,39 @@ def rope(
     *,
     kv_heads: int | None = None,
 ) -> Cost:
-    """Rotary position embedding (RoPE) applied to Q and K, as one fused kernel.
+    """对 Q 和 K 做旋转位置编码（RoPE），一个融合 kernel。
 
-    Per element of ``Q`` and ``K``, ``x * cos + rotate_half(x) * sin``
-    (:data:`ROPE_FLOPS_PER_ELEMENT`, all vector work). Compulsory traffic: read
-    ``Q`` (``tokens x heads x head_dim``), ``K`` (``tokens x kv_heads x
-    head_dim``) and the ``cos`` and ``sin`` tables (``tokens x head_dim`` each,
-    shared by every head, in ``dtype``), write the rotated ``Q`` and ``K``:
+    ``Q`` 和 ``K`` 的每个元素做 ``x * cos + rotate_half(x) * sin``
+    （:data:`ROPE_FLOPS_PER_ELEMENT`，全是向量单元的工作）。必需流量：读 ``Q``
+    （``tokens x heads x head_dim``）、``K`` （``tokens x kv_heads x head_dim``）以及 ``cos`` 和
+    ``sin`` 两张表（各 ``tokens x head_dim``，所有 head 共用，精度为 ``dtype``），写出旋转后的
+    ``Q`` 和 ``K``：
 
     .. math:: \\text{bytes} = s\\,\\big(2\\,t\\,(h + h_{kv})\\,d + 2\\,t\\,d\\big)
 
-    This is the count of Hugging Face's ``apply_rotary_pos_emb`` (Llama): it
-    computes ``q * cos + rotate_half(q) * sin`` and the same for ``k``, with
-    ``cos`` and ``sin`` of shape (batch, seq, head_dim) cast to the
-    activations' precision. Run eagerly, that is five kernels per tensor
-    (``-x2``, ``cat``, two multiplies, the add), ten in all, each reading and
-    writing its operands; the Cost here is the single kernel they fuse into,
-    the lower bound. Building the tables (once per forward pass, shared by
-    every layer) is not counted.
+    这是 Hugging Face ``apply_rotary_pos_emb`` （Llama）的计法：它计算
+    ``q * cos + rotate_half(q) * sin``，对 ``k`` 也一样，``cos`` 和 ``sin`` 的 shape 为
+    (batch, seq, head_dim)，转换为激活的精度。eager 运行时每个 tensor 五个 kernel（``-x2``、
+    ``cat``、两次乘法、一次加法），共十个，每个都读写自己的操作数；这里的 Cost 是它们融合成的
+    单个 kernel，即下界。生成这两张表（每次前向一次，各层共用）不计入。
 
     Parameters
     ----------
     tokens : int
-        Rows of Q and K, ``batch * seq``, >= 1.
     heads : int
-        Query heads, >= 1.
     head_dim : int
-        Width of one head (elements), even and >= 2: the rotation pairs its halves.
     dtype : str or torch.dtype
-        Precision of Q, K and the tables.
     kv_heads : int, optional
-        Key heads (fewer than ``heads`` under grouped-query attention); by
-        default ``heads``.
 
     Returns
     -------
     Cost
-        One kernel; FLOPs on the vector units.
 
     Examples
     --------
-    A Llama-2-7B layer at 4096 tokens: Q and K are 4096 x 32 x 128 each, the
-    tables 4096 x 128 each, all BF16. 3 FLOPs for each of 2 * 4096 * 4096
-    elements; 2 * (2 * 4096**2 + 2 * 4096 * 128) bytes in, 2 * 2 * 4096**2 out:
+    Llama-2-7B 的一层，4096 个 token：Q 和 K 各为 4096 x 32 x 128，两张表各为 4096 x 128，全部
+    BF16。2 * 4096 * 4096 个元素每个 3 FLOP；读入 2 * (2 * 4096**2 + 2 * 4096 * 128) 字节，
+    写出 2 * 2 * 4096**2 字节：
 
     >>> c = rope(4096, 32, 128)
     >>> c.flops, c.bytes_read, c.bytes_written
