@@ -4,6 +4,7 @@ Walks the built SVGs (``svg.fonttype: none`` leaves their text as text) and
 splits each text element into Latin words; a word outside :data:`ALLOWED`,
 the device names and the operator names is English a Chinese reader must read.
 The command-line appendix shows the CLI's own (English) figure and is left out.
+Without a built book, the plotting functions' own labels are checked the same way.
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ import html
 import json
 import re
 
+import matplotlib
 import pytest
 from conftest import BUILD
 
-from roofline_book import catalog
-from roofline_book.inference import models
-from roofline_book.measure.atenops import ATEN_MODELS
+matplotlib.use("Agg")
+from matplotlib import pyplot as plt  # noqa: E402
 
-pytestmark = pytest.mark.site
+from roofline_book import catalog, gemm, hardware, plotting  # noqa: E402
+from roofline_book.inference import models  # noqa: E402
+from roofline_book.measure.atenops import ATEN_MODELS  # noqa: E402
+from roofline_book.roofline import time_lower_bound  # noqa: E402
 
 HTML = BUILD / "html"
 
@@ -94,6 +98,41 @@ def test_the_checker_finds_english():
     assert english_words(svg, ALLOWED) == ["Sequence", "length"]
 
 
+def _labels(fig) -> str:
+    """Every axis label, title and legend entry of ``fig``, as SVG-like text elements."""
+    texts = [fig._suptitle.get_text()] if fig._suptitle else []
+    for ax in fig.axes:
+        texts += [ax.get_xlabel(), ax.get_ylabel(), ax.get_title()]
+        texts += [t.get_text() for t in ax.texts]
+        legend = ax.get_legend()
+        texts += [t.get_text() for t in legend.get_texts()] if legend else []
+    return "".join(f"<text>{t}</text>" for t in texts if t)
+
+
+def test_plotting_labels_are_chinese_in_the_book_language():
+    h100 = hardware("h100-sxm")
+    plotting.set_language("zh")
+    try:
+        fig, axes = plt.subplots(2, 4)
+        plotting.ceilings(axes[0][0], h100)
+        plotting.roofline(axes[0][1], 100e12, 1e12)
+        plotting.gemm_intensity(axes[0][2], [64, 128], "bf16", label="BF16")
+        plotting.attention_sweep(axes[0][3], axes[1][0], [512, 1024], 8, 64, {"flash": "k"})
+        plotting.square_gemm_fraction(axes[1][1], h100, [64, 128], {"bf16": "b"})
+        plotting.device_rooflines(axes[1][2], [(h100, "H100 SXM", None)], {"bf16": "-"})
+        plotting.time_bars(axes[1][3], [("add", time_lower_bound(gemm(8, 8, 8), 1e12, 1e12))])
+        for ax in axes.flat:
+            if ax.get_legend() is None and ax.get_legend_handles_labels()[0]:
+                ax.legend()
+        labels = _labels(fig)
+        plt.close(fig)
+    finally:
+        plotting.set_language("en")
+    assert "可达性能" in labels and "算术强度" in labels and "序列长度" in labels
+    assert english_words(labels, ALLOWED | _names()) == []
+
+
+@pytest.mark.site
 def test_figures_write_no_english():
     figures = _figures()
     assert len(figures) >= 15, "build the book first"
