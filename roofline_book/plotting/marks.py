@@ -139,7 +139,7 @@ def time_bars(
     )
     ax.set_yticks(y, [name for name, _ in named])
     ax.set_xscale("log")
-    ax.set_xlabel(xlabel or text("time bound axis", unit=unit))
+    ax.set_xlabel(xlabel or text("time bound axis", unit={"us": "µs"}.get(unit, unit)))
     ax.grid(axis="y", visible=False)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     return [compute, memory]
