@@ -79,7 +79,7 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _tensors(call: Call) -> list[tuple[tuple[int, ...], str]]:
-    """The float tensor inputs (not scalars) as (shape, precision)."""
+    """浮点 tensor 输入（不含标量），写成 (shape, precision)。"""
     out = []
     for i, shape in enumerate(call.shapes):
         dtype = call.dtypes[i] if i < len(call.dtypes) else ""
@@ -101,7 +101,7 @@ def _broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...] | None:
 
 
 def _pointwise(flops: int, special: int = 0, *, tensors: int | None = None):
-    """An elementwise operator: every tensor input read, one output of the broadcast shape."""
+    """一个 elementwise 算子：每个 tensor 输入读一次，写出一个广播后 shape 的输出。"""
 
     def cost(call: Call) -> Cost | None:
         inputs = _tensors(call)[:tensors]
@@ -137,7 +137,7 @@ def _copy(call: Call) -> Cost | None:
 
 
 def _reduction(call: Call) -> Cost | None:
-    """sum / mean over some dimensions: read every element, write the reduced tensor."""
+    """沿某些维度做 sum / mean：读每个元素，写出归约后的 tensor。"""
     inputs = _tensors(call)
     if not inputs:
         return None
@@ -173,7 +173,7 @@ def _concrete_flag(call: Call, index: int) -> bool:
 
 
 def _sdpa(causal_at: int):
-    """A fused attention kernel's forward: Q, K, V of shape (batch, heads, seq, head_dim)."""
+    """融合 attention kernel 的前向：Q、K、V 的 shape 为 (batch, heads, seq, head_dim)。"""
 
     def cost(call: Call) -> Cost | None:
         inputs = _tensors(call)
@@ -187,7 +187,7 @@ def _sdpa(causal_at: int):
 
 
 def _sdpa_backward(causal_at: int):
-    """A fused attention kernel's backward: (dO, Q, K, V, O, ...)."""
+    """融合 attention kernel 的反向：(dO, Q, K, V, O, ...)。"""
 
     def cost(call: Call) -> Cost | None:
         inputs = _tensors(call)
@@ -279,11 +279,12 @@ def _register() -> dict[str, Callable[[Call], Cost | None]]:
 
 
 ATEN_MODELS = _register()
-"""The modelled aten operators: name -> function of a :class:`Call` returning a Cost or None."""
+"""有模型的 aten 算子：名称 -> 以 :class:`Call` 为参数、返回 Cost 或 None 的函数。"""
 
 HELPERS = frozenset({"aten::copy_", "aten::fill_", "aten::zero_"})
-"""Modelled operators that other kernels call to fill or move their outputs. An operator
-whose only modelled descendants are these still counts as a kernel of its own."""
+"""其他 kernel 调用来填充或搬运输出的、有模型的算子。若一个算子下面有模型的只有这些，它仍算作一个
+单独的 kernel。
+"""
 
 __all__ = [
     "ATEN_MODELS",

@@ -1,9 +1,7 @@
-"""A run's ceilings and stability, from the entries of its probes and sentinel.
+"""由探针与哨兵的条目得出一次 run 的上限与稳定性。
 
-The probes (:func:`roofline_book.measure.suites.probes`) are timed in
-interleaved rounds; each ceiling is its probe's best round, with the spread of
-the rounds beside it. The sentinel, timed between the operator cases, says
-whether the machine stayed the same through the run.
+探针（:func:`roofline_book.measure.suites.probes`）分轮交替计时；每个上限取其探针最好的一轮，
+旁边记下各轮的离散程度。哨兵在各个算子 case 之间计时，说明机器在整个 run 中是否保持不变。
 """
 
 from __future__ import annotations
@@ -15,17 +13,16 @@ from .registry import Case
 from .runfile import rates
 
 SENTINEL_TOLERANCE = 0.3
-"""A run is stable when its sentinel's checkpoints lie within this fraction of each
-other, ``max / min - 1``. Each checkpoint is the sentinel's fastest sample, so a
-passing stall (which widens the cases' own spreads, and makes their comparisons
-inconclusive) does not move it, while a sustained change does: a slower clock, a
-process sharing the core, a second thread waiting on a busy one. On the shared
-2-core VM the book is built on, an idle run's checkpoints spread 15 to 25% (other
-tenants share the host), so a tighter limit would flag every run."""
+"""哨兵各检查点之间相差不超过这个比例（``max / min - 1``）时，run 就是稳定的。每个检查点取哨兵
+最快的样本，所以短暂的停顿（它会加大各 case 自身的离散，使它们的比较无法判定）不会移动它，
+而持续的变化会：时钟变慢、有进程共用这个核、第二个线程在等一个忙碌的线程。在构建本书的共享
+2 核虚拟机上，空闲 run 的检查点也相差 15% 到 25%（宿主机上还有别的租户），所以更严的界限会让
+每个 run 都被标记。
+"""
 
 
 def _spread(entry: Mapping[str, Any]) -> float:
-    """``max / min - 1`` of an entry's round medians (0 for a single round)."""
+    """一个条目各轮中位数的 ``max / min - 1`` （只有一轮时为 0）。"""
     rounds = entry.get("rounds_s") or [entry["time"]["median_s"]]
     return max(rounds) / min(rounds) - 1
 
@@ -90,7 +87,7 @@ def record(
 
 
 def _drift(entry: Mapping[str, Any]) -> float:
-    """The last round's median over the best of the earlier ones (1: no change)."""
+    """最后一轮的中位数除以前面各轮中最好的一轮（1 表示没有变化）。"""
     *earlier, last = entry["rounds_s"]
     return last / min(earlier)
 
