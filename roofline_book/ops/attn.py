@@ -19,13 +19,12 @@ DEFAULT_SRAM_BYTES = 192 * 1024
 
 
 def _causal_pairs(seq_q: int, seq_k: int) -> int:
-    """(query, key) pairs a causal mask keeps, aligned bottom-right.
+    """causal mask 保留的 (query, key) 对数，右下对齐。
 
-    Query ``i`` (of ``seq_q``) sees keys ``0 .. seq_k - seq_q + i``, so the
-    last query sees every key: a decode step's one new query attends to its
-    whole cache. This is the alignment of FlashAttention >= 2.1, vLLM and
-    ``torch.nn.attention.bias.causal_lower_right``. With ``seq_q > seq_k`` the
-    first ``seq_q - seq_k`` queries see no key.
+    query ``i`` （共 ``seq_q`` 个）看到 key ``0 .. seq_k - seq_q + i``，所以最后一个 query 看到
+    每一个 key：一步 decode 的那个新 query 看到它的整个 cache。这是 FlashAttention >= 2.1、vLLM 和
+    ``torch.nn.attention.bias.causal_lower_right`` 的对齐方式。``seq_q > seq_k`` 时，前
+    ``seq_q - seq_k`` 个 query 看不到任何 key。
     """
     if seq_q <= seq_k:
         return seq_q * (seq_k - seq_q) + seq_q * (seq_q + 1) // 2
@@ -33,7 +32,7 @@ def _causal_pairs(seq_q: int, seq_k: int) -> int:
 
 
 def _flash_keys_read(seq_q: int, seq_k: int, rows: int, causal: bool) -> int:
-    """Key (and value) rows a flash kernel streams in, summed over its query blocks."""
+    """flash kernel 流式读入的 key（及 value）行数，对所有 query 块求和。"""
     blocks = math.ceil(seq_q / rows)
     if not causal:
         return blocks * seq_k
@@ -48,7 +47,7 @@ def _flash_keys_read(seq_q: int, seq_k: int, rows: int, causal: bool) -> int:
 
 
 def _block_rows(sram_bytes: int, head_dim: int, dtype: Precision, limit: int) -> int:
-    """Rows of a flash block: ``M / (4d)`` for ``M`` on-chip elements, at most ``limit``."""
+    """flash 块的行数：片上有 ``M`` 个元素时为 ``M / (4d)``，至多 ``limit``。"""
     s = bytes_per_element(dtype)
     sram_elements = sram_bytes // s
     if sram_elements < 4 * head_dim:
@@ -199,7 +198,7 @@ def attention(
 def _eager(
     batch: int, bh: int, seq_q: int, seq_k: int, d: int, dtype: Precision, causal: bool
 ) -> Cost:
-    """The six (five without a mask) kernels of eager Hugging Face attention."""
+    """Hugging Face eager attention 的六个 kernel（不加 mask 时五个）。"""
     scores = bh * seq_q * seq_k
     s, f32 = bytes_per_element(dtype), bytes_per_element("fp32")
     total = gemm(seq_q, d, seq_k, dtype, batch=bh)  # S = Q K^T
