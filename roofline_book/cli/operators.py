@@ -1,8 +1,7 @@
-"""The library's operator functions as the command line offers them, described once.
+"""命令行所提供的库中算子函数，只描述一次。
 
-``op OPERATOR`` and ``plot --point NAME:SIZES`` both read :data:`OPERATORS`:
-each entry is an :mod:`roofline_book.ops` function and the arguments the
-command line passes to it, so a new operator is one entry here.
+``op OPERATOR`` 和 ``plot --point NAME:SIZES`` 都读 :data:`OPERATORS`：每一项是一个
+:mod:`roofline_book.ops` 函数，以及命令行传给它的参数，所以新算子只需在这里加一项。
 """
 
 from __future__ import annotations
@@ -24,7 +23,7 @@ _REQUIRED = inspect.Parameter.empty
 
 @dataclass(frozen=True)
 class Arg:
-    """One argument of an operator function, as the command line offers it."""
+    """算子函数的一个参数，按命令行提供它的方式。"""
 
     name: str
     kind: str  # "size", "text" or "flag"
@@ -38,7 +37,7 @@ class Arg:
 
 @dataclass(frozen=True)
 class Operator:
-    """A library operator function and the arguments the command line passes to it."""
+    """库中的一个算子函数，以及命令行传给它的参数。"""
 
     func: Callable[..., Any]
     args: tuple[Arg, ...]
@@ -49,7 +48,7 @@ class Operator:
 
     @property
     def summary(self) -> str:
-        """The operator's one line in ``op --help``: English, as the command line is."""
+        """算子在 ``op --help`` 中的那一行：英文，与命令行的语言一致。"""
         name = self.func.__name__
         return SUMMARIES.get(name) or (inspect.getdoc(self.func) or "").splitlines()[0]
 
@@ -60,7 +59,7 @@ class Operator:
         return self.default(arg.name) is _REQUIRED if arg.required is None else arg.required
 
     def call(self, given: dict[str, Any]) -> tuple[Cost, dict[str, Any]]:
-        """The cost, and every argument the function saw (defaults filled in)."""
+        """代价，以及函数收到的每个参数（已补上默认值）。"""
         kwargs = self.prepare(dict(given)) if self.prepare else dict(given)
         bound_args = inspect.signature(self.func).bind(**kwargs)
         bound_args.apply_defaults()
@@ -74,8 +73,8 @@ class Operator:
 _DTYPE = Arg("dtype", "text", "precision name, e.g. bf16, fp16, fp32, fp8")
 _NUMEL = Arg("numel", "size", "elements per tensor")
 
-#: One line per operator for ``op --help``, in the command line's language and without the
-#: reST markup of the docstrings (which are written for the book's API appendix).
+#: ``op --help`` 中每个算子一行，用命令行的语言（英文），不带 docstring 的 reST 标记
+#: （docstring 是为本书的 API 附录写的中文）。
 SUMMARIES = {
     "gemm": "Matrix product C = A @ B, A of shape (m, k) and B of shape (k, n).",
     "add": "z = x + y over numel elements: 1 FLOP, two reads and one write each.",
@@ -107,7 +106,7 @@ def _seq_k_defaults_to_seq_q(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _kernels_total(kernels: list[tuple[str, Cost]]) -> Cost:
-    """The summed cost of a list of ``(name, Cost)`` kernels."""
+    """``(name, Cost)`` kernel 列表的代价之和。"""
     return sum((cost for _, cost in kernels), ops.ZERO)
 
 
@@ -291,7 +290,7 @@ _FALSE = {"0", "false", "no", "off"}
 
 
 def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> dict[str, Any]:
-    """``given`` with the arguments a device decides filled in: a flash block's on-chip memory."""
+    """补上由设备决定的参数之后的 ``given``：flash 块的片上存储。"""
     if any(a.name == "sram_bytes" for a in spec.args) and given.get("sram_bytes") is None:
         given = given | {"sram_bytes": device_sram_bytes(device)}
     return given
@@ -300,32 +299,30 @@ def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> 
 def parse_point(
     text: str, dtype: str | None = None, device: Hardware | None = None
 ) -> tuple[str, str, Cost, dict[str, Any]]:
-    """Read ``NAME:SIZE,SIZE,...,KEY=VALUE`` into an operator's cost.
+    """把 ``NAME:SIZE,SIZE,...,KEY=VALUE`` 读成一个算子的代价。
 
-    Sizes fill the operator's size arguments in order (``gemm:M,K,N``,
-    ``add:NUMEL``, ``attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM``); any
-    argument can also be named, ``adamw:1M,impl=loop``, ``gemm:64,64,64,batch=8``.
+    各尺寸按顺序填入算子的尺寸参数（``gemm:M,K,N``、``add:NUMEL``、
+    ``attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM``）；任何参数也可以按名字给出，如
+    ``adamw:1M,impl=loop``、``gemm:64,64,64,batch=8``。
 
     Parameters
     ----------
     text : str
-        The point as typed.
+        键入的点。
     dtype : str, optional
-        Precision of an operator that takes a ``dtype`` and names none here
-        (AdamW's precisions keep their own defaults).
+        接收 ``dtype`` 而这里没有指定的算子所用的精度（AdamW 的各精度保留自己的默认值）。
     device : Hardware, optional
-        Fills in what a device decides (:func:`device_defaults`).
+        补上由设备决定的内容（:func:`device_defaults`）。
 
     Returns
     -------
     (str, str, Cost, dict)
-        The operator's name, a label, its cost and every argument it saw.
+        算子名、标签、它的代价，以及它收到的每个参数。
 
     Raises
     ------
     ValueError, TypeError
-        For a malformed point, an unknown operator or argument, or sizes the
-        operator refuses; each message names the point.
+        点的格式错误、算子或参数未知，或算子拒绝这些尺寸时抛出；每条信息都写明是哪个点。
 
     Examples
     --------
