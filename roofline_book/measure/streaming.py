@@ -1,12 +1,9 @@
-"""A weight-streaming GEMM sweep: decode's central claim, measured on this machine.
+"""流式读取权重的 GEMM 扫描：在这台机器上测量 decode 的核心结论。
 
-``y = x W^T`` (``torch.nn.functional.linear``, the layout of a model's
-weights), ``x`` of ``batch x d`` and ``W`` of ``d x d``, far larger than the
-last-level cache: at small batch every call streams ``W`` from memory and the time
-hardly moves with the batch; past the ridge the arithmetic takes over and
-the time grows with it. :func:`weight_streaming` times the sweep,
-:class:`StreamingSweep` sets it against the roofline's prediction from the
-machine's measured ceilings.
+``y = x W^T`` （``torch.nn.functional.linear``，即模型权重的布局），``x`` 为 ``batch x d``，``W``
+为 ``d x d``，远大于末级 cache：batch 小时每次调用都从内存流式读取 ``W``，时间几乎不随 batch
+变化；越过 ridge point 之后运算占了上风，时间随之增长。:func:`weight_streaming` 为这次扫描计时，
+:class:`StreamingSweep` 把它与由机器实测上限得出的 roofline 预测对照。
 """
 
 from __future__ import annotations
@@ -25,16 +22,16 @@ from ..roofline import gemm_tokens_to_ridge, time_lower_bound
 from . import machine
 from .timing import Timing, time_cpu
 
-#: The flat part of a sweep: batches up to this many rows (each call streams the weight).
+#: 扫描的平坦部分：行数不超过这个数的 batch（每次调用都流式读取权重）。
 FLAT_BATCH = 4
 
-#: Batches of the default sweep, from one token to well past a CPU's ridge.
+#: 默认扫描的各 batch，从一个 token 到远超 CPU 的 ridge point。
 BATCHES = (1, 2, 4, 16, 64, 128)
 
 
 @dataclass(frozen=True)
 class StreamingPoint:
-    """One batch of the sweep: the model's cost and the measured time."""
+    """扫描中的一个 batch：模型代价与实测时间。"""
 
     batch: int
     cost: Cost
@@ -43,20 +40,20 @@ class StreamingPoint:
 
 @dataclass(frozen=True)
 class StreamingSweep:
-    """The timed sweep of ``(batch x d) @ (d x d)`` in one precision."""
+    """一种精度下 ``(batch x d) @ (d x d)`` 的计时扫描。"""
 
     d: int
     precision: str
     points: tuple[StreamingPoint, ...]
 
     def predicted_seconds(self, peak_flops: float, bandwidth: float) -> list[float]:
-        """The two-roof time lower bound of each batch with the given ceilings (second)."""
+        """在给定上限下每个 batch 两条 roof 的时间下界（秒）。"""
         return [time_lower_bound(p.cost, peak_flops, bandwidth).seconds for p in self.points]
 
     def predicted_crossing(self, peak_flops: float, bandwidth: float) -> float:
-        """Batch at which the model's compute time overtakes its memory time.
+        """模型的计算时间超过其内存时间时的 batch。
 
-        :func:`roofline_book.roofline.gemm_tokens_to_ridge` at the ridge ``P / B``.
+        即 ridge point ``P / B`` 处的 :func:`roofline_book.roofline.gemm_tokens_to_ridge`。
         """
         ridge = _validate.positive("peak_flops", peak_flops) / _validate.positive(
             "bandwidth", bandwidth
@@ -64,13 +61,11 @@ class StreamingSweep:
         return gemm_tokens_to_ridge(ridge, self.d, self.d, self.precision)
 
     def measured_crossing(self) -> tuple[float, float, float]:
-        """Where the measured flat part meets the measured rising part: (batch, low, high).
+        """实测的平坦部分与实测的上升部分的交点：(batch, low, high)。
 
-        The flat part is the median time of the batches up to :data:`FLAT_BATCH` (each call
-        streams the weight); the rising part is the time per token of the two
-        largest batches. Their ratio is the batch at which the two lines meet.
-        ``low`` and ``high`` take each time at the bottom or top of its
-        interquartile range, the spread of the estimate.
+        平坦部分是不超过 :data:`FLAT_BATCH` 的各 batch 的时间中位数（每次调用都流式读取权重）；
+        上升部分是最大两个 batch 每个 token 的时间。两者之比就是两条线相交处的 batch。``low`` 与
+        ``high`` 把每个时间取在其四分位区间的下端或上端，即这个估计的离散范围。
         """
         flat = [p.timing for p in self.points if p.batch <= FLAT_BATCH]
         tail = sorted(self.points, key=lambda p: p.batch)[-2:]
@@ -87,15 +82,13 @@ class StreamingSweep:
         return estimate(0.0), estimate(-1.0), estimate(1.0)
 
     def figures(self, peak_flops: float, bandwidth: float) -> dict[str, float | int | bool]:
-        """What a page quotes from the sweep, as plain numbers.
+        """页面从扫描中引用的数字，都是普通的数。
 
-        Keys: ``d``, ``weight_mb`` (the weight, MB), ``margin`` (the weight
-        over the last-level cache it was sized from), ``flat_batch``, ``predicted`` and
-        ``measured`` crossing batches, ``low`` and ``high`` (the measured
-        estimate's spread), ``ratio`` (measured over predicted), ``within``
-        (the prediction lies inside the spread), ``flat_ms`` (the measured
-        time while streaming) and ``model_flat_ms`` (the model's memory time
-        for the same weight), ``flat_over_model``.
+        键：``d``、``weight_mb`` （权重，MB）、``margin`` （权重相对用来确定其大小的末级 cache 的
+        倍数）、``flat_batch``、``predicted`` 与 ``measured`` 两个交点 batch、``low`` 与 ``high``
+        （实测估计的离散范围）、``ratio`` （实测比预测）、``within`` （预测落在离散范围内）、
+        ``flat_ms`` （流式读取时的实测时间）与 ``model_flat_ms`` （同一权重的模型内存时间）、
+        ``flat_over_model``。
         """
         measured, low, high = self.measured_crossing()
         predicted = self.predicted_crossing(peak_flops, bandwidth)
@@ -118,10 +111,9 @@ class StreamingSweep:
         }
 
     def plot(self, ax, peak_flops: float, bandwidth: float, *, labels: tuple[str, str, str, str]):
-        """Measured medians (with their IQR) and the model's bound against the batch, log-log.
+        """实测中位数（带 IQR）与模型下界随 batch 的变化，log-log。
 
-        ``labels`` name the measured points, the model's bound, the predicted
-        and the measured crossing (the page's language).
+        ``labels`` 依次命名实测点、模型下界、预测的交点和实测的交点（用页面的语言）。
         """
         batches = [p.batch for p in self.points]
         medians = [p.timing.median_s * 1e3 for p in self.points]
@@ -138,14 +130,14 @@ class StreamingSweep:
         return drawn
 
 
-#: The weight is at least this many times the last-level cache.
+#: 权重至少为末级 cache 的这么多倍。
 STREAM_MARGIN = 2
 
 
 def streaming_size(cache_bytes: int | None, precision: str = "fp32") -> int:
-    """Edge ``d`` of a square weight at least :data:`STREAM_MARGIN` times the cache.
+    """方形权重的边长 ``d``，使权重至少为 cache 的 :data:`STREAM_MARGIN` 倍。
 
-    Rounded up to a multiple of 256; 4096 when the cache size is unknown.
+    向上取整到 256 的倍数；cache 大小未知时为 4096。
 
     Examples
     --------
@@ -166,19 +158,18 @@ def weight_streaming(
     d: int | None = None,
     min_run_time: float = 0.05,
 ) -> StreamingSweep:
-    """Time ``linear(x, W)`` on the CPU for each batch, ``W`` beyond the last-level cache.
+    """在 CPU 上为每个 batch 计时 ``linear(x, W)``，``W`` 超出末级 cache。
 
     Parameters
     ----------
     batches : sequence of int
-        Rows of ``x``, increasing; at least one up to 4 and two above it.
+        ``x`` 的行数，递增；至少一个不超过 4，两个超过 4。
     precision : str
-        Of ``x``, ``W`` and the output.
+        ``x``、``W`` 与输出的精度。
     d : int, optional
-        Edge of ``W``; by default :func:`streaming_size` of this CPU's cache.
+        ``W`` 的边长；默认为按这台 CPU 的 cache 算出的 :func:`streaming_size`。
     min_run_time : float
-        Least time spent on each batch (second), as in
-        :func:`~roofline_book.measure.timing.time_cpu`.
+        每个 batch 至少花的时间（秒），同 :func:`~roofline_book.measure.timing.time_cpu`。
     """
     torch = require("torch", "the weight-streaming sweep")
 
