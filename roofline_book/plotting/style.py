@@ -106,7 +106,7 @@ TEXTS = {
         "sequence axis": "序列长度 N",
         "traffic axis": "HBM 流量 [bytes]",
         "qkvo once": "Q、K、V、O 各读写一次",
-        "precision ridge": "{precision}（ridge point {ridge:.0f} FLOP/byte）",
+        "precision ridge": "{precision}，ridge point 为 {ridge:.0f} FLOP/byte",
     },
 }
 _LANGUAGE = {"current": "en"}
