@@ -1,7 +1,6 @@
-"""The hardware appendix's tables: each device's ceilings, sparse peaks, caches and sources.
+"""硬件附录的表格：每块设备的上限、稀疏峰值、cache 以及出处。
 
-Headers and cells are what a Chinese reader reads: Chinese words, with
-units, precisions and product names as they are printed.
+表头和单元格都是中文读者要读的内容：用中文词语，单位、精度和产品名照原样写。
 """
 
 from __future__ import annotations
@@ -12,13 +11,13 @@ from typing import Any
 from ..hardware import Hardware, catalog
 from ..units import binary, si
 
-#: Precisions of the matrix-unit columns, in order.
+#: 矩阵单元各列的精度，按顺序。
 PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "int8")
 
-#: What a table shows for a figure the device table does not hold.
+#: 设备表中没有的数字，在表格里显示成什么。
 MISSING = "—"
 
-#: How firm a device's or a source's figures are, as the tables say it.
+#: 设备或出处的数字有多可靠，按表格中的说法。
 FIRMNESS_ZH = {"vendor": "厂商资料", "paper": "论文实测", "secondary": "二手资料", "": "用户给定"}
 
 

@@ -1,4 +1,4 @@
-"""Tables for the page: number formatting, the roofline table, and DataFrame -> Markdown."""
+"""页面用的表格：数字格式、roofline 表，以及 DataFrame -> Markdown。"""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from ..units import si
 
 
 def short(value: float) -> str:
-    """A table number: three significant digits below 100, whole numbers from 100 up.
+    """表格中的数字：小于 100 时保留三位有效数字，100 及以上取整数。
 
     Parameters
     ----------
     value : float
-        Any quantity, already in the column's unit (FLOP/byte, TFLOP/s, ...).
+        任意量，已换算到该列的单位（FLOP/byte、TFLOP/s 等）。
 
     Examples
     --------
@@ -26,7 +26,7 @@ def short(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
-#: How the book names each resource a bound can come from (prose and table cells).
+#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）。
 RESOURCE_ZH = {
     "compute": "计算",
     "matrix": "矩阵单元",
@@ -67,7 +67,7 @@ def bound_zh(resource: str) -> str:
 
 
 def reader_si(value: float, unit: str) -> str:
-    """:func:`roofline_book.units.si` for the page: ``µ`` for micro, a no-break space before units.
+    """页面用的 :func:`roofline_book.units.si`：micro 写作 ``µ``，单位前用不换行空格。
 
     Examples
     --------
@@ -167,19 +167,18 @@ def markdown_table(
     table: Any | Sequence[Mapping[str, object]],
     align: Sequence[str] | None = None,
 ) -> Any:
-    """A table as GitHub Markdown, ready for ``glue`` and a ``{glue:md}`` directive.
+    """把表格写成 GitHub Markdown，供 ``glue`` 和 ``{glue:md}`` 指令使用。
 
-    A named index (or a MultiIndex) becomes the leading column(s); an unnamed
-    0, 1, ... index is dropped. Cells are written as they are
-    (``disable_numparse=True``), so text such as ``"0.170"`` keeps its digits.
+    有名字的 index（或 MultiIndex）成为最前面的列；没有名字的 0、1、…… index 被丢掉。单元格照原样
+    写出（``disable_numparse=True``），所以 ``"0.170"`` 这样的文本保留它的各位数字。
 
     Parameters
     ----------
     table : pandas.DataFrame or sequence of mapping
-        The cells; rows as mappings of column name to value are accepted too.
+        单元格；也接受以列名到值的 mapping 表示的各行。
     align : sequence of str, optional
-        ``"left"``, ``"right"`` or ``"center"`` per column; by default the first
-        column left, the others right (names left, numbers right).
+        每列 ``"left"``、``"right"`` 或 ``"center"``；默认第一列左对齐、其余右对齐（名字靠左，
+        数字靠右）。
 
     Returns
     -------
