@@ -7,17 +7,14 @@
 通常先印出 2:4 稀疏的速率，是 dense 的 2 倍；这些单独保存
 （:meth:`Hardware.sparse_peak_flops`），从不用作 roof。
 
-Every ceiling of a device is stated at one clock, ``Hardware.clock_hz``,
-the highest SM clock the device runs at: a lower time bound must take the
-highest rate any kernel can reach. A vendor figure rated at a lower clock
-(Hopper's Tensor Core rows, at 1830 MHz) is scaled to it, and the vendor
-figure and the formula are kept (``Hardware.vendor_peaks``,
-``Hardware.derivations``).
+设备的每个上限都对应同一个时钟 ``Hardware.clock_hz``，即设备能跑到的最高 SM 时钟：时间下界必须取
+任何 kernel 能达到的最高速率。厂商按较低时钟标出的数字（Hopper 的 Tensor Core 各行，1830 MHz）
+换算到这个时钟，厂商的数字与公式都保留下来（``Hardware.vendor_peaks``、``Hardware.derivations``）。
 
 Examples
 --------
-H100 SXM: NVIDIA's dense BF16 989.4 TFLOP/s at 1830 MHz, scaled to the
-1980 MHz the driver reports as the SM's maximum:
+H100 SXM：NVIDIA 给出 1830 MHz 下 dense BF16 为 989.4 TFLOP/s，换算到驱动报告的 SM 最高时钟
+1980 MHz：
 
 >>> h100 = hardware("H100-SXM")
 >>> h100.clock_hz / 1e6, h100.vendor_peaks["bf16"] / 1e12
@@ -53,10 +50,10 @@ ANY_PRECISION = "any"
 """自定义设备唯一峰值的键，所有精度共用。"""
 
 SPECIAL_UNIT = "evaluations/s"
-"""Unit of the special-function ceiling, evaluations (exp, rsqrt, ...) per second, not FLOP/s."""
+"""特殊函数上限的单位：每秒求值次数（exp、rsqrt 等），不是 FLOP/s。"""
 
 FLOP_PER_FMA = 2
-"""FLOPs a vendor counts for one fused multiply-add, the operation its vector peak assumes."""
+"""厂商为一次 fused multiply-add 计的 FLOPs；它的向量峰值按这种运算计。"""
 
 COMPUTE_UNITS = ("matrix", "vector", "special")
 """各有自己上限的计算单元（见 :data:`roofline_book.ops.UNITS`）。"""
@@ -138,7 +135,7 @@ class Ceiling:
 
     @property
     def unit(self) -> str:
-        """The unit of :attr:`value`: ``"FLOP/s"``, ``"OP/s"``, ``"evaluations/s"`` or ``"B/s"``."""
+        """:attr:`value` 的单位：``"FLOP/s"``、``"OP/s"``、``"evaluations/s"`` 或 ``"B/s"``。"""
         if self.is_memory:
             return "B/s"
         if self.resource == "special":
@@ -184,8 +181,8 @@ class Hardware:
         设备呈现出来的主存容量（byte）：有出处给出驱动报告的总量时用它，否则按 GiB 读厂商的标称容量
         （``memory_capacity_basis`` 说明是哪一种）。
     memory_capacity_basis : str
-        ``"driver"``（nvidia-smi 报告的总量）、``"nominal"``（厂商的标称容量，按 GiB 读）
-        或 ``""``（由调用者给出）。
+        ``"driver"`` （nvidia-smi 报告的总量）、``"nominal"`` （厂商的标称容量，按 GiB 读）
+        或 ``""`` （由调用者给出）。
     l2_cache, last_level_cache : float or None
         容量（byte），有公开数字时给出；``last_level_cache`` 是 L2 之外的一级 cache（AMD 的
         Infinity Cache）。
@@ -195,9 +192,8 @@ class Hardware:
     clock_hz : float or None
         所有上限所对应的 SM 时钟频率（Hz）：设备能跑到的最高频率。
     shared_memory_per_sm, l1_shared_per_sm, register_file_per_sm : float or None
-        每个 SM 的片上存储（byte）：一个 block 最多能用作 shared memory 的量、L1 与 shared memory
-        合计、
-        寄存器堆。
+        每个 SM 的片上存储（byte）：一个 block 最多能用作 shared memory 的量、L1 与 shared memory 合
+        计、寄存器堆。
     sms : int or None
         streaming multiprocessor 的个数（AMD 上为 compute unit）。
     fp32_lanes_per_sm : int or None
@@ -361,10 +357,9 @@ class Hardware:
     def vector_op_rate(self, dtype: Precision = "fp32") -> float:
         """``dtype`` 数据上每秒的向量 lane 运算次数：向量峰值的一半。
 
-        厂商的向量峰值把一个 FMA 算作 2 FLOP，所以一个 lane slot 只有在执行 FMA 时才做 2 FLOP；
-        加、乘、max 或比较在同一个 slot 里只算 1 FLOP。这是这类运算（以及 FMA，各占一个 slot）
-        的速率，
-        所以向量工作按 lane slot 计时（:attr:`roofline_book.ops.Cost.vector_slots`）。
+        厂商的向量峰值把一个 FMA 算作 2 FLOP，所以一个 lane slot 只有在执行 FMA 时才做 2 FLOP；加、
+        乘、max 或比较在同一个 slot 里只算 1 FLOP。这是这类运算（以及 FMA，各占一个 slot）的速率，所
+        以向量工作按 lane slot 计时（:attr:`roofline_book.ops.Cost.vector_slots`）。
 
         Examples
         --------
@@ -376,16 +371,15 @@ class Hardware:
         return self.vector_peak(dtype) / FLOP_PER_FMA
 
     def special_peak_flops(self) -> float:
-        """Special-function evaluations per second (exp, tanh, rsqrt, reciprocal, ...).
+        """每秒特殊函数求值次数（exp、tanh、rsqrt、倒数等）。
 
-        A count of results per second (:data:`SPECIAL_UNIT`), not FLOP/s.
-        Where no figure is published or derivable this is the FP32 lane
-        operation rate (:meth:`vector_op_rate`): a transcendental costs at
-        least one vector operation, so the bound stays a bound.
+        这是每秒结果的个数（:data:`SPECIAL_UNIT`），不是 FLOP/s。没有公开数字、也无法推算时，取
+        FP32 lane 的运算速率（:meth:`vector_op_rate`）：一次超越函数至少要一次向量运算，所以下界仍是
+        下界。
 
         Examples
         --------
-        H100 SXM: 16 results per clock per SM x 132 SMs x 1980 MHz:
+        H100 SXM：每个 SM 每个时钟周期 16 个结果 x 132 个 SM x 1980 MHz：
 
         >>> hardware("h100-sxm").special_peak_flops() / 1e12
         4.18176
@@ -626,20 +620,20 @@ _FIELDS = {
 }
 #: Hardware 的字段 -> 其出处所用的名称（沿用只有一条 roof 时的目录）。
 _SOURCE_NAMES = {"dense_peaks": "peak_flops", "sparse_peaks": "peak_flops_sparse"}
-#: Inputs of derived figures: they need a source but are not ceilings themselves.
+#: 推算数字的输入：它们需要出处，但本身不是上限。
 _INPUTS = ("fp32_lanes_per_sm", "sfu_per_sm_per_clock", "matrix_clock_hz")
-#: The two ways a capacity may be given (bytes = value x unit); both cite ``memory_capacity``.
+#: 给出容量的两种写法（字节数 = 数值 x 单位）；两者都引用 ``memory_capacity`` 的出处。
 _CAPACITY = {"memory_capacity_mib": 2**20, "memory_capacity_gib": 2**30}
-#: Keys of a device entry that are not figures.
+#: 设备条目中不是数字的键。
 _TEXT = ("name", "vendor", "firmness", "sources", "derivations", "compared")
-#: Every key a device entry may hold.
+#: 设备条目可以有的全部键。
 _DEVICE_KEYS = (*_TEXT, *_FIELDS, *_INPUTS, *_CAPACITY)
-#: Tables keyed by precision, whose sources may be given per precision (``"vector.bf16"``).
+#: 按精度索引的表，它们的出处可以按精度分别给出（``"vector.bf16"``）。
 _PER_PRECISION = ("matrix", "matrix_sparse", "vector")
 
 
 def _figure_source_name(key: str) -> str:
-    """The name under which a catalog key's source is kept in ``Hardware.sources``."""
+    """目录中一个键的出处在 ``Hardware.sources`` 中所用的名字。"""
     if key in _CAPACITY:
         return "memory_capacity"
     if key in _FIELDS:
@@ -648,9 +642,9 @@ def _figure_source_name(key: str) -> str:
 
 
 def _scaled_matrix(entry: Mapping, fields: dict, derivations: dict, where: str) -> dict[str, float]:
-    """Scale the matrix rates rated at a lower clock to the device clock, in ``fields``.
+    """把 ``fields`` 中按较低时钟标出的矩阵单元速率换算到设备的时钟。
 
-    Returns the vendor figures that were scaled, by precision.
+    返回被换算的那些厂商数字，按精度索引。
     """
     rated = entry.get("matrix_clock_hz", {})
     if not rated:
@@ -683,7 +677,7 @@ def _scaled_matrix(entry: Mapping, fields: dict, derivations: dict, where: str) 
 
 
 def _derived_special(entry: Mapping) -> tuple[float, str] | None:
-    """The special-function rate: SFU results per clock per SM x SMs x the device clock."""
+    """特殊函数的速率：每个 SM 每个时钟周期的 SFU 结果数 x SM 个数 x 设备时钟。"""
     needed = ("sfu_per_sm_per_clock", "sms", "clock_hz")
     if "special" in entry or not all(k in entry for k in needed):
         return None
@@ -695,7 +689,7 @@ def _derived_special(entry: Mapping) -> tuple[float, str] | None:
 def _sources_of(
     entry: Mapping, sources: Mapping[str, Source], where: str
 ) -> tuple[dict[str, Source], dict[str, tuple[Source, ...]]]:
-    """Each figure's source, and the sources compared with it and not taken, by source name."""
+    """每个数字的出处，以及与它比较过但没有采用的出处，按出处名索引。"""
     cited = entry.get("sources", {})
     present = [k for k in entry if k not in _TEXT]
     allowed = {_figure_source_name(k) for k in present} | {
@@ -724,22 +718,20 @@ def _sources_of(
 
 
 def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
-    """Devices from the text of a catalog in the format of ``data/hardware.toml``.
+    """从 ``data/hardware.toml`` 格式的目录文本中读出设备。
 
     Parameters
     ----------
     text : str
-        TOML: a ``[sources.KEY]`` table per document, a ``[devices.KEY]`` table
-        per device (with its ``sources`` and, optionally, ``derivations``).
+        TOML：每份文献一个 ``[sources.KEY]`` 表，每个设备一个 ``[devices.KEY]`` 表（带它的
+        ``sources``，以及可选的 ``derivations``）。
     origin : str
-        Where the text came from; every error names it.
+        文本的来处；每条错误信息都写出它。
 
     Raises
     ------
     ValueError
-        On a key the format does not know (a misspelt figure is an error, not
-        a figure silently dropped), a figure without a known source, or a
-        figure the rules refuse.
+        遇到格式不认识的键（拼错的数字是错误，不会被悄悄丢掉）、没有已知出处的数字，或规则不接受的数字。
 
     Examples
     --------
@@ -824,7 +816,7 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
     return MappingProxyType(devices)
 
 
-#: Where the package's catalog lives, as its errors name it.
+#: 包内目录所在的位置，错误信息按这个名字称呼它。
 CATALOG_FILE = "roofline_book/data/hardware.toml"
 
 

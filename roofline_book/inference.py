@@ -115,9 +115,8 @@ def expected_experts(experts: int, per_token: int, tokens: int) -> float:
 def _window_pairs(new: int, context: int, window: int | None) -> int:
     """``context`` 末尾 ``new`` 个 query 的 (query, key) 对数，每个 query 看到 ``window`` 个 key。
 
-    query ``t``（从 1 数起的位置，``t = context - new + 1 .. context``）看到 ``min(t, window)`` 个
-    key，
-    包括它自己；没有窗口时看到全部 ``t`` 个。
+    query ``t`` （从 1 数起的位置，``t = context - new + 1 .. context``）看到 ``min(t, window)`` 个
+    key，包括它自己；没有窗口时看到全部 ``t`` 个。
     """
     if window is None:
         return _causal_pairs(new, context)
@@ -138,9 +137,9 @@ def _attention(
     """一层对 cache 的 attention：每条序列 ``new`` 个 query，``context`` 个 key。
 
     causal，右下对齐（最后一个 query 看到每一个 key）；给了窗口时，每个 query 只看最后 ``window``
-    个 key。
-    必需流量：读入新的 query，有某个 query 看到的每个缓存的 key 和 value 读一次（flash-decoding 式的
-    kernel 每个 KV head 读一次 cache，不论共用它的 query head 有几个），写出输出。
+    个 key。必需流量：读入新的 query，有某个 query 看到的每个缓存的 key 和 value 读一次
+    （flash-decoding 式的 kernel 每个 KV head 读一次 cache，不论共用它的 query head 有几个），写出输
+    出。
     """
     a, s_kv, d = bytes_per_element(p.activations), bytes_per_element(p.kv), config.d
     pairs = batch * config.heads * _window_pairs(new, context, window)
@@ -191,14 +190,12 @@ def layer_ops(
 ) -> list[tuple[str, Cost]]:
     """一个 decoder 层处理 ``batch`` 条序列、每条 ``new`` 个 token，对照 ``context`` 个 key。
 
-    ``context`` 是这一步要 attend 的 token 数：缓存的加上 ``new`` 个新的。
-    prefill 是 ``new = context = prompt``；一步 decode 是 ``new = 1``，``context`` 为缓存的
-    token 数加上这个新 token。模型既有 local（sliding-window）层又有 global 层时，``layer``（从 0
-    数起）
-    选其中一种。新的 key 和 value 随 QKV 投影的输出一起产生，再复制进 cache
-    （按激活的精度读、按 cache 的精度写），这是一个单独的 kernel（``"KV cache write"``，即 vLLM
-    的 ``reshape_and_cache``）。MoE 的 MLP 读取一步所用到的 :func:`expected_experts` 个 expert
-    的权重。
+    ``context`` 是这一步要 attend 的 token 数：缓存的加上 ``new`` 个新的。 prefill 是 ``new =
+    context = prompt``；一步 decode 是 ``new = 1``，``context`` 为缓存的 token 数加上这个新 token。
+    模型既有 local（sliding-window）层又有 global 层时，``layer`` （从 0 数起）选其中一种。新的 key
+    和 value 随 QKV 投影的输出一起产生，再复制进 cache （按激活的精度读、按 cache 的精度写），这是一
+    个单独的 kernel（``"KV cache write"``，即 vLLM 的 ``reshape_and_cache``）。MoE 的 MLP 读取一步所
+    用到的 :func:`expected_experts` 个 expert 的权重。
 
     Examples
     --------
@@ -265,9 +262,8 @@ def step_ops(
     """整个模型的一步：embedding、每一层、最后的 norm、LM head。
 
     每层的算子对所有层求和（``"<op> (x layers)"``）；local 层与 global 层不同之处（它们的
-    attention）
-    各占一行（``"attention, sliding window (x 21)"``）。LM head 计算每条序列最后 ``logits`` 个位置的
-    logits（通常为 1；speculative 验证步需要它的全部位置）。
+    attention）各占一行（``"attention, sliding window (x 21)"``）。LM head 计算每条序列最后
+    ``logits`` 个位置的 logits（通常为 1；speculative 验证步需要它的全部位置）。
 
     Examples
     --------
@@ -342,8 +338,7 @@ def weight_bytes(config: ModelConfig, precisions: Precisions | None = None) -> i
     """模型全部权重的字节数（byte）。
 
     linear 层按 ``precisions.weights``；embedding 表、LM head 与 norm 按
-    ``precisions.table_precision``
-    （量化权重时为 BF16，除非 ``quantize_embeddings``）。
+    ``precisions.table_precision`` （量化权重时为 BF16，除非 ``quantize_embeddings``）。
 
     Examples
     --------
@@ -442,13 +437,11 @@ def decode_batch_to_ridge(
 ) -> float:
     """MLP 的 up 投影达到矩阵单元 ridge point 时的 decode batch。
 
-    流式读取权重的 GEMM ``(B x k) @ (k x n)`` 的算术强度为 ``2Bkn / (w kn + a B (k + n))``，
-    ``w`` 与 ``a`` 是权重与激活每个元素的字节数；令它等于激活精度的 ridge point ``R``，得
-    ``B* = R w kn / (2kn - R a (k + n))``，约为 ``R w / 2``。只量化权重的格式在 BF16 的 ridge point
-    下
-    降低 ``w``，所以 ``B*`` 随之下降；W8A8 FP8 把 ``w`` 减半但把 ``R`` 加倍，所以 ``B*`` 不变。MoE
-    层中
-    每个 expert 的 GEMM 约分到 ``B k / E`` 行（均匀路由），所以 batch 要大 ``E / k`` 倍。
+    流式读取权重的 GEMM ``(B x k) @ (k x n)`` 的算术强度为 ``2Bkn / (w kn + a B (k + n))``， ``w``
+    与 ``a`` 是权重与激活每个元素的字节数；令它等于激活精度的 ridge point ``R``，得 ``B* = R w kn /
+    (2kn - R a (k + n))``，约为 ``R w / 2``。只量化权重的格式在 BF16 的 ridge point 下降低 ``w``，所
+    以 ``B*`` 随之下降；W8A8 FP8 把 ``w`` 减半但把 ``R`` 加倍，所以 ``B*`` 不变。MoE 层中每个
+    expert 的 GEMM 约分到 ``B k / E`` 行（均匀路由），所以 batch 要大 ``E / k`` 倍。
 
     Examples
     --------

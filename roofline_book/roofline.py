@@ -114,9 +114,8 @@ class TimeBound:
     Attributes
     ----------
     by_resource : mapping of str to float
-        每种资源所需的秒数：矩阵 FLOPs 除以矩阵单元的峰值，向量 lane slot 数除以 lane 速率，
-        特殊函数求值次数除以它们的速率（``"matrix"``、``"vector"``、``"special"``；两条 roof
-        的模型中为
+        每种资源所需的秒数：矩阵 FLOPs 除以矩阵单元的峰值，向量 lane slot 数除以 lane 速率，特殊函数
+        求值次数除以它们的速率（``"matrix"``、``"vector"``、``"special"``；两条 roof 的模型中为
         ``"compute"``），或字节数除以某个层级的带宽（``"hbm"``、``"l2"``；两条 roof 的模型中为
         ``"memory"``）。
 
@@ -193,16 +192,15 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
     """``device`` 的每种资源完成 ``cost`` 所需的时间；最大的就是下界。
 
     计算：矩阵 FLOPs 除以 ``dtype`` 下矩阵单元的峰值；向量工作按 lane slot 计
-    （:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`：一个 FMA
-    或其他任何运算各占一个），
-    除以 lane 速率，即厂商按 FMA 计的向量峰值的一半
+    （:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`：一个 FMA 或其他任何运算各占一
+    个），除以 lane 速率，即厂商按 FMA 计的向量峰值的一半
     （:meth:`Hardware.vector_op_rate <roofline_book.hardware.Hardware.vector_op_rate>`，有公开数字时
-    用 packed 16 位运算）；特殊函数求值次数除以它们的速率。全部按设备唯一的时钟计。内存：必需
-    字节数除以 HBM 带宽，假定 L2 为冷（输入来自 HBM，输出写回 HBM）。重读
-    （``Cost.reread_bytes``）只有在 footprint 装不进 L2 时才算在 HBM 上；每个字节，无论是否
-    重读，都经过 L2，设备有 L2 带宽时就按它计入。各单元与各层级同时工作，所以 kernel
-    至少需要这些时间中最大的一个。所有运算只有一个峰值的设备（不给 ``vector`` 的
-    :func:`roofline_book.hardware.adhoc`）只有一种计算资源 ``"compute"``，所有 FLOPs 共用。
+    用 packed 16 位运算）；特殊函数求值次数除以它们的速率。全部按设备唯一的时钟计。内存：必需字节数
+    除以 HBM 带宽，假定 L2 为冷（输入来自 HBM，输出写回 HBM）。重读（``Cost.reread_bytes``）只有在
+    footprint 装不进 L2 时才算在 HBM 上；每个字节，无论是否重读，都经过 L2，设备有 L2 带宽时就按它计
+    入。各单元与各层级同时工作，所以 kernel 至少需要这些时间中最大的一个。所有运算只有一个峰值的设备
+    （不给 ``vector`` 的 :func:`roofline_book.hardware.adhoc`）只有一种计算资源 ``"compute"``，所有
+    FLOPs 共用。
 
     Examples
     --------
@@ -255,14 +253,12 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
 
 
 def unit_rates(cost: Cost, time: TimeBound) -> dict[str, float]:
-    """Each compute unit's FLOPs over the operator's time lower bound, by unit.
+    """每种计算单元的 FLOPs 除以算子的时间下界，按单元索引。
 
-    ``F_u / T`` is the rate unit ``u`` runs at when the operator takes its
-    lower bound ``T``; since ``T >= F_u / P_u`` it never exceeds the unit's
-    peak ``P_u``. Units with no FLOPs are left out. For ``"special"`` the
-    rate is in evaluations/s (one exp is one special FLOP). A device with
-    one peak for every unit (its ``time`` has a ``"compute"`` resource) gets
-    one rate, ``"compute"``, for all FLOPs.
+    ``F_u / T`` 是算子用时恰为下界 ``T`` 时单元 ``u`` 的运行速率；因为 ``T >= F_u / P_u``，它永远不
+    超过该单元的峰值 ``P_u``。没有 FLOPs 的单元不列出。``"special"`` 的速率按每秒求值次数计（一次
+    exp 是一个 special FLOP）。所有单元只有一个峰值的设备（它的 ``time`` 有一个 ``"compute"`` 资源）
+    对全部 FLOPs 只给一个速率 ``"compute"``。
 
     Examples
     --------
@@ -281,12 +277,10 @@ def unit_rates(cost: Cost, time: TimeBound) -> dict[str, float]:
 
 
 def main_unit(cost: Cost, time: TimeBound) -> str | None:
-    """The compute unit that does most of the operator's FLOPs; None when it does none.
+    """承担算子大部分 FLOPs 的计算单元；算子没有 FLOPs 时为 None。
 
-    The attainable rate of a table row is reported on this unit
-    (:attr:`roofline_book.tables.Row.attainable`):
-    the matrix units for a GEMM or FlashAttention, the vector units for an add.
-    A tie goes to the first of matrix, vector, special.
+    表格一行的可达速率就按这个单元报告（:attr:`roofline_book.tables.Row.attainable`）：GEMM 或
+    FlashAttention 是矩阵单元，add 是向量单元。相等时按 matrix、vector、special 的顺序取第一个。
 
     Examples
     --------
@@ -441,9 +435,8 @@ def square_gemm_size_to_ridge(
 
     .. math:: n^{*} = \\frac{3 s I^{*}}{2} .
 
-    With ``C`` stored in another precision (``s_out`` bytes, e.g. an FP8 GEMM
-    writing BF16, as cuBLASLt and Transformer Engine do), the intensity is
-    ``2n / (2s + s_out)`` and ``n* = (2s + s_out) I* / 2``.
+    ``C`` 按另一种精度存放时（每个元素 ``s_out`` 字节，例如 cuBLASLt 与 Transformer Engine 中写出
+    BF16 的 FP8 GEMM），算术强度为 ``2n / (2s + s_out)``，``n* = (2s + s_out) I* / 2``。
 
     Parameters
     ----------
@@ -474,7 +467,7 @@ def square_gemm_size_to_ridge(
     >>> square_gemm_size_to_ridge(100.0, "fp8")
     150.0
 
-    FP8 inputs with a BF16 output: ``(2 * 1 + 2) * 100 / 2 = 200``.
+    FP8 输入、BF16 输出：``(2 * 1 + 2) * 100 / 2 = 200``。
 
     >>> square_gemm_size_to_ridge(100.0, "fp8", out_dtype="bf16")
     200.0

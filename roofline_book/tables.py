@@ -41,7 +41,7 @@ class Row:
 
     @property
     def bound(self) -> Bound:
-        """Whether a memory level or a compute unit sets the bound."""
+        """决定下界的是存储层级还是计算单元。"""
         return self.time.bound
 
     @property
@@ -51,22 +51,21 @@ class Row:
 
     @property
     def rates(self) -> dict[str, float]:
-        """Each compute unit's FLOPs over the time lower bound, by unit.
+        """每种计算单元的 FLOPs 除以时间下界，按单元索引。
 
-        See :func:`roofline_book.roofline.unit_rates`.
+        见 :func:`roofline_book.roofline.unit_rates`。
         """
         return unit_rates(self.cost, self.time)
 
     @property
     def unit(self) -> str | None:
-        """The unit :attr:`attainable` is reported on, the one doing most FLOPs."""
+        """:attr:`attainable` 所报告的单元，即承担最多 FLOPs 的那个。"""
         return main_unit(self.cost, self.time)
 
     @property
     def attainable(self) -> float:
-        """The best rate the operator's main unit can reach, its FLOPs over the time
-        lower bound (FLOP/s): ``min(P, B I)`` for work on one unit, and never above
-        that unit's peak. 0 for an operator that does no FLOPs."""
+        """算子主单元能达到的最高速率，即它的 FLOPs 除以时间下界（FLOP/s）：只用一种单元的
+        工作为 ``min(P, B I)``，永远不超过该单元的峰值。没有 FLOPs 的算子为 0。"""
         unit = self.unit
         return 0.0 if unit is None else self.rates[unit]
 
@@ -236,20 +235,19 @@ def device_sram_bytes(device: Hardware) -> int:
     return DEFAULT_SRAM_BYTES if smem is None else int(smem)
 
 
-#: Catalog devices built on Hopper SMs (compute capability 9.0), where FlashAttention-3's
-#: tile table (:func:`roofline_book.ops.fa3_tile`) applies.
+#: 目录中基于 Hopper SM（compute capability 9.0）的设备，FlashAttention-3 的 tile 表
+#: （:func:`roofline_book.ops.fa3_tile`）适用于它们。
 HOPPER_DEVICES = frozenset({"h100-sxm", "h800-sxm", "h20", "h200-sxm"})
 
 
 def device_flash_tile(
     device: Hardware, head_dim: int, dtype: Precision = "bf16", causal: bool = False
 ) -> FlashTile | None:
-    """The tile of the flash kernel ``device`` runs: FlashAttention-3's on Hopper, else None.
+    """``device`` 运行的 flash kernel 的 tile：Hopper 上是 FlashAttention-3 的 tile，否则为 None。
 
-    None means no published tile table for the device, so
-    :func:`roofline_book.ops.attention` falls back on its on-chip memory rule
-    (``sram_bytes``, :func:`device_sram_bytes`). A head dim or precision FA3
-    does not run (above 256, FP32) also gets None.
+    None 表示这个设备没有公开的 tile 表，于是 :func:`roofline_book.ops.attention` 退回它的片上存储规
+    则（``sram_bytes``，:func:`device_sram_bytes`）。FA3 不支持的 head dim 或精度（大于 256、FP32）
+    也得到 None。
 
     Examples
     --------
@@ -276,12 +274,10 @@ def block_table(
 ) -> list[Row]:
     """block 的前向算子放在 ``device`` 上，各带限制资源、时间下界和占比。
 
-    每个算子受它用到的单元与层级的上限约束（:func:`cost_table`），精度为 ``config.dtype``。
-    flash kernel 的 tile 取 ``device`` 运行的那一个（:func:`device_flash_tile`：Hopper 上
-    FlashAttention-3
-    的 tile）；没有时，或者给了 ``sram_bytes`` 时，query 块按片上存储的规则来定，``sram_bytes``
-    默认取
-    设备每个 SM 的 shared memory（设备没有这个数字时取 A100 的 192 KB）。
+    每个算子受它用到的单元与层级的上限约束（:func:`cost_table`），精度为 ``config.dtype``。 flash
+    kernel 的 tile 取 ``device`` 运行的那一个（:func:`device_flash_tile`：Hopper 上
+    FlashAttention-3 的 tile）；没有时，或者给了 ``sram_bytes`` 时，query 块按片上存储的规则来
+    定，``sram_bytes`` 默认取设备每个 SM 的 shared memory（设备没有这个数字时取 A100 的 192 KB）。
 
     Examples
     --------

@@ -63,10 +63,10 @@ _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10), ("", 1))
 
 
 def binary(value: float, unit: str = "B", digits: int = 4) -> str:
-    """``value`` with a binary prefix (Ki = 1024, Mi = 1024^2, ...), ``digits`` significant digits.
+    """给 ``value`` 加上二进制前缀（Ki = 1024，Mi = 1024^2，……），保留 ``digits`` 位有效数字。
 
-    Cache and memory sizes are binary quantities: a "228 KB" shared memory is
-    228 x 1024 bytes, which :func:`si` would print as 233.5 kB.
+    cache 与内存的容量是二进制的量：“228 KB”的 shared memory 是 228 x 1024 字节，
+    :func:`si` 会把它写成 233.5 kB。
 
     Examples
     --------

@@ -259,7 +259,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def stability_text(run: Mapping[str, Any]) -> str:
-    """Whether the run held still, as the end of a Chinese sentence.
+    """这次 run 是否稳定，写成一个中文句子的结尾。
 
     Examples
     --------
@@ -294,9 +294,9 @@ def cache_roofs_text(run: Mapping[str, Any]) -> str:
 
 
 def summary_table(run: Mapping[str, Any]) -> Any:
-    """:func:`roofline_book.measure.report.summary` as a one-column table with Chinese row names.
+    """把 :func:`roofline_book.measure.report.summary` 写成一列的表，行名用中文。
 
-    Measured peaks read ``实测峰值 fp32``, measured bandwidths ``实测带宽（copy）``.
+    实测峰值写作 ``实测峰值 fp32``，实测带宽写作 ``实测带宽（copy）``。
     """
     import pandas as pd
 

@@ -173,9 +173,9 @@ def cost_figures(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]
     """roofline 模型对 ``device`` 上一个代价的结论，用基本单位。
 
     ``time_by_resource`` 是每种单元和每个存储层级所需的秒数；``time_lower_bound`` 是其中最大的，
-    ``bound`` 指出它对应的资源。``attainable`` 是承担最多 FLOPs 的那个单元（``attainable_unit``）
-    的速率，
-    即它的 FLOPs 除以时间下界；``attainable_by_unit`` 给出每个单元的速率，没有一个超过该单元的峰值。
+    ``bound`` 指出它对应的资源。``attainable`` 是承担最多 FLOPs 的那个单元（``attainable_unit``）的
+    速率，即它的 FLOPs 除以时间下界；``attainable_by_unit`` 给出每个单元的速率，没有一个超过该单元的
+    峰值。
     """
     time = time_bound(cost, device, precision)
     rates = unit_rates(cost, time)
@@ -213,9 +213,9 @@ RESOURCE_TEXT = {
 
 
 def rate_rows(figures: dict[str, Any], device: Hardware, precision: str) -> list[tuple[str, str]]:
-    """The ``attainable, <unit>`` lines of a text report: each unit's rate beside its peak.
+    """文本报告中的 ``attainable, <unit>`` 各行：每种单元的速率，旁边是它的峰值。
 
-    Special-function rates are evaluations per second (one per exp).
+    特殊函数的速率按每秒求值次数计（每次 exp 计 1）。
     """
     rows = []
     for unit, rate in figures["attainable_by_unit"].items():

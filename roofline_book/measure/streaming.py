@@ -49,7 +49,7 @@ class StreamingSweep:
     precision: str
     points: tuple[StreamingPoint, ...]
     threads: int | None = None
-    """torch's intra-op threads during the sweep."""
+    """扫描时 torch 的 intra-op 线程数。"""
 
     def predicted_seconds(self, peak_flops: float, bandwidth: float) -> list[float]:
         """在给定上限下每个 batch 两条 roof 的时间下界（秒）。"""
@@ -66,12 +66,11 @@ class StreamingSweep:
         return gemm_tokens_to_ridge(ridge, self.d, self.d, self.precision)
 
     def hinge(self) -> tuple[float, float, int]:
-        """The fit of ``t(B) = max(t0, s B)`` to the medians: (``t0``, ``s``, flat points).
+        """用 ``t(B) = max(t0, s B)`` 拟合各中位数：(``t0``, ``s``, 平坦部分的点数)。
 
-        Least squares in log time over every split of the batches into a flat
-        part (the first ones, at least one) and a rising part (the rest, at
-        least one): ``t0`` is the flat part's geometric mean time (second),
-        ``s`` the rising part's geometric mean time per row (second per row).
+        在把各 batch 分成平坦部分（前面的若干个，至少一个）与上升部分（其余的，至少一个）的每一种
+        分法上，对 log 时间做最小二乘：``t0`` 是平坦部分时间的几何平均（秒），``s`` 是上升部分每行
+        时间的几何平均（秒每行）。
         """
         points = sorted(self.points, key=lambda p: p.batch)
         if len(points) < 3:
@@ -90,11 +89,10 @@ class StreamingSweep:
         return best[1], best[2], best[3]
 
     def estimates(self) -> dict[str, float]:
-        """The measured crossing by three estimators, in rows (batch).
+        """用三种估计得到的实测交点，以行数（batch）计。
 
-        ``"hinge"``: :meth:`hinge`'s ``t0 / s``. ``"first"``: the batch-1 time
-        over the per-row time of the two largest batches. ``"median"``: the
-        median time of the batches up to :data:`FLAT_BATCH` over the same.
+        ``"hinge"``：:meth:`hinge` 的 ``t0 / s``。``"first"``：batch 为 1 的时间除以最大两个 batch
+        每行的时间。``"median"``：不超过 :data:`FLAT_BATCH` 的各 batch 的时间中位数除以同一个量。
         """
         points = sorted(self.points, key=lambda p: p.batch)
         flat = [p.timing.median_s for p in points if p.batch <= FLAT_BATCH]
@@ -112,9 +110,8 @@ class StreamingSweep:
     def measured_crossing(self) -> tuple[float, float, float]:
         """实测的平坦部分与实测的上升部分的交点：(batch, low, high)。
 
-        batch 取折线拟合（:meth:`hinge`）的结果。``low`` 与 ``high`` 覆盖 :meth:`estimates`
-        的每一种估计，
-        每种还把每个时间分别取在其四分位区间的下端或上端：答案随读数据的方式移动多少。
+        batch 取折线拟合（:meth:`hinge`）的结果。``low`` 与 ``high`` 覆盖 :meth:`estimates` 的每一种
+        估计，每种还把每个时间分别取在其四分位区间的下端或上端：答案随读数据的方式移动多少。
         """
         values = list(self.estimates().values())
         points = sorted(self.points, key=lambda p: p.batch)
@@ -129,10 +126,9 @@ class StreamingSweep:
         return self.estimates()["hinge"], min(values), max(values)
 
     def flatness(self) -> tuple[bool, float, int]:
-        """Whether the hinge fit's flat part is flat: (flat, slowest over fastest, points).
+        """折线拟合的平坦部分是否平坦：(是否平坦, 最慢与最快之比, 点数)。
 
-        Flat means at least two points whose medians are within
-        :data:`FLAT_TOLERANCE` of each other.
+        平坦指至少有两个点，且它们的中位数彼此相差不超过 :data:`FLAT_TOLERANCE` 倍。
         """
         points = sorted(self.points, key=lambda p: p.batch)
         _, _, k = self.hinge()
@@ -143,14 +139,12 @@ class StreamingSweep:
     def figures(self, peak_flops: float, bandwidth: float) -> dict[str, float | int | bool]:
         """页面从扫描中引用的数字，都是普通的数。
 
-        键：``d``、``weight_mb`` （权重，MB）、``margin`` （权重相对用来确定其大小的末级 cache 的
-        倍数）、``predicted`` 与 ``measured`` 两个交点 batch、``low`` 与 ``high``
-        （实测估计在各种估计与四分位区间上的离散范围）、``ratio`` （实测比预测）、``within``
-        （预测落在离散范围内）、
+        键：``d``、``weight_mb`` （权重，MB）、``margin`` （权重相对用来确定其大小的末级 cache 的倍
+        数）、``predicted`` 与 ``measured`` 两个交点 batch、``low`` 与 ``high`` （实测估计在各种估计
+        与四分位区间上的离散范围）、``ratio`` （实测比预测）、``within`` （预测落在离散范围内）、
         ``flat`` （平坦部分确实平坦）、``flat_spread`` （它最慢与最快时间之比）、``flat_points`` 与
-        ``flat_batch`` （它有几个 batch，以及最大的一个）、``rise`` （最大 batch
-        的时间与平坦时间之比）、
-        ``flat_ms`` （拟合出的平坦时间）与 ``model_flat_ms`` （同一权重的模型内存时间）、
+        ``flat_batch`` （它有几个 batch，以及最大的一个）、``rise`` （最大 batch 的时间与平坦时间之
+        比）、 ``flat_ms`` （拟合出的平坦时间）与 ``model_flat_ms`` （同一权重的模型内存时间）、
         ``flat_over_model``、``slope_over_model`` （拟合出的每行时间与模型每行计算时间之比）、
         ``first`` 与 ``median`` （另外两种估计）。
         """

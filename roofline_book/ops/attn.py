@@ -18,9 +18,9 @@ ATTENTION_IMPLS = ("eager", "materialized", "flash")
 #: 的 shared memory 本身每个 SM 最多 164 KiB（见硬件目录）。
 DEFAULT_SRAM_BYTES = 192 * 1024
 
-#: Where :func:`fa3_tile` reads FlashAttention-3's tiles: the public repository
-#: Dao-AILab/flash-attention, ``hopper/tile_size.h`` (``tile_size_fwd_sm90``) and
-#: ``hopper/flash_fwd_launch_template.h`` (``Enable_cluster``), at this commit.
+#: :func:`fa3_tile` 读取 FlashAttention-3 tile 的出处：公开仓库 Dao-AILab/flash-attention 在这个
+#: commit 上的 ``hopper/tile_size.h`` （``tile_size_fwd_sm90``）与
+#: ``hopper/flash_fwd_launch_template.h`` （``Enable_cluster``）。
 FA3_SOURCE = (
     "Dao-AILab/flash-attention@0251105a2fb19d2957484b7f023cd8c115286ced, "
     "hopper/tile_size.h (tile_size_fwd_sm90), hopper/flash_fwd_launch_template.h"
@@ -29,23 +29,21 @@ FA3_SOURCE = (
 
 @dataclass(frozen=True)
 class FlashTile:
-    """The tile a flash attention kernel works in (rows of Q, K and V).
+    """flash attention kernel 工作所用的 tile（Q、K、V 的行数）。
 
     Attributes
     ----------
     block_m : int
-        Query rows one thread block keeps on chip (``kBlockM``, ``Br``). K and
-        V stream past once per query block.
+        一个 thread block 留在片上的 query 行数（``kBlockM``、``Br``）。每个 query 块让 K 与 V
+        流过一次。
     block_n : int
-        Key and value rows loaded per step (``kBlockN``, ``Bc``). Under a
-        causal mask a query block loads whole key blocks, so the keys it
-        reads are rounded up to a multiple of ``block_n`` (never past the
-        last key). 1 counts exactly the keys the mask keeps.
+        每一步读入的 key 与 value 行数（``kBlockN``、``Bc``）。在 causal mask 下，query 块读入整个
+        key 块，所以它读的 key 数向上取整到 ``block_n`` 的倍数（不超过最后一个 key）。取 1 时
+        恰好计 mask 保留的 key。
     cluster_m : int
-        Neighbouring query blocks that share each K/V load (a thread-block
-        cluster with TMA multicast): the cluster loads a block once for all
-        of them. It applies only when the query blocks divide evenly into
-        clusters, as in FlashAttention-3; otherwise each block loads alone.
+        共享每次 K/V 读入的相邻 query 块个数（带 TMA multicast 的 thread-block cluster）：cluster 为
+        它们全体只读一次。只有 query 块能整除成 cluster 时才适用，如 FlashAttention-3；否则每个块各
+        自读入。
 
     Examples
     --------
@@ -74,26 +72,24 @@ _FA3_SM90 = {
 
 
 def fa3_tile(head_dim: int, dtype: Precision = "bf16", causal: bool = False) -> FlashTile:
-    """FlashAttention-3's forward tile on Hopper (SM90) for ``head_dim`` and ``dtype``.
+    """FlashAttention-3 在 Hopper（SM90）上对 ``head_dim`` 与 ``dtype`` 的 forward tile。
 
-    Read from the FlashAttention-3 source (``FA3_SOURCE``):
-    ``tile_size_fwd_sm90`` gives ``kBlockM`` and ``kBlockN`` for equal Q/K
-    and V head dims, no local window, no paged KV and no softcap; the tiles
-    are set by register and shared-memory budgets, not by the ``M / (4d)``
-    rule of :func:`attention`'s fallback. ``run_mha_fwd_`` launches clusters
-    of two query blocks that multicast each K/V load (``Enable_cluster``)
-    for 16-bit data at a compiled head dim of 128 or more, FP8 at 192, and
-    no causal mask.
+    读自 FlashAttention-3 的源码（``FA3_SOURCE``）：``tile_size_fwd_sm90`` 在 Q/K 与 V 的 head dim
+    相等、没有 local window、没有 paged KV、没有 softcap 时给出 ``kBlockM`` 与 ``kBlockN``；这些
+    tile 由寄存器与 shared memory 的预算决定，而不是 :func:`attention` 退路中的 ``M / (4d)`` 规则。
+    对 16 位数据在编译的 head dim 为 128 或以上、FP8 在 192、且没有 causal mask
+    时，``run_mha_fwd_`` 启动由两个 query 块组成、以 multicast 共享每次 K/V 读入的
+    cluster（``Enable_cluster``）。
 
     Parameters
     ----------
     head_dim : int
-        Width of one head, 1 to 256 (FA3 compiles 64, 96, 128, 192 and 256
-        and rounds a head dim up to the next of these).
+        一个 head 的宽度，1 到 256（FA3 编译 64、96、128、192 和 256，把 head dim
+        向上取到其中下一个）。
     dtype : str or torch.dtype
-        FP16 or BF16 (2 bytes) or FP8 (1 byte), the precisions FA3 runs.
+        FP16 或 BF16（2 字节）或 FP8（1 字节），即 FA3 支持的精度。
     causal : bool
-        A causal mask (smaller key blocks at some head dims, no clusters).
+        是否用 causal mask（某些 head dim 下 key 块更小，不用 cluster）。
 
     Examples
     --------
@@ -200,22 +196,19 @@ def attention(
     mask（仅 ``causal=True``；mask 每条序列一份，读一次）、按 FP32 计算并写出的 softmax、
     转回 ``dtype``，以及 ``P V``：每个 BF16 得分约 24 字节。
 
-    ``impl="flash"``：一个分块 kernel（FlashAttention）。``Br`` 行 query 组成的块留在片上，
-    key 与 value 的各行依次流过，这是 FlashAttention-2（Dao 2023）与 FlashAttention-3 的循环顺序。
-    必需流量
-    :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>` 是 Q、K、V 各读一次，O 写一次。
-    每个 query 块（或者以 multicast 共享它们的每一组块）都要读一遍 K 和 V，约 ``seq_q / Br`` 次：
-    第一次之后的读取记为 ``Cost.reread_bytes``，一个 head 的 K 和 V 记为 ``Cost.reread_footprint``。
-    这个 footprint 装得进 L2 时（当前 GPU 上是几 MB 对几十 MB 的 L2），roofline 把重读算在 L2 上，
-    装不下时算在 HBM 上。
+    ``impl="flash"``：一个分块 kernel（FlashAttention）。``Br`` 行 query 组成的块留在片上， key 与
+    value 的各行依次流过，这是 FlashAttention-2（Dao 2023）与 FlashAttention-3 的循环顺序。必需流量
+    :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>` 是 Q、K、V 各读一次，O 写一次。每个 query 块
+    （或者以 multicast 共享它们的每一组块）都要读一遍 K 和 V，约 ``seq_q / Br`` 次：第一次之后的读取
+    记为 ``Cost.reread_bytes``，一个 head 的 K 和 V 记为 ``Cost.reread_footprint``。这个 footprint
+    装得进 L2 时（当前 GPU 上是几 MB 对几十 MB 的 L2），roofline 把重读算在 L2 上，装不下时算在 HBM
+    上。
 
-    ``Br`` is ``tile.block_m`` when a ``tile`` is given: a real kernel's
-    tile, e.g. FlashAttention-3's on Hopper (:func:`fa3_tile`), whose
-    register budget, not its shared memory, sets ``Br``. Without one the
-    model falls back on the on-chip memory: with ``M = sram_bytes / s``
-    elements, ``Br = M / (4d)``, the block size of Dao et al. (2022,
-    Algorithm 1) without its cap at ``d`` rows, and the re-reads are
-    ``Theta(seq_q seq_k d^2 / M)`` in all (the bound of their Theorem 2).
+    给了 ``tile`` 时 ``Br`` 为 ``tile.block_m``：一个真实 kernel 的 tile，例如 Hopper 上
+    FlashAttention-3 的（:func:`fa3_tile`），它的 ``Br`` 由寄存器预算而不是 shared memory 决定。没有
+    ``tile`` 时模型退回片上存储：记 ``M = sram_bytes / s`` 个元素，``Br = M / (4d)``，即 Dao et al.
+    （2022，Algorithm 1）的块大小，但不设上限 ``d`` 行，重读总量为 ``Theta(seq_q seq_k d^2 / M)``
+    （他们 Theorem 2 的界）。
 
     Parameters
     ----------
@@ -240,9 +233,8 @@ def attention(
         至少要装下一行 query 的工作集，即 ``4 * head_dim`` 个元素。只在 ``tile`` 为 None 时用来定
         ``Br``。
     tile : FlashTile, optional
-        flash kernel 的 tile（query 行数、key 行数、cluster）；None 时由 ``sram_bytes`` 推出 query
-        行数，
-        key 逐个计数。
+        flash kernel 的 tile（query 行数、key 行数、cluster）；None 时由 ``sram_bytes`` 推出
+        query 行数，key 逐个计数。
 
     Examples
     --------
@@ -282,9 +274,8 @@ def attention(
     >>> attention(1, 1, 64, 64, 32, "fp16", sram_bytes=2**20).reread_bytes
     0
 
-    FlashAttention-3's tile at d = 128 (128 query rows, clusters of two that
-    share each K/V load): 4096 / 128 = 32 blocks, 16 loads of K and V, 15 of
-    them re-reads:
+    d = 128 时 FlashAttention-3 的 tile（128 行 query，两个块组成一个 cluster，共享每次 K/V 读入）：
+    4096 / 128 = 32 个块，K 与 V 读入 16 次，其中 15 次是重读：
 
     >>> fa3 = attention(1, 1, 4096, 4096, 128, tile=fa3_tile(128))
     >>> fa3.reread_bytes == 15 * 2 * 4096 * 128 * 2

@@ -41,9 +41,8 @@ class Cost:
     special_flops : int
         ``flops`` 中在特殊函数单元上运行的部分，每次求值计 1（exp、tanh、erf、rsqrt、sqrt，
         以及 IEEE 除法编译成的倒数）。其余的 ``flops - vector_flops - special_flops``
-        在矩阵单元上运行
-        （:attr:`matrix_flops`）；不给这两项构造的 Cost 全是矩阵单元的工作，也就是最快的单元，
-        所以由它得出的下界只会偏低。
+        在矩阵单元上运行（:attr:`matrix_flops`）；不给这两项构造的 Cost 全是矩阵单元的工作，
+        也就是最快的单元，所以由它得出的下界只会偏低。
     reread_bytes : int
         必需读取之外的读取（byte）：kernel 再次取来的数据，可能由 cache 供给
         （FlashAttention 的 K 和 V，每个 query 块一次）。
@@ -63,7 +62,7 @@ class Cost:
     >>> Cost(6, 12, 6, vector_flops=4, special_flops=1).flops_by_unit
     {'matrix': 1, 'vector': 4, 'special': 1}
 
-    Two multiply-adds and an add: 5 vector FLOPs in 3 lane slots.
+    两个 multiply-add 加一个 add：5 个向量 FLOP 占 3 个 lane slot。
 
     >>> Cost(5, 4, 4, vector_flops=5, vector_fma_flops=4).vector_slots
     3
@@ -122,11 +121,10 @@ class Cost:
 
     @property
     def vector_slots(self) -> int:
-        """Vector lane slots the vector FLOPs take, one per FMA and one per other FLOP.
+        """向量 FLOPs 所占的 lane slot 数：每个 FMA 一个，其他每个 FLOP 一个。
 
-        ``vector_flops - vector_fma_flops / 2``; the vector time is this over
-        the lane rate, half the vendor's FMA-counted peak
-        (:meth:`roofline_book.hardware.Hardware.vector_op_rate`).
+        即 ``vector_flops - vector_fma_flops / 2``；向量时间是它除以 lane 速率，也就是厂商按 FMA 计
+        的峰值的一半（:meth:`roofline_book.hardware.Hardware.vector_op_rate`）。
         """
         return self.vector_flops - self.vector_fma_flops // 2
 

@@ -76,8 +76,8 @@ ADAMW_IMPLS = ("loop", "foreach", "fused")
 MULTI_TENSOR_CHUNK = 65536
 MULTI_TENSOR_MAX_BLOCKS = 320
 MULTI_TENSOR_MAX_TENSORS = (110, 64, 48, 36, 30)
-#: The same limits in CUDA 13 builds (``CUDART_VERSION >= 13000`` in MultiTensorApply.cuh,
-#: PyTorch 2.13), whose larger kernel arguments carry seven times as much per launch.
+#: CUDA 13 构建中的同样这些上限（MultiTensorApply.cuh 中的 ``CUDART_VERSION >= 13000``，
+#: PyTorch 2.13），更大的 kernel 参数让每次 launch 携带 7 倍的量。
 MULTI_TENSOR_MAX_BLOCKS_CUDA13 = 2240
 MULTI_TENSOR_MAX_TENSORS_CUDA13 = (770, 448, 336, 252, 210)
 _MULTI_TENSOR_LIMITS = {
@@ -106,8 +106,8 @@ def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 
     >>> multi_tensor_launches(1000, 200, 1)       # 200 small tensors, 110 per launch
     2
 
-    A billion parameters (15259 chunks), depth 4: 48 launches in a CUDA 12
-    build, ``ceil(15259 / 2240) = 7`` in a CUDA 13 build.
+    10 亿个参数（15259 个 chunk），depth 4：CUDA 12 构建中 launch 48 次，CUDA 13 构建中
+    ``ceil(15259 / 2240) = 7`` 次。
 
     >>> multi_tensor_launches(10**9, 1, 4), multi_tensor_launches(10**9, 1, 4, cuda=13)
     (48, 7)

@@ -36,9 +36,8 @@ def elementwise(
         每个输出元素的 FLOPs（>= 0）。FlopCounterMode 把这些运算记为零；这里的约定是
         每次算术运算计 1。
     special_per_element : int
-        其中有几次是特殊函数求值（exp、tanh、rsqrt，以及 IEEE 除法编译成的倒数），
-        在特殊函数单元上计算；
-        其余在向量单元上运行。这里没有任何运算在矩阵单元上。
+        其中有几次是特殊函数求值（exp、tanh、rsqrt，以及 IEEE 除法编译成的倒数），在特殊函数单元上计
+        算；其余在向量单元上运行。这里没有任何运算在矩阵单元上。
     fma_per_element : int
         向量 FLOPs 中有几次配成 fused multiply-add，每个 FMA 计 2（所以是偶数）；见
         :class:`~roofline_book.ops.Cost` 的 ``vector_fma_flops``。
@@ -124,8 +123,8 @@ def relu(numel: int, dtype: Precision = "bf16") -> Cost:
 #: 一个 FLOP，在特殊函数单元上），外层的加法与两次乘法（3）。
 GELU_FLOPS_PER_ELEMENT = 9
 
-#: Of those, the FLOPs that pair into FMAs: ``0.044715 x^3 + x`` is a multiply then an add
-#: (one FMA, 2 FLOP). The outer ``0.5 x (1 + t)`` is an add then a multiply, so it stays apart.
+#: 其中配成 FMA 的 FLOPs：``0.044715 x^3 + x`` 是先乘后加（一个 FMA，2 FLOP）。外面的
+#: ``0.5 x (1 + t)`` 是先加后乘，所以不配对。
 GELU_FMA_FLOPS_PER_ELEMENT = 2
 
 
@@ -154,10 +153,9 @@ def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
 #: 加、除），乘以 ``g`` 计 1，乘以 ``up`` 计 1。
 SWIGLU_FLOPS_PER_ELEMENT = 6
 
-#: Of those, the special-function evaluations: the exp and the division. PyTorch builds
-#: without fast math, so an IEEE ``a / b`` compiles to a reciprocal on the special function
-#: units (MUFU.RCP) and FMAs that refine it (NB: those FMAs are left out, so the bound stays
-#: a bound). No FLOP of SwiGLU is a multiply then an add, so none is marked as an FMA.
+#: 其中的特殊函数求值：exp 与除法。PyTorch 构建时不开 fast math，所以 IEEE 的 ``a / b`` 编译成
+#: 特殊函数单元上的一次倒数（MUFU.RCP）和修正它的几个 FMA（NB：这些 FMA 不计，所以下界仍是下界）。
+#: SwiGLU 没有先乘后加的 FLOP，所以一个也不标为 FMA。
 SWIGLU_SPECIAL_PER_ELEMENT = 2
 
 
@@ -342,12 +340,11 @@ def layernorm(
 ) -> Cost:
     """对 ``rows x d`` 的激活沿最后一维做 LayerNorm，带权重与偏置。
 
-    流量：读 ``x``、``gamma`` 和 ``beta`` 各一次，写 ``y`` 一次。FLOPs（NB：这是本包的约定）：
-    每个元素求均值时的一次累加、减去均值、一次平方、求方差时的一次累加、乘以标准差的倒数、
-    缩放与平移（7）；每行两次除以 ``d``、``+ eps`` 和倒数平方根（4）。每个元素有两对是 FMA：
-    平方与求方差时的累加（``acc + x' * x'``），缩放与平移（``y * gamma + beta``）。NB：
-    每行的两次除法
-    算作向量工作，不算倒数；一行的量太小，无关紧要。
+    流量：读 ``x``、``gamma`` 和 ``beta`` 各一次，写 ``y`` 一次。FLOPs（NB：这是本包的约定）：每个元
+    素求均值时的一次累加、减去均值、一次平方、求方差时的一次累加、乘以标准差的倒数、缩放与平移
+    （7）；每行两次除以 ``d``、``+ eps`` 和倒数平方根（4）。每个元素有两对是 FMA：平方与求方差时的累
+    加（``acc + x' * x'``），缩放与平移（``y * gamma + beta``）。NB：每行的两次除法算作向量工作，不
+    算倒数；一行的量太小，无关紧要。
 
     Examples
     --------
@@ -373,9 +370,8 @@ def layernorm(
 #: 函数单元上）、累加进 sum、相除。
 SOFTMAX_FLOPS_PER_ELEMENT = 5
 
-#: Of those, the special-function evaluations of an unfused softmax: the exp and the
-#: division by the row's sum, which PyTorch's kernels do per element as an IEEE division
-#: (a reciprocal on the special function units, see :data:`SWIGLU_SPECIAL_PER_ELEMENT`).
+#: 其中未融合 softmax 的特殊函数求值：exp 与除以行和的除法，PyTorch 的 kernel 对每个元素都按
+#: IEEE 除法做（特殊函数单元上的一次倒数，见 :data:`SWIGLU_SPECIAL_PER_ELEMENT`）。
 SOFTMAX_SPECIAL_PER_ELEMENT = 2
 
 

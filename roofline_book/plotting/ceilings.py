@@ -31,7 +31,7 @@ RESOURCE_COLORS = {
 }
 
 
-#: The units whose ceilings are FLOP/s, and so flats on a roofline's FLOP/s axis.
+#: 上限按 FLOP/s 计、因而在 roofline 的 FLOP/s 轴上是水平线的那些单元。
 FLOP_UNITS = ("matrix", "vector")
 
 
@@ -42,7 +42,7 @@ def _unit_ceilings(device: Hardware, dtype: str) -> dict[str, float]:
 
 
 def _slopes(device: Hardware) -> dict[str, float]:
-    """Each memory level with a bandwidth (byte/s), HBM first."""
+    """每个有带宽的存储层级（byte/s），HBM 在前。"""
     levels = {"hbm": device.memory_bandwidth}
     l2 = device.bandwidth("l2")
     if l2 is not None:
@@ -80,7 +80,7 @@ def ceilings(
     Returns
     -------
     list of matplotlib artists
-        The flats and their names, then each slope and its name.
+        各条水平线及其名称，然后是每条斜线及其名称。
     """
     lo, hi = (_validate.positive("intensity_range", v) for v in intensity_range)
     if lo >= hi:
@@ -134,14 +134,12 @@ def ceilings(
 
 
 def level_intensities(cost: Cost, time: TimeBound, device: Hardware) -> dict[str, float]:
-    """The operator's main-unit FLOPs per byte at each memory level it is charged to (FLOP/byte).
+    """算子在它被计入的每个存储层级上，主单元 FLOPs 与字节数之比（FLOP/byte）。
 
-    A level's bytes are its time in ``time`` times its bandwidth, so they are
-    the bytes :func:`roofline_book.roofline.time_bound` charged there: at HBM
-    the compulsory bytes (and re-reads that do not fit in L2), at L2 every
-    byte, re-reads included. The FLOPs are those of
-    :func:`roofline_book.roofline.main_unit`, the
-    unit whose rate the operator is drawn at.
+    一个层级的字节数是它在 ``time`` 中的时间乘以它的带宽，所以就是
+    :func:`roofline_book.roofline.time_bound` 计入那里的字节数：HBM 上是必需字节数（以及装不进 L2
+    的重读），L2 上是每一个字节，含重读。FLOPs 是 :func:`roofline_book.roofline.main_unit` 的，
+    即画算子时所用速率的那个单元。
 
     Examples
     --------
@@ -175,25 +173,21 @@ def placed(
 ):
     """把每个算子放在限制它的那些 roof 之下，每个存储层级放一次。
 
-    算子画在它主单元（承担它大部分 FLOPs 的单元，:func:`roofline_book.roofline.main_unit`）
-    的速率处：
-    该单元的 FLOPs 除以算子在 ``device`` 上的时间下界（:func:`roofline_book.roofline.time_bound`），
-    永远不超过该单元的水平线。算子在它被计入的每个存储层级各放一次，横坐标是该层级的算术强度
-    （:func:`level_intensities`）：HBM 处画实心点，设备有 L2 带宽时在 L2 处画空心圆（有重读增加 L2
-    字节时
-    更靠左），两者用点线相连，颜色都是决定这个下界的资源的颜色。
-    于是每个点都落在它自己那个层级的斜线之下。
-    ``unit_ticks`` 中列出的算子还会在其他每种单元的时间所允许主单元达到的速率（``F_main / T_unit``）
-    处画一条
-    该单元颜色的短横线：这就是把特殊函数单元的上限换算成这个算子的 FLOP/s。``annotate=False``
-    时名字不写在
-    点旁，而是进入图例（每个算子一种标记）。
+    算子画在它主单元（承担它大部分 FLOPs 的单元，:func:`roofline_book.roofline.main_unit`）的速率
+    处：该单元的 FLOPs 除以算子在 ``device`` 上的时间下界
+    （:func:`roofline_book.roofline.time_bound`），永远不超过该单元的水平线。算子在它被计入的每个存
+    储层级各放一次，横坐标是该层级的算术强度（:func:`level_intensities`）：HBM 处画实心点，设备有
+    L2 带宽时在 L2 处画空心圆（有重读增加 L2 字节时更靠左），两者用点线相连，颜色都是决定这个下界的
+    资源的颜色。于是每个点都落在它自己那个层级的斜线之下。 ``unit_ticks`` 中列出的算子还会在其他每种
+    单元的时间所允许主单元达到的速率（``F_main / T_unit``）处画一条该单元颜色的短横线：这就是把特殊
+    函数单元的上限换算成这个算子的 FLOP/s。``annotate=False`` 时名字不写在点旁，而是进入图例（每个算
+    子一种标记）。
 
     Returns
     -------
     list of matplotlib artists
-        Per operator: its HBM dot, then its L2 ring and the dotted line
-        where drawn, its ticks, and its label when ``annotate``.
+        每个算子依次是：它在 HBM 处的点，画出时它在 L2 处的圆和点线，它的短横线，以及
+        ``annotate`` 时它的标签。
     """
     scale = _scale(unit)
     ticked = set(unit_ticks)

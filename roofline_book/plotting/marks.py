@@ -31,9 +31,8 @@ def reference_line(
     """横贯坐标轴的一条水平或竖直线（ridge point、某个极限、某个交点），文字写在边缘。
 
     水平线位于 ``y = value``，``text`` 写在坐标轴左边缘（``side="right"`` 时为右边缘）、线的上方
-    （``below`` 时在下方）；竖直线位于 ``x = value``，``text`` 竖排在线旁，从底边开始。
-    位置以离线若干
-    point 计，所以在任何刻度下都成立。
+    （``below`` 时在下方）；竖直线位于 ``x = value``，``text`` 竖排在线旁，从底边开始。位置以离线若
+    干 point 计，所以在任何刻度下都成立。
 
     Parameters
     ----------
@@ -214,30 +213,29 @@ def _null_locator():
 
 
 def memory_hierarchy(ax, device: Hardware):
-    """The path data takes on ``device``: HBM at the bottom, then L2, each SM's L1 and
-    shared memory and its registers, the compute units on top, one box per level.
+    """数据在 ``device`` 上经过的路径：最下面是 HBM，然后是 L2、每个 SM 的 L1 与 shared memory、
+    它的寄存器，最上面是计算单元，每个层级一个框。
 
-    Each box names its level and its capacity as the catalog gives it (HBM also
-    its bandwidth); a dashed line between HBM and L2 marks the boundary whose
-    bytes the book counts as memory traffic.
+    每个框写出层级的名字和目录给出的容量（HBM 还写出带宽）；HBM 与 L2 之间的虚线标出一条边界，
+    本书把穿过它的字节算作 memory traffic。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     device : roofline_book.hardware.Hardware
-        A device whose catalog entry has every level: memory capacity and
-        bandwidth, L2, L1 and shared memory per SM, registers per SM, SM count.
+        目录条目含有每个层级的设备：主存容量与带宽、L2、每个 SM 的 L1 与 shared memory、每个 SM 的
+        寄存器、SM 个数。
 
     Returns
     -------
     tuple
-        The boxes' label texts (matplotlib ``Text``) from the bottom (HBM) up, and the
-        boundary (a matplotlib ``Line2D``).
+        各框的标签文字（matplotlib ``Text``），从下（HBM）往上，以及那条边界
+        （matplotlib ``Line2D``）。
 
     Raises
     ------
     ValueError
-        When ``device`` lacks one of the figures above.
+        ``device`` 缺少上面某个数字时。
     """
     from matplotlib.patches import FancyBboxPatch
 
