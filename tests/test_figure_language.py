@@ -34,8 +34,10 @@ ALLOWED = {
     *("flop", "flops", "byte", "bytes", "tflop", "gflop", "s", "ms", "tb", "gb", "mib"),
     # precisions, memory levels, hardware
     *("bf16", "fp32", "fp8", "hbm", "l2", "l3", "sram", "tensor", "cuda", "core", "dense"),
+    # the memory-hierarchy figure's levels and units (shared memory, L1, SFU, KiB)
+    *("l1", "shared", "sfu", "kib"),
     # the roofline's own terms
-    *("roof", "roofline", "ridge", "point", "memory", "compute", "bound", "datasheet"),
+    *("roof", "roofline", "ridge", "point", "memory", "compute", "bound", "datasheet", "traffic"),
     # operators and their implementations, as the book names them
     *("gemm", "mm", "attention", "flashattention", "softmax", "rmsnorm", "gelu", "relu"),
     *("add", "div", "triad", "inplace", "adamw", "residual", "mlp", "qkv", "up", "aten"),

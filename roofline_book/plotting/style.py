@@ -110,7 +110,7 @@ TEXTS = {
         "hbm level": "HBM\n{size}，{bandwidth}",
         "l2 level": "L2 cache\n{size}",
         "l1 level": "L1 / shared memory\n每个 SM {size}\n其中最多 {shared} 可作 shared memory",
-        "register level": "registers\n每个 SM {size}",
+        "register level": "寄存器\n每个 SM {size}",
         "sms": "每个 SM 一份，共 {sms} 个 SM",
         "shared": "所有 SM 共享",
         "traffic boundary": "本书的 memory traffic 在这条边界上计数",
