@@ -187,8 +187,8 @@ class Hardware:
         容量（byte），有公开数字时给出；``last_level_cache`` 是 L2 之外的一级 cache（AMD 的
         Infinity Cache）。
     l2_bandwidth : float or None
-        L2 带宽（byte/s），厂商或所引用的测量给出时才有（NVIDIA 的芯片用他人的测量：NVIDIA 不公布）
-        。
+        L2 带宽（byte/s），厂商或所引用的测量给出时才有（NVIDIA 的芯片用他人的测量：
+        NVIDIA 不公布）。
     clock_hz : float or None
         所有上限所对应的 SM 时钟频率（Hz）：设备能跑到的最高频率。
     shared_memory_per_sm, l1_shared_per_sm, register_file_per_sm : float or None

@@ -437,7 +437,7 @@ def decode_batch_to_ridge(
 ) -> float:
     """MLP 的 up 投影达到矩阵单元 ridge point 时的 decode batch。
 
-    流式读取权重的 GEMM ``(B x k) @ (k x n)`` 的算术强度为 ``2Bkn / (w kn + a B (k + n))``， ``w``
+    流式读取权重的 GEMM ``(B x k) @ (k x n)`` 的算术强度为 ``2Bkn / (w kn + a B (k + n))``，``w``
     与 ``a`` 是权重与激活每个元素的字节数；令它等于激活精度的 ridge point ``R``，得 ``B* = R w kn /
     (2kn - R a (k + n))``，约为 ``R w / 2``。只量化权重的格式在 BF16 的 ridge point 下降低 ``w``，所
     以 ``B*`` 随之下降；W8A8 FP8 把 ``w`` 减半但把 ``R`` 加倍，所以 ``B*`` 不变。MoE 层中每个

@@ -144,7 +144,7 @@ class StreamingSweep:
         与四分位区间上的离散范围）、``ratio`` （实测比预测）、``within`` （预测落在离散范围内）、
         ``flat`` （平坦部分确实平坦）、``flat_spread`` （它最慢与最快时间之比）、``flat_points`` 与
         ``flat_batch`` （它有几个 batch，以及最大的一个）、``rise`` （最大 batch 的时间与平坦时间之
-        比）、 ``flat_ms`` （拟合出的平坦时间）与 ``model_flat_ms`` （同一权重的模型内存时间）、
+        比）、``flat_ms`` （拟合出的平坦时间）与 ``model_flat_ms`` （同一权重的模型内存时间）、
         ``flat_over_model``、``slope_over_model`` （拟合出的每行时间与模型每行计算时间之比）、
         ``first`` 与 ``median`` （另外两种估计）。
         """
