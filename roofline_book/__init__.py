@@ -1,7 +1,6 @@
-"""roofline_book: FLOPs, memory traffic, arithmetic intensity and the roofline model.
+"""roofline_book：FLOPs、内存流量、算术强度与 roofline 模型。
 
-The models behind the book. Everything a chapter computes comes from here, so
-a snippet copied from the book gives the same numbers.
+本书背后的模型。每一章算出的一切都来自这里，所以从书中复制的代码片段会得到同样的数字。
 
 >>> from roofline_book import Cost, gemm, add, ridge_point, attainable, hardware, time_bound
 >>> gemm(4096, 4096, 4096, "bf16").flops
@@ -16,7 +15,6 @@ True
 1070.5
 >>> time_bound(add(2**20), hardware("h100-sxm")).resource
 'hbm'
-
 """
 
 from .dtypes import BYTES, bytes_per_element, precision_name

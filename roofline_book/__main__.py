@@ -1,4 +1,4 @@
-"""``python -m roofline_book``: the command-line tool of :mod:`roofline_book.cli`."""
+"""``python -m roofline_book``：即 :mod:`roofline_book.cli` 的命令行工具。"""
 
 import sys
 

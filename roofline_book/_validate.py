@@ -1,7 +1,6 @@
-"""Argument checks shared by every public function.
+"""所有公开函数共用的参数检查。
 
-Each check names the argument it rejects and says what is allowed, so a bad
-call fails loudly instead of returning a wrong number.
+每项检查都写明它拒绝的是哪个参数、允许什么值，所以错误的调用会明确地失败，而不是返回一个错误的数。
 """
 
 from __future__ import annotations
@@ -13,10 +12,10 @@ import numpy as np
 
 
 def size(name: str, value: object, *, minimum: int = 1) -> int:
-    """Return ``value`` as a Python ``int`` if it is a whole number >= ``minimum``.
+    """``value`` 是 >= ``minimum`` 的整数时，以 Python ``int`` 返回。
 
-    Booleans, floats (even ``4096.0``), strings and NaN are refused: a size is
-    a count of elements, and a silent conversion would hide a caller's bug.
+    拒绝布尔值、float（即使是 ``4096.0``）、字符串和 NaN：尺寸是元素的个数，
+    悄悄转换会掩盖调用方的 bug。
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -29,12 +28,12 @@ def size(name: str, value: object, *, minimum: int = 1) -> int:
 
 
 def positive(name: str, value: object) -> float:
-    """Return ``value`` as a ``float`` if it is a finite real number > 0."""
+    """``value`` 是 > 0 的有限实数时，以 ``float`` 返回。"""
     return _real(name, value, strict=True)
 
 
 def non_negative(name: str, value: object) -> float:
-    """Return ``value`` as a ``float`` if it is a finite real number >= 0."""
+    """``value`` 是 >= 0 的有限实数时，以 ``float`` 返回。"""
     return _real(name, value, strict=False)
 
 
@@ -52,7 +51,7 @@ def _real(name: str, value: object, *, strict: bool) -> float:
 
 
 def non_negative_array(name: str, value: object) -> np.ndarray:
-    """Return ``value`` as a float64 array whose entries are all finite and >= 0."""
+    """``value`` 的各项都有限且 >= 0 时，以 float64 数组返回。"""
     if isinstance(value, (bool, np.bool_, str, bytes)):
         raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
     try:
@@ -70,7 +69,7 @@ def non_negative_array(name: str, value: object) -> np.ndarray:
 
 
 def choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
-    """Return ``value`` lower-cased if it is one of ``allowed``."""
+    """``value`` 是 ``allowed`` 之一时，以小写返回。"""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
     key = value.strip().lower()

@@ -1,9 +1,8 @@
-"""Decoder-only language models: their shapes, and the catalog in ``data/models.toml``.
+"""decoder-only 语言模型：它们的形状，以及 ``data/models.toml`` 中的目录。
 
-:class:`ModelConfig` holds what the inference bounds need: widths, heads, the
-MLP, the vocabulary, mixture-of-experts routing and which layers attend
-through a sliding window. :func:`model` finds a catalog model by name,
-:func:`adhoc_model` builds your own.
+:class:`ModelConfig` 保存推理下界所需的一切：各宽度、head、MLP、词表、mixture-of-experts 的路由，
+以及哪些层通过 sliding window 做 attention。:func:`model` 按名称找到目录中的模型，
+:func:`adhoc_model` 按你自己的尺寸建一个。
 
 Examples
 --------
@@ -27,52 +26,50 @@ from types import MappingProxyType
 from . import _validate
 from .hardware import Source
 
-#: The kinds of layer. ``"global"`` attends to the whole context, ``"local"`` to the last
-#: ``sliding_window`` tokens and keeps only those in its cache.
+#: 层的种类。``"global"`` 对整个上下文做 attention，``"local"`` 只对最后 ``sliding_window`` 个
+#: token 做 attention，cache 中也只保留它们。
 LAYER_KINDS = ("global", "local")
 
-#: Activations of a gated MLP, by the name Hugging Face configs give them (``hidden_act``).
+#: 门控 MLP 的激活函数，按 Hugging Face 配置中的名称（``hidden_act``）索引。
 ACTIVATIONS = {"silu": "SwiGLU", "gelu": "GeGLU"}
 
-#: Where the catalog lives, for messages.
+#: 目录所在的位置，供错误信息使用。
 CATALOG_FILE = "roofline_book/data/models.toml"
 
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """A decoder-only language model's shape.
+    """一个 decoder-only 语言模型的形状。
 
     Parameters
     ----------
     key, name : str
-        Catalog key (``"llama-2-7b"``) and display name.
+        目录中的键（``"llama-2-7b"``）与显示名称。
     hidden, layers, heads, kv_heads, ffn, vocab : int
-        Model width, decoder layers, query heads, key/value heads (fewer than
-        ``heads`` for GQA, 1 for MQA), MLP width (per expert), vocabulary.
+        模型宽度、decoder 层数、query head 数、key/value head 数（GQA 时少于 ``heads``，MQA 时为
+        1）、 MLP 宽度（MoE 时为每个 expert 的宽度）、词表大小。
     head_dim : int, optional
-        Width of a head; ``hidden // heads`` by default.
+        一个 head 的宽度；默认为 ``hidden // heads``。
     gated : bool
-        Gated MLP (gate, up, down projections) or a plain two-matrix one.
+        门控 MLP（gate、up、down 三个投影），否则是普通的两矩阵 MLP。
     activation : str
-        The gated MLP's activation, a key of :data:`ACTIVATIONS`: ``"silu"``
-        (SwiGLU) or ``"gelu"`` (GeGLU, tanh form). Plain MLPs use GELU.
+        门控 MLP 的激活函数，:data:`ACTIVATIONS` 的一个键：``"silu"`` （SwiGLU）或 ``"gelu"``
+        （GeGLU，tanh 形式）。普通 MLP 用 GELU。
     tied_embeddings : bool
-        The LM head shares the embedding matrix.
+        LM head 与 embedding 共用一个矩阵。
     max_context : int
-        Longest context the model was trained for (tokens).
+        模型训练时的最长上下文（token 数）。
     experts, experts_per_token : int
-        Routed experts per MLP and how many each token uses (1, 1 for a dense model).
+        每个 MLP 中可路由的 expert 数，以及每个 token 用几个（dense 模型为 1、1）。
     sliding_window : int, optional
-        Tokens a ``"local"`` layer attends to, the current one included; it
-        keeps only these in its KV cache (Mistral's rolling buffer). None: no
-        local layers.
+        ``"local"`` 层做 attention 的 token 数，包括当前 token；它的 KV cache 只保留这些
+        （Mistral 的 rolling buffer）。None：没有 local 层。
     layer_pattern : tuple of str, optional
-        Kinds (:data:`LAYER_KINDS`) of layers 0, 1, ..., repeated over the
-        layers. By default every layer is ``"local"`` when ``sliding_window``
-        is set (Mistral-7B) and ``"global"`` otherwise; Gemma 2 alternates
-        ``("local", "global")``.
+        第 0、1、... 层的种类（:data:`LAYER_KINDS`），在所有层上循环。默认在给了 ``sliding_window``
+        时每层都是 ``"local"`` （Mistral-7B），否则都是 ``"global"``；Gemma 2 交替为
+        ``("local", "global")``。
     source : roofline_book.hardware.Source, optional
-        Where the configuration was published.
+        这份配置发表在哪里。
     """
 
     key: str
@@ -138,27 +135,27 @@ class ModelConfig:
 
     @property
     def d(self) -> int:
-        """Width of one head (``head_dim``, filled in)."""
+        """一个 head 的宽度（``head_dim``，已补全）。"""
         assert self.head_dim is not None
         return self.head_dim
 
     @property
     def q_dim(self) -> int:
-        """Width of all query heads together, ``heads * head_dim``."""
+        """全部 query head 合起来的宽度，``heads * head_dim``。"""
         return self.heads * self.d
 
     @property
     def kv_dim(self) -> int:
-        """Width of all key (or value) heads together, ``kv_heads * head_dim``."""
+        """全部 key（或 value）head 合起来的宽度，``kv_heads * head_dim``。"""
         return self.kv_heads * self.d
 
     @property
     def activation_name(self) -> str:
-        """The gated MLP's name, ``"SwiGLU"`` or ``"GeGLU"``."""
+        """门控 MLP 的名称，``"SwiGLU"`` 或 ``"GeGLU"``。"""
         return ACTIVATIONS[self.activation]
 
     def layer_kind(self, layer: int) -> str:
-        """``"local"`` (sliding window) or ``"global"``: the kind of layer ``layer`` (0-based)."""
+        """第 ``layer`` 层（从 0 数起）的种类：``"local"`` （sliding window）或 ``"global"``。"""
         layer = _validate.size("layer", layer, minimum=0)
         if layer >= self.layers:
             raise ValueError(f"layer must be below {self.layers}, got {layer}")
@@ -167,16 +164,16 @@ class ModelConfig:
         return "local" if self.sliding_window is not None else "global"
 
     def window(self, layer: int) -> int | None:
-        """Tokens layer ``layer`` attends to: the sliding window, or None (the whole context)."""
+        """第 ``layer`` 层做 attention 的 token 数：sliding window，或 None（整个上下文）。"""
         return self.sliding_window if self.layer_kind(layer) == "local" else None
 
     @property
     def local_layers(self) -> int:
-        """How many layers attend through the sliding window."""
+        """通过 sliding window 做 attention 的层数。"""
         return sum(self.layer_kind(i) == "local" for i in range(self.layers))
 
     def layer_parameters(self, *, active: bool = False) -> int:
-        """Weights of one layer: attention, MLP (all experts, or ``active`` ones), router, norms.
+        """一层的权重个数：attention、MLP（全部 expert，或 ``active`` 个）、router、norm。
 
         Examples
         --------
@@ -187,7 +184,7 @@ class ModelConfig:
         return self.layer_matrix_parameters(active=active) + 2 * self.hidden
 
     def layer_matrix_parameters(self, *, active: bool = False) -> int:
-        """The weights of one layer's linear layers (those weight quantization converts)."""
+        """一层中各 linear 层的权重个数（即权重量化所转换的那些）。"""
         h = self.hidden
         attention = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
         per_expert = (3 if self.gated else 2) * h * self.ffn
@@ -196,7 +193,7 @@ class ModelConfig:
         return attention + experts * per_expert + router
 
     def parameters(self, *, active: bool = False) -> int:
-        """All weights: layers, embedding, final norm, and the LM head unless tied.
+        """全部权重个数：各层、embedding、最后的 norm，以及（不共用时的）LM head。
 
         Examples
         --------
@@ -219,7 +216,7 @@ def _key(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", " ").split())
 
 
-#: The fields a catalog entry or :func:`adhoc_model` may set.
+#: 目录条目或 :func:`adhoc_model` 可以设置的字段。
 FIELDS = (
     "hidden",
     "layers",
@@ -240,10 +237,10 @@ FIELDS = (
 
 
 def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelConfig]:
-    """The models of a catalog file's text, by key; ``where`` names the file in errors.
+    """目录文件文本中的模型，按键索引；``where`` 是错误信息中的文件名。
 
-    Every key of a model entry must be a field (:data:`FIELDS`), ``name`` or
-    ``source``: a misspelt key is an error, not a default.
+    模型条目的每个键都必须是一个字段（:data:`FIELDS`）、``name`` 或 ``source``：拼错的键是错误，
+    不会当作默认值。
 
     Examples
     --------
@@ -303,13 +300,13 @@ def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelCon
 
 @functools.cache
 def models() -> Mapping[str, ModelConfig]:
-    """Every model of the data file, by key."""
+    """数据文件中的全部模型，按键索引。"""
     text = resources.files(__package__).joinpath("data/models.toml").read_text("utf-8")
     return parse_catalog(text)
 
 
 def model(name: str) -> ModelConfig:
-    """A catalog model by name; case, spaces and underscores do not matter.
+    """按名称取目录中的模型；大小写、空格和下划线都不影响。
 
     Examples
     --------
@@ -330,7 +327,7 @@ def model(name: str) -> ModelConfig:
 
 
 def adhoc_model(name: str, **sizes: object) -> ModelConfig:
-    """A model of your own sizes (the fields of :class:`ModelConfig`).
+    """按你自己的尺寸建一个模型（字段即 :class:`ModelConfig` 的字段）。
 
     Examples
     --------

@@ -1,15 +1,15 @@
-"""Bytes per element of each precision.
+"""各种精度每个元素占多少字节。
 
-A precision is named by a string (``"bf16"``, ``"fp32"``, ...; case does not
-matter, common aliases such as ``"bfloat16"`` are accepted) or by a
-``torch.dtype``. The canonical names are the keys of :data:`BYTES`.
+精度可以用字符串给出（``"bf16"``、``"fp32"`` 等，不分大小写，也接受
+``"bfloat16"`` 这类常见别名），也可以直接给 ``torch.dtype``。规范名称就是
+:data:`BYTES` 的键。
 
 Examples
 --------
 >>> bytes_per_element("bf16"), bytes_per_element("FP32"), bytes_per_element("fp8_e4m3")
 (2, 4, 1)
 
-TF32 is a Tensor Core compute mode: its operands are stored as 32-bit floats.
+TF32 是 Tensor Core 的一种计算模式，操作数在内存里仍按 32 位浮点数存放。
 
 >>> bytes_per_element("tf32")
 4
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Union
 if TYPE_CHECKING:  # torch is optional: its dtypes are accepted where it is installed
     import torch
 
-#: Bytes one element occupies in memory, by canonical precision name.
+#: 一个元素在内存中占的字节数（byte），按规范精度名称索引。
 BYTES = MappingProxyType(
     {
         "fp64": 8,
@@ -58,7 +58,7 @@ Precision = Union[str, "torch.dtype"]
 
 
 def precision_name(dtype: Precision) -> str:
-    """Canonical name of a precision given as a string or a ``torch.dtype``.
+    """把字符串或 ``torch.dtype`` 形式的精度换成规范名称。
 
     Parameters
     ----------
@@ -68,14 +68,14 @@ def precision_name(dtype: Precision) -> str:
     Returns
     -------
     str
-        One of the keys of :data:`BYTES`.
+        :data:`BYTES` 的某个键。
 
     Raises
     ------
     ValueError
-        If the name is not a known precision.
+        名称不是已知的精度。
     TypeError
-        If ``dtype`` is neither a string nor a ``torch.dtype``.
+        ``dtype`` 既不是字符串，也不是 ``torch.dtype``。
 
     Examples
     --------
@@ -101,21 +101,21 @@ def precision_name(dtype: Precision) -> str:
 
 
 def bytes_per_element(dtype: Precision) -> int:
-    """Bytes one element of ``dtype`` occupies in memory (byte).
+    """``dtype`` 的一个元素在内存中占的字节数（byte）。
 
     Parameters
     ----------
     dtype : str or torch.dtype
-        A precision name or a ``torch.dtype``.
+        精度名称或 ``torch.dtype``。
 
     Returns
     -------
     int
-        Bytes per element.
+        每个元素的字节数。
 
     Examples
     --------
-    The reference chapter's elementwise add moves 2 bytes per BF16 value:
+    本书 elementwise add 的例子里，每个 BF16 值占 2 字节：
 
     >>> bytes_per_element("bf16")
     2

@@ -1,8 +1,7 @@
-"""Optional dependencies: import one, or say in one line which extra to install.
+"""可选依赖：导入一个，或用一行说明该装哪个 extra。
 
-The models need NumPy (and ``tabulate`` for text tables) only. Figures need
-matplotlib, data frames pandas, measuring torch, reading run files jsonschema;
-each comes with an extra of the package, named for what it enables.
+模型只需要 NumPy（文本表格还要 ``tabulate``）。作图需要 matplotlib，DataFrame 需要 pandas，
+测量需要 torch，读 run file 需要 jsonschema；每项都有包的一个 extra，按它启用的功能命名。
 
 Examples
 --------
@@ -27,27 +26,28 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "report": ("pandas", "matplotlib", "jsonschema"),
     "bench": ("torch", "tqdm", "jsonschema"),
 }
-"""Each extra of ``pip install 'roofline-book[EXTRA]'`` and the modules it brings;
-``pyproject.toml`` declares the same (a test holds the two together)."""
+"""``pip install 'roofline-book[EXTRA]'`` 的每个 extra 及其带来的模块；``pyproject.toml`` 声明的
+与此相同（有测试保证两者一致）。
+"""
 
 _FOR_MODULE = {"matplotlib": "plot", "pandas": "table", "jsonschema": "report", "torch": "bench",
                "tqdm": "bench"}  # fmt: skip
 
 
 class MissingExtra(ImportError):
-    """An optional dependency is missing; the message names the extra that installs it."""
+    """缺少一个可选依赖；错误信息写明装哪个 extra 能补上。"""
 
 
 def install_hint(module: str) -> str:
-    """``pip install 'roofline-book[EXTRA]'`` for the extra that brings ``module`` (or "")."""
+    """带来 ``module`` 的那个 extra 的 ``pip install 'roofline-book[EXTRA]'`` （没有时为 ""）。"""
     extra = _FOR_MODULE.get(module.split(".")[0])
     return f"pip install 'roofline-book[{extra}]'" if extra else ""
 
 
 def require(module: str, what: str) -> ModuleType:
-    """Import ``module`` for ``what`` (e.g. ``"plot"``), or raise :class:`MissingExtra`.
+    """为 ``what`` （例如 ``"plot"``）导入 ``module``，否则抛出 :class:`MissingExtra`。
 
-    The message reads ``"<what> needs <module>: pip install 'roofline-book[<extra>]'"``.
+    错误信息为 ``"<what> needs <module>: pip install 'roofline-book[<extra>]'"``。
     """
     try:
         return importlib.import_module(module)

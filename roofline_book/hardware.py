@@ -1,25 +1,20 @@
-"""Devices: a ceiling per compute unit and precision, per memory level, and each figure's source.
+"""设备：每种计算单元、每种精度、每个存储层级各一个上限，以及每个数字的出处。
 
-The catalog lives in one data file, ``roofline_book/data/hardware.toml``.
-Compute ceilings are kept per unit (:data:`COMPUTE_UNITS`): the matrix
-units (Tensor Cores, Matrix Cores), the vector units (the FP32/FP64 lanes,
-CUDA cores) and the special function units (exp, rsqrt, ...). Memory
-ceilings are per level (:data:`MEMORY_LEVELS`): HBM and, where a figure is
-published or measured by others, L2. Peaks are *dense* rates. Vendors print
-2:4-sparse rates, twice as large, first; those are kept apart
-(:meth:`Hardware.sparse_peak_flops`) and never used as a roof.
+硬件目录保存在一个数据文件里，``roofline_book/data/hardware.toml``。计算上限按单元
+保存（:data:`COMPUTE_UNITS`）：矩阵单元（Tensor Core、Matrix Core）、向量单元
+（FP32/FP64 lane，即 CUDA core）和特殊函数单元（exp、rsqrt 等）。内存上限按层级保存
+（:data:`MEMORY_LEVELS`）：HBM，以及有公开数字或他人测量时的 L2。峰值都是 *dense* 速率。厂商
+通常先印出 2:4 稀疏的速率，是 dense 的 2 倍；这些单独保存
+（:meth:`Hardware.sparse_peak_flops`），从不用作 roof。
 
-Every ceiling of a device is stated at one clock, ``Hardware.clock_hz``,
-the highest SM clock the device runs at: a lower time bound must take the
-highest rate any kernel can reach. A vendor figure rated at a lower clock
-(Hopper's Tensor Core rows, at 1830 MHz) is scaled to it, and the vendor
-figure and the formula are kept (``Hardware.vendor_peaks``,
-``Hardware.derivations``).
+设备的每个上限都对应同一个时钟 ``Hardware.clock_hz``，即设备能跑到的最高 SM 时钟：时间下界必须取
+任何 kernel 能达到的最高速率。厂商按较低时钟标出的数字（Hopper 的 Tensor Core 各行，1830 MHz）
+换算到这个时钟，厂商的数字与公式都保留下来（``Hardware.vendor_peaks``、``Hardware.derivations``）。
 
 Examples
 --------
-H100 SXM: NVIDIA's dense BF16 989.4 TFLOP/s at 1830 MHz, scaled to the
-1980 MHz the driver reports as the SM's maximum:
+H100 SXM：NVIDIA 给出 1830 MHz 下 dense BF16 为 989.4 TFLOP/s，换算到驱动报告的 SM 最高时钟
+1980 MHz：
 
 >>> h100 = hardware("H100-SXM")
 >>> h100.clock_hz / 1e6, h100.vendor_peaks["bf16"] / 1e12
@@ -31,7 +26,7 @@ H100 SXM: NVIDIA's dense BF16 989.4 TFLOP/s at 1830 MHz, scaled to the
 >>> h100.ceiling("vector", "bf16") / 1e12        # packed BF16x2 non-tensor math
 133.8
 
-The reference chapter's example device, 100 TFLOP/s and 1 TB/s:
+本书的示例设备，100 TFLOP/s、1 TB/s：
 
 >>> EXAMPLE.ridge_point()
 100.0
@@ -52,24 +47,24 @@ from .dtypes import Precision, precision_name
 from .units import si
 
 ANY_PRECISION = "any"
-"""Key of an ad-hoc device's single peak, used for every precision."""
+"""自定义设备唯一峰值的键，所有精度共用。"""
 
 SPECIAL_UNIT = "evaluations/s"
-"""Unit of the special-function ceiling, evaluations (exp, rsqrt, ...) per second, not FLOP/s."""
+"""特殊函数上限的单位：每秒求值次数（exp、rsqrt 等），不是 FLOP/s。"""
 
 FLOP_PER_FMA = 2
-"""FLOPs a vendor counts for one fused multiply-add, the operation its vector peak assumes."""
+"""厂商为一次 fused multiply-add 计的 FLOPs；它的向量峰值按这种运算计。"""
 
 COMPUTE_UNITS = ("matrix", "vector", "special")
-"""Compute units with a ceiling of their own (see :data:`roofline_book.ops.UNITS`)."""
+"""各有自己上限的计算单元（见 :data:`roofline_book.ops.UNITS`）。"""
 
 MEMORY_LEVELS = ("hbm", "l2")
-"""Memory levels with a bandwidth ceiling, main memory and the L2 cache (where published)."""
+"""有带宽上限的存储层级：主存，以及（有公开数字时的）L2 cache。"""
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where a hardware figure was published."""
+    """一个硬件数字发表在哪里。"""
 
     key: str
     title: str
@@ -77,9 +72,9 @@ class Source:
     date: str = ""
     note: str = ""
     firmness: str = ""
-    """``"vendor"`` (datasheet, whitepaper, programming guide), ``"paper"`` (a
-    measurement or design paper) or ``"secondary"`` (press, resellers,
-    third-party compilations)."""
+    """``"vendor"`` （datasheet、白皮书、编程指南）、``"paper"`` （测量或设计论文）或
+    ``"secondary"`` （媒体、经销商、第三方汇编）。
+    """
 
     def __str__(self) -> str:
         when = f" ({self.date})" if self.date else ""
@@ -90,7 +85,7 @@ USER_SOURCE = Source("user", "supplied by the caller (not a datasheet)")
 
 
 def peak_key(dtype: Precision) -> str:
-    """The catalog key under which a precision's peak is listed (both FP8 formats share 'fp8').
+    """一种精度的峰值在目录中所用的键（两种 FP8 格式共用 'fp8'）。
 
     Examples
     --------
@@ -103,24 +98,23 @@ def peak_key(dtype: Precision) -> str:
 
 @dataclass(frozen=True)
 class Ceiling:
-    """One roof of a device: a compute unit's rate in a precision, or a memory level's bandwidth.
+    """设备的一条 roof：某种计算单元在某种精度下的速率，或某个存储层级的带宽。
 
     Attributes
     ----------
     resource : str
-        ``"matrix"``, ``"vector"``, ``"special"``, ``"hbm"`` or ``"l2"``.
+        ``"matrix"``、``"vector"``、``"special"``、``"hbm"`` 或 ``"l2"``。
     precision : str
-        The precision key of a compute ceiling; ``""`` for memory.
+        计算上限的精度键；内存上限为 ``""``。
     value : float
-        In :attr:`unit`: FLOP/s (OP/s for int8) for the matrix and vector
-        units, evaluations per second for the special function units, byte/s
-        for a memory level.
+        单位见 :attr:`unit`：矩阵与向量单元为 FLOP/s（int8 为 OP/s），特殊函数单元为每秒求值次数，
+        存储层级为 byte/s。
     source : Source
-        Where it was published.
+        它发表在哪里。
     derivation : str
-        For a figure computed from published ones, the formula; ``""`` otherwise.
+        由公开数字推算出的数字，写出公式；否则为 ``""``。
     clock_hz : float or None
-        The SM clock the ceiling is stated at (Hz); None where not known.
+        这个上限所对应的 SM 时钟频率（Hz）；不知道时为 None。
 
     Examples
     --------
@@ -141,7 +135,7 @@ class Ceiling:
 
     @property
     def unit(self) -> str:
-        """The unit of :attr:`value`: ``"FLOP/s"``, ``"OP/s"``, ``"evaluations/s"`` or ``"B/s"``."""
+        """:attr:`value` 的单位：``"FLOP/s"``、``"OP/s"``、``"evaluations/s"`` 或 ``"B/s"``。"""
         if self.is_memory:
             return "B/s"
         if self.resource == "special":
@@ -162,70 +156,65 @@ class Ceiling:
 
 @dataclass(frozen=True)
 class Hardware:
-    """A device for the roofline model, with a ceiling per unit and memory level.
+    """用于 roofline 模型的一块设备，每种单元、每个存储层级各有一个上限。
 
     Parameters
     ----------
     key : str
-        Catalog key, e.g. ``"h100-sxm"``.
+        目录中的键，例如 ``"h100-sxm"``。
     name : str
-        Full name.
+        全名。
     dense_peaks : mapping of str to float
-        Dense matrix-unit (Tensor Core / Matrix Core) rate per precision key
-        (FLOP/s; OP/s for int8).
+        矩阵单元（Tensor Core / Matrix Core）各精度键的 dense 速率
+        （FLOP/s；int8 为 OP/s）。
     memory_bandwidth : float
-        Peak HBM (main-memory) bandwidth (byte/s).
+        HBM（主存）的峰值带宽（byte/s）。
     vector_peaks : mapping of str to float
-        Vector-unit rates per precision (FLOP/s, an FMA counted as 2 FLOP as
-        vendors count it): the FP32 and FP64 lanes, and packed 16-bit
-        non-tensor rates (HFMA2, BF16x2) where published.
+        向量单元各精度的速率（FLOP/s，与厂商的算法相同，一个 FMA 计 2 FLOP）：FP32 与 FP64 lane，
+        以及有公开数字时 16 位 packed 的非 Tensor Core 速率（HFMA2、BF16x2）。
     special_peak : float or None
-        Special-function evaluations per second (exp, rsqrt, reciprocal,
-        ...), where published or derivable; a count of results, not FLOP/s.
+        每秒特殊函数求值次数（exp、rsqrt、倒数等），有公开数字或可推算时给出；这是结果的个数，不是
+        FLOP/s。
     sparse_peaks : mapping of str to float
-        2:4-structured-sparsity rates (FLOP/s), for reference only.
+        2:4 结构化稀疏的速率（FLOP/s），仅供参考。
     memory_capacity : float or None
-        Device memory in bytes as the device exposes it: the total the driver
-        reports where a source gives one, otherwise the nominal capacity read
-        in GiB (``memory_capacity_basis`` says which).
+        设备呈现出来的主存容量（byte）：有出处给出驱动报告的总量时用它，否则按 GiB 读厂商的标称容量
+        （``memory_capacity_basis`` 说明是哪一种）。
     memory_capacity_basis : str
-        ``"driver"`` (the total nvidia-smi reports), ``"nominal"`` (the
-        vendor's nominal capacity read as GiB) or ``""`` (given by the caller).
+        ``"driver"`` （nvidia-smi 报告的总量）、``"nominal"`` （厂商的标称容量，按 GiB 读）
+        或 ``""`` （由调用者给出）。
     l2_cache, last_level_cache : float or None
-        Sizes in bytes, where published; ``last_level_cache`` is a cache
-        beyond L2 (AMD's Infinity Cache).
+        容量（byte），有公开数字时给出；``last_level_cache`` 是 L2 之外的一级 cache（AMD 的
+        Infinity Cache）。
     l2_bandwidth : float or None
-        L2 bandwidth (byte/s), where a vendor or a cited measurement gives it
-        (for NVIDIA parts a measurement by others: NVIDIA publishes none).
+        L2 带宽（byte/s），厂商或所引用的测量给出时才有（NVIDIA 的芯片用他人的测量：
+        NVIDIA 不公布）。
     clock_hz : float or None
-        The SM clock every ceiling is stated at (Hz): the highest the device
-        runs at.
+        所有上限所对应的 SM 时钟频率（Hz）：设备能跑到的最高频率。
     shared_memory_per_sm, l1_shared_per_sm, register_file_per_sm : float or None
-        On-chip memory per SM in bytes: the most a block can use as shared
-        memory, L1 and shared memory together, the register file.
+        每个 SM 的片上存储（byte）：一个 block 最多能用作 shared memory 的量、L1 与 shared memory 合
+        计、寄存器堆。
     sms : int or None
-        Streaming multiprocessors (compute units on AMD).
-    fp32_lanes_per_sm, sfu_per_sm_per_clock : int or None
-        FP32 lanes per SM and special-function results per clock per SM, the
-        published inputs from which ``special_peak`` is derived.
+        streaming multiprocessor 的个数（AMD 上为 compute unit）。
+    fp32_lanes_per_sm : int or None
+        每个 SM 的 FP32 lane 数，是推算 ``special_peak`` 所用的公开数字之一。
+    sfu_per_sm_per_clock : int or None
+        每个 SM 每个时钟周期的特殊函数结果数，是推算 ``special_peak`` 所用的公开数字之一。
     firmness : str
-        How firm the device's sources are: ``"vendor"`` (datasheets,
-        whitepapers) or ``"secondary"``; ``""`` for an ad-hoc device.
+        设备出处的可靠程度：``"vendor"`` （datasheet、白皮书）或 ``"secondary"``；
+        自定义设备为 ``""``。
     sources : mapping of str to Source
-        Source of each figure, by field name; ``"vector_peaks.bf16"``-style
-        keys name the source of one precision where it differs.
+        每个数字的出处，按字段名索引；``"vector_peaks.bf16"`` 这样的键给出某一精度不同的出处。
     compared_sources : mapping of str to tuple of Source
-        Sources compared with a figure's and not taken (a second vendor
-        figure, a lower measurement), by field name.
+        与某个数字比较过但没有采用的出处（厂商的另一个数字、更低的测量），按字段名索引。
     compared_figures : mapping of str to tuple of float
-        The figures those sources give, in the same order, where the catalog
-        records them (the Tech Brief's 7.7 TB/s for B200, ...).
+        这些出处给出的数字，顺序相同，目录记下了它们时才有（例如 B200 Tech Brief 的 7.7 TB/s）。
     derivations : mapping of str to str
-        The formula of each figure computed from published ones, or how a
-        figure was chosen; ``"peak_flops.bf16"``-style keys for one precision.
+        每个由公开数字推算出的数字的公式，或者某个数字是怎样选出的；某一精度用
+        ``"peak_flops.bf16"`` 这样的键。
     vendor_peaks : mapping of str to float
-        The vendor's dense figures (FLOP/s) for the precisions it rates at a
-        clock below ``clock_hz``, before scaling: for reference.
+        厂商在低于 ``clock_hz`` 的时钟下标出的那些精度的 dense 数字（FLOP/s），换算之前的值，
+        仅供参考。
     """
 
     key: str
@@ -297,21 +286,20 @@ class Hardware:
 
     @property
     def precisions(self) -> tuple[str, ...]:
-        """Precision keys a matrix product can use, matrix-unit rates first, then vector ones."""
+        """矩阵乘法可用的精度键，先列矩阵单元的，再列向量单元的。"""
         extra = [p for p in self.vector_peaks if p not in self.dense_peaks]
         return tuple(self.dense_peaks) + tuple(extra)
 
     def peak_flops(self, dtype: Precision = "bf16") -> float:
-        """Dense peak rate of a matrix product in ``dtype`` (FLOP/s).
+        """``dtype`` 精度下矩阵乘法的 dense 峰值速率（FLOP/s）。
 
-        This is the matrix-unit rate; a precision the matrix units do not
-        take (FP32 without TF32 on NVIDIA) runs its products on the vector
-        units, at their rate.
+        这是矩阵单元的速率；矩阵单元不支持的精度（NVIDIA 上不用 TF32 的 FP32）在向量单元上
+        做乘法，按向量单元的速率计。
 
         Raises
         ------
         ValueError
-            If the device publishes no figure for that precision.
+            设备没有公布这种精度的数字。
 
         Examples
         --------
@@ -334,15 +322,13 @@ class Hardware:
         )
 
     def vector_peak(self, dtype: Precision = "fp32") -> float:
-        """Vector-unit peak for elementwise arithmetic on ``dtype`` data (FLOP/s, FMA = 2).
+        """对 ``dtype`` 数据做 elementwise 运算时向量单元的峰值（FLOP/s，FMA 计 2）。
 
-        FP64 data runs on the FP64 lanes. Other data may run on the FP32 lanes
-        (PyTorch's eager kernels compute 16- and 8-bit data in FP32, its
-        ``opmath`` type), and 16-bit data also as packed pairs (HFMA2, BF16x2)
-        where the vendor publishes a non-tensor FP16/BF16 rate: a lower bound
-        takes the higher of the two. Like the vendors' peaks this counts an
-        FMA as 2 FLOP; :meth:`vector_op_rate` is the rate of other operations.
-        An ad-hoc device without vector figures uses its one peak.
+        FP64 数据在 FP64 lane 上运行。其他数据可以在 FP32 lane 上运行（PyTorch 的 eager kernel
+        把 16 位和 8 位数据按 FP32 计算，即它的 ``opmath`` 类型）；厂商公布了非 Tensor Core 的
+        FP16/BF16 速率时，16 位数据也能按 packed 对（HFMA2、BF16x2）运行：下界取两者中较高的。
+        与厂商的峰值一样，这里一个 FMA 计 2 FLOP；其他运算的速率见 :meth:`vector_op_rate`。
+        没有向量单元数字的自定义设备用它唯一的峰值。
 
         Examples
         --------
@@ -369,17 +355,15 @@ class Hardware:
         return rate
 
     def vector_op_rate(self, dtype: Precision = "fp32") -> float:
-        """Vector lane operations per second on ``dtype`` data: the vector peak over 2.
+        """``dtype`` 数据上每秒的向量 lane 运算次数：向量峰值的一半。
 
-        A vendor's vector peak counts an FMA as 2 FLOP, so a lane slot does
-        2 FLOP only when it runs an FMA; an add, multiply, max or compare is
-        one FLOP in the same slot. This is the rate of such operations (and
-        of FMAs: one slot each), so vector work is timed in lane slots
-        (:attr:`roofline_book.ops.Cost.vector_slots`).
+        厂商的向量峰值把一个 FMA 算作 2 FLOP，所以一个 lane slot 只有在执行 FMA 时才做 2 FLOP；加、
+        乘、max 或比较在同一个 slot 里只算 1 FLOP。这是这类运算（以及 FMA，各占一个 slot）的速率，所
+        以向量工作按 lane slot 计时（:attr:`roofline_book.ops.Cost.vector_slots`）。
 
         Examples
         --------
-        H100 SXM adds FP32 numbers at half its 67 TFLOP/s FMA peak:
+        H100 SXM 做 FP32 加法的速率是它 67 TFLOP/s FMA 峰值的一半：
 
         >>> hardware("h100-sxm").vector_op_rate("fp32") / 1e12
         33.5
@@ -387,16 +371,15 @@ class Hardware:
         return self.vector_peak(dtype) / FLOP_PER_FMA
 
     def special_peak_flops(self) -> float:
-        """Special-function evaluations per second (exp, tanh, rsqrt, reciprocal, ...).
+        """每秒特殊函数求值次数（exp、tanh、rsqrt、倒数等）。
 
-        A count of results per second (:data:`SPECIAL_UNIT`), not FLOP/s.
-        Where no figure is published or derivable this is the FP32 lane
-        operation rate (:meth:`vector_op_rate`): a transcendental costs at
-        least one vector operation, so the bound stays a bound.
+        这是每秒结果的个数（:data:`SPECIAL_UNIT`），不是 FLOP/s。没有公开数字、也无法推算时，取
+        FP32 lane 的运算速率（:meth:`vector_op_rate`）：一次超越函数至少要一次向量运算，所以下界仍是
+        下界。
 
         Examples
         --------
-        H100 SXM: 16 results per clock per SM x 132 SMs x 1980 MHz:
+        H100 SXM：每个 SM 每个时钟周期 16 个结果 x 132 个 SM x 1980 MHz：
 
         >>> hardware("h100-sxm").special_peak_flops() / 1e12
         4.18176
@@ -406,16 +389,15 @@ class Hardware:
         return self.vector_op_rate("fp32")
 
     def ceiling(self, unit: str, dtype: Precision = "bf16") -> float:
-        """The compute ceiling of one unit for work in ``dtype``.
+        """一种单元处理 ``dtype`` 数据时的计算上限。
 
-        FLOP/s for the matrix and vector units (the vendor's peak, an FMA as
-        2 FLOP), evaluations per second for the special function units.
+        矩阵与向量单元为 FLOP/s（厂商的峰值，一个 FMA 计 2 FLOP），特殊函数单元为每秒求值次数。
 
         Parameters
         ----------
         unit : {"matrix", "vector", "special"}
         dtype : str or torch.dtype
-            The operator's data precision.
+            算子数据的精度。
 
         Examples
         --------
@@ -436,7 +418,7 @@ class Hardware:
         return self.special_peak_flops()
 
     def bandwidth(self, level: str = "hbm") -> float | None:
-        """The bandwidth of one memory level (byte/s); None where no figure exists for L2.
+        """一个存储层级的带宽（byte/s）；L2 没有数字时为 None。
 
         Examples
         --------
@@ -451,7 +433,7 @@ class Hardware:
         return self.memory_bandwidth if level == "hbm" else self.l2_bandwidth
 
     def sparse_peak_flops(self, dtype: Precision = "bf16") -> float:
-        """The vendor's 2:4-sparse rate (FLOP/s): reference only, never a roof for dense work."""
+        """厂商给出的 2:4 稀疏速率（FLOP/s）：仅供参考，绝不用作 dense 运算的 roof。"""
         key = peak_key(dtype)
         if key not in self.sparse_peaks:
             raise ValueError(
@@ -463,9 +445,9 @@ class Hardware:
     def ridge_point(
         self, dtype: Precision = "bf16", *, unit: str = "matrix", level: str = "hbm"
     ) -> float:
-        """Intensity where a memory level's slope meets a unit's flat roof (FLOP/byte).
+        """某个存储层级的斜线与某种单元的水平 roof 相交处的算术强度（FLOP/byte）。
 
-        The defaults, matrix units over HBM, are the ridge of a GEMM.
+        默认值（矩阵单元对 HBM）就是 GEMM 的 ridge point。
 
         Examples
         --------
@@ -479,7 +461,7 @@ class Hardware:
         return self.ceiling(unit, dtype) / band
 
     def ceilings(self) -> list[Ceiling]:
-        """Each roof of the device with its source: compute by unit and precision, memory by level.
+        """设备的每一条 roof 及其出处：计算按单元和精度，内存按层级。
 
         Examples
         --------
@@ -525,7 +507,7 @@ class Hardware:
         return out
 
     def source(self, figure: str) -> Source:
-        """The source of one figure (``"peak_flops"``, ``"memory_bandwidth"``, ...)."""
+        """一个数字的出处（``"peak_flops"``、``"memory_bandwidth"`` 等）。"""
         if figure not in self.sources:
             raise ValueError(
                 f"figure must be one of {', '.join(self.sources) or '(none)'} for {self.key}, "
@@ -545,25 +527,27 @@ def adhoc(
     l2_cache: float | None = None,
     shared_memory_per_sm: float | None = None,
 ) -> Hardware:
-    """A device from your own figures, e.g. a worked example or a measured machine.
+    """用你自己的数字建一块设备，例如一个算例，或一台测过的机器。
 
     Parameters
     ----------
     name : str
-        Any label.
+        任意名称。
     peak_flops : float or mapping of str to float
-        Matrix-unit peak: one used for every precision (FLOP/s), or one per
-        precision name.
+        矩阵单元峰值：所有精度共用一个（FLOP/s），或每个精度名一个。
     memory_bandwidth : float
-        HBM (main-memory) bandwidth, bytes per second.
+        HBM（主存）带宽（byte/s）。
     vector : float or mapping of str to float, optional
-        Vector-unit peak, an FMA counted as 2 FLOP as vendors count it (one
-        figure is taken as FP32); other vector operations run at half of it.
-        Without it, vector work is held to ``peak_flops``.
+        向量单元的峰值，与厂商的算法相同，一个 FMA 计 2 FLOP（只给一个数时视为 FP32）；
+        其他向量运算的速率是它的一半。不给时，向量运算受 ``peak_flops`` 约束。
     special : float, optional
-        Special-function evaluations per second; without it, the vector rate.
-    l2_bandwidth, l2_cache, shared_memory_per_sm : float, optional
-        L2 bandwidth (byte/s) and sizes (byte).
+        每秒特殊函数运算次数；不给时取向量单元的速率。
+    l2_bandwidth : float, optional
+        L2 带宽（byte/s）。
+    l2_cache : float, optional
+        L2 cache 的容量（byte）。
+    shared_memory_per_sm : float, optional
+        每个 SM 的 shared memory 容量（byte）。
 
     Examples
     --------
@@ -615,10 +599,10 @@ def adhoc(
     )
 
 
-#: The reference chapter's example device, 100 TFLOP/s peak and 1 TB/s memory bandwidth.
+#: 本书的示例设备：峰值 100 TFLOP/s，内存带宽 1 TB/s。
 EXAMPLE = adhoc("example (100 TFLOP/s, 1 TB/s)", 100e12, 1e12)
 
-#: Catalog table key -> Hardware field, for the figures read as they are.
+#: 目录表中的键 -> Hardware 的字段，用于原样读入的数字。
 _FIELDS = {
     "matrix": "dense_peaks",
     "matrix_sparse": "sparse_peaks",
@@ -634,22 +618,22 @@ _FIELDS = {
     "sms": "sms",
     "clock_hz": "clock_hz",
 }
-#: Hardware field -> the name its source goes by (kept from the one-roof catalog).
+#: Hardware 的字段 -> 其出处所用的名称（沿用只有一条 roof 时的目录）。
 _SOURCE_NAMES = {"dense_peaks": "peak_flops", "sparse_peaks": "peak_flops_sparse"}
-#: Inputs of derived figures: they need a source but are not ceilings themselves.
+#: 推算数字的输入：它们需要出处，但本身不是上限。
 _INPUTS = ("fp32_lanes_per_sm", "sfu_per_sm_per_clock", "matrix_clock_hz")
-#: The two ways a capacity may be given (bytes = value x unit); both cite ``memory_capacity``.
+#: 给出容量的两种写法（字节数 = 数值 x 单位）；两者都引用 ``memory_capacity`` 的出处。
 _CAPACITY = {"memory_capacity_mib": 2**20, "memory_capacity_gib": 2**30}
-#: Keys of a device entry that are not figures.
+#: 设备条目中不是数字的键。
 _TEXT = ("name", "vendor", "firmness", "sources", "derivations", "compared")
-#: Every key a device entry may hold.
+#: 设备条目可以有的全部键。
 _DEVICE_KEYS = (*_TEXT, *_FIELDS, *_INPUTS, *_CAPACITY)
-#: Tables keyed by precision, whose sources may be given per precision (``"vector.bf16"``).
+#: 按精度索引的表，它们的出处可以按精度分别给出（``"vector.bf16"``）。
 _PER_PRECISION = ("matrix", "matrix_sparse", "vector")
 
 
 def _figure_source_name(key: str) -> str:
-    """The name under which a catalog key's source is kept in ``Hardware.sources``."""
+    """目录中一个键的出处在 ``Hardware.sources`` 中所用的名字。"""
     if key in _CAPACITY:
         return "memory_capacity"
     if key in _FIELDS:
@@ -658,9 +642,9 @@ def _figure_source_name(key: str) -> str:
 
 
 def _scaled_matrix(entry: Mapping, fields: dict, derivations: dict, where: str) -> dict[str, float]:
-    """Scale the matrix rates rated at a lower clock to the device clock, in ``fields``.
+    """把 ``fields`` 中按较低时钟标出的矩阵单元速率换算到设备的时钟。
 
-    Returns the vendor figures that were scaled, by precision.
+    返回被换算的那些厂商数字，按精度索引。
     """
     rated = entry.get("matrix_clock_hz", {})
     if not rated:
@@ -693,7 +677,7 @@ def _scaled_matrix(entry: Mapping, fields: dict, derivations: dict, where: str) 
 
 
 def _derived_special(entry: Mapping) -> tuple[float, str] | None:
-    """The special-function rate: SFU results per clock per SM x SMs x the device clock."""
+    """特殊函数的速率：每个 SM 每个时钟周期的 SFU 结果数 x SM 个数 x 设备时钟。"""
     needed = ("sfu_per_sm_per_clock", "sms", "clock_hz")
     if "special" in entry or not all(k in entry for k in needed):
         return None
@@ -705,7 +689,7 @@ def _derived_special(entry: Mapping) -> tuple[float, str] | None:
 def _sources_of(
     entry: Mapping, sources: Mapping[str, Source], where: str
 ) -> tuple[dict[str, Source], dict[str, tuple[Source, ...]]]:
-    """Each figure's source, and the sources compared with it and not taken, by source name."""
+    """每个数字的出处，以及与它比较过但没有采用的出处，按出处名索引。"""
     cited = entry.get("sources", {})
     present = [k for k in entry if k not in _TEXT]
     allowed = {_figure_source_name(k) for k in present} | {
@@ -734,22 +718,20 @@ def _sources_of(
 
 
 def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
-    """Devices from the text of a catalog in the format of ``data/hardware.toml``.
+    """从 ``data/hardware.toml`` 格式的目录文本中读出设备。
 
     Parameters
     ----------
     text : str
-        TOML: a ``[sources.KEY]`` table per document, a ``[devices.KEY]`` table
-        per device (with its ``sources`` and, optionally, ``derivations``).
+        TOML：每份文献一个 ``[sources.KEY]`` 表，每个设备一个 ``[devices.KEY]`` 表（带它的
+        ``sources``，以及可选的 ``derivations``）。
     origin : str
-        Where the text came from; every error names it.
+        文本的来处；每条错误信息都写出它。
 
     Raises
     ------
     ValueError
-        On a key the format does not know (a misspelt figure is an error, not
-        a figure silently dropped), a figure without a known source, or a
-        figure the rules refuse.
+        遇到格式不认识的键（拼错的数字是错误，不会被悄悄丢掉）、没有已知出处的数字，或规则不接受的数字。
 
     Examples
     --------
@@ -834,13 +816,13 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
     return MappingProxyType(devices)
 
 
-#: Where the package's catalog lives, as its errors name it.
+#: 包内目录所在的位置，错误信息按这个名字称呼它。
 CATALOG_FILE = "roofline_book/data/hardware.toml"
 
 
 @functools.cache
 def catalog() -> Mapping[str, Hardware]:
-    """Every device of the data file, by key.
+    """数据文件中的全部设备，按键索引。
 
     Examples
     --------
@@ -852,7 +834,7 @@ def catalog() -> Mapping[str, Hardware]:
 
 
 def hardware(name: str) -> Hardware:
-    """A catalog device by key; case, spaces and underscores do not matter.
+    """按键取目录中的设备；大小写、空格和下划线都不影响。
 
     Examples
     --------

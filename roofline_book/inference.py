@@ -1,25 +1,20 @@
-"""LLM inference on the roofline: prefill and decode, the KV cache, GQA, sliding windows, MoE.
+"""roofline 上的 LLM 推理：prefill 与 decode、KV cache、GQA、sliding window、MoE。
 
-A serving step runs every layer of a decoder over the step's new tokens:
-``prefill`` pushes a whole prompt through (``tokens = prompt``), ``decode``
-adds one token to each sequence against its cached context. Each layer is a
-list of :class:`~roofline_book.ops.Cost` (norms, the projections, attention
-over the KV cache, the MLP or its experts, the residual adds); the model
-adds the embedding lookup, the final norm and the language-model head for
-the last position of each sequence. Two time bounds come from
-:func:`roofline_book.roofline.time_bound`: :func:`step_time`, the operators
-one kernel after another, and :func:`step_floor`, under any implementation
-that fuses or overlaps them.
+一个 serving step 让 decoder 的每一层处理这一步的新 token：``prefill`` 把整段 prompt 推过去
+（``tokens = prompt``），``decode`` 给每条序列加一个 token，对照它缓存的上下文。每一层是一个
+:class:`~roofline_book.ops.Cost` 列表（norm、各投影、对 KV cache 的 attention、MLP 或其
+experts、residual add）；模型再加上 embedding 查表、最后的 norm，以及对每条序列最后一个位置
+的 language-model head。两个时间下界都来自 :func:`roofline_book.roofline.time_bound`：
+:func:`step_time` 让算子一个 kernel 接一个地运行，:func:`step_floor`
+对任何把它们融合或重叠起来的实现都成立。
 
-The model shapes and their catalog are in :mod:`roofline_book.decoders`, the
-weight formats in :mod:`roofline_book.quantization` (both re-exported here);
-the batch that fits in memory and speculative decoding's gain in
-:mod:`roofline_book.serving`.
+模型的形状及其目录在 :mod:`roofline_book.decoders` 中，权重格式在 :mod:`roofline_book.quantization`
+中（两者都在这里重新导出）；内存里放得下的 batch 与 speculative decoding 的收益在
+:mod:`roofline_book.serving` 中。
 
 Examples
 --------
-Llama-2-7B in BF16 keeps 2 x 32 layers x 32 KV heads x 128 x 2 bytes of
-KV cache per token:
+BF16 的 Llama-2-7B 每个 token 保存 2 x 32 层 x 32 个 KV head x 128 x 2 字节的 KV cache：
 
 >>> llama = model("Llama-2-7B")
 >>> kv_bytes_per_token(llama)
@@ -54,11 +49,10 @@ from .roofline import TimeBound, time_bound
 
 
 def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None) -> int:
-    """KV-cache bytes one token keeps in all layers: ``2 x layers x kv_heads x head_dim x s_kv``.
+    """一个 token 在所有层中保存的 KV cache 字节数：``2 x layers x kv_heads x head_dim x s_kv``。
 
-    This is what a cached token costs while it is inside every layer's window;
-    a sliding-window layer keeps only its last ``sliding_window`` tokens
-    (:func:`kv_cache_bytes`).
+    这是一个缓存的 token 处在每一层的窗口之内时的代价；sliding-window 层只保留最后
+    ``sliding_window`` 个 token（:func:`kv_cache_bytes`）。
 
     Examples
     --------
@@ -70,15 +64,14 @@ def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None
 
 
 def kv_cache_bytes(config: ModelConfig, context: int, precisions: Precisions | None = None) -> int:
-    """KV-cache bytes of one sequence of ``context`` tokens (byte).
+    """一条 ``context`` 个 token 的序列的 KV cache 字节数（byte）。
 
-    A global layer keeps every token; a local layer keeps the last
-    ``min(context, sliding_window)`` (Mistral's rolling buffer, Gemma 2's
-    local layers).
+    global 层保留每一个 token；local 层保留最后 ``min(context, sliding_window)`` 个
+    （Mistral 的 rolling buffer、Gemma 2 的 local 层）。
 
     Examples
     --------
-    Mistral-7B at 8192 tokens keeps its 4096-token window in all 32 layers:
+    Mistral-7B 在 8192 个 token 时，32 层都保留它 4096 个 token 的窗口：
 
     >>> kv_cache_bytes(model("mistral-7b"), 8192) == 4096 * kv_bytes_per_token(model("mistral-7b"))
     True
@@ -91,9 +84,9 @@ def kv_cache_bytes(config: ModelConfig, context: int, precisions: Precisions | N
 
 
 def _linear(tokens: int, k: int, n: int, p: Precisions, *, table: bool = False) -> Cost:
-    """``(tokens x k) @ (k x n)``: activations in ``p.activations``, the weight in ``p.weights``.
+    """``(tokens x k) @ (k x n)``：激活的精度为 ``p.activations``，权重的精度为 ``p.weights``。
 
-    ``table``: the weight is the LM head, stored in ``p.table_precision``.
+    ``table``：权重是 LM head，按 ``p.table_precision`` 存放。
     """
     a = bytes_per_element(p.activations)
     w = p.table_bytes(k * n) if table else p.weight_bytes(k * n)
@@ -101,10 +94,10 @@ def _linear(tokens: int, k: int, n: int, p: Precisions, *, table: bool = False) 
 
 
 def expected_experts(experts: int, per_token: int, tokens: int) -> float:
-    """Distinct experts a step touches when ``tokens`` each pick ``per_token`` at random.
+    """``tokens`` 个 token 各随机选 ``per_token`` 个 expert 时，一步会用到的不同 expert 的个数。
 
-    Under uniform routing an expert is missed by one token with probability
-    ``1 - k/E``, so ``E (1 - (1 - k/E)^tokens)`` experts are read.
+    均匀路由下，一个 expert 不被某个 token 选中的概率是 ``1 - k/E``，所以要读
+    ``E (1 - (1 - k/E)^tokens)`` 个 expert。
 
     Examples
     --------
@@ -120,10 +113,10 @@ def expected_experts(experts: int, per_token: int, tokens: int) -> float:
 
 
 def _window_pairs(new: int, context: int, window: int | None) -> int:
-    """(query, key) pairs of ``new`` queries at the end of ``context``, each seeing ``window`` keys.
+    """``context`` 末尾 ``new`` 个 query 的 (query, key) 对数，每个 query 看到 ``window`` 个 key。
 
-    Query ``t`` (1-based position, ``t = context - new + 1 .. context``) sees
-    ``min(t, window)`` keys, itself included; without a window, all ``t``.
+    query ``t`` （从 1 数起的位置，``t = context - new + 1 .. context``）看到 ``min(t, window)`` 个
+    key，包括它自己；没有窗口时看到全部 ``t`` 个。
     """
     if window is None:
         return _causal_pairs(new, context)
@@ -134,20 +127,19 @@ def _window_pairs(new: int, context: int, window: int | None) -> int:
 
 
 def _keys_read(new: int, context: int, window: int | None) -> int:
-    """Keys (and values) of the cache some query of the step sees."""
+    """cache 中这一步有某个 query 看到的 key（与 value）个数。"""
     return context if window is None else min(context, new + window - 1)
 
 
 def _attention(
     config: ModelConfig, batch: int, new: int, context: int, p: Precisions, window: int | None
 ) -> Cost:
-    """One layer's attention over the cache: ``new`` queries per sequence, ``context`` keys.
+    """一层对 cache 的 attention：每条序列 ``new`` 个 query，``context`` 个 key。
 
-    Causal, aligned bottom-right (the last query sees every key), each query
-    limited to the last ``window`` keys if a window is given. Compulsory
-    traffic: the new queries read, every cached key and value some query sees
-    read once (a flash-decoding style kernel reads the cache once per KV head,
-    whatever the group of query heads sharing it), the output written.
+    causal，右下对齐（最后一个 query 看到每一个 key）；给了窗口时，每个 query 只看最后 ``window``
+    个 key。必需流量：读入新的 query，有某个 query 看到的每个缓存的 key 和 value 读一次
+    （flash-decoding 式的 kernel 每个 KV head 读一次 cache，不论共用它的 query head 有几个），写出输
+    出。
     """
     a, s_kv, d = bytes_per_element(p.activations), bytes_per_element(p.kv), config.d
     pairs = batch * config.heads * _window_pairs(new, context, window)
@@ -196,17 +188,14 @@ def layer_ops(
     *,
     layer: int = 0,
 ) -> list[tuple[str, Cost]]:
-    """One decoder layer for ``batch`` sequences, ``new`` tokens each, over ``context`` keys.
+    """一个 decoder 层处理 ``batch`` 条序列、每条 ``new`` 个 token，对照 ``context`` 个 key。
 
-    ``context`` counts the tokens the step attends to: the cached ones plus
-    the ``new`` ones. Prefill is ``new = context = prompt``; a decode step is
-    ``new = 1`` with ``context`` the cached tokens plus the new one. ``layer``
-    (0-based) picks a local (sliding-window) or global layer where the model
-    has both. The new keys and values leave the QKV projection with its output
-    and are then copied into the cache (read in the activations' precision,
-    written in the cache's), a kernel of their own (``"KV cache write"``, as
-    vLLM's ``reshape_and_cache``). An MoE MLP reads the weights of the
-    :func:`expected_experts` a step touches.
+    ``context`` 是这一步要 attend 的 token 数：缓存的加上 ``new`` 个新的。 prefill 是 ``new =
+    context = prompt``；一步 decode 是 ``new = 1``，``context`` 为缓存的 token 数加上这个新 token。
+    模型既有 local（sliding-window）层又有 global 层时，``layer`` （从 0 数起）选其中一种。新的 key
+    和 value 随 QKV 投影的输出一起产生，再复制进 cache （按激活的精度读、按 cache 的精度写），这是一
+    个单独的 kernel（``"KV cache write"``，即 vLLM 的 ``reshape_and_cache``）。MoE 的 MLP 读取一步所
+    用到的 :func:`expected_experts` 个 expert 的权重。
 
     Examples
     --------
@@ -270,13 +259,11 @@ def step_ops(
     *,
     logits: int = 1,
 ) -> list[tuple[str, Cost]]:
-    """The whole model for one step: embedding, every layer, final norm, LM head.
+    """整个模型的一步：embedding、每一层、最后的 norm、LM head。
 
-    Each layer's operators are summed over the layers (``"<op> (x layers)"``);
-    where local and global layers differ (their attention), each kind has a
-    line of its own (``"attention, sliding window (x 21)"``). The LM head
-    computes the logits of the last ``logits`` positions of each sequence (1;
-    a speculative verification step needs all its positions).
+    每层的算子对所有层求和（``"<op> (x layers)"``）；local 层与 global 层不同之处（它们的
+    attention）各占一行（``"attention, sliding window (x 21)"``）。LM head 计算每条序列最后
+    ``logits`` 个位置的 logits（通常为 1；speculative 验证步需要它的全部位置）。
 
     Examples
     --------
@@ -320,26 +307,23 @@ def step_ops(
 
 @dataclass(frozen=True)
 class StepBound:
-    """A serving step's time lower bound on a device: each operator's, summed (second)."""
+    """一个 serving step 在一块设备上的时间下界：各算子的下界之和（秒）。"""
 
     seconds: float
     by_op: Mapping[str, float]
     compute: float
-    """Seconds of the operators whose bound is a compute unit."""
+    """下界由计算单元决定的那些算子的秒数。"""
     memory: float
-    """Seconds of the operators whose bound is a memory level."""
+    """下界由存储层级决定的那些算子的秒数。"""
 
 
 def step_time(ops: list[tuple[str, Cost]], device: Hardware, precisions: Precisions) -> StepBound:
-    """Sum of the operators' time lower bounds, one kernel after another (second).
+    """各算子时间下界之和，kernel 一个接一个（秒）。
 
-    This is the floor of an implementation that runs these kernels one after
-    another, each moving its own inputs and outputs through HBM. Fusing kernels
-    (a norm into the residual add, the activation into a GEMM) or overlapping
-    a memory-bound kernel with a compute-bound one can go below it, never below
-    :func:`step_floor`. The compute ceilings are those of the activations'
-    precision, in which the products run (weight-only formats are widened on
-    the fly).
+    这是让这些 kernel 一个接一个运行、每个都经 HBM 搬运自己的输入与输出的实现的下界。融合 kernel
+    （把 norm 并入 residual add、把激活函数并入 GEMM）或让 memory-bound 的 kernel 与 compute-bound
+    的 kernel 重叠，可以低于它，但不会低于 :func:`step_floor`。计算上限取激活精度下的上限，
+    乘法按激活精度进行（只量化权重的格式在运行时展宽）。
     """
     times = {name: time_bound(cost, device, precisions.activations) for name, cost in ops}
     return StepBound(
@@ -351,11 +335,10 @@ def step_time(ops: list[tuple[str, Cost]], device: Hardware, precisions: Precisi
 
 
 def weight_bytes(config: ModelConfig, precisions: Precisions | None = None) -> int:
-    """Bytes of all the model's weights (byte).
+    """模型全部权重的字节数（byte）。
 
-    The linear layers in ``precisions.weights``; the embedding table, the LM
-    head and the norms in ``precisions.table_precision`` (BF16 under weight
-    quantization unless ``quantize_embeddings``).
+    linear 层按 ``precisions.weights``；embedding 表、LM head 与 norm 按
+    ``precisions.table_precision`` （量化权重时为 BF16，除非 ``quantize_embeddings``）。
 
     Examples
     --------
@@ -380,13 +363,11 @@ def step_traffic(
     *,
     logits: int = 1,
 ) -> int:
-    """Bytes any implementation of the step must move through HBM (byte).
+    """这一步的任何实现都必须经 HBM 搬运的字节数（byte）。
 
-    The weights the step reads (the linear layers, the MoE experts its tokens
-    touch, the norms, the LM head, one embedding row per token), the cached
-    keys and values its queries see, the new keys and values it writes, and the
-    logits. Activations between operators are left out: a fused kernel keeps
-    them on chip.
+    这一步读的权重（linear 层、它的 token 用到的 MoE expert、norm、LM head、每个 token 一行
+    embedding），它的 query 看到的缓存 key 与 value，它写入的新 key 与 value，以及 logits。
+    算子之间的激活不计：融合的 kernel 把它们留在片上。
     """
     p = precisions or Precisions()
     batch, new, context = _check_step(batch, new, context)
@@ -421,13 +402,11 @@ def step_floor(
     *,
     logits: int = 1,
 ) -> TimeBound:
-    """A time lower bound for any implementation of the step, fused or overlapped (second).
+    """这一步的任何实现（融合的或重叠的）的时间下界（second）。
 
-    ``max(FLOPs / P, bytes / B)`` over the whole step: each compute unit's
-    FLOPs of every operator over that unit's ceiling, and
-    :func:`step_traffic` over the bandwidth. Kernels that overlap memory-bound
-    attention with compute-bound GEMMs (NanoFlow) or fuse the small operators
-    approach it; none goes below it.
+    对整步取 ``max(FLOPs / P, bytes / B)``：每种计算单元上所有算子的 FLOPs 除以该单元的上限，
+    以及 :func:`step_traffic` 除以带宽。让 memory-bound 的 attention 与 compute-bound 的 GEMM 重叠
+    （NanoFlow）或融合小算子的 kernel 会接近它，但没有一个低于它。
 
     Examples
     --------
@@ -456,16 +435,13 @@ def step_floor(
 def decode_batch_to_ridge(
     config: ModelConfig, device: Hardware, precisions: Precisions | None = None
 ) -> float:
-    """Decode batch at which the MLP's up projection reaches the matrix ridge point.
+    """MLP 的 up 投影达到矩阵单元 ridge point 时的 decode batch。
 
-    A weight-streaming GEMM, ``(B x k) @ (k x n)``, has intensity
-    ``2Bkn / (w kn + a B (k + n))`` with ``w`` weight and ``a`` activation
-    bytes per element; setting it to the ridge ``R`` of the activations'
-    precision gives ``B* = R w kn / (2kn - R a (k + n))``, about ``R w / 2``.
-    Weight-only formats lower ``w`` at the BF16 ridge, so ``B*`` falls with
-    them; W8A8 FP8 halves ``w`` but doubles ``R``, so ``B*`` stays. In an MoE
-    layer each expert's GEMM gets about ``B k / E`` of the rows (uniform
-    routing), so the batch is ``E / k`` times larger.
+    流式读取权重的 GEMM ``(B x k) @ (k x n)`` 的算术强度为 ``2Bkn / (w kn + a B (k + n))``，``w``
+    与 ``a`` 是权重与激活每个元素的字节数；令它等于激活精度的 ridge point ``R``，得 ``B* = R w kn /
+    (2kn - R a (k + n))``，约为 ``R w / 2``。只量化权重的格式在 BF16 的 ridge point 下降低 ``w``，所
+    以 ``B*`` 随之下降；W8A8 FP8 把 ``w`` 减半但把 ``R`` 加倍，所以 ``B*`` 不变。MoE 层中每个
+    expert 的 GEMM 约分到 ``B k / E`` 行（均匀路由），所以 batch 要大 ``E / k`` 倍。
 
     Examples
     --------

@@ -1,25 +1,20 @@
-"""Precisions of a served language model: weight formats, their scales and zero points.
+"""上线语言模型的各种精度：权重格式，以及它们的 scale 与 zero point。
 
-Three deployments cover most of what runs on one GPU:
+三种部署方式涵盖了单个 GPU 上运行的大多数情形：
 
-- **weight-only** (W8A16, W4A16): weights stored in int8, int4 or FP8, widened
-  on the fly and multiplied in the activations' BF16, so the GEMMs run at the
-  BF16 peak. GPTQ and AWQ checkpoints store integer weights in groups of
-  :data:`QUANT_GROUP` along the input dimension, each group with one FP16 scale
-  and, when quantized asymmetrically (AWQ, GPTQ with ``sym=False``), one zero
-  point of the weights' own width. Symmetric quantization stores no zero point.
-  FP8 weight-only (vLLM's Marlin kernel, the fallback on GPUs without FP8
-  Tensor Cores) keeps one scale per channel or per tensor.
-- **W8A8 FP8** (vLLM's FP8 on Hopper and Ada): the linear layers' weights in
-  FP8 E4M3 with a per-tensor scale, their input activations quantized to FP8
-  as well, and the product on the FP8 Tensor Cores at the FP8 peak. Write it
-  ``Precisions(weights="fp8", activations="fp8")``.
-- **unquantized** BF16.
+- **只量化权重** （W8A16、W4A16）：权重以 int8、int4 或 FP8 存放，运行时展宽，按激活的 BF16
+  相乘，所以 GEMM 按 BF16 峰值运行。GPTQ 与 AWQ 的 checkpoint 沿输入维度把整数权重按
+  :data:`QUANT_GROUP` 个一组存放，每组一个 FP16 scale；非对称量化时（AWQ，``sym=False`` 的 GPTQ）
+  每组再加一个与权重同宽的 zero point。对称量化不存 zero point。只量化权重的 FP8（vLLM 的
+  Marlin kernel，没有 FP8 Tensor Core 的 GPU 上的退路）每个 channel 或每个 tensor 一个 scale。
+- **W8A8 FP8** （vLLM 在 Hopper 与 Ada 上的 FP8）：linear 层的权重为 FP8 E4M3，每个 tensor 一个
+  scale，它们的输入激活也量化为 FP8，乘法在 FP8 Tensor Core 上按 FP8 峰值进行。写作
+  ``Precisions(weights="fp8", activations="fp8")``。
+- **不量化** 的 BF16。
 
-Per-tensor and per-channel scales add a few bytes per matrix, not per weight:
-they are not counted. The embedding table, the LM head and the norms stay in
-BF16 unless ``quantize_embeddings`` is set, as vLLM's FP8 (``lm_head``
-excluded) and AWQ/GPTQ checkpoints (``lm_head`` unquantized by default) keep them.
+每个 tensor 或每个 channel 的 scale 每个矩阵只多几个字节，而不是每个权重多几个字节：不计入。
+embedding 表、LM head 与 norm 保持 BF16，除非设置 ``quantize_embeddings``；vLLM 的 FP8
+（不含 ``lm_head``）与 AWQ/GPTQ 的 checkpoint（默认不量化 ``lm_head``）都是这样保留它们的。
 
 Examples
 --------
@@ -39,18 +34,17 @@ from dataclasses import dataclass
 from . import _validate
 from .dtypes import bytes_per_element, precision_name
 
-#: The one weight format beyond the tensor dtypes, 4-bit integers (half a byte per weight).
+#: tensor dtype 之外唯一的权重格式：4 位整数（每个权重半个字节）。
 INT4 = "int4"
 
-#: Weights per quantization group of the integer formats (GPTQ and AWQ's usual group size);
-#: each group stores one FP16 scale (2 bytes) and, if asymmetric, one zero point.
+#: 整数格式每个量化分组的权重个数（GPTQ 与 AWQ 常用的分组大小）；每组保存一个 FP16 scale
+#: （2 字节），非对称时再保存一个 zero point。
 QUANT_GROUP = 128
 
-#: Bytes of one group scale (FP16).
+#: 一个分组 scale 的字节数（FP16）。
 SCALE_BYTES = 2
 
-#: The precision of what weight quantization leaves alone (the embedding table, the LM
-#: head and the norms).
+#: 权重量化不触及的部分（embedding 表、LM head 与 norm）的精度。
 UNQUANTIZED = "bf16"
 
 
@@ -66,28 +60,25 @@ def _bits(name: str) -> int:
 
 @dataclass(frozen=True)
 class Precisions:
-    """Precisions of a served model: weights, activations (and the compute), the KV cache.
+    """一个上线模型的各种精度：权重、激活（以及计算）、KV cache。
 
     Parameters
     ----------
     weights : str
-        Format of the linear layers' weights: a tensor dtype (``"bf16"``,
-        ``"fp8"``, ``"int8"``) or ``"int4"``.
+        linear 层权重的格式：一种 tensor dtype（``"bf16"``、``"fp8"``、``"int8"``）或 ``"int4"``。
     activations : str
-        Precision of the activations, and of the products: the weight GEMMs
-        run on the matrix units at this precision's peak. ``"fp8"`` with
-        ``weights="fp8"`` is W8A8. The whole step is then held to FP8: the
-        norms, residuals and attention, which vLLM keeps in BF16, get fewer
-        bytes and a higher peak than they have, so the step's bound can only
-        be lower, by their few megabytes of activations.
+        激活以及乘法的精度：权重 GEMM 在矩阵单元上按这个精度的峰值运行。``"fp8"`` 配上
+        ``weights="fp8"`` 即 W8A8。这时整步都按 FP8 计：vLLM 保持为 BF16 的 norm、residual 与
+        attention 得到的字节数比实际少、峰值比实际高，所以这一步的下界只会偏低，差的是它们那几 MB 激
+        活。
     kv : str
-        Precision of the KV cache.
+        KV cache 的精度。
     zero_point : bool
-        Integer weights quantized asymmetrically: one zero point per group,
-        of the weights' width (AWQ; GPTQ with ``sym=False``). Default symmetric.
+        整数权重按非对称量化：每组一个与权重同宽的 zero point（AWQ；``sym=False`` 的 GPTQ）。
+        默认为对称量化。
     quantize_embeddings : bool
-        Store the embedding table and the LM head in the weights' format too
-        (default: they stay in :data:`UNQUANTIZED`, BF16, as do the norms).
+        embedding 表与 LM head 也按权重的格式存放（默认它们保持 :data:`UNQUANTIZED`，即 BF16，
+        norm 也是）。
     """
 
     weights: str = "bf16"
@@ -106,22 +97,22 @@ class Precisions:
 
     @property
     def quantized(self) -> bool:
-        """Weights narrower than 16 bits (int8, int4, FP8)."""
+        """权重窄于 16 位（int8、int4、FP8）。"""
         return _bits(self.weights) < 16
 
     @property
     def grouped(self) -> bool:
-        """Whether the weights are integers narrower than the activations, in GPTQ/AWQ groups."""
+        """权重是否是比激活窄的整数，按 GPTQ/AWQ 的方式分组。"""
         integer = self.weights == INT4 or self.weights.startswith("int")
         return self.quantized and integer and _bits(self.weights) < _bits(self.activations)
 
     @property
     def scheme(self) -> str:
-        """``"W<bits>A<bits>"``: weight and activation widths, e.g. ``"W4A16"``, ``"W8A8"``."""
+        """``"W<bits>A<bits>"``：权重与激活的位宽，例如 ``"W4A16"``、``"W8A8"``。"""
         return f"W{_bits(self.weights)}A{_bits(self.activations)}"
 
     def per_weight(self) -> float:
-        """Bytes one linear-layer weight takes, with its share of scales and zero points (byte).
+        """一个 linear 层权重所占的字节数，含它分摊的 scale 与 zero point（byte）。
 
         Examples
         --------
@@ -138,10 +129,9 @@ class Precisions:
         return per + (SCALE_BYTES + (per if self.zero_point else 0)) / QUANT_GROUP
 
     def weight_bytes(self, count: int) -> int:
-        """Bytes of ``count`` linear-layer weights, group scales and zero points included (byte).
+        """``count`` 个 linear 层权重的字节数，含分组 scale 与 zero point（byte）。
 
-        Whole groups of :data:`QUANT_GROUP`; a partial last group still stores its scale;
-        rounded up to whole bytes.
+        按 :data:`QUANT_GROUP` 个一整组计；最后不满的一组仍保存它的 scale；向上取整到整字节。
         """
         count = _validate.size("count", count, minimum=0)
         per = 0.5 if self.weights == INT4 else bytes_per_element(self.weights)
@@ -153,13 +143,13 @@ class Precisions:
 
     @property
     def table_precision(self) -> str:
-        """Precision of the embedding table, the LM head and the norms."""
+        """embedding 表、LM head 与 norm 的精度。"""
         if self.quantized and not self.quantize_embeddings:
             return UNQUANTIZED
         return self.weights
 
     def table_bytes(self, count: int) -> int:
-        """Bytes of ``count`` embedding, LM-head or norm weights (byte)."""
+        """``count`` 个 embedding、LM head 或 norm 权重的字节数（byte）。"""
         if self.table_precision == self.weights:
             return self.weight_bytes(count)
         return bytes_per_element(self.table_precision) * _validate.size("count", count, minimum=0)

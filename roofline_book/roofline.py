@@ -1,18 +1,16 @@
-"""The roofline model: attainable performance, the ridge point, bounds and achieved performance.
+"""roofline 模型：可达性能、ridge point、各种下界与实测性能。
 
-With peak compute ``P`` (FLOP/s), memory bandwidth ``B`` (byte/s) and
-arithmetic intensity ``I`` (FLOP/byte), a kernel can run at most at
+峰值算力为 ``P`` （FLOP/s）、内存带宽为 ``B`` （byte/s）、算术强度为 ``I`` （FLOP/byte）时，
+kernel 最快只能达到
 
 .. math:: P_{\\text{attainable}}(I) = \\min(P,\\; B I).
 
-The two roofs meet at the ridge point ``I* = P / B``: a kernel left of it is
-memory-bound, right of it compute-bound.
+两条 roof 相交于 ridge point ``I* = P / B``：在它左边的 kernel 受限于内存，右边的受限于计算。
 
-A real device has more than two roofs: a flat one per compute unit and
-precision (matrix, vector, special functions) and a slope per memory level
-(HBM, L2). :func:`time_bound` holds a :class:`~roofline_book.ops.Cost` to
-every ceiling it uses, on a catalog device: its time lower bound is the
-largest of the times each resource needs, and the bound names that resource.
+真实设备的 roof 不止两条：每种计算单元和精度（矩阵单元、向量单元、特殊函数单元）各有一条
+水平线，每个存储层级（HBM、L2）各有一条斜线。:func:`time_bound` 在目录设备上用
+:class:`~roofline_book.ops.Cost` 用到的每一个上限来约束它：时间下界是各资源所需时间中
+最大的那个，下界同时指出是哪种资源。
 
 Examples
 --------
@@ -46,18 +44,18 @@ MEMORY_RESOURCES = ("memory", *MEMORY_LEVELS)
 
 
 def ridge_point(peak_flops: float, bandwidth: float) -> float:
-    """Intensity at which the two roofs meet, ``P / B`` (FLOP/byte).
+    """两条 roof 相交处的算术强度，``P / B`` （FLOP/byte）。
 
     Parameters
     ----------
     peak_flops : float
-        Peak compute (FLOP/s), > 0.
+        峰值算力（FLOP/s），> 0。
     bandwidth : float
-        Memory bandwidth (byte/s), > 0.
+        内存带宽（byte/s），> 0。
 
     Examples
     --------
-    100 TFLOP/s over 1 TB/s:
+    100 TFLOP/s 除以 1 TB/s：
 
     >>> ridge_point(100e12, 1e12)
     100.0
@@ -66,19 +64,21 @@ def ridge_point(peak_flops: float, bandwidth: float) -> float:
 
 
 def attainable(intensity, peak_flops: float, bandwidth: float):
-    """Attainable performance ``min(P, B * I)`` (FLOP/s).
+    """可达性能 ``min(P, B * I)`` （FLOP/s）。
 
     Parameters
     ----------
     intensity : float or array_like
-        Arithmetic intensity (FLOP/byte), finite and >= 0.
-    peak_flops, bandwidth : float
-        Peak compute (FLOP/s) and memory bandwidth (byte/s).
+        算术强度（FLOP/byte），有限且 >= 0。
+    peak_flops : float
+        峰值算力（FLOP/s）。
+    bandwidth : float
+        内存带宽（byte/s）。
 
     Returns
     -------
     float or numpy.ndarray
-        A float for a scalar intensity, an array of the same shape otherwise.
+        标量的算术强度返回 float，否则返回同 shape 的数组。
 
     Examples
     --------
@@ -94,10 +94,9 @@ def attainable(intensity, peak_flops: float, bandwidth: float):
 
 
 def bound(intensity: float, peak_flops: float, bandwidth: float) -> Bound:
-    """Which roof limits a kernel of this intensity: ``"memory"`` or ``"compute"``.
+    """这个算术强度的 kernel 受哪条 roof 限制：``"memory"`` 或 ``"compute"``。
 
-    At exactly the ridge point both roofs give the same rate; this returns
-    ``"compute"`` there.
+    恰好在 ridge point 上两条 roof 给出同样的速率；此时返回 ``"compute"``。
 
     Examples
     --------
@@ -110,16 +109,15 @@ def bound(intensity: float, peak_flops: float, bandwidth: float) -> Bound:
 
 @dataclass(frozen=True)
 class TimeBound:
-    """Lower bounds on a kernel's run time, one per resource it uses (second).
+    """kernel 运行时间的下界，它用到的每种资源一个（秒）。
 
     Attributes
     ----------
     by_resource : mapping of str to float
-        Seconds each resource needs: matrix FLOPs over the matrix peak,
-        vector lane slots over the lane rate, special-function evaluations
-        over their rate (``"matrix"``, ``"vector"``, ``"special"``;
-        ``"compute"`` in the two-roof model), or bytes over a level's
-        bandwidth (``"hbm"``, ``"l2"``; ``"memory"`` in the two-roof model).
+        每种资源所需的秒数：矩阵 FLOPs 除以矩阵单元的峰值，向量 lane slot 数除以 lane 速率，特殊函数
+        求值次数除以它们的速率（``"matrix"``、``"vector"``、``"special"``；两条 roof 的模型中为
+        ``"compute"``），或字节数除以某个层级的带宽（``"hbm"``、``"l2"``；两条 roof 的模型中为
+        ``"memory"``）。
 
     Examples
     --------
@@ -142,42 +140,41 @@ class TimeBound:
 
     @property
     def seconds(self) -> float:
-        """The largest of the times, which no kernel can beat (second)."""
+        """各时间中最大的一个，任何 kernel 都无法更快（秒）。"""
         return max(self.by_resource.values())
 
     @property
     def resource(self) -> str:
-        """The resource that sets the bound; compute wins a tie, as at the ridge point."""
+        """决定下界的资源；相等时算 compute，与 ridge point 上的约定相同。"""
         order = [r for r in COMPUTE_RESOURCES + MEMORY_RESOURCES if r in self.by_resource]
         return max(order, key=lambda r: (self.by_resource[r], -order.index(r)))
 
     @property
     def compute(self) -> float:
-        """The largest compute time, the time if memory were free (second)."""
+        """最大的计算时间，即内存不花时间时的时间（秒）。"""
         return max((v for r, v in self.by_resource.items() if r in COMPUTE_RESOURCES), default=0.0)
 
     @property
     def memory(self) -> float:
-        """The largest memory time, the time if arithmetic were free (second)."""
+        """最大的内存时间，即运算不花时间时的时间（秒）。"""
         return max((v for r, v in self.by_resource.items() if r in MEMORY_RESOURCES), default=0.0)
 
     @property
     def bound(self) -> Bound:
-        """Whether a memory level or a compute unit sets the bound."""
+        """下界由存储层级还是计算单元决定。"""
         return "memory" if self.resource in MEMORY_RESOURCES else "compute"
 
 
 def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBound:
-    """Lower bounds ``FLOPs / P`` and ``bytes / B`` on a kernel's time: the two-roof model.
+    """kernel 时间的两个下界 ``FLOPs / P`` 与 ``bytes / B``：两条 roof 的模型。
 
-    Every FLOP is held to one peak and every byte to one bandwidth, as in the
-    reference chapter. For a catalog device, :func:`time_bound` holds each
-    unit and memory level to its own ceiling.
+    每个 FLOP 都受同一个峰值约束，每个字节都受同一个带宽约束，正如本书前几章的做法。
+    对目录设备，:func:`time_bound` 让每种单元、每个存储层级各受自己的上限约束。
 
     Examples
     --------
-    The 4096^3 BF16 GEMM on the example device: 1.37e11 FLOP at 100 TFLOP/s
-    is 1.37 ms; its 100 MB of traffic at 1 TB/s is 0.1 ms.
+    示例设备上 4096^3 的 BF16 GEMM：1.37e11 FLOP 按 100 TFLOP/s 需 1.37 ms；
+    它的 100 MB 流量按 1 TB/s 需 0.1 ms。
 
     >>> from roofline_book.ops import gemm
     >>> t = time_lower_bound(gemm(4096, 4096, 4096), 100e12, 1e12)
@@ -192,32 +189,25 @@ def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBou
 
 
 def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeBound:
-    """The time each of ``device``'s resources needs for ``cost``; the largest is the bound.
+    """``device`` 的每种资源完成 ``cost`` 所需的时间；最大的就是下界。
 
-    Compute: the matrix FLOPs over the matrix peak for ``dtype``; the vector
-    work in lane slots
-    (:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`: an FMA or
-    any other operation takes one) over the lane rate, half the vendor's
-    FMA-counted vector peak
-    (:meth:`Hardware.vector_op_rate <roofline_book.hardware.Hardware.vector_op_rate>`,
-    which takes packed 16-bit math where published); the special-function
-    evaluations over their rate. All are at the device's one clock. Memory: the
-    compulsory bytes over the HBM bandwidth, assuming a cold L2 (inputs come
-    from HBM, outputs go there). Re-reads (``Cost.reread_bytes``) are
-    charged to HBM only when their footprint does not fit in the L2; every
-    byte, re-read or not, passes the L2, which is charged where the device
-    has an L2 bandwidth. Units and levels work at the same time, so the
-    kernel needs at least the largest of these times. A device with one peak
-    for everything (:func:`roofline_book.hardware.adhoc` without ``vector``)
-    has one compute resource, ``"compute"``, that all FLOPs share.
+    计算：矩阵 FLOPs 除以 ``dtype`` 下矩阵单元的峰值；向量工作按 lane slot 计
+    （:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`：一个 FMA 或其他任何运算各占一
+    个），除以 lane 速率，即厂商按 FMA 计的向量峰值的一半
+    （:meth:`Hardware.vector_op_rate <roofline_book.hardware.Hardware.vector_op_rate>`，有公开数字时
+    用 packed 16 位运算）；特殊函数求值次数除以它们的速率。全部按设备唯一的时钟计。内存：必需字节数
+    除以 HBM 带宽，假定 L2 为冷（输入来自 HBM，输出写回 HBM）。重读（``Cost.reread_bytes``）只有在
+    footprint 装不进 L2 时才算在 HBM 上；每个字节，无论是否重读，都经过 L2，设备有 L2 带宽时就按它计
+    入。各单元与各层级同时工作，所以 kernel 至少需要这些时间中最大的一个。所有运算只有一个峰值的设备
+    （不给 ``vector`` 的 :func:`roofline_book.hardware.adhoc`）只有一种计算资源 ``"compute"``，所有
+    FLOPs 共用。
 
     Examples
     --------
-    A BF16 add on H100 SXM runs on the vector units, not the Tensor Cores.
-    An add is one lane slot, not an FMA: 1 FLOP at half the packed BF16x2
-    peak, 133.8 / 2 = 66.9 T adds/s, against 6 bytes at 3.35 TB/s: the memory
-    time is 6 / 3.35 x 66.9 = 120 times longer. In FP32 both halve: 12 bytes
-    against 1 FLOP at 67 / 2 = 33.5 T/s, 120 times again:
+    H100 SXM 上的 BF16 add 在向量单元上运行，而不是 Tensor Core。一次 add 占一个 lane slot，
+    不是 FMA：1 FLOP 按 packed BF16x2 峰值的一半，133.8 / 2 = 66.9 T adds/s，对比 6 字节按
+    3.35 TB/s：内存时间长 6 / 3.35 x 66.9 = 120 倍。FP32 时两者都减半：12 字节对比 1 FLOP 按
+    67 / 2 = 33.5 T/s，仍是 120 倍：
 
     >>> from roofline_book import add, attention, gemm, hardware
     >>> h100 = hardware("h100-sxm")
@@ -228,14 +218,13 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
     >>> round(t32.by_resource["hbm"] / t32.by_resource["vector"])
     120
 
-    A large GEMM is held to the matrix units:
+    大 GEMM 受矩阵单元约束：
 
     >>> time_bound(gemm(8192, 8192, 8192), h100).resource
     'matrix'
 
-    FlashAttention at head dim 128 re-reads K and V from L2, not HBM (every
-    byte is charged to the L2 roof H100 has, measured by others), and its
-    exponentials need the special function units:
+    head dim 为 128 的 FlashAttention 从 L2 而不是 HBM 重读 K 和 V（每个字节都计入 H100 的 L2 roof，
+    该带宽由他人测得），它的指数运算需要特殊函数单元：
 
     >>> fa = time_bound(attention(4, 16, 4096, 4096, 128, sram_bytes=228 * 1024), h100)
     >>> fa.resource, sorted(fa.by_resource)
@@ -264,14 +253,12 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
 
 
 def unit_rates(cost: Cost, time: TimeBound) -> dict[str, float]:
-    """Each compute unit's FLOPs over the operator's time lower bound, by unit.
+    """每种计算单元的 FLOPs 除以算子的时间下界，按单元索引。
 
-    ``F_u / T`` is the rate unit ``u`` runs at when the operator takes its
-    lower bound ``T``; since ``T >= F_u / P_u`` it never exceeds the unit's
-    peak ``P_u``. Units with no FLOPs are left out. For ``"special"`` the
-    rate is in evaluations/s (one exp is one special FLOP). A device with
-    one peak for every unit (its ``time`` has a ``"compute"`` resource) gets
-    one rate, ``"compute"``, for all FLOPs.
+    ``F_u / T`` 是算子用时恰为下界 ``T`` 时单元 ``u`` 的运行速率；因为 ``T >= F_u / P_u``，它永远不
+    超过该单元的峰值 ``P_u``。没有 FLOPs 的单元不列出。``"special"`` 的速率按每秒求值次数计（一次
+    exp 是一个 special FLOP）。所有单元只有一个峰值的设备（它的 ``time`` 有一个 ``"compute"`` 资源）
+    对全部 FLOPs 只给一个速率 ``"compute"``。
 
     Examples
     --------
@@ -290,12 +277,10 @@ def unit_rates(cost: Cost, time: TimeBound) -> dict[str, float]:
 
 
 def main_unit(cost: Cost, time: TimeBound) -> str | None:
-    """The compute unit that does most of the operator's FLOPs; None when it does none.
+    """承担算子大部分 FLOPs 的计算单元；算子没有 FLOPs 时为 None。
 
-    The attainable rate of a table row is reported on this unit
-    (:attr:`roofline_book.tables.Row.attainable`):
-    the matrix units for a GEMM or FlashAttention, the vector units for an add.
-    A tie goes to the first of matrix, vector, special.
+    表格一行的可达速率就按这个单元报告（:attr:`roofline_book.tables.Row.attainable`）：GEMM 或
+    FlashAttention 是矩阵单元，add 是向量单元。相等时按 matrix、vector、special 的顺序取第一个。
 
     Examples
     --------
@@ -321,9 +306,9 @@ def attainable_on(
     unit: str = "matrix",
     level: str = "hbm",
 ):
-    """Attainable performance under one unit's flat roof and one level's slope (FLOP/s).
+    """某一种单元的水平 roof 与某一个层级的斜线之下的可达性能（FLOP/s）。
 
-    The defaults, matrix units over HBM, give the roofline of a GEMM.
+    默认值（矩阵单元对 HBM）给出 GEMM 的 roofline。
 
     Examples
     --------
@@ -339,7 +324,7 @@ def attainable_on(
 
 
 def achieved(flops: float, seconds: float) -> float:
-    """Achieved performance ``FLOPs / elapsed time`` (FLOP/s).
+    """实测性能 ``FLOPs / 所用时间`` （FLOP/s）。
 
     Examples
     --------
@@ -352,11 +337,11 @@ def achieved(flops: float, seconds: float) -> float:
 def fraction_of_roof(
     flops: float, seconds: float, intensity: float, peak_flops: float, bandwidth: float
 ) -> float:
-    """Achieved performance as a fraction of the roof at that intensity.
+    """实测性能占该算术强度处 roof 的比例。
 
     Examples
     --------
-    The reference chapter's case: a roof of 100 TFLOP/s, 40 TFLOP/s achieved.
+    本书的例子：roof 为 100 TFLOP/s，实测 40 TFLOP/s。
 
     >>> fraction_of_roof(40e12, 1.0, 1365.0, 100e12, 1e12)
     0.4
@@ -365,17 +350,15 @@ def fraction_of_roof(
 
 
 def overhead_fraction(cost: Cost, peak_flops: float, bandwidth: float, overhead: float) -> float:
-    """Fraction of the roof a kernel can reach when each launch also costs ``overhead`` seconds.
+    """每次 launch 还要花 ``overhead`` 秒时，kernel 最多能达到 roof 的多大比例。
 
-    With the time lower bound ``T`` (:func:`time_lower_bound`), the kernel takes
-    at least ``overhead + T``, so it reaches at most ``T / (overhead + T)`` of
-    the roof: close to 0 for tiny kernels, close to 1 once ``T`` dwarfs the
-    fixed cost.
+    时间下界为 ``T`` （:func:`time_lower_bound`）时，kernel 至少要 ``overhead + T``，所以最多
+    达到 roof 的 ``T / (overhead + T)``：很小的 kernel 接近 0，``T`` 远大于固定开销时接近 1。
 
     Examples
     --------
-    A BF16 add of 2^20 elements moves 6 MiB: 6.29 us at 1 TB/s, against 5 us
-    of overhead, so 6.29 / 11.29 of the roof:
+    2^20 个元素的 BF16 add 搬运 6 MiB：按 1 TB/s 需 6.29 us，开销 5 us，所以达到 roof 的
+    6.29 / 11.29：
 
     >>> from roofline_book.ops import add
     >>> round(overhead_fraction(add(2**20), 100e12, 1e12, 5e-6), 3)
@@ -390,35 +373,37 @@ def overhead_fraction(cost: Cost, peak_flops: float, bandwidth: float, overhead:
 
 
 def gemm_tokens_to_ridge(ridge: float, k: int, n: int, dtype: Precision = "bf16") -> float:
-    """Tokens ``M`` at which a linear layer, ``(M x k) @ (k x n)``, reaches intensity ``ridge``.
+    """linear layer ``(M x k) @ (k x n)`` 的算术强度达到 ``ridge`` 时的 token 数 ``M``。
 
-    With each operand moved once (:func:`roofline_book.ops.gemm`) the layer's
-    intensity is ``I(M) = 2MKN / (s (MK + KN + MN))`` (FLOP/byte). It rises
-    with ``M`` toward ``2KN / (s (K + N))``; setting ``I(M) = I*`` gives
+    每个操作数搬运一次（:func:`roofline_book.ops.gemm`）时，这一层的算术强度为
+    ``I(M) = 2MKN / (s (MK + KN + MN))`` （FLOP/byte）。它随 ``M`` 增大趋向
+    ``2KN / (s (K + N))``；令 ``I(M) = I*``，得
 
     .. math:: M^{*} = \\frac{I^{*} s K N}{2KN - I^{*} s (K + N)} .
 
     Parameters
     ----------
     ridge : float
-        Target intensity ``I*`` (FLOP/byte), > 0; usually a device's ridge
-        point (:meth:`roofline_book.hardware.Hardware.ridge_point`).
-    k, n : int
-        Input and output features of the layer (the weight is ``k x n``), each >= 1.
+        目标算术强度 ``I*`` （FLOP/byte），> 0；通常取设备的 ridge point
+        （:meth:`roofline_book.hardware.Hardware.ridge_point`）。
+    k : int
+        这一层的输入特征数（权重为 ``k x n``），>= 1。
+    n : int
+        这一层的输出特征数，>= 1。
     dtype : str or torch.dtype
-        Precision of activations, weight and output (``s`` bytes per element).
+        激活、权重与输出的精度（每个元素 ``s`` 字节）。
 
     Returns
     -------
     float
-        ``M*`` (tokens) as a real number; the fewest whole tokens that reach
-        ``ridge`` are ``math.ceil(M*)``. ``math.inf`` when the limit
-        ``2KN / (s (K + N))`` is not above ``ridge``: no token count gets there.
+        ``M*`` （token 数），是一个实数；达到 ``ridge`` 的最少整数 token 数是
+        ``math.ceil(M*)``。极限 ``2KN / (s (K + N))`` 不高于 ``ridge`` 时为 ``math.inf``：
+        多少 token 都达不到。
 
     Examples
     --------
-    A 4096 x 4096 BF16 weight on the example device (ridge 100 FLOP/byte):
-    ``M* = 100 * 2 * 4096**2 / (2 * 4096**2 - 100 * 2 * 8192) = 409600 / 3896``.
+    示例设备（ridge point 100 FLOP/byte）上 4096 x 4096 的 BF16 权重：
+    ``M* = 100 * 2 * 4096**2 / (2 * 4096**2 - 100 * 2 * 8192) = 409600 / 3896``。
 
     >>> m_star = gemm_tokens_to_ridge(100.0, 4096, 4096, "bf16")
     >>> round(m_star, 2)
@@ -427,8 +412,8 @@ def gemm_tokens_to_ridge(ridge: float, k: int, n: int, dtype: Precision = "bf16"
     >>> gemm(105, 4096, 4096).intensity < 100 <= gemm(106, 4096, 4096).intensity
     True
 
-    The limit here is ``2 * 4096**2 / (2 * 8192) = 2048`` FLOP/byte; a ridge
-    at or above it is never reached:
+    这里的极限是 ``2 * 4096**2 / (2 * 8192) = 2048`` FLOP/byte；等于或高于它的 ridge point
+    永远达不到：
 
     >>> gemm_tokens_to_ridge(2048.0, 4096, 4096, "bf16")
     inf
@@ -444,34 +429,32 @@ def gemm_tokens_to_ridge(ridge: float, k: int, n: int, dtype: Precision = "bf16"
 def square_gemm_size_to_ridge(
     ridge: float, dtype: Precision = "bf16", *, out_dtype: Precision | None = None
 ) -> float:
-    """Edge ``n`` at which a square GEMM, ``M = K = N = n``, reaches intensity ``ridge``.
+    """方阵 GEMM（``M = K = N = n``）的算术强度达到 ``ridge`` 时的边长 ``n``。
 
-    A square GEMM's intensity is ``2n / (3s)`` (FLOP/byte), so
+    方阵 GEMM 的算术强度为 ``2n / (3s)`` （FLOP/byte），所以
 
     .. math:: n^{*} = \\frac{3 s I^{*}}{2} .
 
-    With ``C`` stored in another precision (``s_out`` bytes, e.g. an FP8 GEMM
-    writing BF16, as cuBLASLt and Transformer Engine do), the intensity is
-    ``2n / (2s + s_out)`` and ``n* = (2s + s_out) I* / 2``.
+    ``C`` 按另一种精度存放时（每个元素 ``s_out`` 字节，例如 cuBLASLt 与 Transformer Engine 中写出
+    BF16 的 FP8 GEMM），算术强度为 ``2n / (2s + s_out)``，``n* = (2s + s_out) I* / 2``。
 
     Parameters
     ----------
     ridge : float
-        Target intensity ``I*`` (FLOP/byte), > 0; usually a device's ridge point.
+        目标算术强度 ``I*`` （FLOP/byte），> 0；通常取设备的 ridge point。
     dtype : str or torch.dtype
-        Precision of the three matrices (``s`` bytes per element).
+        三个矩阵的精度（每个元素 ``s`` 字节）。
     out_dtype : str or torch.dtype, optional
-        Precision of ``C`` when it differs from ``dtype``, as in :func:`~roofline_book.ops.gemm`.
+        ``C`` 的精度与 ``dtype`` 不同时给出，同 :func:`~roofline_book.ops.gemm`。
 
     Returns
     -------
     float
-        ``n*`` (elements) as a real number; the smallest whole size that
-        reaches ``ridge`` is ``math.ceil(n*)``.
+        ``n*`` （元素个数），是一个实数；达到 ``ridge`` 的最小整数边长是 ``math.ceil(n*)``。
 
     Examples
     --------
-    The example device's ridge, 100 FLOP/byte, in BF16: ``3 * 2 * 100 / 2 = 300``.
+    示例设备的 ridge point 100 FLOP/byte，BF16：``3 * 2 * 100 / 2 = 300``。
 
     >>> square_gemm_size_to_ridge(100.0, "bf16")
     300.0
@@ -479,12 +462,12 @@ def square_gemm_size_to_ridge(
     >>> gemm(300, 300, 300, "bf16").intensity
     100.0
 
-    Halving ``s`` halves ``n*``:
+    ``s`` 减半，``n*`` 也减半：
 
     >>> square_gemm_size_to_ridge(100.0, "fp8")
     150.0
 
-    FP8 inputs with a BF16 output: ``(2 * 1 + 2) * 100 / 2 = 200``.
+    FP8 输入、BF16 输出：``(2 * 1 + 2) * 100 / 2 = 200``。
 
     >>> square_gemm_size_to_ridge(100.0, "fp8", out_dtype="bf16")
     200.0

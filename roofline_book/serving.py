@@ -1,9 +1,8 @@
-"""What a serving engine decides: how many sequences fit in memory, what speculation gains.
+"""serving 引擎要决定的事：内存里放得下多少条序列，speculative decoding 能快多少。
 
-:func:`max_batch` sizes the KV cache as vLLM does, from the device's memory
-less the weights and the activation peak; :func:`speculative_speedup` is the
-walltime gain of speculative decoding with the draft model's cost counted.
-The step bounds they rest on are in :mod:`roofline_book.inference`.
+:func:`max_batch` 像 vLLM 那样确定 KV cache 的大小：设备内存减去权重与激活峰值；
+:func:`speculative_speedup` 是计入 draft 模型代价之后 speculative decoding 在 walltime 上的收益。
+它们所依据的单步下界在 :mod:`roofline_book.inference` 中。
 """
 
 from __future__ import annotations
@@ -18,17 +17,16 @@ from .hardware import Hardware
 from .inference import kv_cache_bytes, weight_bytes
 from .quantization import Precisions
 
-#: The share of device memory the serving engine leaves unused. vLLM's default
-#: ``gpu_memory_utilization`` is 0.9, and vLLM takes the weights, the profiled
-#: activation peak and non-torch allocations out of the other 0.9 before it sizes the
-#: KV cache (:func:`max_batch` subtracts :func:`activation_peak` for the second).
+#: serving 引擎不使用的设备内存比例。vLLM 的 ``gpu_memory_utilization`` 默认为 0.9，vLLM 先从
+#: 这 0.9 中减去权重、profile 得到的激活峰值和非 torch 的分配，再确定 KV cache 的大小
+#: （:func:`max_batch` 用 :func:`activation_peak` 代替第二项）。
 MEMORY_RESERVE = 0.1
 
-#: Tokens of the forward pass whose activation peak :func:`activation_peak` estimates
-#: (vLLM profiles one forward pass of ``max_num_batched_tokens`` tokens).
+#: :func:`activation_peak` 估计其激活峰值的那次 forward pass 的 token 数
+#: （vLLM profile 一次 ``max_num_batched_tokens`` 个 token 的 forward pass）。
 PROFILE_TOKENS = 8192
 
-#: Sequences whose FP32 logits that forward pass holds at once.
+#: 那次 forward pass 同时保存其 FP32 logits 的序列条数。
 PROFILE_SEQUENCES = 256
 
 
@@ -39,16 +37,13 @@ def activation_peak(
     tokens: int = PROFILE_TOKENS,
     sequences: int = PROFILE_SEQUENCES,
 ) -> int:
-    """An estimate of the activation peak of one forward pass of ``tokens`` tokens (byte).
+    """一次 ``tokens`` 个 token 的 forward pass 的激活峰值估计（byte）。
 
-    The largest moment of a layer is its MLP: the residual stream
-    (``tokens x hidden``), the gate and up projections' output
-    (``tokens x k x 2 ffn`` for a gated MLP, ``k`` experts per token) and the
-    activation's (``tokens x k x ffn``) are alive together, in the
-    activations' precision. Add the FP32 logits of ``sequences`` sequences.
-    This leaves out what vLLM also subtracts: CUDA graphs' memory and non-torch
-    allocations (the CUDA context, NCCL, cuBLAS workspaces), so the KV cache
-    it leaves room for is, if anything, too large.
+    一层中占用最大的时刻在 MLP：residual stream（``tokens x hidden``）、gate 与 up 投影的输出
+    （门控 MLP 为 ``tokens x k x 2 ffn``，每个 token ``k`` 个 expert）和激活函数的输出
+    （``tokens x k x ffn``）同时存在，都按激活的精度计。再加上 ``sequences`` 条序列的 FP32 logits。
+    这里没有计入 vLLM 还会减去的部分：CUDA graph 的内存和非 torch 的分配（CUDA context、NCCL、
+    cuBLAS workspace），所以它留给 KV cache 的空间只会偏大。
 
     Examples
     --------
@@ -72,16 +67,14 @@ def max_batch(
     reserve: float = MEMORY_RESERVE,
     activations: int | None = None,
 ) -> int:
-    """The most sequences of ``context`` tokens whose KV cache fits beside the weights.
+    """权重之外还放得下 KV cache 的、长度为 ``context`` 个 token 的序列的最大条数。
 
-    vLLM's rule: of ``(1 - reserve) x capacity`` (``gpu_memory_utilization``),
-    the weights and the activation peak are taken first, and the rest holds the
-    KV cache::
+    vLLM 的规则：从 ``(1 - reserve) x capacity`` （``gpu_memory_utilization``）中先减去权重与
+    激活峰值，其余放 KV cache::
 
         floor(((1 - reserve) x capacity - weights - activations) / kv_cache_bytes(context))
 
-    ``activations`` defaults to :func:`activation_peak`. 0 when even the
-    weights do not fit.
+    ``activations`` 默认为 :func:`activation_peak`。连权重都放不下时为 0。
 
     Examples
     --------
@@ -114,10 +107,10 @@ def _acceptance(acceptance: float) -> float:
 
 
 def speculative_tokens(acceptance: float, draft: int) -> float:
-    """Expected tokens one verification step yields: ``(1 - a^(g+1)) / (1 - a)``.
+    """一次验证步期望产出的 token 数：``(1 - a^(g+1)) / (1 - a)``。
 
-    With ``g`` draft tokens each accepted with probability ``a`` (Leviathan
-    et al. 2023, eq. 1), the target model checks ``g + 1`` positions in one step.
+    有 ``g`` 个 draft token、每个以概率 ``a`` 被接受时（Leviathan et al. 2023，式 1），目标模型一步
+    检查 ``g + 1`` 个位置。
 
     Examples
     --------
@@ -134,13 +127,12 @@ def speculative_tokens(acceptance: float, draft: int) -> float:
 def speculative_speedup(
     acceptance: float, draft: int, cost_ratio: float, *, verify_ratio: float = 1.0
 ) -> float:
-    """Walltime speedup of speculative decoding over plain decoding.
+    """speculative decoding 相对普通 decoding 在 walltime 上的加速比。
 
-    Leviathan et al. 2023, Theorem 3.8: ``(1 - a^(g+1)) / ((1 - a) (g c + 1))``,
-    with ``c`` (``cost_ratio``) the time of one draft-model step over one
-    target-model step. Their theorem takes the verification of ``g + 1``
-    positions to cost one target step; ``verify_ratio`` is that time over a
-    plain step's, when it is more (compute-bound, large batch).
+    Leviathan et al. 2023，Theorem 3.8：``(1 - a^(g+1)) / ((1 - a) (g c + 1))``，其中 ``c``
+    （``cost_ratio``）是 draft 模型一步的时间与目标模型一步的时间之比。他们的定理假定验证 ``g + 1``
+    个位置只花目标模型一步的时间；验证花得更多时（compute-bound、大 batch），``verify_ratio`` 是
+    这个时间与普通一步的时间之比。
 
     Examples
     --------

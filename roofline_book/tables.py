@@ -1,12 +1,11 @@
-"""Costs on a device as tables: rows, frames and the one text-table renderer.
+"""把设备上的代价做成表格：行、DataFrame，以及唯一的文本表格渲染函数。
 
-:func:`cost_table` sets named costs against a device (roof, bound, time lower
-bound, share); :func:`block_table` and :func:`optimizer_table` do it for a
-decoder block (:mod:`roofline_book.transformer`). :func:`table_frame` and
-:func:`readable_frame` turn rows into pandas DataFrames (pandas imported when
-called). :func:`text_table` and :func:`markdown_table` render any rows of
-text: the command line, the benchmark summary and the book's Markdown tables
-all go through them (``tabulate``).
+:func:`cost_table` 把具名的代价放到一块设备上（roof、限制资源、时间下界、占比）；
+:func:`block_table` 与 :func:`optimizer_table` 对一个 decoder block
+（:mod:`roofline_book.transformer`）做同样的事。:func:`table_frame` 与
+:func:`readable_frame` 把行变成 pandas DataFrame（调用时才导入 pandas）。
+:func:`text_table` 与 :func:`markdown_table` 渲染任意文本行：命令行、benchmark 摘要和
+书中的 Markdown 表格都经由它们（``tabulate``）。
 
 Examples
 --------
@@ -32,42 +31,41 @@ from .units import si
 
 @dataclass(frozen=True)
 class Row:
-    """One operator on one device: its cost, which roof binds, and its time lower bound."""
+    """一个算子在一块设备上：它的代价、限制它的 roof，以及时间下界。"""
 
     name: str
     cost: Cost
     time: TimeBound
     share: float
-    """Fraction of the table's summed time lower bounds."""
+    """占整张表时间下界之和的比例。"""
 
     @property
     def bound(self) -> Bound:
-        """Whether a memory level or a compute unit sets the bound."""
+        """决定下界的是存储层级还是计算单元。"""
         return self.time.bound
 
     @property
     def resource(self) -> str:
-        """The unit or memory level that sets the bound (``"matrix"``, ``"hbm"``, ...)."""
+        """决定下界的单元或存储层级（``"matrix"``、``"hbm"`` 等）。"""
         return self.time.resource
 
     @property
     def rates(self) -> dict[str, float]:
-        """Each compute unit's FLOPs over the time lower bound, by unit.
+        """每种计算单元的 FLOPs 除以时间下界，按单元索引。
 
-        See :func:`roofline_book.roofline.unit_rates`.
+        见 :func:`roofline_book.roofline.unit_rates`。
         """
         return unit_rates(self.cost, self.time)
 
     @property
     def unit(self) -> str | None:
-        """The unit :attr:`attainable` is reported on, the one doing most FLOPs."""
+        """:attr:`attainable` 所报告的单元，即承担最多 FLOPs 的那个。"""
         return main_unit(self.cost, self.time)
 
     @property
     def attainable(self) -> float:
-        """The best rate the operator's main unit can reach, its FLOPs over the time
-        lower bound (FLOP/s): ``min(P, B I)`` for work on one unit, and never above
-        that unit's peak. 0 for an operator that does no FLOPs."""
+        """算子主单元能达到的最高速率，即它的 FLOPs 除以时间下界（FLOP/s）：只用一种单元的
+        工作为 ``min(P, B I)``，永远不超过该单元的峰值。没有 FLOPs 的算子为 0。"""
         unit = self.unit
         return 0.0 if unit is None else self.rates[unit]
 
@@ -77,34 +75,32 @@ def cost_table(
     device: Hardware,
     dtype: Precision = "bf16",
 ) -> list[Row]:
-    """Named costs on ``device``: roof, bound, time lower bound and share of each, in order.
+    """把具名的代价放到 ``device`` 上：按顺序给出每个的 roof、限制资源、时间下界和占比。
 
-    Each operator is held to every ceiling it uses
-    (:func:`roofline_book.roofline.time_bound`): its matrix FLOPs to the
-    device's matrix peak in ``dtype``, vector and special-function FLOPs to
-    those units' rates, its bytes to HBM (and L2 where modelled). For your
-    own figures, build the device with :func:`roofline_book.hardware.adhoc`.
+    每个算子受它用到的每一个上限约束（:func:`roofline_book.roofline.time_bound`）：矩阵 FLOPs
+    受设备在 ``dtype`` 下的矩阵单元峰值约束，向量与特殊函数 FLOPs 受这些单元的速率约束，
+    字节数受 HBM（建模了 L2 时还有 L2）约束。用你自己的数字时，用
+    :func:`roofline_book.hardware.adhoc` 建设备。
 
     Parameters
     ----------
     named : mapping or list of tuple
-        The operators, ``{name: Cost}`` or ``[(name, Cost), ...]``; at least
-        one, each moving at least one byte.
+        算子，``{name: Cost}`` 或 ``[(name, Cost), ...]``；至少一个，每个至少搬运一个字节。
     device : roofline_book.hardware.Hardware
-        Where they run.
+        在哪块设备上运行。
     dtype : str or torch.dtype
-        The operators' precision, which picks the ceilings.
+        算子的精度，决定用哪些上限。
 
     Returns
     -------
     list of Row
-        One per operator, in the order given; the shares sum to 1.
-        :func:`table_frame` turns them into a ``pandas.DataFrame``.
+        每个算子一项，顺序与给出时相同；占比之和为 1。:func:`table_frame` 把它们变成
+        ``pandas.DataFrame``。
 
     Examples
     --------
-    On the example device (100 TFLOP/s, 1 TB/s): the BF16 add moves 6 bytes per
-    FLOP, so its roof is 1 TB/s / 6; the 4096^3 GEMM is under the flat roof.
+    在示例设备（100 TFLOP/s、1 TB/s）上：BF16 add 每个 FLOP 搬运 6 字节，所以它的 roof 是
+    1 TB/s / 6；4096^3 的 GEMM 在水平 roof 之下。
 
     >>> from roofline_book.hardware import EXAMPLE
     >>> from roofline_book.ops import add, gemm
@@ -112,8 +108,8 @@ def cost_table(
     >>> [(r.name, r.bound, round(r.attainable / 1e12, 3)) for r in rows]
     [('add', 'memory', 0.167), ('gemm', 'compute', 100.0)]
 
-    The add's bound is ``6 * 4096**2 / 1e12`` s = 100.7 us, the GEMM's
-    ``2 * 4096**3 / 100e12`` s = 1374.4 us:
+    add 的下界是 ``6 * 4096**2 / 1e12`` s = 100.7 us，GEMM 的是
+    ``2 * 4096**3 / 100e12`` s = 1374.4 us：
 
     >>> [round(r.time.seconds * 1e6, 1) for r in rows]
     [100.7, 1374.4]
@@ -131,7 +127,7 @@ def cost_table(
 
 
 def _named_costs(named: object) -> list[tuple[str, Cost]]:
-    """``named`` as a non-empty list of (name, Cost) pairs, each Cost moving some bytes."""
+    """把 ``named`` 变成非空的 (name, Cost) 列表，每个 Cost 都搬运一些字节。"""
     if isinstance(named, Mapping):
         items = list(named.items())
     elif isinstance(named, (str, bytes)) or not isinstance(named, Iterable):
@@ -162,10 +158,10 @@ def _named_costs(named: object) -> list[tuple[str, Cost]]:
 
 
 def table_frame(rows: Iterable[Row]):
-    """The rows as a ``pandas.DataFrame`` (pandas must be installed), one column per figure.
+    """把各行变成 ``pandas.DataFrame`` （需要装有 pandas），每个数字一列。
 
-    Columns: operator, FLOPs, bytes, intensity (FLOP/byte), attainable
-    (FLOP/s), bound, time lower bound (microsecond), share of the table's time.
+    列：operator、FLOPs、bytes、算术强度（FLOP/byte）、attainable（FLOP/s）、bound、
+    时间下界（微秒）、占整张表时间的比例。
     """
     rows = list(rows)
     for i, r in enumerate(rows):
@@ -189,11 +185,10 @@ def table_frame(rows: Iterable[Row]):
 
 
 def readable_frame(rows: Iterable[Row], digits: int = 3):
-    """The rows for reading: SI-prefixed text, one row per operator (a pandas DataFrame).
+    """供阅读的各行：带 SI 前缀的文本，每个算子一行（一个 pandas DataFrame）。
 
-    Columns: FLOPs, bytes, I [FLOP/B], bound, time bound, share; the index is
-    the operator name. Numbers and units are joined by a no-break space, so a
-    narrow table column never splits them.
+    列：FLOPs、bytes、I [FLOP/B]、bound、time bound、share；索引是算子名。数字与单位之间用
+    不换行空格相连，所以窄的表格列也不会把它们拆开。
 
     Examples
     --------
@@ -224,10 +219,11 @@ def readable_frame(rows: Iterable[Row], digits: int = 3):
 
 
 def device_sram_bytes(device: Hardware) -> int:
-    """On-chip memory a flash kernel's block can use on ``device`` (byte).
+    """flash kernel 的一个 block 在 ``device`` 上可用的片上存储（byte）。
 
-    The device's shared memory per SM, or :data:`roofline_book.ops.DEFAULT_SRAM_BYTES`
-    (the A100's 192 KB) where the catalog gives none.
+    取设备每个 SM 的 shared memory；目录中没有这个数字时取
+    :data:`roofline_book.ops.DEFAULT_SRAM_BYTES` （192 KiB，A100 每个 SM 的 L1 与 shared
+    memory 合计容量，即 Dao et al. 所用的例子）。
 
     Examples
     --------
@@ -239,20 +235,19 @@ def device_sram_bytes(device: Hardware) -> int:
     return DEFAULT_SRAM_BYTES if smem is None else int(smem)
 
 
-#: Catalog devices built on Hopper SMs (compute capability 9.0), where FlashAttention-3's
-#: tile table (:func:`roofline_book.ops.fa3_tile`) applies.
+#: 目录中基于 Hopper SM（compute capability 9.0）的设备，FlashAttention-3 的 tile 表
+#: （:func:`roofline_book.ops.fa3_tile`）适用于它们。
 HOPPER_DEVICES = frozenset({"h100-sxm", "h800-sxm", "h20", "h200-sxm"})
 
 
 def device_flash_tile(
     device: Hardware, head_dim: int, dtype: Precision = "bf16", causal: bool = False
 ) -> FlashTile | None:
-    """The tile of the flash kernel ``device`` runs: FlashAttention-3's on Hopper, else None.
+    """``device`` 运行的 flash kernel 的 tile：Hopper 上是 FlashAttention-3 的 tile，否则为 None。
 
-    None means no published tile table for the device, so
-    :func:`roofline_book.ops.attention` falls back on its on-chip memory rule
-    (``sram_bytes``, :func:`device_sram_bytes`). A head dim or precision FA3
-    does not run (above 256, FP32) also gets None.
+    None 表示这个设备没有公开的 tile 表，于是 :func:`roofline_book.ops.attention` 退回它的片上存储规
+    则（``sram_bytes``，:func:`device_sram_bytes`）。FA3 不支持的 head dim 或精度（大于 256、FP32）
+    也得到 None。
 
     Examples
     --------
@@ -277,15 +272,12 @@ def block_table(
     attention_impl: str = "flash",
     sram_bytes: int | None = None,
 ) -> list[Row]:
-    """The block's forward operators on ``device``, each with bound, time lower bound and share.
+    """block 的前向算子放在 ``device`` 上，各带限制资源、时间下界和占比。
 
-    Each operator is held to the ceilings of the units and levels it uses
-    (:func:`cost_table`), in ``config.dtype``. The flash kernel's tile is
-    the one ``device`` runs (:func:`device_flash_tile`: FlashAttention-3's
-    on Hopper); where there is none, or when ``sram_bytes`` is given, its
-    query blocks follow the on-chip memory rule, ``sram_bytes`` defaulting
-    to the device's shared memory per SM (the A100's 192 KB where the
-    device gives none).
+    每个算子受它用到的单元与层级的上限约束（:func:`cost_table`），精度为 ``config.dtype``。 flash
+    kernel 的 tile 取 ``device`` 运行的那一个（:func:`device_flash_tile`：Hopper 上
+    FlashAttention-3 的 tile）；没有时，或者给了 ``sram_bytes`` 时，query 块按片上存储的规则来
+    定，``sram_bytes`` 默认取设备每个 SM 的 shared memory（设备没有这个数字时取 A100 的 192 KB）。
 
     Examples
     --------
@@ -319,10 +311,9 @@ def optimizer_table(
     state_dtype: Precision | None = None,
     model_dtype: Precision | None = None,
 ) -> list[Row]:
-    """One AdamW step over the block's parameters, in each implementation, on ``device``.
+    """在 ``device`` 上对 block 的参数做一步 AdamW，每种实现一项。
 
-    The compute roof is the device's peak in ``param_dtype``; the share column
-    compares the three implementations with each other.
+    计算 roof 是设备在 ``param_dtype`` 下的峰值；占比一列把三种实现相互比较。
 
     Examples
     --------
@@ -375,16 +366,16 @@ def _aligned(
 def text_table(
     header: Sequence[str] | None, rows: Sequence[Sequence[str]], right: Collection[int] = ()
 ) -> str:
-    """Rows of text as aligned plain text, two spaces between columns.
+    """把文本行排成对齐的纯文本，列与列之间两个空格。
 
     Parameters
     ----------
     header : sequence of str or None
-        The first line; None for none.
+        第一行；None 表示没有。
     rows : sequence of sequence of str
-        One per line, each with as many cells as the header.
+        每行一项，每项的单元格数与表头相同。
     right : set of int
-        Indices of the columns to right-align (numbers); the others are left-aligned.
+        右对齐的列的下标（数字列）；其余左对齐。
     """
     from tabulate import tabulate
 
@@ -401,10 +392,10 @@ def markdown_table(
     *,
     align: Sequence[str] | None = None,
 ) -> str:
-    """Rows as a Markdown (pipe) table; a ``|`` inside a cell is escaped.
+    """把各行写成 Markdown（竖线）表格；单元格中的 ``|`` 会被转义。
 
-    Cells are written as ``str(cell)``. ``align`` (``"left"``, ``"right"`` or
-    ``"center"`` per column) overrides ``right``.
+    单元格写成 ``str(cell)``。``align`` （每列 ``"left"``、``"right"`` 或 ``"center"``）优先于
+    ``right``。
 
     Examples
     --------

@@ -1,12 +1,10 @@
-"""The operators of one Transformer decoder block, and the optimizer step over its weights.
+"""一个 Transformer decoder block 的各个算子，以及对它的权重做的优化器一步。
 
-The block is the Llama-style pre-norm block: RMSNorm, a fused QKV projection,
-the rotary embedding of Q and K (RoPE), attention, the output projection and a
-residual add; then RMSNorm, the gate and up projections of a SwiGLU MLP, the
-gated activation, the down projection and a second residual add. Forward pass
-only. The optimizer step over the block's parameters is a separate list, since
-it runs once per training step, not once per forward pass. On a device, these become tables
-(:func:`roofline_book.tables.block_table`, :func:`roofline_book.tables.optimizer_table`).
+block 是 Llama 式的 pre-norm block：RMSNorm、融合的 QKV 投影、Q 与 K 的旋转位置编码（RoPE）、
+attention、输出投影和一次 residual add；然后是 RMSNorm、SwiGLU MLP 的 gate 与 up 投影、门控激活、
+down 投影和第二次 residual add。只含前向。对 block 参数做的优化器一步单独列出，因为它每个训练步
+运行一次，而不是每次前向运行一次。放到某块设备上，它们就成为表格
+（:func:`roofline_book.tables.block_table`、:func:`roofline_book.tables.optimizer_table`）。
 
 Examples
 --------
@@ -39,22 +37,24 @@ from .ops import (
 
 @dataclass(frozen=True)
 class DecoderConfig:
-    """Sizes of one decoder block and of the batch it processes.
+    """一个 decoder block 的各个尺寸，以及它处理的 batch。
 
     Parameters
     ----------
-    batch, seq : int
-        Sequences and tokens per sequence.
+    batch : int
+        序列数。
+    seq : int
+        每条序列的 token 数。
     hidden : int
-        Model width ``d_model``; must be divisible by ``heads``.
+        模型宽度 ``d_model``；必须能被 ``heads`` 整除。
     heads : int
-        Attention heads.
+        attention head 数。
     ffn : int
-        Width of the MLP's hidden layer.
+        MLP 隐藏层的宽度。
     dtype : str
-        Precision of weights and activations.
+        权重与激活的精度。
     causal : bool
-        Causal self-attention (a decoder's default).
+        causal self-attention（decoder 的默认）。
     """
 
     batch: int
@@ -76,17 +76,17 @@ class DecoderConfig:
 
     @property
     def tokens(self) -> int:
-        """Rows of every activation, ``batch * seq``."""
+        """每个激活矩阵的行数，``batch * seq``。"""
         return self.batch * self.seq
 
     @property
     def head_dim(self) -> int:
-        """Width of one head, ``hidden / heads``."""
+        """一个 head 的宽度，``hidden / heads``。"""
         return self.hidden // self.heads
 
     @property
     def parameters(self) -> int:
-        """Weights of the block (QKV, output, gate, up, down projections, two norm weights).
+        """block 的权重个数（QKV、输出、gate、up、down 投影，以及两个 norm 权重）。
 
         Examples
         --------
@@ -97,7 +97,7 @@ class DecoderConfig:
         return 4 * h * h + 3 * h * f + 2 * h
 
 
-#: A Llama-2-7B block at sequence length 4096, batch 1, BF16.
+#: Llama-2-7B 的一个 block，序列长度 4096，batch 1，BF16。
 LLAMA2_7B = DecoderConfig(batch=1, seq=4096, hidden=4096, heads=32, ffn=11008)
 
 
@@ -108,18 +108,16 @@ def block_ops(
     sram_bytes: int = DEFAULT_SRAM_BYTES,
     tile: FlashTile | None = None,
 ) -> list[tuple[str, Cost]]:
-    """The forward operators of one block, in execution order, with their costs.
+    """一个 block 的前向算子，按执行顺序排列，各带代价。
 
-    Each operator is its own kernel. RoPE is a row of its own, as Hugging
-    Face's eager code runs it; fused kernels often apply it in the QKV
-    projection's epilogue or inside the attention kernel, which removes its
-    traffic (one more read and write of Q and K) but not its FLOPs.
-    ``sram_bytes`` and ``tile`` go to the flash kernel
-    (:func:`roofline_book.ops.attention`).
+    每个算子是一个单独的 kernel。RoPE 单独成一行，与 Hugging Face eager 代码的运行方式相同；
+    融合的 kernel 常在 QKV 投影的 epilogue 或 attention kernel 内部完成它，这样省去它的流量
+    （多一次 Q 与 K 的读写），但省不掉它的 FLOPs。``sram_bytes`` 与 ``tile`` 交给 flash kernel
+    （:func:`roofline_book.ops.attention`）。
 
     Examples
     --------
-    The projections' FLOPs add up to 2 x tokens x weights:
+    各投影的 FLOPs 之和是 2 x token 数 x 权重数：
 
     >>> ops = dict(block_ops(LLAMA2_7B))
     >>> gemms = [c for name, c in ops.items() if "projection" in name]
@@ -165,13 +163,13 @@ def optimizer_ops(
     state_dtype: Precision | None = None,
     model_dtype: Precision | None = None,
 ) -> list[tuple[str, Cost]]:
-    """One AdamW step over the block's parameters, in each implementation, with its cost.
+    """对 block 的参数做一步 AdamW，每种实现一项，各带代价。
 
-    The block's weights are 7 tensors (5 projections, 2 norm weights).
+    block 的权重是 7 个 tensor（5 个投影，2 个 norm 权重）。
 
     Examples
     --------
-    The three implementations do the same FLOPs:
+    三种实现的 FLOPs 相同：
 
     >>> len({c.flops for _, c in optimizer_ops(LLAMA2_7B)})
     1

@@ -1,4 +1,4 @@
-"""SI and binary prefixes: format figures for people, and parse figures people type.
+"""SI 前缀与二进制前缀：把数字写成人读的形式，也把人敲进来的数字读回来。
 
 Examples
 --------
@@ -36,7 +36,7 @@ _NUMBER = re.compile(
 
 
 def si(value: float, unit: str = "", digits: int = 4) -> str:
-    """``value`` with an SI prefix and ``digits`` significant digits.
+    """给 ``value`` 加上 SI 前缀，保留 ``digits`` 位有效数字。
 
     Examples
     --------
@@ -63,10 +63,10 @@ _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10), ("", 1))
 
 
 def binary(value: float, unit: str = "B", digits: int = 4) -> str:
-    """``value`` with a binary prefix (Ki = 1024, Mi = 1024^2, ...), ``digits`` significant digits.
+    """给 ``value`` 加上二进制前缀（Ki = 1024，Mi = 1024^2，……），保留 ``digits`` 位有效数字。
 
-    Cache and memory sizes are binary quantities: a "228 KB" shared memory is
-    228 x 1024 bytes, which :func:`si` would print as 233.5 kB.
+    cache 与内存的容量是二进制的量：“228 KB”的 shared memory 是 228 x 1024 字节，
+    :func:`si` 会把它写成 233.5 kB。
 
     Examples
     --------
@@ -87,7 +87,7 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def sci(value: float, digits: int = 3) -> str:
-    """``value`` in scientific notation for prose, e.g. ``1.37 × 10¹¹``.
+    """把 ``value`` 写成正文用的科学记数法，例如 ``1.37 × 10¹¹``。
 
     Examples
     --------
@@ -108,12 +108,12 @@ def sci(value: float, digits: int = 3) -> str:
 
 
 def parse_si(text: str, name: str = "value") -> float:
-    """Parse ``"989.5T"``, ``"3.35TB/s"``, ``"2e12"`` into a float.
+    """把 ``"989.5T"``、``"3.35TB/s"``、``"2e12"`` 这样的写法读成 float。
 
     Raises
     ------
     ValueError
-        Naming ``name`` and the accepted forms.
+        读不懂时抛出，错误信息写明 ``name`` 和可接受的写法。
 
     Examples
     --------
@@ -147,19 +147,19 @@ _SIZE_SCALE = {
     "Ti": 2**40,
 }
 SIZE_FORMS = "e.g. 4096, 1_048_576, 4k (= 4000), 4Ki (= 4096) or 2^20"
-"""The forms :func:`parse_size` reads, as error messages and help texts name them."""
+""":func:`parse_size` 接受的写法，错误信息和帮助文字照此列出。"""
 
 
 def parse_size(text: str) -> int:
-    """Read a size: a whole number >= 0, plain, with an SI or binary suffix, or a power.
+    """读一个尺寸：>= 0 的整数，可以直接写，可以带 SI 或二进制后缀，也可以写成幂。
 
-    ``k`` means 1000 and ``Ki`` 1024; a value that is not a whole number is
-    refused rather than rounded.
+    ``k`` 表示 1000，``Ki`` 表示 1024；算出来不是整数的值会被拒绝，
+    不会四舍五入。
 
     Raises
     ------
     ValueError
-        Naming the accepted forms (:data:`SIZE_FORMS`).
+        读不懂时抛出，错误信息列出可接受的写法（:data:`SIZE_FORMS`）。
 
     Examples
     --------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -657,3 +658,14 @@ def test_cli_appendix_lists_every_operator_and_explains_infer(glued):
         ridge * 2 * k * n / (2 * k * n - 2 * ridge * (k + n))
     )
     assert fits < g["cli_inf_ridge_batch"]  # the page says decode stays bandwidth-bound
+
+
+def test_op_help_lines_are_english_plain_text():
+    # the docstrings are Chinese reST for the API appendix; ``op --help`` is the CLI's English
+    from roofline_book.cli.operators import OPERATORS, SUMMARIES
+
+    assert set(SUMMARIES) == {spec.func.__name__ for spec in OPERATORS.values()}
+    for name, spec in OPERATORS.items():
+        line = spec.summary
+        assert line == SUMMARIES[spec.func.__name__], name
+        assert not re.search(r"[\u4e00-\u9fff]|``|:func:|:data:", line), (name, line)

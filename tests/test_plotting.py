@@ -123,7 +123,7 @@ def test_time_bars_draw_both_bounds(ax):
     labels = {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
     assert labels == {"add": 1, "gemm": 0}  # the first operator on top
     assert compute[0].get_y() > memory[0].get_y()  # compute bar above the memory bar
-    assert ax.get_xscale() == "log" and ax.get_xlabel() == "Time lower bound [us]"
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "Time lower bound [µs]"
     with pytest.raises(ValueError, match="unit"):
         plotting.time_bars(ax, named, unit="min")
 

@@ -1,13 +1,11 @@
-"""Helpers the book's chapters call, so their hidden cells only choose inputs and glue results.
+"""书中各章调用的辅助函数，让隐藏的 cell 只需选择输入、粘贴结果。
 
-This is the top layer of the package: it may import everything below it
-(the models, the presentation layer, :mod:`roofline_book.measure`) and
-nothing imports it. A chapter starts with one line::
+这是包的最上层：它可以导入下面的一切（模型、展示层、:mod:`roofline_book.measure`），而没有
+谁导入它。一章以这样一行开始::
 
     from roofline_book import book; glue, plt, plotting = book.preamble()
 
-and then calls :func:`glue` (many values at once), :func:`glue_figure` and
-:func:`markdown_table`.
+然后调用 :func:`glue` （一次粘贴多个值）、:func:`glue_figure` 和 :func:`markdown_table`。
 """
 
 from .claims import claims_table, run_highlights, summary_table, verdict_counts

@@ -1,9 +1,8 @@
-"""A run's claims and summary as a Chinese page shows them.
+"""按中文页面的样子给出一次 run 的结论与摘要。
 
-:mod:`roofline_book.measure.claims` words each claim, verdict and figure in
-English, for the command line. The book reads them in Chinese: the claims
-are worded anew here, by the check that made them, and the figures' labels
-translated word by word (identifiers, shapes, units and numbers stay).
+:mod:`roofline_book.measure.claims` 用英文写出每条结论、判定和数字，供命令行使用。书中用
+中文读它们：这里按做出判定的检验重新写出每条结论，数字的标签逐词翻译（标识符、shape、单位和
+数字不变）。
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from ..tables import markdown_table as markdown_table_text
 
 _M, _K, _N = SMALL_GEMM
 
-#: Each claim in Chinese, by the check that makes it.
+#: 每条结论的中文表述，按做出它的检验索引。
 CLAIMS_ZH = {
     "large_gemm_is_compute_bound": "大 GEMM 是 compute-bound：跑得接近实测峰值",
     "elementwise_is_memory_bound": (
@@ -40,7 +39,7 @@ CLAIMS_ZH = {
     ),
 }
 
-#: How each claim is judged, in Chinese, by the check that makes it.
+#: 每条结论的判定规则的中文表述，按做出它的检验索引。
 RULES_ZH = {
     "large_gemm_is_compute_bound": (
         f"每种精度下，扫描中最大的方阵 GEMM 达到另行测得的峰值的 {claims.NEAR_PEAK:.0%} 以上，"
@@ -84,7 +83,7 @@ RULES_ZH = {
     ),
 }
 
-#: What a run may lack, in Chinese (the checks' ``missing``).
+#: run 可能缺少的数据的中文表述（检验的 ``missing``）。
 MISSING_ZH = {
     "no GEMM sweep or no bandwidth ceiling": "没有 GEMM 扫描或带宽上限",
     "no precision with two or more GEMMs timed": "没有哪种精度测了两个以上的 GEMM",
@@ -107,10 +106,10 @@ MISSING_ZH = {
     ),
 }
 
-#: Each verdict in Chinese.
+#: 每种判定的中文表述。
 VERDICTS_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定", "not measured": "未测"}
 
-#: What each figure measures (the part of its label after "subject: "), in Chinese.
+#: 每个数字测的是什么（标签中 "subject: " 之后的部分）的中文表述。
 QUANTITIES_ZH = {
     "achieved / peak": "实测 / 峰值",
     "achieved": "实测",
@@ -141,10 +140,10 @@ QUANTITIES_ZH = {
     "spread, with write-allocate": "三者的离散（计入 write-allocate）",
 }
 
-#: Subjects that are words, in Chinese.
+#: 是单词的 subject 的中文表述。
 _SUBJECTS_ZH = {"prediction": "预测", "probes": "带宽探针", "copy": "copy"}
 
-#: The rows of a run's summary in Chinese; measured ceilings keep their precision or kind.
+#: run 摘要各行的中文表述；测得的上限保留其精度或方式。
 _SUMMARY_ZH = {
     "device": "设备",
     "type": "类型",
@@ -186,12 +185,12 @@ def figure_zh(figure: Figure) -> tuple[str, str, str]:
 
 
 def claim_zh(check: Check) -> str:
-    """The claim of ``check`` in Chinese (its English text if the check is not known)."""
+    """``check`` 的结论的中文表述（检验未知时用它的英文原文）。"""
     return CLAIMS_ZH.get(check.key, check.claim)
 
 
 def rule_zh(check: Check) -> str:
-    """How ``check`` is judged, in Chinese, with what the run lacks where it lacks it."""
+    """``check`` 的判定规则的中文表述；run 缺少数据时写明缺什么。"""
     rule = RULES_ZH.get(check.key, check.rule)
     if check.verdict == "not measured":
         rule += f"。这次 run 缺少数据：{MISSING_ZH.get(check.missing, check.missing)}"
@@ -222,10 +221,9 @@ def claims_table(run: Mapping[str, Any]) -> Any:
 
 
 def verdict_counts(run: Mapping[str, Any]) -> str:
-    """How a run's claims came out, as one Chinese sentence.
+    """一次 run 的各条结论结果如何，写成一句中文。
 
-    Names the claims that do not hold, or says that none fails; claims the run
-    cannot decide or lacks data for are counted.
+    写出不成立的结论，或说明没有结论不成立；run 无法判定或缺少数据的结论计数列出。
     """
     checks = check_claims(run)
     count = {v: sum(c.verdict == v for c in checks) for v in VERDICTS_ZH}
@@ -242,11 +240,11 @@ def verdict_counts(run: Mapping[str, Any]) -> str:
 
 
 def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`roofline_book.measure.report.highlights` with the verdicts as one Chinese
-    sentence (``verdict_counts``), ``speed_tolerance_pct`` (the margin a speed comparison
-    allows, percent), the stability and cache-roof clauses, and the constants the chapter
-    names: ``checkpoint_every``, ``cache_margin``, ``prediction_band_pct``,
-    ``cache_fill_pct`` (how much of a cache level a prediction lets it hold)."""
+    """:func:`roofline_book.measure.report.highlights` 的结果，加上写成一句中文的判定
+    （``verdict_counts``）、``speed_tolerance_pct`` （速度比较允许的余量，%）、稳定性与 cache roof
+    的分句，以及这一章提到的常量：``checkpoint_every``、``cache_margin``、``prediction_band_pct``、
+    ``cache_fill_pct`` （预测允许一个 cache 层级装下多少）。
+    """
     out = report.highlights(run)
     return out | {
         "verdict_counts": verdict_counts(run),
@@ -261,7 +259,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def stability_text(run: Mapping[str, Any]) -> str:
-    """Whether the run held still, as the end of a Chinese sentence.
+    """这次 run 是否稳定，写成一个中文句子的结尾。
 
     Examples
     --------
@@ -296,9 +294,9 @@ def cache_roofs_text(run: Mapping[str, Any]) -> str:
 
 
 def summary_table(run: Mapping[str, Any]) -> Any:
-    """:func:`roofline_book.measure.report.summary` as a one-column table with Chinese row names.
+    """把 :func:`roofline_book.measure.report.summary` 写成一列的表，行名用中文。
 
-    Measured peaks read ``实测峰值 fp32``, measured bandwidths ``实测带宽（copy）``.
+    实测峰值写作 ``实测峰值 fp32``，实测带宽写作 ``实测带宽（copy）``。
     """
     import pandas as pd
 

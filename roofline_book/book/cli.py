@@ -1,4 +1,4 @@
-"""The command line as a page shows it: run ``roofline-book`` and print or read what it said."""
+"""按页面的样子展示命令行：运行 ``roofline-book``，打印或读取它的输出。"""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 
 def _run(args: tuple[str, ...], cwd: str | None, check: bool) -> subprocess.CompletedProcess:
-    """Run ``roofline-book ARGS`` in this process: the ``main`` the console script calls,
-    with its output captured (a page runs a dozen commands; a fresh interpreter for each
-    would cost a second or two apiece)."""
+    """在本进程中运行 ``roofline-book ARGS``：调用 console script 所调用的 ``main``，并捕获它的输出
+    （一页要运行十几条命令；每条都启动一个新解释器，每条要多花一两秒）。
+    """
     from .. import cli
 
     out, err = io.StringIO(), io.StringIO()
@@ -37,24 +37,24 @@ def _run(args: tuple[str, ...], cwd: str | None, check: bool) -> subprocess.Comp
 
 
 def run_cli(*args: str, cwd: str | None = None) -> str:
-    """Run ``roofline-book ARGS``; print the command, then its output.
+    """运行 ``roofline-book ARGS``；先打印命令，再打印它的输出。
 
     Parameters
     ----------
     *args : str
-        The arguments, as typed after ``roofline-book``.
+        参数，即在 ``roofline-book`` 之后键入的内容。
     cwd : str, optional
-        Working folder of the command (where ``plot --out`` writes).
+        命令的工作目录（``plot --out`` 写到这里）。
 
     Returns
     -------
     str
-        What the command printed on stdout.
+        命令打印到 stdout 的内容。
 
     Raises
     ------
     subprocess.CalledProcessError
-        If the command exits with a status other than 0.
+        命令以非 0 状态退出。
     """
     done = _run(args, cwd, check=True)
     print("$ roofline-book", " ".join(args))
@@ -63,7 +63,7 @@ def run_cli(*args: str, cwd: str | None = None) -> str:
 
 
 def cli_json(*args: str) -> Any:
-    """The same command with ``--json``: its output read back (base units), printing nothing.
+    """加上 ``--json`` 运行同一条命令：读回它的输出（基本单位），什么也不打印。
 
     Examples
     --------
@@ -74,7 +74,7 @@ def cli_json(*args: str) -> Any:
 
 
 def cli_error(*args: str) -> tuple[int, str]:
-    """Run a command that should fail; its exit status and what it wrote on stderr.
+    """运行一条应当失败的命令；返回它的退出状态和写到 stderr 的内容。
 
     Examples
     --------

@@ -1,7 +1,6 @@
-"""The hardware appendix's tables: each device's ceilings, sparse peaks, caches and sources.
+"""硬件附录的表格：每块设备的上限、稀疏峰值、cache 以及出处。
 
-Headers and cells are what a Chinese reader reads: Chinese words, with
-units, precisions and product names as they are printed.
+表头和单元格都是中文读者要读的内容：用中文词语，单位、精度和产品名照原样写。
 """
 
 from __future__ import annotations
@@ -12,13 +11,13 @@ from typing import Any
 from ..hardware import Hardware, catalog
 from ..units import binary, si
 
-#: Precisions of the matrix-unit columns, in order.
+#: 矩阵单元各列的精度，按顺序。
 PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "int8")
 
-#: What a table shows for a figure the device table does not hold.
+#: 设备表中没有的数字，在表格里显示成什么。
 MISSING = "—"
 
-#: How firm a device's or a source's figures are, as the tables say it.
+#: 设备或出处的数字有多可靠，按表格中的说法。
 FIRMNESS_ZH = {"vendor": "厂商资料", "paper": "论文实测", "secondary": "二手资料", "": "用户给定"}
 
 
@@ -33,7 +32,7 @@ def _rate(value: float | None, precision: str = "") -> str:
 
 
 def special_rate(value: float | None) -> str:
-    """A special-function rate as the tables print it: evaluations per second, not FLOP/s.
+    """按表格的写法写出特殊函数的速率：每秒求值次数，不是 FLOP/s。
 
     Examples
     --------
@@ -44,7 +43,7 @@ def special_rate(value: float | None) -> str:
 
 
 def clock(value: float | None) -> str:
-    """A clock in MHz, as the tables print it.
+    """按表格的写法以 MHz 写出时钟频率。
 
     Examples
     --------
@@ -55,32 +54,29 @@ def clock(value: float | None) -> str:
 
 
 def _packed(dev: Hardware) -> float | None:
-    """The packed 16-bit vector rate, where published and above the FP32 lanes."""
+    """packed 16 位的向量速率，有公开数字且高于 FP32 lane 时给出。"""
     rates = [dev.vector_peaks[p] for p in ("bf16", "fp16") if p in dev.vector_peaks]
     return max(rates) if rates and max(rates) > dev.vector_peaks.get("fp32", 0) else None
 
 
 def peaks_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
-    """Each device's compute ceilings per unit and precision, HBM bandwidth and capacity.
+    """每个设备按单元与精度的计算上限、HBM 带宽与容量。
 
-    Columns: the dense matrix-unit (Tensor Core / Matrix Core) rate per
-    precision (``矩阵 bf16`` ...), the vector-unit FP32 and FP64 rates
-    (``向量 fp32``, ``向量 fp64``) and the packed 16-bit one where published
-    (``向量 16 位``), the special-function rate in evaluations per second
-    (``特殊函数``, ``—`` where neither published nor derivable), the clock
-    all of them are stated at (``时钟``), ``HBM 带宽``, the BF16 GEMM ridge
-    point, ``容量`` (binary, as the device exposes it) and ``可靠性`` (how firm
-    the sources are).
+    各列：每种精度矩阵单元（Tensor Core / Matrix Core）的 dense 速率（``矩阵 bf16`` 等），向量单元的
+    FP32 与 FP64 速率（``向量 fp32``、``向量 fp64``）以及有公开数字时的 packed 16 位速率
+    （``向量 16 位``），特殊函数的每秒求值次数（``特殊函数``；既无公开数字也无法推算时为 ``—``），
+    这些数字所对应的时钟（``时钟``），``HBM 带宽``，BF16 GEMM 的 ridge point，``容量`` （二进制，
+    按设备呈现出来的量）和 ``可靠性`` （出处有多可靠）。
 
     Returns
     -------
     pandas.DataFrame
-        Text cells, indexed by ``设备`` (the catalog key).
+        文字单元格，按 ``设备`` （目录中的键）索引。
 
     Examples
     --------
-    H100 SXM at 1980 MHz: 1070.5 TFLOP/s / 3.35 TB/s = 320 FLOP/byte; the
-    vector lanes run FP32 at 67 TFLOP/s, FP64 at 34, packed BF16 at 133.8:
+    1980 MHz 下的 H100 SXM：1070.5 TFLOP/s / 3.35 TB/s = 320 FLOP/byte；向量 lane 的 FP32 速率为
+    67 TFLOP/s，FP64 为 34，packed BF16 为 133.8：
 
     >>> from roofline_book import EXAMPLE, hardware
     >>> df = peaks_frame({"h100-sxm": hardware("h100-sxm"), "example": EXAMPLE})
@@ -113,10 +109,10 @@ def peaks_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
 
 def special_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
-    """How each special-function rate was derived: SFU results per clock, SMs, clock, rate.
+    """每个特殊函数速率是怎样推算的：每时钟的 SFU 结果数、SM 个数、时钟、速率。
 
-    ``rate = SFU results per clock per SM x SMs x the device clock``, in
-    evaluations per second; only devices whose inputs are published have a row.
+    ``rate = SFU results per clock per SM x SMs x the device clock``，按每秒求值次数计；只有输入都有
+    公开数字的设备才有一行。
 
     Examples
     --------
@@ -143,16 +139,15 @@ def special_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
 
 def clock_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
-    """Matrix peaks the vendor rates at a clock below the device's, scaled to it.
+    """厂商按低于设备时钟的频率标出的矩阵单元峰值，换算到设备时钟。
 
-    One row per device and precision scaled: the vendor's dense figure, the
-    clock it is rated at, the device clock and the figure at that clock
-    (``vendor x device clock / rated clock``).
+    每个被换算的设备与精度一行：厂商的 dense 数字、它所对应的时钟、设备时钟，以及该时钟下的数字
+    （``vendor x device clock / rated clock``）。
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``(设备, 精度)``; devices whose figures are all at one clock have no rows.
+        按 ``(设备, 精度)`` 索引；所有数字都在同一时钟下的设备没有行。
 
     Examples
     --------
@@ -178,12 +173,12 @@ def clock_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
 
 def sparse_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
-    """2:4 sparse peaks beside the dense ones (FLOP/s) and their ratio, per device and precision.
+    """2:4 稀疏峰值与 dense 峰值并列（FLOP/s），以及两者之比，按设备与精度列出。
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``(设备, 精度)``; devices without sparse peaks have no rows.
+        按 ``(设备, 精度)`` 索引；没有稀疏峰值的设备没有行。
 
     Examples
     --------
@@ -208,17 +203,17 @@ def sparse_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
 
 def cache_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
-    """On-chip memory per device: L2, a last-level cache beyond it, per-SM memories, SM count.
+    """每个设备的片上存储：L2、L2 之外的末级 cache、每个 SM 的存储、SM 个数。
 
     Returns
     -------
     pandas.DataFrame
-        Text cells indexed by ``设备`` (the SM count stays an int); unknown figures are ``"—"``.
+        文字单元格，按 ``设备`` 索引（SM 个数仍为 int）；未知的数字为 ``"—"``。
 
     Examples
     --------
-    Sizes are binary (KiB, MiB), as the vendors mean them; ``L2 带宽`` is
-    ``—`` where neither a vendor nor a measurement by others gives one.
+    容量按二进制写（KiB、MiB），与厂商的本意相同；厂商与他人的测量都没有给出时，
+    ``L2 带宽`` 为 ``—``。
 
     >>> row = cache_frame().loc["h100-sxm"]
     >>> row["L2"], row["L2 带宽"], row["每 SM shared memory"], row["每 SM 寄存器文件"]
@@ -249,19 +244,16 @@ def cache_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
 
 def sources_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
-    """Where each figure of each device comes from: document, date, firmness, URL, basis.
+    """每个设备的每个数字来自哪里：文献、日期、可靠性、URL、口径。
 
-    A source compared with a figure's and not taken has a row of its own
-    (``数据`` ends in ``（对照，未采用）``). ``口径`` says how a figure was
-    read: for the capacity, whether it is the total the driver reports or the
-    nominal capacity read as GiB; for a scaled matrix peak, the clocks. The
-    sources' notes (in English, as the catalog keeps them) are shown by
-    ``roofline-book devices``, not here.
+    与某个数字比较过但没有采用的出处单独占一行（``数据`` 以 ``（对照，未采用）`` 结尾）。``口径`` 说
+    明数字是怎样读出的：容量是驱动报告的总量，还是按 GiB 读的标称容量；换算过的矩阵峰值写出时钟。出
+    处的注释（英文，与目录中保存的一样）由 ``roofline-book devices`` 显示，不在这里。
 
     Returns
     -------
     pandas.DataFrame
-        Indexed by ``(设备, 数据)``.
+        按 ``(设备, 数据)`` 索引。
 
     Examples
     --------

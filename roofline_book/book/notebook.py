@@ -1,4 +1,4 @@
-"""The chapter preamble and gluing: values, figures, tables into a page (myst-nb)."""
+"""各章的开头与粘贴：把值、图和表格放进页面（myst-nb）。"""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from .. import plotting
 
 
 def plain(value: object) -> object:
-    """A NumPy scalar as the Python ``int``/``float``/``bool`` it holds; anything else as is.
+    """把 NumPy 标量换成它所含的 Python ``int``/``float``/``bool``；其他值原样返回。
 
-    Glued numbers must be plain Python numbers: a NumPy 2 scalar's repr
-    (``np.float64(0.5)``) breaks ``{glue:text}`` format specs.
+    粘贴的数字必须是普通的 Python 数：NumPy 2 标量的 repr（``np.float64(0.5)``）会破坏
+    ``{glue:text}`` 的格式说明。
 
     Examples
     --------
@@ -26,25 +26,24 @@ def plain(value: object) -> object:
 
 
 def glue(name: str | None = None, value: object = None, /, **named: object) -> None:
-    """Glue values into the page without displaying them: ``glue("a-b", x)`` or ``glue(a=x, b=y)``.
+    """把值粘贴进页面而不显示：``glue("a-b", x)`` 或 ``glue(a=x, b=y)``。
 
-    Each value is stored with myst-nb's ``glue(name, value, display=False)``
-    after :func:`plain`, so the prose reads it with ``{glue:text}`name:.2f```.
-    Names that are not Python identifiers (``"fig-04-roofline"``) go first,
-    positionally; any number of identifier names go as keywords.
+    每个值经过 :func:`plain` 后用 myst-nb 的 ``glue(name, value, display=False)`` 保存，正文用
+    ``{glue:text}`name:.2f``` 读取。不是 Python 标识符的名字（``"fig-04-roofline"``）放在前面，
+    按位置给出；是标识符的名字可以按关键字给出任意多个。
 
     Parameters
     ----------
     name : str, optional
-        One name, with ``value`` its value.
+        一个名字，``value`` 是它的值。
     value : object
-        The value glued under ``name``.
+        粘贴在 ``name`` 之下的值。
     **named : object
-        More values, each under its keyword.
+        更多的值，各自粘贴在关键字名之下。
 
     Examples
     --------
-    Outside a kernel myst-nb glues nothing, so this only checks the arguments:
+    在 kernel 之外 myst-nb 什么也不粘贴，所以这里只检查参数：
 
     >>> glue(ratio=8.0, sms=132)
     >>> glue(None, 1.0)
@@ -65,16 +64,16 @@ def glue(name: str | None = None, value: object = None, /, **named: object) -> N
 
 
 def glue_figure(name: str, fig: Any) -> None:
-    """Glue a matplotlib figure for a ``{glue:figure}`` directive, then close it.
+    """为 ``{glue:figure}`` 指令粘贴一张 matplotlib 图，然后关闭它。
 
-    Closing keeps the figure from also being shown where the cell is.
+    关闭图，是为了不让它在 cell 所在处也显示一次。
 
     Parameters
     ----------
     name : str
-        The name the page's ``{glue:figure}`` reads.
+        页面的 ``{glue:figure}`` 读取的名字。
     fig : matplotlib.figure.Figure
-        The figure; closed afterwards.
+        要粘贴的图；粘贴后关闭。
     """
     from matplotlib import pyplot as plt
 
@@ -83,12 +82,11 @@ def glue_figure(name: str, fig: Any) -> None:
 
 
 def preamble() -> tuple[Callable[..., None], ModuleType, ModuleType]:
-    """A chapter's first cell: house style, deterministic SVG, and the names every cell uses.
+    """一章的第一个 cell：本书样式、可复现的 SVG，以及每个 cell 都用到的名字。
 
-    Applies :func:`roofline_book.plotting.setup_notebook` (style plus inline
-    SVG without a date, figure words in Chinese) and returns
-    ``(glue, plt, plotting)``: this module's
-    :func:`glue`, ``matplotlib.pyplot`` and :mod:`roofline_book.plotting`.
+    调用 :func:`roofline_book.plotting.setup_notebook` （样式，加上不写日期的内嵌 SVG，图上文字用
+    中文），返回 ``(glue, plt, plotting)``：即本模块的 :func:`glue`、``matplotlib.pyplot`` 和
+    :mod:`roofline_book.plotting`。
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""The profiling chapter's tables, figures and glued values, from one profiled training step."""
+"""profiling 一章的表格、图和粘贴的值，都来自一次 profile 过的训练步。"""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from ..units import si
 from .notebook import glue, glue_figure
 from .tables import markdown_table, resource_zh
 
-#: A check is met with a margin: a share must clear the line by MARGIN either way, and the
-#: top operator must hold RANK_MARGIN times the self time of the next; otherwise inconclusive.
+#: 检验要留出余量才算成立：占比须在任一方向越过界线 MARGIN，排第一的算子的 self time 须是
+#: 第二名的 RANK_MARGIN 倍；否则无法判定。
 MARGIN, RANK_MARGIN = 0.1, 1.5
 VERDICT_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定"}
 SCALING_ZH = {"overhead": "固定开销主导", "work": "随工作量成比例增长", "mixed": "介于两者之间"}
@@ -30,7 +30,7 @@ def _resource(name: str | None) -> str:
 
 
 def attribution_frame(attribution: profiling.Attribution, limit: int = 10) -> Any:
-    """The rows with the most self time, Chinese headers (a pandas DataFrame)."""
+    """self time 最多的各行，中文表头（一个 pandas DataFrame）。"""
     import pandas as pd
 
     rows = attribution.rows[:limit]
@@ -69,7 +69,7 @@ def _by_name(attribution: profiling.Attribution) -> list[tuple[str, float]]:
 
 
 def step_figures(attribution: profiling.Attribution, shape: trainstep.BlockShape) -> dict:
-    """What the chapter says about the profiled step: counts, FLOPs and the checks on shares."""
+    """这一章关于 profile 过的训练步所说的内容：计数、FLOPs，以及对各占比的检验。"""
     mm = [r for r in attribution.rows if r.name in _MATRIX]
     proj = sum(i * o for i, o in shape.linears.values())
     model_mm = sum(r.flops or 0 for r in mm)
@@ -114,12 +114,12 @@ def step_figures(attribution: profiling.Attribution, shape: trainstep.BlockShape
 
 
 def roofline_figure(attribution: profiling.Attribution) -> Any:
-    """The step's modelled operators on the measured roofline (a matplotlib Figure)."""
+    """训练步中有模型的算子画在实测 roofline 上（一个 matplotlib Figure）。"""
     from matplotlib import pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 3.9))
     profiling.plot(ax, attribution, labelled=5)
-    ax.set_ylabel("Achieved [GFLOP/s]")
+    ax.set_ylabel("实测性能 [GFLOP/s]")
     ax.set_title("训练一步中的各算子：实测性能与 roof")
     ax.legend(loc="lower right", fontsize=7)
     return fig
@@ -134,8 +134,9 @@ def _lane(name: str) -> str:
 
 
 def timeline_figure(trace_path: str, kernels: Sequence[str]) -> Any:
-    """The step as a timeline from an exported Chrome trace: one lane per kind of kernel
-    (``kernels``: the names that carry a model), and the phases above them."""
+    """由导出的 Chrome trace 画出训练步的时间线：每类 kernel 一条泳道（``kernels``：带模型的名字），
+    上方标出各阶段。
+    """
     from matplotlib import pyplot as plt
 
     with open(trace_path, encoding="utf-8") as f:
@@ -167,13 +168,13 @@ def timeline_figure(trace_path: str, kernels: Sequence[str]) -> Any:
                     va="center", fontsize=7)  # fmt: skip
         lanes.append("阶段")
     ax.set_yticks(range(1, len(lanes) + 1), lanes)
-    ax.set_xlabel("Time [ms]")
+    ax.set_xlabel("时间 [ms]")
     ax.set_title("一步训练的时间线（从导出的 trace 读出）")
     return fig
 
 
 def scaling_figure(sweep: Sequence[tuple[int, float]]) -> Any:
-    """Step time against tokens, with the line a time proportional to tokens would follow."""
+    """每步时间随 token 数的变化，并画出时间与 token 数成正比时应走的线。"""
     from matplotlib import pyplot as plt
 
     tokens, seconds = zip(*sweep, strict=True)
@@ -181,13 +182,13 @@ def scaling_figure(sweep: Sequence[tuple[int, float]]) -> Any:
     ax.loglog(tokens, [s * 1e3 for s in seconds], "o-", color=PALETTE["blue"], label="实测")
     ax.loglog(tokens, [seconds[-1] * 1e3 * t / tokens[-1] for t in tokens], ":",
               color=PALETTE["black"], label="与 token 数成正比")  # fmt: skip
-    ax.set(xlabel="Tokens per step", ylabel="Step time [ms]", title="一步训练的时间与 token 数")
+    ax.set(xlabel="每步的 token 数", ylabel="每步时间 [ms]", title="一步训练的时间与 token 数")
     ax.legend(loc="upper left")
     return fig
 
 
 def scaling_figures(sweep: Sequence[tuple[int, float]]) -> dict:
-    """The growth at the small and at the large end of a sweep, and their verdicts."""
+    """扫描的小端与大端各自的增长，以及相应的判定。"""
     small, large = trainstep.growth(sweep[0], sweep[1]), trainstep.growth(sweep[-2], sweep[-1])
     return {
         "sweep_first": sweep[0][0],
@@ -204,7 +205,7 @@ def scaling_figures(sweep: Sequence[tuple[int, float]]) -> dict:
 
 
 def problems(shape: trainstep.BlockShape, optimizer: profiling.Attribution) -> dict:
-    """The answers of the chapter's problems."""
+    """这一章习题的答案。"""
     h100 = hardware("h100-sxm")
     h, t = shape.hidden, shape.tokens
     qkv = gemm(t, h, 3 * h, "bf16")
@@ -225,8 +226,9 @@ def problems(shape: trainstep.BlockShape, optimizer: profiling.Attribution) -> d
 
 
 def roof_figures(attribution: profiling.Attribution) -> dict:
-    """Which memory roofs a run-file roof holds the rows to, and how many modelled rows
-    would run faster than a bound from the DRAM roof alone (``dram_only_beaten``)."""
+    """run file 的 roof 用哪些内存 roof 约束各行，以及有多少有模型的行会比只用 DRAM roof 得出的下界
+    更快（``dram_only_beaten``）。
+    """
     roof = attribution.roof
     if roof is None or roof.cache_roof is None:
         return {}
@@ -253,7 +255,7 @@ def glue_profile(
     shape: trainstep.BlockShape,
     trace_path: str,
 ) -> None:
-    """Glue everything the chapter shows of the profiled step: values, table, two figures."""
+    """粘贴这一章展示的关于 profile 过的训练步的一切：值、表格、两张图。"""
     import torch
 
     threads = torch.get_num_threads()
@@ -276,7 +278,7 @@ def glue_profile(
 
 
 def glue_scaling(sweep: Sequence[tuple[int, float]]) -> None:
-    """Glue the batch-scaling figure and its verdicts."""
+    """粘贴 batch 扩展的图和它的判定。"""
     glue(**scaling_figures(sweep))
     glue_figure("fig-10-scaling", scaling_figure(sweep))
 

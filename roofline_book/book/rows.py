@@ -1,4 +1,4 @@
-"""Reading tables of costs: shares of rows, the first size of a sweep past a ridge."""
+"""读代价表格：各行的占比，扫描中第一个越过 ridge point 的尺寸。"""
 
 from __future__ import annotations
 
@@ -9,21 +9,21 @@ from ..tables import Row
 
 
 def share(rows: Iterable[Row], *, contains: Sequence[str] = (), bound: str | None = None) -> float:
-    """Summed share of the time bound of the rows picked by name and/or bound.
+    """按名称和/或限制资源挑出的各行，其时间下界占比之和。
 
     Parameters
     ----------
     rows : iterable of roofline_book.Row
-        From :func:`roofline_book.cost_table` or :func:`roofline_book.block_table`.
+        来自 :func:`roofline_book.cost_table` 或 :func:`roofline_book.block_table`。
     contains : sequence of str
-        Keep a row whose name contains any of these (all rows when empty).
+        保留名称包含其中任一字符串的行（为空时保留全部）。
     bound : {"memory", "compute"}, optional
-        Keep only rows under this roof.
+        只保留受这条 roof 限制的行。
 
     Returns
     -------
     float
-        Between 0 and 1: the kept rows' fraction of the table's summed time bounds.
+        0 到 1 之间：保留的行占整张表时间下界之和的比例。
 
     Examples
     --------
@@ -53,29 +53,28 @@ def first_size(
     k: int | None = None,
     n: int | None = None,
 ) -> int:
-    """The first size of a GEMM sweep whose intensity reaches ``ridge`` (FLOP/byte).
+    """GEMM 扫描中算术强度首次达到 ``ridge`` （FLOP/byte）的尺寸。
 
-    The shape follows :func:`roofline_book.plotting.gemm_intensity`: each of
-    ``m``, ``k``, ``n`` left ``None`` is the swept size, so with none given the
-    sweep is square (``s x s x s``).
+    shape 的规则同 :func:`roofline_book.plotting.gemm_intensity`：``m``、``k``、``n`` 中留作
+    ``None`` 的取被扫描的尺寸，所以都不给时扫描的是方阵（``s x s x s``）。
 
     Parameters
     ----------
     sizes : iterable of int
-        The sweep, smallest first (e.g. powers of two).
+        扫描的尺寸，从小到大（例如 2 的幂）。
     ridge : float
-        Intensity to reach, FLOP/byte.
+        要达到的算术强度（FLOP/byte）。
     dtype : str
-        Precision of the GEMM.
+        GEMM 的精度。
 
     Returns
     -------
     int
-        The first size whose ``gemm(...).intensity >= ridge``.
+        第一个满足 ``gemm(...).intensity >= ridge`` 的尺寸。
 
     Examples
     --------
-    Square BF16 GEMM: I = 2n / 6 reaches 295 FLOP/byte first at n = 1024 (341):
+    BF16 方阵 GEMM：I = 2n / 6 在 n = 1024 时首次达到 295 FLOP/byte（341）：
 
     >>> first_size([2**p for p in range(4, 15)], 295.0)
     1024

@@ -1,8 +1,7 @@
-"""Benchmark runs as a page shows them: summary, rooflines, datasheet, claims and every entry.
+"""按页面的样子展示 benchmark run：摘要、roofline、datasheet、结论和每个条目。
 
-Every table is Markdown with Chinese headers and values written as a reader
-reads them (SI prefixes, percentages, shapes as ``512x512x512``): nothing is
-truncated and no raw float is printed.
+每张表都是带中文表头的 Markdown，值按读者读的方式写出（SI 前缀、百分比、``512x512x512``
+这样的 shape）：不截断，也不打印原始的 float。
 """
 
 from __future__ import annotations
@@ -19,33 +18,32 @@ from ..tables import markdown_table as markdown_table_text
 from ..units import si
 from .claims import claims_table, summary_table
 
-#: The environment variable naming the CPU run file the book's build measured.
+#: 指明本书构建时测得的 CPU run file 的环境变量。
 CPU_RUN_ENV = "ROOFLINE_CPU_RUN"
 
-#: Where ``make bench`` and the book's build write run files, below a checkout's root.
+#: ``make bench`` 和本书构建写 run file 的位置，相对于 checkout 的根目录。
 BENCH_FOLDER = Path("_build") / "bench"
 
 
 def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """The CPU run file a chapter reads, loaded and validated by ``runfile.read_run``.
+    """一章读取的 CPU run file，由 ``runfile.read_run`` 加载并校验。
 
-    Looked for in this order: ``path``; the file ``$ROOFLINE_CPU_RUN`` names
-    (the book's build sets it to the run it measured, ``_build/bench/cpu-quick.json``);
-    else the newest CPU run (by the date it records) in ``_build/bench/`` of the
-    working folder, of a folder above it, or of the checkout this package lies in.
+    按以下顺序查找：``path``；``$ROOFLINE_CPU_RUN`` 指定的文件（本书构建时把它设为测得的 run，
+    ``_build/bench/cpu-quick.json``）；否则取工作目录、其上级目录或本包所在 checkout 中
+    ``_build/bench/`` 下最新的 CPU run（按它记录的日期）。
 
     Parameters
     ----------
     path : str or os.PathLike, optional
-        A run file to read instead of looking for one.
+        直接读这个 run file，不再查找。
 
     Raises
     ------
     FileNotFoundError
-        If no CPU run file is found; the message says how to measure one
-        (``make bench``, or ``roofline-book bench --quick --out ...``).
+        找不到 CPU run file；错误信息说明怎样测一个（``make bench``，或
+        ``roofline-book bench --quick --out ...``）。
     ValueError
-        If the file found is not a valid run, or ``path`` is the run of a GPU.
+        找到的文件不是合法的 run，或 ``path`` 是 GPU 的 run。
 
     Examples
     --------
@@ -76,7 +74,7 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     )
 
 
-#: Headers of the per-entry table, in order.
+#: 逐条目表格的表头，按顺序。
 RESULT_HEADERS = (
     "条目",
     "状态",
@@ -88,7 +86,7 @@ RESULT_HEADERS = (
     "占 roof",
 )
 
-#: Statuses and entry notes in Chinese.
+#: 状态与条目备注的中文表述。
 _STATUS_ZH = {"ok": "已测", "skipped": "跳过", "failed": "失败"}
 _NOTES_ZH = {"output allocated per call": "每次调用都分配输出"}
 
@@ -98,10 +96,9 @@ def _percent(value: float) -> str:
 
 
 def results_table(run: Mapping[str, Any]) -> Any:
-    """Every entry of a run as a Chinese Markdown table: the entry as a reader writes it,
-    status, intensity, median time and relative IQR, achieved rates from the model and the
-    fraction of the measured roof at its intensity; a note column where any entry has one
-    (why it was skipped, a setting it ran with), and the DRAM bytes ncu measured, if any.
+    """把一次 run 的每个条目写成中文 Markdown 表格：读者写法的条目、状态、算术强度、时间中位数与
+    相对 IQR、按模型算出的实测速率，以及达到其算术强度处实测 roof 的比例；有条目带备注时加一列
+    备注（为什么跳过、运行时用了什么设置），ncu 测了 DRAM 字节数时也列出。
 
     Returns
     -------
@@ -143,7 +140,7 @@ def results_table(run: Mapping[str, Any]) -> Any:
 
 
 def against_table(run: Mapping[str, Any], sheet: Any) -> Any:
-    """Measured ceilings beside the datasheet's dense figures, as a Chinese Markdown table."""
+    """测得的上限与 datasheet 的 dense 数字并列，写成中文 Markdown 表格。"""
     from IPython.display import Markdown
 
     frame = report.against_datasheet(run, sheet)
@@ -171,8 +168,9 @@ def against_table(run: Mapping[str, Any], sheet: Any) -> Any:
 
 
 def show_run(run: Mapping[str, Any]) -> None:
-    """Display one run in a notebook: its summary, its measured rooflines (against the
-    datasheet's where the device is in the catalog), the claims checklist and every entry."""
+    """在 notebook 中展示一次 run：摘要、实测 roofline（设备在目录中时与 datasheet 的对照）、
+    结论清单和每个条目。
+    """
     from IPython.display import Markdown, display
     from matplotlib import pyplot as plt
 

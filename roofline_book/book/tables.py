@@ -1,4 +1,4 @@
-"""Tables for the page: number formatting, the roofline table, and DataFrame -> Markdown."""
+"""页面用的表格：数字格式、roofline 表，以及 DataFrame -> Markdown。"""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from ..units import si
 
 
 def short(value: float) -> str:
-    """A table number: three significant digits below 100, whole numbers from 100 up.
+    """表格中的数字：小于 100 时保留三位有效数字，100 及以上取整数。
 
     Parameters
     ----------
     value : float
-        Any quantity, already in the column's unit (FLOP/byte, TFLOP/s, ...).
+        任意量，已换算到该列的单位（FLOP/byte、TFLOP/s 等）。
 
     Examples
     --------
@@ -26,7 +26,7 @@ def short(value: float) -> str:
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
-#: How the book names each resource a bound can come from (prose and table cells).
+#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）。
 RESOURCE_ZH = {
     "compute": "计算",
     "matrix": "矩阵单元",
@@ -52,9 +52,9 @@ def resource_zh(resource: str) -> str:
 
 
 def bound_zh(resource: str) -> str:
-    """``受 … 限制`` around the book's name of a resource, spaced as the book spaces Latin words.
+    """用 ``受 … 限制`` 包住本书对一种资源的称呼，空格按本书对拉丁字母词的排法。
 
-    A Latin name (HBM, L2) takes a space on each side; a Chinese one none.
+    拉丁字母的名字（HBM、L2）两边各加一个空格；中文名字不加。
 
     Examples
     --------
@@ -67,7 +67,7 @@ def bound_zh(resource: str) -> str:
 
 
 def reader_si(value: float, unit: str) -> str:
-    """:func:`roofline_book.units.si` for the page: ``µ`` for micro, a no-break space before units.
+    """页面用的 :func:`roofline_book.units.si`：micro 写作 ``µ``，单位前用不换行空格。
 
     Examples
     --------
@@ -81,19 +81,18 @@ def reader_si(value: float, unit: str) -> str:
 
 
 def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
-    """Operators on a roof as text: FLOPs, bytes, arithmetic intensity, attainable rate and bound.
+    """把 roof 上的算子写成文字：FLOPs、字节数、算术强度、可达速率与限制它的资源。
 
-    Columns ``算子``, ``FLOPs`` and ``字节`` (SI-prefixed), ``I [FLOP/byte]``
-    and ``可达性能 [<unit>]`` (both :func:`short`), ``受限于`` (the resource
-    that sets the bound, :data:`RESOURCE_ZH`); one row per operator, in
-    order, with a plain 0, 1, ... index.
+    各列为 ``算子``，``FLOPs`` 与 ``字节`` （带 SI 前缀），``I [FLOP/byte]`` 与 ``可达性能
+    [<unit>]`` （都用 :func:`short`），``受限于`` （决定下界的资源，:data:`RESOURCE_ZH`）；每个算子
+    一行，按原顺序，索引为普通的 0、1、……。
 
     Parameters
     ----------
     rows : iterable of roofline_book.Row
-        From :func:`roofline_book.cost_table`.
+        来自 :func:`roofline_book.cost_table`。
     unit : str
-        Unit of the attainable rate, a key of :data:`roofline_book.plotting.UNITS`.
+        可达速率的单位，:data:`roofline_book.plotting.UNITS` 的一个键。
 
     Returns
     -------
@@ -129,12 +128,11 @@ def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
 
 
 def bound_frame(rows: Iterable[Row], *, share: bool = True) -> Any:
-    """Operators with their time lower bound, for reading: one row per operator, Chinese headers.
+    """算子及其时间下界，供阅读：每个算子一行，表头用中文。
 
-    Columns ``FLOPs``, ``字节`` (compulsory bytes), ``I [FLOP/B]``,
-    ``受限于`` (:data:`RESOURCE_ZH`), ``时间下界`` and, with ``share``,
-    ``占比`` (of the rows' summed bounds); the index, ``算子``, is the
-    operator name. Numbers and units are joined by a no-break space.
+    各列为 ``FLOPs``、``字节`` （必需字节数）、``I [FLOP/B]``、``受限于`` （:data:`RESOURCE_ZH`）、
+    ``时间下界``，给了 ``share`` 时还有 ``占比`` （占各行下界之和的比例）；索引 ``算子`` 是算子名。
+    数字与单位之间用不换行空格连接。
 
     Examples
     --------
@@ -167,19 +165,18 @@ def markdown_table(
     table: Any | Sequence[Mapping[str, object]],
     align: Sequence[str] | None = None,
 ) -> Any:
-    """A table as GitHub Markdown, ready for ``glue`` and a ``{glue:md}`` directive.
+    """把表格写成 GitHub Markdown，供 ``glue`` 和 ``{glue:md}`` 指令使用。
 
-    A named index (or a MultiIndex) becomes the leading column(s); an unnamed
-    0, 1, ... index is dropped. Cells are written as they are
-    (``disable_numparse=True``), so text such as ``"0.170"`` keeps its digits.
+    有名字的 index（或 MultiIndex）成为最前面的列；没有名字的 0、1、…… index 被丢掉。单元格照原样
+    写出（``disable_numparse=True``），所以 ``"0.170"`` 这样的文本保留它的各位数字。
 
     Parameters
     ----------
     table : pandas.DataFrame or sequence of mapping
-        The cells; rows as mappings of column name to value are accepted too.
+        单元格；也接受以列名到值的 mapping 表示的各行。
     align : sequence of str, optional
-        ``"left"``, ``"right"`` or ``"center"`` per column; by default the first
-        column left, the others right (names left, numbers right).
+        每列 ``"left"``、``"right"`` 或 ``"center"``；默认第一列左对齐、其余右对齐（名字靠左，
+        数字靠右）。
 
     Returns
     -------

@@ -1,42 +1,36 @@
-"""The command-line tool: the book's models on your own shapes and hardware.
+"""命令行工具：把本书的模型用在你自己的 shape 和硬件上。
 
-``roofline-book`` (or ``python -m roofline_book``) is a thin layer over the
-package: every figure it prints comes from :mod:`roofline_book.ops`,
-:mod:`roofline_book.roofline`, :mod:`roofline_book.hardware` and
-:mod:`roofline_book.transformer`, the same functions the book calls.
+``roofline-book`` （或 ``python -m roofline_book``）是包之上很薄的一层：它打印的每个数字都来自
+:mod:`roofline_book.ops`、:mod:`roofline_book.roofline`、:mod:`roofline_book.hardware` 和
+:mod:`roofline_book.transformer`，即本书调用的那些函数。
 
 Subcommands
 -----------
 ``op``
-    One operator's FLOPs, bytes, intensity, bound, attainable rate and time
-    lower bound on a device.
+    一个算子在一块设备上的 FLOPs、字节数、算术强度、限制资源、可达速率和时间下界。
 ``block``
-    The operators of one Transformer decoder block (and, with ``--optimizer``,
-    an AdamW step over its weights) as a table.
+    一个 Transformer decoder block 的各算子（加上 ``--optimizer`` 时还有对其权重做的一步 AdamW），
+    写成表格。
 ``devices``
-    The hardware catalog: dense peaks, ridge points and sources.
+    硬件目录：dense 峰值、ridge point 与出处。
 ``plot``
-    A roofline chart (SVG or PNG) with operators as points.
+    roofline 图（SVG 或 PNG），算子画成点。
 ``profile``
-    A PyTorch script run under the profiler, each recorded op attributed to
-    the models and held to a roof.
+    在 profiler 下运行一个 PyTorch 脚本，把记录下的每个 op 对应到模型，并与一条 roof 对照。
 ``bench``
-    The benchmark suite of :mod:`roofline_book.measure`.
+    :mod:`roofline_book.measure` 的 benchmark suite。
 
-Each subcommand is one module of this package with an ``add_parser(sub,
-common)`` that adds its options and a ``run(args)`` that answers;
-:data:`SUBCOMMANDS` lists them in the order ``--help`` shows them.
+每个子命令是本包的一个模块，含一个添加其选项的 ``add_parser(sub, common)`` 和一个给出回答的
+``run(args)``；:data:`SUBCOMMANDS` 按 ``--help`` 显示的顺序列出它们。
 
-Input: sizes are whole numbers, written plainly (``4096``, ``1_048_576``),
-with a decimal SI suffix (``4k`` = 4000, ``1.5M`` = 1500000), a binary one
-(``4Ki`` = 4096, ``192Ki`` = 196608) or as a power (``2^20``). Rates take an
-SI prefix and an optional unit: ``--peak 989.5T``, ``--bandwidth 3.35TB/s``.
+输入：尺寸是整数，可以直接写（``4096``、``1_048_576``），带十进制 SI 后缀（``4k`` = 4000，
+``1.5M`` = 1500000）、二进制后缀（``4Ki`` = 4096，``192Ki`` = 196608），或写成幂（``2^20``）。
+速率带 SI 前缀和可选的单位：``--peak 989.5T``、``--bandwidth 3.35TB/s``。
 
-Output: aligned tables with SI prefixes, or with ``--json`` plain numbers in
-base units (FLOP, byte, FLOP/s, byte/s, second, FLOP/byte).
+输出：带 SI 前缀的对齐表格；加 ``--json`` 时为基本单位（FLOP、byte、FLOP/s、byte/s、秒、
+FLOP/byte）的普通数。
 
-Bad input prints one line on stderr, naming what was wrong and what is
-allowed, and exits with status 2.
+错误的输入在 stderr 上打印一行，写明错在哪里、允许什么，并以状态 2 退出。
 
 Examples
 --------
@@ -74,13 +68,13 @@ from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
 
 SUBCOMMANDS = (op, block, infer, devices, plot, profile, bench, claims)
-"""The subcommands' modules, in the order the help lists them."""
+"""各子命令的模块，按帮助列出它们的顺序。"""
 
 __all__ = ["EXIT_USAGE", "OPERATORS", "PROG", "build_parser", "main", "parse_point", "parse_size"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The whole command line, one parser with a subparser per subcommand."""
+    """整个命令行：一个 parser，每个子命令一个 subparser。"""
     parser = Parser(
         prog=PROG,
         description=(
@@ -105,12 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status (0 on success, 2 on bad input).
+    """运行命令行；返回退出状态（成功为 0，输入有误为 2）。
 
     Parameters
     ----------
     argv : sequence of str, optional
-        Arguments without the program name; ``sys.argv[1:]`` by default.
+        不含程序名的参数；默认为 ``sys.argv[1:]``。
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

@@ -1,9 +1,8 @@
-"""``roofline-book bench``: measure this machine and write a run file.
+"""``roofline-book bench``：测量这台机器，写出一个 run file。
 
-The suite, its timing and the run file are :mod:`roofline_book.measure`;
-this is the command line over :func:`~roofline_book.measure.run.run_suite`.
-torch is needed to run it, not to list its options; the measuring modules are
-imported when it runs, so the other subcommands start without them.
+suite、它的计时和 run file 都在 :mod:`roofline_book.measure` 中；这里是
+:func:`~roofline_book.measure.run.run_suite` 之上的命令行。运行它需要 torch，列出它的选项则不需要；
+测量用的模块在运行时才导入，所以其他子命令启动时不加载它们。
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from ..measure.suites import DEVICES, SUITES
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``bench`` to ``sub``."""
+    """把 ``bench`` 加到 ``sub`` 中。"""
     parser = sub.add_parser(
         "bench",
         help="time real operators on this machine (needs torch)",
@@ -31,7 +30,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    """Add the ``bench`` options to ``parser``."""
+    """把 ``bench`` 的选项加到 ``parser`` 中。"""
     parser.add_argument(
         "--device", choices=DEVICES, default="cpu", help="where to measure (default: cpu)"
     )
@@ -64,7 +63,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def threads_option(text: str) -> int | None:
-    """``--threads``: a count >= 1, or ``"all"`` (None: torch's default).
+    """``--threads``：>= 1 的个数，或 ``"all"`` （None：torch 的默认值）。
 
     Examples
     --------
@@ -83,12 +82,11 @@ def threads_option(text: str) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``bench`` from parsed options; the exit status.
+    """按解析好的选项运行 ``bench``；返回退出状态。
 
-    0: measured and written. 2: nothing measured, because CUDA was asked for
-    without a CUDA device, ``--out`` exists without ``--force`` or cannot be
-    written, or torch is missing (one line on stderr says which). 1: measured,
-    but a file took the name ``--out`` meanwhile; the run went next to it.
+    0：已测量并写出。2：什么也没测，因为要求了 CUDA 却没有 CUDA 设备、``--out`` 已存在而没有给
+    ``--force`` 或无法写入，或缺少 torch（stderr 上的一行写明是哪种）。1：已测量，但期间有文件占用了
+    ``--out`` 这个名字；run 写在了它旁边。
     """
     from ..measure import machine, runfile
     from ..measure import run as measure_run

@@ -1,4 +1,4 @@
-"""``roofline-book block``: a decoder block's operators (and an AdamW step) as a table."""
+"""``roofline-book block``：一个 decoder block 的各算子（以及一步 AdamW），写成表格。"""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``block`` subcommand: a decoder block's operators, and optionally AdamW."""
+    """``block`` 子命令：一个 decoder block 的各算子，可选加上 AdamW。"""
     changes = {
         f: getattr(args, f) for f in (*_CONFIG_FIELDS, "dtype", "causal") if hasattr(args, f)
     }
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``block`` to ``sub``."""
+    """把 ``block`` 加到 ``sub`` 中。"""
     block = sub.add_parser(
         "block",
         parents=[common],

@@ -1,4 +1,4 @@
-"""``roofline-book claims RUN.json``: a stored run's checklist and prediction error."""
+"""``roofline-book claims RUN.json``：一次已保存 run 的结论清单与预测误差。"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .common import UsageError, emit
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``claims`` subcommand."""
+    """``claims`` 子命令。"""
     from ..measure import claims as checks
     from ..measure import predict, runfile
 
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``claims`` to ``sub``."""
+    """把 ``claims`` 加到 ``sub`` 中。"""
     claims = sub.add_parser(
         "claims",
         parents=[common],

@@ -1,4 +1,4 @@
-"""What every subcommand shares: one-line errors, reading sizes and rates, devices, output."""
+"""各子命令共用的部分：单行错误信息、读取尺寸与速率、设备、输出。"""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ __all__ = [
 
 
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line: what was wrong, where to look."""
+    """错误信息只有一行的 ``ArgumentParser``：哪里错了、该去哪里看。"""
 
     def error(self, message: str) -> NoReturn:
         text = " ".join(message.split())
@@ -52,11 +52,11 @@ class Parser(argparse.ArgumentParser):
 
 
 class UsageError(ValueError):
-    """Bad input found after parsing; printed as one line, exit status 2."""
+    """解析之后才发现的错误输入；打印为一行，退出状态为 2。"""
 
 
 def parse_size(text: str) -> int:
-    """:func:`roofline_book.units.parse_size` as an argparse type.
+    """把 :func:`roofline_book.units.parse_size` 用作 argparse 的 type。
 
     Examples
     --------
@@ -74,7 +74,7 @@ def parse_size(text: str) -> int:
 
 
 def _rate(unit: str, wrong: str, what: str) -> Callable[[str], float]:
-    """A parser of a rate > 0 in ``unit``; text containing ``wrong`` is ``what``, refused."""
+    """读取以 ``unit`` 计、> 0 的速率的 parser；含 ``wrong`` 的文本视为 ``what``，予以拒绝。"""
 
     def parse(text: str) -> float:
         if wrong in text:
@@ -114,7 +114,7 @@ def add_device_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def device_from_args(args: argparse.Namespace) -> Hardware:
-    """The catalog device named by ``--device``, or an ad-hoc one from ``--peak --bandwidth``.
+    """``--device`` 指定的目录设备，或由 ``--peak --bandwidth`` 建的自定义设备。
 
     Examples
     --------
@@ -160,23 +160,22 @@ def device_line(device: Hardware, precision: str) -> str:
 
 
 def number(value: float) -> str:
-    """A dimensionless figure (intensity, ridge point) with 4 significant digits."""
+    """无量纲的数（算术强度、ridge point），保留 4 位有效数字。"""
     return f"{value:.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
 
 
 def emit(data: Any) -> None:
-    """Print ``data`` as indented JSON (the ``--json`` output)."""
+    """把 ``data`` 打印为缩进的 JSON（``--json`` 的输出）。"""
     print(json.dumps(data, indent=2))
 
 
 def cost_figures(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]:
-    """What the roofline model says about one cost on ``device``, in base units.
+    """roofline 模型对 ``device`` 上一个代价的结论，用基本单位。
 
-    ``time_by_resource`` holds the seconds each unit and memory level needs;
-    ``time_lower_bound`` is the largest and ``bound`` names its resource.
-    ``attainable`` is the rate of the unit doing most of the FLOPs
-    (``attainable_unit``), its FLOPs over the time lower bound, and
-    ``attainable_by_unit`` gives every unit's; none exceeds its unit's peak.
+    ``time_by_resource`` 是每种单元和每个存储层级所需的秒数；``time_lower_bound`` 是其中最大的，
+    ``bound`` 指出它对应的资源。``attainable`` 是承担最多 FLOPs 的那个单元（``attainable_unit``）的
+    速率，即它的 FLOPs 除以时间下界；``attainable_by_unit`` 给出每个单元的速率，没有一个超过该单元的
+    峰值。
     """
     time = time_bound(cost, device, precision)
     rates = unit_rates(cost, time)
@@ -202,7 +201,7 @@ def cost_figures(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]
     }
 
 
-#: How the text output names each resource.
+#: 文本输出对每种资源的叫法。
 RESOURCE_TEXT = {
     "compute": "compute",
     "matrix": "matrix units",
@@ -214,9 +213,9 @@ RESOURCE_TEXT = {
 
 
 def rate_rows(figures: dict[str, Any], device: Hardware, precision: str) -> list[tuple[str, str]]:
-    """The ``attainable, <unit>`` lines of a text report: each unit's rate beside its peak.
+    """文本报告中的 ``attainable, <unit>`` 各行：每种单元的速率，旁边是它的峰值。
 
-    Special-function rates are evaluations per second (one per exp).
+    特殊函数的速率按每秒求值次数计（每次 exp 计 1）。
     """
     rows = []
     for unit, rate in figures["attainable_by_unit"].items():
@@ -231,7 +230,7 @@ def rate_rows(figures: dict[str, Any], device: Hardware, precision: str) -> list
 
 
 def time_rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
-    """The ``time, <resource>`` lines of a text report, the binding one marked."""
+    """文本报告中的 ``time, <resource>`` 各行，起限制作用的那一行加标记。"""
     bound = figures["bound"]
     return [
         (f"time, {RESOURCE_TEXT[r]}", si(t, "s") + ("  <- bound" if r == bound else ""))

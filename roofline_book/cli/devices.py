@@ -1,4 +1,4 @@
-"""``roofline-book devices``: the hardware catalog, dense peaks, ridge points and sources."""
+"""``roofline-book devices``：硬件目录、dense 峰值、ridge point 与出处。"""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _rate_unit(precision: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``devices`` subcommand: the catalog, dense peaks and ridge points, with sources."""
+    """``devices`` 子命令：目录、dense 峰值和 ridge point，带出处。"""
     devices = [hardware(args.device)] if args.device else list(catalog().values())
     wanted = None if args.dtype is None else peak_key(args.dtype)
     if args.json:
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``devices`` to ``sub``."""
+    """把 ``devices`` 加到 ``sub`` 中。"""
     devices = sub.add_parser(
         "devices",
         parents=[common],

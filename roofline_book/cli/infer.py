@@ -1,4 +1,4 @@
-"""``roofline-book infer``: a language model's prefill and decode on one device, and what fits."""
+"""``roofline-book infer``：一个语言模型在一块设备上的 prefill 与 decode，以及装得下多少。"""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ _HEADER = ("operator", "FLOPs", "bytes", "FLOP/B", "bound", "time bound")
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``infer`` subcommand."""
+    """``infer`` 子命令。"""
     config = model(args.model)
     device = device_from_args(args)
     p = Precisions(
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``infer`` to ``sub``."""
+    """把 ``infer`` 加到 ``sub`` 中。"""
     infer = sub.add_parser(
         "infer",
         parents=[common],

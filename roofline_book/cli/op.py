@@ -1,4 +1,4 @@
-"""``roofline-book op OPERATOR``: one operator's cost and bounds on one device."""
+"""``roofline-book op OPERATOR``：一个算子在一块设备上的代价与下界。"""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from .operators import ALIASES, OPERATORS, add_operator_arguments, device_defaul
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``op`` and one sub-subcommand per operator to ``sub``."""
+    """把 ``op`` 以及每个算子一个的下级子命令加到 ``sub`` 中。"""
     op = sub.add_parser(
         "op",
         help="one operator on one device",
@@ -49,7 +49,7 @@ def call_text(name: str, arguments: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``op`` subcommand: one operator on one device."""
+    """``op`` 子命令：一个算子在一块设备上。"""
     spec = OPERATORS[args.operator]
     given = {a.name: getattr(args, a.name) for a in spec.args if hasattr(args, a.name)}
     device = device_from_args(args)

@@ -1,8 +1,7 @@
-"""The library's operator functions as the command line offers them, described once.
+"""命令行所提供的库中算子函数，只描述一次。
 
-``op OPERATOR`` and ``plot --point NAME:SIZES`` both read :data:`OPERATORS`:
-each entry is an :mod:`roofline_book.ops` function and the arguments the
-command line passes to it, so a new operator is one entry here.
+``op OPERATOR`` 和 ``plot --point NAME:SIZES`` 都读 :data:`OPERATORS`：每一项是一个
+:mod:`roofline_book.ops` 函数，以及命令行传给它的参数，所以新算子只需在这里加一项。
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ _REQUIRED = inspect.Parameter.empty
 
 @dataclass(frozen=True)
 class Arg:
-    """One argument of an operator function, as the command line offers it."""
+    """算子函数的一个参数，按命令行提供它的方式。"""
 
     name: str
     kind: str  # "size", "text" or "flag"
@@ -39,7 +38,7 @@ class Arg:
 
 @dataclass(frozen=True)
 class Operator:
-    """A library operator function and the arguments the command line passes to it."""
+    """库中的一个算子函数，以及命令行传给它的参数。"""
 
     func: Callable[..., Any]
     args: tuple[Arg, ...]
@@ -50,7 +49,9 @@ class Operator:
 
     @property
     def summary(self) -> str:
-        return (inspect.getdoc(self.func) or "").splitlines()[0]
+        """算子在 ``op --help`` 中的那一行：英文，与命令行的语言一致。"""
+        name = self.func.__name__
+        return SUMMARIES.get(name) or (inspect.getdoc(self.func) or "").splitlines()[0]
 
     def default(self, name: str) -> Any:
         return inspect.signature(self.func).parameters[name].default
@@ -59,7 +60,7 @@ class Operator:
         return self.default(arg.name) is _REQUIRED if arg.required is None else arg.required
 
     def call(self, given: dict[str, Any]) -> tuple[Cost, dict[str, Any]]:
-        """The cost, and every argument the function saw (defaults filled in)."""
+        """代价，以及函数收到的每个参数（已补上默认值）。"""
         kwargs = self.prepare(dict(given)) if self.prepare else dict(given)
         bound_args = inspect.signature(self.func).bind(**kwargs)
         bound_args.apply_defaults()
@@ -77,6 +78,28 @@ class Operator:
 _DTYPE = Arg("dtype", "text", "precision name, e.g. bf16, fp16, fp32, fp8")
 _NUMEL = Arg("numel", "size", "elements per tensor")
 
+#: ``op --help`` 中每个算子一行，用命令行的语言（英文），不带 docstring 的 reST 标记
+#: （docstring 是为本书的 API 附录写的中文）。
+SUMMARIES = {
+    "gemm": "Matrix product C = A @ B, A of shape (m, k) and B of shape (k, n).",
+    "add": "z = x + y over numel elements: 1 FLOP, two reads and one write each.",
+    "residual_add": "y = x + f(x), a Transformer block's skip connection; costs what add does.",
+    "relu": "y = max(x, 0): one input, one output, one FLOP (a comparison) per element.",
+    "gelu": "GELU activation, tanh form: one tanh per element, on the special function units.",
+    "swiglu": "The gated activation of a SwiGLU MLP, silu(gate) * up: two inputs, one output.",
+    "elementwise": "A kernel that reads and writes whole tensors of numel elements, once each.",
+    "rmsnorm": "RMSNorm over the last dimension of a rows x d activation.",
+    "layernorm": "LayerNorm over the last dimension of a rows x d activation.",
+    "softmax": "Softmax along the last dimension of a rows x cols tensor, one fused kernel.",
+    "adamw": "One AdamW step over params parameters held in tensors tensors.",
+    "attention": "Scaled dot-product attention softmax(Q K^T / sqrt(d)) V, forward pass.",
+    "attention_backward": "Backward pass of attention: the gradients of Q, K and V from dO.",
+    "tiled_gemm": "A GEMM computed in tile x tile output tiles that share nothing through a cache.",
+    "linear_backward": "Backward pass of y = x @ W.T (a linear layer without bias): two GEMMs.",
+    "rmsnorm_eager": "RMSNorm as eager PyTorch runs it: one kernel per operation, summed.",
+    "rope": "Rotary position embedding (RoPE) applied to Q and K, as one fused kernel.",
+}
+
 
 def _numel_op(func: Callable[..., Cost]) -> Operator:
     return Operator(func, (_NUMEL, _DTYPE))
@@ -88,7 +111,7 @@ def _seq_k_defaults_to_seq_q(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _kernels_total(kernels: list[tuple[str, Cost]]) -> Cost:
-    """The summed cost of a list of ``(name, Cost)`` kernels."""
+    """``(name, Cost)`` kernel 列表的代价之和。"""
     return sum((cost for _, cost in kernels), ops.ZERO)
 
 
@@ -273,12 +296,10 @@ _FALSE = {"0", "false", "no", "off"}
 
 
 def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> dict[str, Any]:
-    """``given`` with the arguments a device decides filled in: a flash kernel's tile.
+    """补上由设备决定的参数之后的 ``given``：flash kernel 的 tile。
 
-    Where the device runs FlashAttention-3 (:func:`roofline_book.tables.device_flash_tile`)
-    its tile is used; otherwise, or when the on-chip memory is given, the
-    query blocks follow the on-chip memory rule, the device's shared memory
-    per SM by default.
+    设备运行 FlashAttention-3 时（:func:`roofline_book.tables.device_flash_tile`）用它的 tile；
+    否则，或者给了片上存储时，query 块按片上存储的规则来定，默认是设备每个 SM 的 shared memory。
     """
     if not any(a.name == "sram_bytes" for a in spec.args) or given.get("sram_bytes") is not None:
         return given
@@ -300,32 +321,30 @@ def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> 
 def parse_point(
     text: str, dtype: str | None = None, device: Hardware | None = None
 ) -> tuple[str, str, Cost, dict[str, Any]]:
-    """Read ``NAME:SIZE,SIZE,...,KEY=VALUE`` into an operator's cost.
+    """把 ``NAME:SIZE,SIZE,...,KEY=VALUE`` 读成一个算子的代价。
 
-    Sizes fill the operator's size arguments in order (``gemm:M,K,N``,
-    ``add:NUMEL``, ``attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM``); any
-    argument can also be named, ``adamw:1M,impl=loop``, ``gemm:64,64,64,batch=8``.
+    各尺寸按顺序填入算子的尺寸参数（``gemm:M,K,N``、``add:NUMEL``、
+    ``attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM``）；任何参数也可以按名字给出，如
+    ``adamw:1M,impl=loop``、``gemm:64,64,64,batch=8``。
 
     Parameters
     ----------
     text : str
-        The point as typed.
+        键入的点。
     dtype : str, optional
-        Precision of an operator that takes a ``dtype`` and names none here
-        (AdamW's precisions keep their own defaults).
+        接收 ``dtype`` 而这里没有指定的算子所用的精度（AdamW 的各精度保留自己的默认值）。
     device : Hardware, optional
-        Fills in what a device decides (:func:`device_defaults`).
+        补上由设备决定的内容（:func:`device_defaults`）。
 
     Returns
     -------
     (str, str, Cost, dict)
-        The operator's name, a label, its cost and every argument it saw.
+        算子名、标签、它的代价，以及它收到的每个参数。
 
     Raises
     ------
     ValueError, TypeError
-        For a malformed point, an unknown operator or argument, or sizes the
-        operator refuses; each message names the point.
+        点的格式错误、算子或参数未知，或算子拒绝这些尺寸时抛出；每条信息都写明是哪个点。
 
     Examples
     --------

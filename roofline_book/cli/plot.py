@@ -1,4 +1,4 @@
-"""``roofline-book plot``: a roofline chart (SVG or PNG) with operators as points."""
+"""``roofline-book plot``：roofline 图（SVG 或 PNG），算子画成点。"""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def _y_unit(peak: float, units: dict[str, float]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``plot`` subcommand: a roofline chart with operators as points."""
+    """``plot`` 子命令：roofline 图，算子画成点。"""
     suffix = args.out.rsplit(".", 1)[-1].lower() if "." in args.out else ""
     if suffix not in ("svg", "png"):
         raise UsageError(f"--out must end in .svg or .png, got {args.out!r}")
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``plot`` to ``sub``."""
+    """把 ``plot`` 加到 ``sub`` 中。"""
     plot = sub.add_parser(
         "plot",
         parents=[common],

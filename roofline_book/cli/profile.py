@@ -1,4 +1,4 @@
-"""``roofline-book profile SCRIPT [ARGS...]``: where a PyTorch script's time goes, op by op."""
+"""``roofline-book profile SCRIPT [ARGS...]``：一个 PyTorch 脚本的时间逐个 op 花在了哪里。"""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _roof(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The ``profile`` subcommand."""
+    """``profile`` 子命令。"""
     from ..measure import profiling
 
     if args.limit < 1:
@@ -93,7 +93,7 @@ def _plot(attribution: Any, out: str, suffix: str) -> None:
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``profile`` to ``sub``."""
+    """把 ``profile`` 加到 ``sub`` 中。"""
     profile = sub.add_parser(
         "profile",
         parents=[common],

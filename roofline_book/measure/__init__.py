@@ -1,18 +1,17 @@
-"""Measurement: timing real hardware against the models, and judging the book's claims.
+"""测量：在真实硬件上计时、与模型对照，并检验书中的结论。
 
-One idea per module:
+每个模块一件事：
 
-- :mod:`~roofline_book.measure.registry`: what a case is; the operator registry.
-- :mod:`~roofline_book.measure.cases`: each benchmarked operator, registered once.
-- :mod:`~roofline_book.measure.suites`: which sizes a run measures.
-- :mod:`~roofline_book.measure.timing`: CPU and CUDA timing; a ``Timing`` keeps its samples.
-- :mod:`~roofline_book.measure.machine`: device, caches, memory, software versions.
-- :mod:`~roofline_book.measure.run`: check, then time, each case; assemble the run.
-- :mod:`~roofline_book.measure.runfile`: the run file's schema, reading and writing.
-- :mod:`~roofline_book.measure.claims`: the claims checklist, judged from a run.
-- :mod:`~roofline_book.measure.report`: a run as the book shows it.
+- :mod:`~roofline_book.measure.registry`：case 是什么；算子登记表。
+- :mod:`~roofline_book.measure.cases`：每个做 benchmark 的算子，各登记一次。
+- :mod:`~roofline_book.measure.suites`：一次 run 测哪些尺寸。
+- :mod:`~roofline_book.measure.timing`：CPU 与 CUDA 计时；``Timing`` 保留全部样本。
+- :mod:`~roofline_book.measure.machine`：设备、cache、内存与软件版本。
+- :mod:`~roofline_book.measure.run`：每个 case 先检查结果、再计时，汇成一次 run。
+- :mod:`~roofline_book.measure.runfile`：run file 的格式，读与写。
+- :mod:`~roofline_book.measure.claims`：结论清单，依据一次 run 来判定。
+- :mod:`~roofline_book.measure.report`：把一次 run 整理成书中展示的样子。
 
-torch is imported inside the functions that need it, so importing any of
-them stays light. The package itself imports nothing: ``from
-roofline_book.measure import runfile`` loads just what it names.
+torch 在需要它的函数内部才导入，所以导入这些模块都很轻。包本身什么也不导入：
+``from roofline_book.measure import runfile`` 只加载它点名的模块。
 """

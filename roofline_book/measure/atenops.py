@@ -1,22 +1,17 @@
-"""The package's models for the aten operators a profiler records, read from their input shapes.
+"""profiler 记录的 aten 算子在本包中的模型，按输入 shape 计算。
 
-One entry per operator name in :data:`ATEN_MODELS`: given one recorded call
-(:class:`Call`: the input shapes, dtypes and the scalar arguments the
-profiler kept) it returns the :class:`~roofline_book.ops.Cost` of that call
-from :mod:`roofline_book.ops`, or ``None`` where the record does not say
-enough (a tensor list, whose shapes the profiler leaves out, or an integer
-tensor). An operator not listed has no model: the attribution lists it with
-its time and no figures, rather than invent them.
+:data:`ATEN_MODELS` 中每个算子名一项：给它一次记录下的调用（:class:`Call`：输入
+shape、dtype，以及 profiler 保留的标量参数），它从 :mod:`roofline_book.ops` 算出这次
+调用的 :class:`~roofline_book.ops.Cost`；记录中的信息不够时（tensor 列表的 shape
+profiler 不记，或是整数 tensor）返回 ``None``。没有列出的算子没有模型：attribution
+会列出它的时间，但不给数字，而不是编造数字。
 
-Conventions (NB): a ``[]`` input is a scalar or a 0-d tensor and moves no
-bytes; an elementwise output has the broadcast shape of the inputs and the
-first tensor input's precision; in-place operators (``add_``) read and
-write their first input, which costs what an out-of-place one does. The
-FLOPs per element are :func:`roofline_book.ops.elementwise`'s convention,
-one per arithmetic operation, a transcendental counted as one on the special
-function units. Two inputs of the same shape are counted as two tensors
-even when they are one (AdamW's ``addcmul_(grad, grad)``): the shapes
-cannot tell.
+约定（NB）：输入 ``[]`` 是标量或 0 维 tensor，不搬运字节；elementwise 的输出取各输入
+广播后的 shape 和第一个 tensor 输入的精度；原地算子（``add_``）读写自己的第一个输入，
+代价与非原地版本相同。每个元素的 FLOPs 按 :func:`roofline_book.ops.elementwise`
+的约定计：每次算术运算计 1，一次超越函数在特殊函数单元上计 1。两个 shape 相同的
+输入即使其实是同一个 tensor（AdamW 的 ``addcmul_(grad, grad)``），也按两个 tensor
+计：shape 分辨不出来。
 
 Examples
 --------
@@ -51,11 +46,11 @@ from ..ops import (
 
 @dataclass(frozen=True)
 class Call:
-    """One recorded call of an operator: its name, input shapes, dtypes and scalar arguments.
+    """一个算子的一次调用记录：名称、输入 shape、dtype 和标量参数。
 
-    ``dtypes`` are the profiler's strings (``"float"``, ``"c10::BFloat16"``,
-    ``"Scalar"``); ``concrete`` the scalar arguments it kept (``None`` for a
-    tensor), where it kept any.
+    ``dtypes`` 是 profiler 给出的字符串（``"float"``、``"c10::BFloat16"``、
+    ``"Scalar"``）；``concrete`` 是它保留下来的标量参数（tensor 处为 ``None``），
+    如果它保留了的话。
     """
 
     name: str
@@ -65,7 +60,7 @@ class Call:
 
 
 def precision_of(profiler_dtype: str) -> str | None:
-    """The package's precision name of a profiler dtype string; None if it is no float type.
+    """profiler 的 dtype 字符串在本包中的精度名称；不是浮点类型时为 None。
 
     Examples
     --------
@@ -84,7 +79,7 @@ def _numel(shape: Sequence[int]) -> int:
 
 
 def _tensors(call: Call) -> list[tuple[tuple[int, ...], str]]:
-    """The float tensor inputs (not scalars) as (shape, precision)."""
+    """浮点 tensor 输入（不含标量），写成 (shape, precision)。"""
     out = []
     for i, shape in enumerate(call.shapes):
         dtype = call.dtypes[i] if i < len(call.dtypes) else ""
@@ -106,7 +101,7 @@ def _broadcast(shapes: Sequence[Sequence[int]]) -> tuple[int, ...] | None:
 
 
 def _pointwise(flops: int, special: int = 0, *, tensors: int | None = None):
-    """An elementwise operator: every tensor input read, one output of the broadcast shape."""
+    """一个 elementwise 算子：每个 tensor 输入读一次，写出一个广播后 shape 的输出。"""
 
     def cost(call: Call) -> Cost | None:
         inputs = _tensors(call)[:tensors]
@@ -142,7 +137,7 @@ def _copy(call: Call) -> Cost | None:
 
 
 def _reduction(call: Call) -> Cost | None:
-    """sum / mean over some dimensions: read every element, write the reduced tensor."""
+    """沿某些维度做 sum / mean：读每个元素，写出归约后的 tensor。"""
     inputs = _tensors(call)
     if not inputs:
         return None
@@ -178,7 +173,7 @@ def _concrete_flag(call: Call, index: int) -> bool:
 
 
 def _sdpa(causal_at: int):
-    """A fused attention kernel's forward: Q, K, V of shape (batch, heads, seq, head_dim)."""
+    """融合 attention kernel 的前向：Q、K、V 的 shape 为 (batch, heads, seq, head_dim)。"""
 
     def cost(call: Call) -> Cost | None:
         inputs = _tensors(call)
@@ -192,7 +187,7 @@ def _sdpa(causal_at: int):
 
 
 def _sdpa_backward(causal_at: int):
-    """A fused attention kernel's backward: (dO, Q, K, V, O, ...)."""
+    """融合 attention kernel 的反向：(dO, Q, K, V, O, ...)。"""
 
     def cost(call: Call) -> Cost | None:
         inputs = _tensors(call)
@@ -289,11 +284,12 @@ def _register() -> dict[str, Callable[[Call], Cost | None]]:
 
 
 ATEN_MODELS = _register()
-"""The modelled aten operators: name -> function of a :class:`Call` returning a Cost or None."""
+"""有模型的 aten 算子：名称 -> 以 :class:`Call` 为参数、返回 Cost 或 None 的函数。"""
 
 HELPERS = frozenset({"aten::copy_", "aten::fill_", "aten::zero_"})
-"""Modelled operators that other kernels call to fill or move their outputs. An operator
-whose only modelled descendants are these still counts as a kernel of its own."""
+"""其他 kernel 调用来填充或搬运输出的、有模型的算子。若一个算子下面有模型的只有这些，它仍算作一个
+单独的 kernel。
+"""
 
 __all__ = [
     "ATEN_MODELS",
@@ -305,12 +301,11 @@ __all__ = [
 
 
 def model(call: Call) -> Cost | None:
-    """The Cost of one recorded call, or None where no model applies.
+    """一次调用记录的 Cost；没有适用的模型时为 None。
 
     Examples
     --------
-    RMSNorm's reciprocal root over 512 rows, FP32: one read, one write, one
-    special-function evaluation per row:
+    RMSNorm 中对 512 行求倒数平方根，FP32：每行读一次、写一次、做一次特殊函数运算：
 
     >>> c = model(Call("aten::rsqrt", ((512, 1),), ("float",)))
     >>> c.bytes, c.special_flops

@@ -1,9 +1,7 @@
-"""A run's ceilings and stability, from the entries of its probes and sentinel.
+"""由探针与哨兵的条目得出一次 run 的上限与稳定性。
 
-The probes (:func:`roofline_book.measure.suites.probes`) are timed in
-interleaved rounds; each ceiling is its probe's best round, with the spread of
-the rounds beside it. The sentinel, timed between the operator cases, says
-whether the machine stayed the same through the run.
+探针（:func:`roofline_book.measure.suites.probes`）分轮交替计时；每个上限取其探针最好的一轮，
+旁边记下各轮的离散程度。哨兵在各个算子 case 之间计时，说明机器在整个 run 中是否保持不变。
 """
 
 from __future__ import annotations
@@ -15,17 +13,16 @@ from .registry import Case
 from .runfile import rates
 
 SENTINEL_TOLERANCE = 0.3
-"""A run is stable when its sentinel's checkpoints lie within this fraction of each
-other, ``max / min - 1``. Each checkpoint is the sentinel's fastest sample, so a
-passing stall (which widens the cases' own spreads, and makes their comparisons
-inconclusive) does not move it, while a sustained change does: a slower clock, a
-process sharing the core, a second thread waiting on a busy one. On the shared
-2-core VM the book is built on, an idle run's checkpoints spread 15 to 25% (other
-tenants share the host), so a tighter limit would flag every run."""
+"""哨兵各检查点之间相差不超过这个比例（``max / min - 1``）时，run 就是稳定的。每个检查点取哨兵
+最快的样本，所以短暂的停顿（它会加大各 case 自身的离散，使它们的比较无法判定）不会移动它，
+而持续的变化会：时钟变慢、有进程共用这个核、第二个线程在等一个忙碌的线程。在构建本书的共享
+2 核虚拟机上，空闲 run 的检查点也相差 15% 到 25%（宿主机上还有别的租户），所以更严的界限会让
+每个 run 都被标记。
+"""
 
 
 def _spread(entry: Mapping[str, Any]) -> float:
-    """``max / min - 1`` of an entry's round medians (0 for a single round)."""
+    """一个条目各轮中位数的 ``max / min - 1`` （只有一轮时为 0）。"""
     rounds = entry.get("rounds_s") or [entry["time"]["median_s"]]
     return max(rounds) / min(rounds) - 1
 
@@ -39,30 +36,27 @@ def record(
     sets: Mapping[str, Sequence[Case]],
     levels: Mapping[str, tuple[int, Case]] | None = None,
 ) -> dict:
-    """The run file's ``ceilings`` from the probes' entries.
+    """由各探针的条目得出 run file 的 ``ceilings``。
 
     Parameters
     ----------
     entries : sequence of dict
-        The probes' entries, as :func:`roofline_book.measure.run.measure_rounds`
-        returns them.
+        探针的条目，即 :func:`roofline_book.measure.run.measure_rounds` 的返回值。
     sets : mapping
-        The probes by role, as :func:`~roofline_book.measure.suites.probes` returns them.
+        按用途分组的探针，即 :func:`~roofline_book.measure.suites.probes` 的返回值。
     levels : mapping, optional
-        The cache levels probed: name to (bytes, copy case), as
-        :func:`~roofline_book.measure.suites.cache_probes` gives them.
+        测过的 cache 层级：名称到（字节数，copy case），即
+        :func:`~roofline_book.measure.suites.cache_probes` 给出的内容。
 
     Returns
     -------
     dict
-        ``peak_flops`` per precision (the best of its peak GEMMs' rates), ``bandwidth`` per
-        kind (copy, triad, in-place triad: model bytes over time),
-        ``working_set_bytes`` (what the copy touches), and on the CPU
-        ``cache_bandwidth`` per level (a copy that stays in it) with its working set
-        and the cache's size.
-        On the CPU also ``vector_flops`` per precision (an add within the L2:
-        the vector units' rate on elementwise work). Each ceiling names its entry
-        and the spread of its rounds.
+        每种精度的 ``peak_flops`` （该精度各峰值 GEMM 中最高的速率），每种方式的
+        ``bandwidth`` （copy、triad、原地 triad：模型字节数除以时间），
+        ``working_set_bytes`` （copy 触及的数据量）；CPU 上还有每个层级的
+        ``cache_bandwidth`` （数据留在该层的 copy），附带工作集与 cache 大小，
+        以及每种精度的 ``vector_flops`` （L2 之内的 add：向量单元做 elementwise
+        运算的速率）。每个上限都记下它来自哪个条目，以及各轮之间的离散程度。
     """
     by_id = {e["id"]: e for e in entries if e["status"] == "ok"}
     peaks: dict[str, dict[str, Any]] = {}
@@ -93,7 +87,7 @@ def record(
 
 
 def _drift(entry: Mapping[str, Any]) -> float:
-    """The last round's median over the best of the earlier ones (1: no change)."""
+    """最后一轮的中位数除以前面各轮中最好的一轮（1 表示没有变化）。"""
     *earlier, last = entry["rounds_s"]
     return last / min(earlier)
 
@@ -104,22 +98,21 @@ def stability(
     probes: Sequence[Mapping[str, Any]] = (),
     judged: Collection[str] = (),
 ) -> dict[str, Any] | None:
-    """The run file's ``stability`` record.
+    """run file 中的 ``stability`` 记录。
 
     Parameters
     ----------
     probe : str
-        The sentinel's entry id.
+        哨兵条目的 id。
     checkpoints : sequence of float
-        The sentinel's time at each checkpoint (second).
+        哨兵在每个检查点的时间（秒）。
     probes : sequence of dict
-        The ceiling probes' entries, with their last round.
+        上限探针的条目，含最后一轮。
     judged : Collection of str
-        The probes whose drift is recorded (the peak GEMMs and the DRAM bandwidth
-        probes): the largest enters the record as ``ceiling_drift``, for the
-        reader; it does not decide ``stable``, since the ceilings are the best of
-        rounds taken before and after the cases (on this VM a single round of the
-        BF16 peak GEMM varies by 2.7 times on an idle machine).
+        记录漂移的探针（峰值 GEMM 和 DRAM 带宽探针）：其中最大的漂移记为
+        ``ceiling_drift``，供读者参考；它不决定 ``stable``，因为各项上限取的是
+        case 前后各轮中最好的一轮（在这台虚拟机上，即使机器空闲，BF16 峰值 GEMM
+        单独一轮的结果也能相差 2.7 倍）。
 
     Examples
     --------

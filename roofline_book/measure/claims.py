@@ -1,18 +1,17 @@
-"""The reference chapter's qualitative claims, checked against a measured run.
+"""本书的定性结论，用一次实测的 run 来检验。
 
-Each claim becomes a :class:`Check`: the figures it rests on, taken from a run
-file (:mod:`roofline_book.measure.runfile`), and a verdict, ``"pass"``, ``"fail"`` or
-``"not measured"`` when the run lacks what the claim needs. The thresholds are
-the named constants below; change one and every verdict follows.
+每条结论成为一个 :class:`Check`：它所依据的数字（取自 run file，见
+:mod:`roofline_book.measure.runfile`），以及判定：``"pass"``、``"fail"``，或 run 中缺少
+这条结论所需的数据时为 ``"not measured"``。阈值就是下面那些具名常量；改动其中一个，
+所有判定随之改变。
 
-The claims: large GEMMs are compute-bound; elementwise operators are
-memory-bound; a small GEMM is far from the peak; GEMM throughput rises with
-``n``; fused AdamW is at least as fast as foreach, and foreach as the loop;
-SDPA beats materialized attention and moves less; BF16 GEMMs beat FP32 ones;
-and no operator beats the roofline drawn from the measured ceilings.
+这些结论是：大 GEMM 受限于计算；elementwise 算子受限于内存；小 GEMM 离峰值很远；
+GEMM 吞吐随 ``n`` 增大而上升；fused AdamW 至少和 foreach 一样快，foreach 至少和
+loop 一样快；SDPA 比 materialized attention 快，搬运的数据也更少；BF16 GEMM 比 FP32
+的快；没有算子快过由测得上限画出的 roofline。
 
-``python -m roofline_book bench`` prints the checklist after a run;
-:func:`check_claims` gives it for any run file.
+``python -m roofline_book bench`` 在 run 结束后打印这份清单；:func:`check_claims`
+可对任意 run file 给出它。
 """
 
 from __future__ import annotations
@@ -42,25 +41,26 @@ from .verdicts import (
 )
 
 NEAR_PEAK = 0.8
-"""A GEMM is "close to the peak" at this fraction of the measured peak or more."""
+"""GEMM 达到实测峰值的这个比例或更多时，算作“接近峰值”。"""
 
 NEAR_COPY = 0.7
-"""An elementwise operator is "memory-bound" when its bandwidth (model bytes over
-time) reaches this fraction of the measured copy bandwidth or more."""
+"""elementwise 算子的带宽（模型字节数除以时间）达到实测 copy 带宽的这个比例或更多时，算作
+“受限于内存”……
+"""
 
 TINY_FLOP_FRACTION = 0.05
-"""... and when its FLOP/s is at most this fraction of the peak."""
+"""……并且它的 FLOP/s 至多为峰值的这个比例。"""
 
 FAR_FROM_PEAK = 0.25
-"""The small GEMM is "far from the peak" at this fraction of the peak or less."""
+"""小 GEMM 为峰值的这个比例或更少时，算作“离峰值很远”。"""
 
 RISE_FACTOR = 2.0
-"""GEMM throughput "rises with n" when the largest size runs at least this many
-times the smallest size's FLOP/s (and the best size is in the upper half)."""
+"""最大尺寸的 FLOP/s 至少是最小尺寸的这么多倍（且最好的尺寸在上半部分）时，GEMM 吞吐算作
+“随 n 上升”。
+"""
 
 BOUND_TOLERANCE = 0.10
-"""The roofline bound holds if no operator's measured time is below
-``(1 - tol)`` times the time the measured ceilings allow."""
+"""没有算子的实测时间低于测得上限所允许时间的 ``(1 - tol)`` 倍时，roofline 下界成立。"""
 
 
 def _ceiling(run: Mapping[str, Any], precision: str) -> Mapping[str, Any]:
@@ -77,26 +77,26 @@ def _cache(run: Mapping[str, Any]) -> int | None:
 
 
 def streams_from_memory(run: Mapping[str, Any], cost: Cost) -> bool:
-    """Whether each kernel of ``cost`` moves :data:`CACHE_MARGIN` times the cache or more."""
+    """``cost`` 的每个 kernel 是否搬运 cache 的 :data:`CACHE_MARGIN` 倍或更多。"""
     cache = _cache(run)
     return cache is None or cost.bytes >= CACHE_MARGIN * cache * max(cost.kernels, 1)
 
 
 def _bandwidth(run: Mapping[str, Any]) -> float | None:
-    """The measured memory roof, if the copy's working set left the cache."""
+    """测得的内存 roof，前提是 copy 的工作集超出了 cache。"""
     copy = Cost(0, run["ceilings"]["working_set_bytes"], 0)
     return runfile.memory_roof(run) if streams_from_memory(run, copy) else None
 
 
 def _probe_ids(run: Mapping[str, Any]) -> set[str]:
-    """Entries that are ceiling probes: those timed in rounds (``rounds_s``); a run from
-    before the probes has none apart from its sweep."""
+    """属于上限探针的条目：分轮计时的那些（``rounds_s``）；
+    有探针之前的 run 除扫描外没有这样的条目。
+    """
     return {e["id"] for e in runfile.results(run) if "rounds_s" in e}
 
 
 def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
-    """The run's timed square GEMMs (m = k = n) of one precision, smallest first; the
-    sweep only, not the dedicated peak probe."""
+    """run 中某一精度计过时的方阵 GEMM（m = k = n），从小到大；只取扫描，不含专门的峰值探针。"""
     probes = _probe_ids(run)
     entries = [
         e
@@ -117,7 +117,7 @@ def _seconds(entry: Mapping[str, Any]) -> float:
 
 
 def _by_impl(run: Mapping[str, Any], name: str) -> dict[tuple, dict[str, Mapping[str, Any]]]:
-    """One operator's timed entries grouped by (precision, shape), then keyed by implementation."""
+    """一个算子计过时的条目，按 (precision, shape) 分组，再按实现索引。"""
     groups: dict[tuple, dict[str, Mapping[str, Any]]] = {}
     for e in runfile.results(run, name):
         key = (e["precision"], tuple(sorted(e["shape"].items())))
@@ -130,7 +130,7 @@ def _not_measured(claim: str, rule: str, missing: str) -> Check:
 
 
 def entry_text(entry_id: str) -> str:
-    """An entry's id as a reader writes it: operator, precision, shape (implementation).
+    """按读者写法给出条目的 id：算子、精度、shape（实现）。
 
     Examples
     --------
@@ -147,12 +147,10 @@ def entry_text(entry_id: str) -> str:
 
 
 def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
-    """The largest square GEMM of each precision's sweep runs near the measured peak.
+    """每种精度扫描中最大的方阵 GEMM 接近实测峰值。
 
-    The peak is the dedicated peak probe, timed in rounds apart from the sweep,
-    so the entry judged is never the ceiling it is judged against. A run from
-    before the probes took its peak from the sweep; there the reference is the
-    best of the *other* GEMMs of the precision.
+    峰值来自专门的峰值探针，与扫描分开、分轮计时，所以被判定的条目绝不会就是判定它所用的上限。
+    有探针之前的 run 从扫描中取峰值；那时的参照是该精度*其他* GEMM 中最好的一个。
     """
     claim = "Large GEMMs are compute-bound: they run close to the measured peak"
     rule = (
@@ -201,7 +199,7 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
 
 
 def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
-    """Add and ReLU stream near the copy bandwidth while using a sliver of the peak FLOP/s."""
+    """add 和 ReLU 以接近 copy 带宽的速度流式读写，只用到峰值 FLOP/s 的一小部分。"""
     claim = "Elementwise operators are memory-bound: bandwidth near copy, FLOP/s far below peak"
     rule = (
         f"the largest add and ReLU per precision reach >= {NEAR_COPY:.0%} of the copy "
@@ -242,7 +240,7 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
 
 
 def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
-    """The small GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) is far from the peak."""
+    """小 GEMM（:data:`~roofline_book.measure.suites.SMALL_GEMM`）离峰值很远。"""
     m, k, n = SMALL_GEMM
     claim = f"A small GEMM ({m}x{k} times {k}x{n}) is far from the peak"
     rule = f"per precision, it reaches <= {FAR_FROM_PEAK:.0%} of the measured peak"
@@ -267,7 +265,7 @@ def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
 
 
 def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
-    """Square-GEMM FLOP/s grows from the smallest to the largest size of the sweep."""
+    """方阵 GEMM 的 FLOP/s 从扫描中最小的尺寸到最大的尺寸递增。"""
     claim = "GEMM throughput rises with n"
     rule = (
         f"per precision, the largest n runs >= {RISE_FACTOR:g}x the smallest n's FLOP/s, "
@@ -298,7 +296,7 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
 
 
 def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
-    """fused <= foreach <= loop in time, per AdamW shape, within the timing tolerance."""
+    """每个 AdamW shape 上，时间满足 fused <= foreach <= loop，允许计时误差。"""
     claim = "Fused AdamW is at least as fast as foreach, and foreach as the per-tensor loop"
     rule = (
         f"fused faster than foreach and foreach faster than loop, each beyond both timings' "
@@ -322,7 +320,7 @@ def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
 
 
 def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
-    """At the longest sequence, SDPA is faster than materialized attention and moves less."""
+    """在最长的序列上，SDPA 比 materialized attention 快，搬运的数据也更少。"""
     claim = "SDPA (FlashAttention) is faster than materialized attention and moves less"
     rule = (
         "at the longest sequence timed both ways, SDPA is faster beyond both timings' "
@@ -355,7 +353,7 @@ def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
 
 
 def bf16_beats_fp32(run: Mapping[str, Any]) -> Check:
-    """At the largest square size timed in both, the BF16 GEMM is faster than the FP32 one."""
+    """在两种精度都测过的最大方阵尺寸上，BF16 GEMM 比 FP32 的快。"""
     claim = "BF16 GEMMs are faster than FP32 GEMMs"
     rule = (
         "at the largest n timed in both, BF16 is faster beyond both timings' interquartile "
@@ -377,10 +375,10 @@ def bf16_beats_fp32(run: Mapping[str, Any]) -> Check:
 
 
 def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
-    """No entry beats the bound of the measured ceilings; the prediction's error, reported.
+    """没有条目快过测得上限给出的下界；同时报告预测的误差。
 
-    The bound holds each entry to the ceiling of each unit its work runs on and to
-    the memory level its data must reach (:func:`roofline_book.measure.predict.bound_seconds`).
+    下界让每个条目受它的工作所用的每种单元的上限约束，也受它的数据必须到达的存储层级约束
+    （:func:`roofline_book.measure.predict.bound_seconds`）。
     """
     claim = "The roofline of the measured ceilings bounds every operator's time"
     rule = (
@@ -418,12 +416,11 @@ def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
 
 
 WRITE_ALLOCATE_AGREEMENT = 0.15
-"""With write-allocate bytes counted, the three bandwidth probes agree when the
-fastest is within this fraction of the slowest."""
+"""计入 write-allocate 字节后，最快的带宽探针与最慢的相差在这个比例之内时，三个带宽探针算作一致。"""
 
 
 def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
-    """On a CPU, counting write-allocate reads brings copy, triad and in-place triad together."""
+    """在 CPU 上，计入 write-allocate 读取后，copy、triad 和原地 triad 的带宽趋于一致。"""
     claim = (
         "On this CPU a store to a line not in cache first reads it (write-allocate): counting "
         "those reads, copy, triad and in-place triad move data at the same rate"
@@ -473,26 +470,25 @@ CHECKS = (
     roofline_bounds_time,
     write_allocate_explains_bandwidths,
 )
-"""Every check, in the order :func:`check_claims` runs them."""
+"""全部检验，按 :func:`check_claims` 运行它们的顺序。"""
 
 
 def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
-    """Check each claim of the reference chapter against a run.
+    """用一次 run 检验本书的每一条结论。
 
     Parameters
     ----------
     run : Mapping or path
-        A run (as :func:`roofline_book.measure.run.run_suite` returns it) or the path
-        of a run file, which is read and validated against the schema. A
-        mapping is checked for consistency, and against the schema where
-        ``jsonschema`` is installed.
+        一个 run（即 :func:`roofline_book.measure.run.run_suite` 的返回值），或
+        run file 的路径；路径会被读取并按 schema 校验。mapping 则检查自洽性，
+        装了 ``jsonschema`` 时也按 schema 校验。
 
     Returns
     -------
     list of Check
-        One per claim, in the order of :data:`CHECKS`. In a run whose drift probe
-        marked it unstable (``run["stability"]["stable"]`` false) no claim passes or
-        fails: each is inconclusive.
+        每条结论一项，顺序与 :data:`CHECKS` 相同。漂移探针判定为不稳定的 run
+        （``run["stability"]["stable"]`` 为假）中，没有结论通过或不通过：
+        每一条都是无法判定。
     """
     if isinstance(run, (str, os.PathLike)):
         run = runfile.read_run(run)
@@ -510,7 +506,7 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
 
 
 def format_checks(checks: Iterable[Check]) -> str:
-    """The checklist as text: each claim's verdict, rule and figures, then a tally."""
+    """把检验清单写成文本：每条结论的判定、规则和数字，最后是汇总。"""
     checks = list(checks)
     if not all(isinstance(c, Check) for c in checks):
         raise TypeError("checks must be Check objects, as check_claims returns them")

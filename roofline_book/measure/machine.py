@@ -1,7 +1,6 @@
-"""Facts about the machine a run measures: device, caches, memory, software, load.
+"""一次 run 所测机器的情况：设备、cache、内存、软件、负载。
 
-Each function reads what the OS, torch or the driver reports and returns
-None where nothing is reported; nothing here is measured.
+每个函数读取操作系统、torch 或驱动报告的内容，什么也没报告时返回 None；这里不做任何测量。
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any
 
 
 def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``, else what ``platform`` says)."""
+    """CPU 的型号名称（``/proc/cpuinfo``，否则取 ``platform`` 给出的）。"""
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
             for line in handle:
@@ -26,7 +25,7 @@ def cpu_model() -> str:
 
 
 def parse_cache_size(text: str) -> int:
-    """A sysfs cache size (``"32K"``, ``"1024K"``, ``"105M"``) in bytes.
+    """把 sysfs 中的 cache 大小（``"32K"``、``"1024K"``、``"105M"``）换成字节数。
 
     Examples
     --------
@@ -39,9 +38,9 @@ def parse_cache_size(text: str) -> int:
 
 
 def cpu_caches() -> dict[int, int]:
-    """The CPU's data or unified caches by level, as one core sees them in sysfs (byte).
+    """按层级给出 CPU 的数据 cache 或统一 cache，按一个核在 sysfs 中看到的（byte）。
 
-    An empty dict where the OS reports none.
+    操作系统什么也没报告时为空 dict。
     """
     found: dict[int, int] = {}
     for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
@@ -56,13 +55,13 @@ def cpu_caches() -> dict[int, int]:
 
 
 def cpu_cache_bytes() -> int | None:
-    """Size of the CPU's largest (last-level) data or unified cache, from sysfs (byte)."""
+    """CPU 最大的（末级）数据 cache 或统一 cache 的大小，来自 sysfs（byte）。"""
     caches = cpu_caches()
     return caches[max(caches)] if caches else None
 
 
 def memory_bytes() -> int | None:
-    """Physical memory of the host (byte)."""
+    """宿主机的物理内存（byte）。"""
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, OSError, ValueError):
@@ -70,7 +69,7 @@ def memory_bytes() -> int | None:
 
 
 def available_memory(device) -> int | None:
-    """Bytes free for new tensors on a ``torch.device``, or None if unknown."""
+    """``torch.device`` 上可供新 tensor 使用的空闲字节数，未知时为 None。"""
     import torch
 
     if device.type == "cuda":
@@ -89,7 +88,7 @@ def available_memory(device) -> int | None:
 
 
 def driver_version() -> str | None:
-    """The NVIDIA driver's version from ``nvidia-smi``, or None."""
+    """``nvidia-smi`` 给出的 NVIDIA 驱动版本，没有时为 None。"""
     try:
         done = subprocess.run(
             ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
@@ -105,7 +104,7 @@ def driver_version() -> str | None:
 
 
 def load_average() -> float | None:
-    """The host's 1-minute load average, where the OS reports one."""
+    """宿主机 1 分钟的平均负载，操作系统报告时给出。"""
     try:
         return round(os.getloadavg()[0], 2)
     except (AttributeError, OSError):
@@ -113,7 +112,7 @@ def load_average() -> float | None:
 
 
 def describe_device(device: Any) -> dict[str, Any]:
-    """The run file's ``device`` record for a ``torch.device``."""
+    """一个 ``torch.device`` 在 run file 中的 ``device`` 记录。"""
     import torch
 
     device = torch.device(device)
@@ -143,7 +142,7 @@ def describe_device(device: Any) -> dict[str, Any]:
 
 
 def describe_software(device: Any) -> dict[str, str | None]:
-    """The run file's ``software`` record: Python, torch, CUDA (or HIP) and driver versions."""
+    """run file 中的 ``software`` 记录：Python、torch、CUDA（或 HIP）与驱动的版本。"""
     import torch
 
     device = torch.device(device)
@@ -158,7 +157,7 @@ def describe_software(device: Any) -> dict[str, str | None]:
 
 
 def no_cuda_message() -> str:
-    """Why ``--device cuda`` cannot run here, in one line."""
+    """为什么这里不能运行 ``--device cuda``，写成一行。"""
     import torch
 
     built = torch.version.cuda or "none"

@@ -1,36 +1,27 @@
-"""What a run's own ceilings say about each timed entry: a lower bound and a prediction.
+"""一次 run 自己测得的上限对每个计时条目说了什么：一个下界和一个预测。
 
-Both start from the roofline of the measured ceilings and add what the
-machine does that the two-roof model leaves out:
+两者都从测得上限的 roofline 出发，再加上两条 roof 的模型没有考虑、而机器实际会做的事：
 
-- **the memory level the data must reach.** An entry whose working set (its
-  traffic per kernel) fits in a cache level with a measured roof (the CPU's
-  cache probes) is held to that level's bandwidth; one of
-  :data:`~roofline_book.measure.suites.CACHE_MARGIN` times the last-level
-  cache or more, or timed after an L2 flush, to DRAM.
-- **write-allocate** (CPU runs): before a store to a line it does not hold,
-  an x86 core reads the line, so an out-of-place kernel moves its written
-  bytes twice. The run records those bytes per entry
-  (``write_allocate_bytes``); the roofs count them too, so the in-place
-  triad, which has none, and the copy, which has as many as it writes, give
-  the same bandwidth where the model is right
-  (:func:`write_allocate_rates`).
-- **a fixed cost per kernel** (the overhead regime): fitted as the median
-  excess of the smallest case of each GEMM and elementwise operator over its
-  roofline time, per kernel.
+- **数据必须到达的存储层级。** 工作集（每个 kernel 的流量）装得进一个测过 roof 的 cache 层级
+  （CPU 的 cache 探针）的条目，受该层级带宽约束；工作集为末级 cache 的
+  :data:`~roofline_book.measure.suites.CACHE_MARGIN` 倍或更多、或在冲刷 L2 之后计时的条目，
+  受 DRAM 约束。
+- **write-allocate**（CPU 的 run）：x86 核心向它没有持有的 cache line 写入之前，先读入这一行，
+  所以非原地的 kernel 写出的字节要搬运两次。run 为每个条目记下这些字节
+  （``write_allocate_bytes``）；各 roof 也计入它们，所以没有这类字节的原地 triad，与有多少写就有
+  多少这类字节的 copy，在模型正确时给出相同的带宽（:func:`write_allocate_rates`）。
+- **每个 kernel 的固定开销**（开销主导的区间）：拟合为每个 GEMM 和 elementwise 算子最小的
+  case 超出其 roofline 时间的部分的中位数，按每个 kernel 计。
 
-``bound = max(matrix FLOPs / peak, vector FLOPs / vector peak, bytes / roof)``
-with the fastest roof the data may be served from; a real run never beats it
-by more than the noise. ``predicted = kernels x t0 + max(compute, traffic /
-roof)``, with what the implementation runs (``implementation``) and the
-write-allocate bytes in the traffic, and the compute units' times added (one
-core runs them one after another). The bound takes each peak GEMM's best
-round (the most the units did); the prediction its median round (what they
-typically did while the cases ran).
+``bound = max(matrix FLOPs / peak, vector FLOPs / vector peak, bytes / roof)``，roof 取数据
+可能由之供给的最快一级；真实的 run 超过它的幅度绝不会大于噪声。
+``predicted = kernels x t0 + max(compute, traffic / roof)``，流量中计入实现实际运行的内容
+（``implementation``）和 write-allocate 字节，各计算单元的时间相加（一个核依次运行它们）。
+下界取每个峰值 GEMM 最好的一轮（单元能做到的最好水平）；预测取它中位数的一轮（各 case 运行时
+单元通常的水平）。
 
-On a CPU the vector peak is the measured FP32 GEMM peak: FP32 GEMM runs on
-the same AVX-512 FMA units as elementwise arithmetic, at the most they do
-(an elementwise op cannot beat it, so the bound stays a bound).
+在 CPU 上，向量峰值取测得的 FP32 GEMM 峰值：FP32 GEMM 与 elementwise 运算运行在同样的
+AVX-512 FMA 单元上，而且达到了它们的最高速率（elementwise 算子超不过它，所以下界仍是下界）。
 """
 
 from __future__ import annotations
@@ -47,57 +38,53 @@ from .runfile import model_cost
 from .suites import CACHE_MARGIN, CACHE_PROBE_FRACTION
 
 DRAM = "DRAM"
-"""The name of the memory level beyond every cache."""
+"""所有 cache 之外那一级存储的名称。"""
 
 CACHE_FILL = 1 / CACHE_PROBE_FRACTION
-"""A prediction lets a cache level hold an entry's data up to this fraction of its
-size, the share its probe was measured on: that much was shown to stay there, while
-a cache shared with other cores (and, on a VM, other tenants) may keep less of the
-rest. A bound lets it hold all of it. (At half the size, on the build VM's shared
-105 MiB L3, cases of 48 to 64 MB were predicted at the L3 roof and ran at DRAM
-speed.)"""
+"""预测允许一个 cache 层级装下条目数据的量，至多为其容量的这个比例，也就是测它的探针所用的比例：
+这么多已经证明能留在其中，而与其他核（在虚拟机上还有其他租户）共用的 cache 可能留不住其余的
+部分。下界则允许它装满。（取一半容量时，在构建用虚拟机共享的 105 MiB L3 上，48 到 64 MB 的
+case 被预测在 L3 roof 上，实际却以 DRAM 的速度运行。）
+"""
 
 ELEMENTWISE_FAMILIES = ("elementwise", "norm")
-"""Families whose vector work a prediction times at the measured elementwise rate
-(``ceilings.vector_flops``): PyTorch runs each of their kernels as one simple pass
-per element. A fused kernel of many operations per element (AdamW's, attention's)
-runs at the FMA units' rate, the FP32 peak."""
+"""预测按测得的 elementwise 速率（``ceilings.vector_flops``）为其向量运算计时的算子类别：PyTorch
+把它们的每个 kernel 作为对每个元素的一趟简单运算来执行。每个元素做许多次运算的融合 kernel
+（AdamW 的、attention 的）以 FMA 单元的速率运行，即 FP32 峰值。
+"""
 
 
 @dataclass(frozen=True)
 class Roofs:
-    """A run's measured ceilings, as the bound and the prediction use them.
+    """一次 run 测得的上限，按下界与预测所用的方式整理。
 
     Attributes
     ----------
     peaks : dict
-        Peak FLOP/s per precision (the peak GEMM).
+        每种精度的峰值 FLOP/s（峰值 GEMM）。
     vector_peak : float or None
-        FLOP/s of the vector units: the FP32 peak (see the module's text).
+        向量单元的 FLOP/s：FP32 峰值（见模块说明）。
     dram : float or None
-        DRAM bandwidth (byte/s): the best bandwidth probe, write-allocate bytes counted.
+        DRAM 带宽（byte/s）：最好的带宽探针，计入 write-allocate 字节。
     levels : tuple of (str, int, float)
-        Cache levels with a measured roof, smallest first: name, bytes, byte/s.
+        测过 roof 的 cache 层级，从小到大：名称、字节数、byte/s。
     unprobed : tuple of int
-        Sizes of the faster levels without a roof (the L1), byte.
+        没有 roof 的更快层级（L1）的大小（byte）。
     last_level : int or None
-        The last-level cache or L2 (byte).
+        末级 cache 或 L2 的大小（byte）。
     write_allocate : bool
-        Whether the traffic counts write-allocate bytes (a CPU run).
+        流量是否计入 write-allocate 字节（CPU 的 run）。
     probes : frozenset of str
-        Entries that are the ceilings themselves.
+        本身就是上限的条目。
     streams : dict
-        Each bandwidth probe's DRAM rate with write-allocate bytes counted (byte/s), by
-        kind: a prediction holds a kernel to the probe with its pattern of streams.
+        每个带宽探针计入 write-allocate 字节后的 DRAM 速率（byte/s），按方式索引：预测让 kernel
+        受与它的数据流模式相同的探针约束。
     vector : dict
-        Per precision, the vector units' FLOP/s on elementwise work, from the run's
-        cache-resident ``vector`` probe (an add within the L2); the prediction's,
-        never the bound's (another elementwise kernel may run faster).
+        每种精度下向量单元做 elementwise 运算的 FLOP/s，来自 run 中驻留 cache 的 ``vector``
+        探针（L2 之内的 add）；只用于预测，不用于下界（别的 elementwise kernel 可能更快）。
     typical_peaks : dict
-        Per precision, the peak GEMM's FLOP/s in the median of its rounds: the rate
-        the matrix units typically held during the run, which the prediction uses;
-        the bound uses the best round (``peaks``). On a shared machine the two can
-        differ by a factor of two or more.
+        每种精度下峰值 GEMM 各轮中位数对应的 FLOP/s：矩阵单元在 run 期间通常保持的速率，预测
+        用它；下界用最好的一轮（``peaks``）。在共享机器上两者可能相差 2 倍以上。
     """
 
     peaks: dict[str, float]
@@ -114,23 +101,23 @@ class Roofs:
 
 
 def _typical_seconds(entry: Mapping[str, Any]) -> float:
-    """The median of a probe's round medians (second); its best round is the ceiling."""
+    """一个探针各轮中位数的中位数（秒）；它最好的一轮就是上限。"""
     return statistics.median(entry.get("rounds_s") or [entry["time"]["median_s"]])
 
 
 def _running(entry: Mapping[str, Any]) -> Cost:
-    """What the entry's implementation runs: its recorded ``implementation``, else the model."""
+    """条目的实现实际运行的内容：记录下的 ``implementation``，没有时取模型。"""
     return Cost(**entry["implementation"]) if "implementation" in entry else model_cost(entry)
 
 
 def _traffic(entry: Mapping[str, Any], cost: Cost) -> int:
-    """Bytes ``cost`` moves plus the entry's write-allocate bytes."""
+    """``cost`` 搬运的字节数加上条目的 write-allocate 字节数。"""
     return cost.bytes + entry.get("write_allocate_bytes", 0)
 
 
 def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
-    """Each bandwidth probe's rate from the model's bytes, and with write-allocate bytes
-    counted (byte/s): ``{kind: (model, with write-allocate)}``."""
+    """每个带宽探针按模型字节数算出的速率，以及计入 write-allocate 字节后的速率
+    （byte/s）：``{kind: (model, with write-allocate)}``。"""
     by_id = {e["id"]: e for e in runfile.results(run)}
     out = {}
     for kind, ceiling in run["ceilings"]["bandwidth"].items():
@@ -141,8 +128,8 @@ def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float
 
 
 def roofs(run: Mapping[str, Any]) -> Roofs:
-    """The measured ceilings of ``run``, a mapping as
-    :func:`roofline_book.measure.runfile.read_run` gives it."""
+    """``run`` 测得的各项上限；``run`` 是 :func:`roofline_book.measure.runfile.read_run`
+    给出的 mapping。"""
     ceilings = run["ceilings"]
     by_id = {e["id"]: e for e in runfile.results(run)}
     peaks = {p: c["value"] for p, c in ceilings["peak_flops"].items()}
@@ -202,14 +189,11 @@ def _streams(entry: Mapping[str, Any], r: Roofs) -> bool:
 
 
 def level(entry: Mapping[str, Any], r: Roofs, *, bound: bool) -> tuple[str, float | None]:
-    """The memory level an entry's data is held to, and its bandwidth (byte/s).
+    """条目的数据所受约束的存储层级，以及它的带宽（byte/s）。
 
-    For the bound: DRAM if the entry streams (see the module's text); else the
-    smallest measured cache level that holds its working set, or the last one
-    if none does; ``(name, None)`` (no memory term) where the data may sit in
-    a faster level without a roof, or no cache roof was measured. For the
-    prediction: DRAM once the working set exceeds the last cache level, else
-    the smallest measured level that holds it.
+    对下界：条目流式读写时为 DRAM（见模块说明）；否则为装得下其工作集的最小的测过层级，都装不下
+    时取最后一级；数据可能落在没有 roof 的更快层级中，或没有测过 cache roof 时为 ``(name, None)``
+    （没有内存项）。对预测：工作集超过最后一级 cache 时为 DRAM，否则为装得下它的最小的测过层级。
     """
     ws = _working_set(entry)
     if _streams(entry, r):
@@ -243,9 +227,9 @@ def _compute(entry: Mapping[str, Any], r: Roofs, cost: Cost, *, bound: bool) -> 
 
 
 def _stream_rate(entry: Mapping[str, Any], r: Roofs) -> float | None:
-    """The DRAM rate of the bandwidth probe with the entry's pattern of streams: in place
-    (no write-allocate bytes) the in-place triad; out of place, the copy for one input
-    per output, the triad for more."""
+    """与条目数据流模式相同的带宽探针的 DRAM 速率：原地（没有 write-allocate 字节）时取原地 triad；
+    非原地时，每个输出一个输入取 copy，更多输入取 triad。
+    """
     if not r.streams:
         return r.dram
     if r.write_allocate and not entry.get("write_allocate_bytes"):
@@ -256,8 +240,7 @@ def _stream_rate(entry: Mapping[str, Any], r: Roofs) -> float | None:
 
 
 def bound_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
-    """The least time the measured ceilings allow an entry (second), or None without a
-    measured peak for its precision."""
+    """测得的上限所允许的一个条目的最短时间（秒）；它的精度没有测得峰值时为 None。"""
     cost = model_cost(entry)
     compute = _compute(entry, r, cost, bound=True)
     if compute is None:
@@ -267,7 +250,7 @@ def bound_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
 
 
 def roof_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
-    """The prediction's roofline part for an entry (second): no fixed cost."""
+    """条目预测中的 roofline 部分（秒）：不含固定开销。"""
     impl = _running(entry)
     compute = _compute(entry, r, impl, bound=False)
     name, bandwidth = level(entry, r, bound=False)
@@ -286,19 +269,19 @@ def _kernels(entry: Mapping[str, Any]) -> int:
 def overhead_fit(
     run: Mapping[str, Any], r: Roofs | None = None
 ) -> tuple[dict[tuple[str, str], float], float, list[str]]:
-    """The fixed cost per kernel (second): per operator and precision, and overall.
+    """每个 kernel 的固定开销（秒）：按算子和精度分别给出，另有一个总体值。
 
-    Each GEMM and elementwise operator's smallest timed case per precision,
-    probes apart, is where the work is least and the fixed cost most of the
-    time: its ``max(0, measured - roofline) / kernels`` is that operator's
-    fixed cost (a 16-bit GEMM on a CPU sets up its matrix tiles first, an FP32
-    one does not). The median of them is the cost of every other operator.
+    每个 GEMM 和 elementwise 算子在每种精度下计过时的最小 case（探针除外）
+    工作量最少，固定开销在时间中占比最大：它的
+    ``max(0, measured - roofline) / kernels`` 就是这个算子的固定开销（CPU 上
+    16 位的 GEMM 要先准备矩阵 tile，FP32 的不用）。这些值的中位数用作其他
+    所有算子的开销。
 
     Returns
     -------
     tuple
-        ``(per_operator, overall, fitted)``: ``per_operator[(name, precision)]`` and
-        ``overall`` in seconds; ``fitted`` the ids of the entries they come from.
+        ``(per_operator, overall, fitted)``：``per_operator[(name, precision)]``
+        与 ``overall`` 的单位是秒；``fitted`` 是它们所依据的条目的 id。
     """
     r = r or roofs(run)
     smallest: dict[tuple[str, str], Mapping[str, Any]] = {}
@@ -322,26 +305,25 @@ _FIT_OPERATORS = ("gemm", "add", "relu")
 
 @dataclass(frozen=True)
 class Prediction:
-    """The model's time for one timed entry beside the measured time (second)."""
+    """一个计时条目的模型时间，与实测时间并列（秒）。"""
 
     id: str
     predicted_s: float
     measured_s: float
     bound_s: float | None
     level: str
-    """The memory level the prediction holds the entry to (``"L2"``, ``"L3"``, ``"DRAM"``)."""
+    """预测让条目受约束的存储层级（``"L2"``、``"L3"``、``"DRAM"``）。"""
     excluded: str = ""
-    """Why the entry is left out of the prediction's error: it is a ceiling, or fits the
-    fixed cost; empty for the entries the error is taken over."""
+    """条目不计入预测误差的原因：它是一个上限，或用来拟合固定开销；计入误差的条目为空。"""
 
     @property
     def error(self) -> float:
-        """``|predicted - measured| / measured``."""
+        """``|predicted - measured| / measured``。"""
         return abs(self.predicted_s - self.measured_s) / self.measured_s
 
 
 def predictions(run: Mapping[str, Any]) -> list[Prediction]:
-    """The prediction for every timed entry with a measured peak for its precision."""
+    """每个计过时、且其精度测得了峰值的条目的预测。"""
     r = roofs(run)
     if r.dram is None:
         return []
@@ -368,6 +350,6 @@ def predictions(run: Mapping[str, Any]) -> list[Prediction]:
 
 
 def median_error(items: Sequence[Prediction]) -> float | None:
-    """Median ``|predicted - measured| / measured`` over the entries not excluded."""
+    """未被排除的条目上 ``|predicted - measured| / measured`` 的中位数。"""
     kept = [p.error for p in items if not p.excluded]
     return statistics.median(kept) if kept else None

@@ -1,22 +1,19 @@
-"""A ``torch.profiler`` result attributed to the package's models, op by op, against a roof.
+"""把一次 ``torch.profiler`` 的结果逐个算子对应到本包的模型，并与一条 roof 对照。
 
-The profiler says how long each operator took, how often it ran and with
-which input shapes (``key_averages(group_by_input_shape=True)``); it counts
-FLOPs only for matrix products and some elementwise operators, and bytes
-never. :func:`attribute` groups the recorded calls the same way (name and
-input shapes, and the dtypes beside them), gives each group the model of
-:mod:`roofline_book.measure.atenops` summed over its calls, and holds it to
-a :class:`Roof`: the measured ceilings of a run file or a catalog device.
+profiler 记下每个算子用了多长时间、跑了几次、输入的 shape 是什么
+（``key_averages(group_by_input_shape=True)``）；它只对矩阵乘法和少数 elementwise
+算子统计 FLOPs，从不统计字节数。:func:`attribute` 用同样的方式给记录下的调用分组
+（名称与输入 shape，再加上对应的 dtype），给每组配上
+:mod:`roofline_book.measure.atenops` 的模型（对组内各次调用求和），并用一个
+:class:`Roof` 来衡量它：run file 测得的上限，或目录中的设备。
 
-Each row then has its calls, self time and share of the total, the model's
-FLOPs and bytes, the intensity, the achieved FLOP/s and byte/s, the fraction
-of the roof (the time lower bound over the measured time) and the resource
-that binds. An operator with no model keeps its time and share and ``None``
-for the rest. A composite operator (``aten::linear`` calling ``aten::mm``)
-takes no model of its own: the kernels under it carry theirs, so nothing is
-counted twice.
+于是每一行都有调用次数、self time 及其占总时间的比例、模型给出的 FLOPs 和字节数、
+算术强度、实测的 FLOP/s 与 byte/s、达到 roof 的比例（时间下界除以实测时间），
+以及起限制作用的资源。没有模型的算子只保留时间和占比，其余为 ``None``。组合算子
+（调用 ``aten::mm`` 的 ``aten::linear``）自己不配模型：它下面的 kernel 各带各的，
+所以不会重复计数。
 
-torch is imported inside the functions that need it.
+torch 在需要它的函数内部才导入。
 
 Examples
 --------
@@ -59,26 +56,21 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Roof:
-    """The ceilings operators are held to: a catalog device, or the measured ones of a run file.
+    """衡量算子所用的上限：目录中的设备，或 run file 测得的上限。
 
-    A catalog device holds each operator to every unit and memory level it
-    uses (:func:`roofline_book.roofline.time_bound`). A run file measured a
-    matrix-unit ceiling per precision (its best GEMM) and memory bandwidths,
-    but no vector-unit or special-function ceiling: there an operator's
-    matrix FLOPs are held to the GEMM peak of its precision and its bytes to
-    a memory roof, and nothing else (for an elementwise operator the roof is
-    the memory roof), which is still a bound no kernel beats.
+    对目录设备，算子要受它用到的每种单元和每个存储层级的约束
+    （:func:`roofline_book.roofline.time_bound`）。run file 测得的是每种精度的矩阵单元上限
+    （最快的 GEMM）和内存带宽，没有向量单元和特殊函数单元的上限：这时算子的矩阵 FLOPs
+    受该精度的 GEMM 峰值约束，字节数受一条内存 roof 约束，别的都不算（elementwise 算子的
+    roof 就是内存 roof）；这仍是任何 kernel 都超不过的下界。
 
-    Which memory roof: in a program, an operator's inputs are often what the
-    operator before it just wrote, so data that a cache can hold may be read
-    from there. Where the run measured cache roofs (a CPU run), an operator
-    whose working set (its bytes per kernel) is under
-    :data:`~roofline_book.measure.suites.CACHE_MARGIN` times the last-level
-    cache is held to the fastest measured cache roof (``"l2"``), one within
-    a faster level without a roof (the L1) to no memory roof at all, and only
-    one that streams to the DRAM roof (``"memory"``). Against the DRAM roof
-    alone, the in-place AdamW steps of a small model's training step ran
-    faster than the "bound" on a one-core run.
+    用哪条内存 roof：在一个程序里，算子的输入常常是前一个算子刚写出的数据，cache
+    装得下的数据可能直接从 cache 读。run 测了 cache roof 时（CPU 的 run），工作集
+    （每个 kernel 的字节数）小于末级 cache 的
+    :data:`~roofline_book.measure.suites.CACHE_MARGIN` 倍的算子受测得的最快 cache roof
+    （``"l2"``）约束；工作集落在更快、却没有 roof 的层级（L1）之内的算子不受任何内存 roof
+    约束；只有流式读写的算子受 DRAM roof（``"memory"``）约束。若只用 DRAM roof，
+    在单核 run 中，小模型训练一步里的原地 AdamW 会跑得比这个“下界”还快。
     """
 
     name: str
@@ -86,16 +78,15 @@ class Roof:
     matrix_peaks: Mapping[str, float] | None = None
     bandwidth: float | None = None
     threads: int | None = None
-    """Threads the run file's ceilings were measured with (a CPU run), if recorded."""
+    """run file 测上限时所用的线程数（CPU 的 run），有记录时给出。"""
     cache_roof: float | None = None
-    """The fastest measured cache level's bandwidth, write-allocate bytes counted (byte/s)."""
+    """测得的最快 cache 层级的带宽，计入 write-allocate 字节（byte/s）。"""
     cache_level: str | None = None
-    """That level's name (``"L2"``)."""
+    """这个层级的名称（``"L2"``）。"""
     streams_from: float | None = None
-    """The working set from which an operator's data streams from DRAM (byte)."""
+    """算子的数据从这个工作集大小起改为从 DRAM 流式读写（byte）。"""
     unroofed: int | None = None
-    """Size in bytes of the largest faster level without a measured roof; data within it
-    is held to no memory roof."""
+    """没有测得 roof 的更快层级中最大那一级的容量（byte）；数据在它之内时不受任何内存 roof 约束。"""
 
     @classmethod
     def from_device(cls, device: Hardware) -> Roof:
@@ -129,7 +120,7 @@ class Roof:
         )
 
     def _memory(self, cost: Cost) -> tuple[str, float] | None:
-        """The memory roof ``cost``'s bytes are held to: (resource, byte/s), or None."""
+        """``cost`` 的字节数所受的内存 roof：(resource, byte/s)，没有时为 None。"""
         assert self.bandwidth is not None
         working_set = cost.bytes / max(cost.kernels, 1)
         if self.cache_roof is None or (
@@ -141,8 +132,9 @@ class Roof:
         return "l2", self.cache_roof
 
     def bound(self, cost: Cost, precision: str) -> TimeBound | None:
-        """The time lower bound of ``cost`` in ``precision`` under these ceilings (second);
-        None where no measured ceiling holds it (no matrix FLOPs, data within the L1)."""
+        """在这些上限下，``cost`` 在 ``precision`` 精度上的时间下界（秒）；
+        没有测得的上限能约束它时（没有矩阵 FLOPs，数据在 L1 之内）为 None。
+        """
         if self.device is not None:
             return time_bound(cost, self.device, precision)
         assert self.matrix_peaks is not None
@@ -174,11 +166,10 @@ class Roof:
 
 @dataclass(frozen=True)
 class OpRow:
-    """One operator with one set of input shapes: the profiler's figures and the model's.
+    """一个算子在一组输入 shape 下的记录：profiler 给出的数字与模型给出的数字。
 
-    Times in seconds, FLOPs in FLOP, bytes in byte, rates per second; the
-    model's figures are summed over ``calls`` and are None for an operator
-    without a model (``cost is None``).
+    时间以秒计，FLOPs 以 FLOP 计，字节数以 byte 计，速率按每秒计；模型的数字是对
+    ``calls`` 次调用求和的结果，没有模型的算子（``cost is None``）为 None。
     """
 
     name: str
@@ -191,7 +182,7 @@ class OpRow:
     precision: str | None
     bound_time: TimeBound | None
     profiler_flops: int | None
-    """What the profiler counted (``with_flops=True``), None where it counted none."""
+    """profiler 统计的 FLOPs（``with_flops=True``）；它没有统计时为 None。"""
 
     @property
     def flops(self) -> int | None:
@@ -210,24 +201,24 @@ class OpRow:
 
     @property
     def achieved_flops(self) -> float | None:
-        """The model's FLOPs over the measured self time (FLOP/s)."""
+        """模型给出的 FLOPs 除以实测的 self time（FLOP/s）。"""
         return self._per_second(self.flops)
 
     @property
     def achieved_bytes(self) -> float | None:
-        """The model's bytes over the measured self time (byte/s)."""
+        """模型给出的字节数除以实测的 self time（byte/s）。"""
         return self._per_second(self.bytes)
 
     @property
     def fraction_of_roof(self) -> float | None:
-        """The time lower bound over the measured time, equal to the achieved rate over the roof."""
+        """时间下界除以实测时间，等于实测速率除以 roof。"""
         if self.bound_time is None or self.self_time_s <= 0:
             return None
         return self.bound_time.seconds / self.self_time_s
 
     @property
     def bound(self) -> str | None:
-        """The resource that sets the lower bound (``"matrix"``, ``"memory"``, ``"hbm"``, ...)."""
+        """决定下界的资源（``"matrix"``、``"memory"``、``"hbm"`` 等）。"""
         return None if self.bound_time is None else self.bound_time.resource
 
     def as_json(self) -> dict[str, Any]:
@@ -251,24 +242,24 @@ class OpRow:
 
 @dataclass(frozen=True)
 class Attribution:
-    """Every operator a profile recorded, as :class:`OpRow`, largest self time first."""
+    """一次 profile 记录下的每个算子，每个一行 :class:`OpRow`，self time 大的在前。"""
 
     rows: tuple[OpRow, ...]
     total_time_s: float
     roof: Roof | None
     clock: str
-    """Whose time the rows hold, ``"cpu"`` or ``"device"`` (the kernels' time on the GPU)."""
+    """各行记的是谁的时间：``"cpu"``，或 ``"device"`` （GPU 上 kernel 的时间）。"""
 
     @property
     def explained(self) -> float:
-        """The share of the total self time spent in operators that have a model."""
+        """有模型的算子所占的 self time 在总 self time 中的比例。"""
         return sum(r.share for r in self.rows if r.cost is not None)
 
     def modelled(self) -> list[OpRow]:
         return [r for r in self.rows if r.cost is not None]
 
     def total(self) -> Cost:
-        """The modelled operators' costs summed."""
+        """有模型的各算子的代价之和。"""
         return sum((r.cost for r in self.rows if r.cost is not None), Cost(0, 0, 0, 0))
 
     def as_json(self) -> dict[str, Any]:
@@ -281,7 +272,7 @@ class Attribution:
         }
 
     def table(self, limit: int | None = None) -> str:
-        """The rows as an aligned text table (SI prefixes), at most ``limit`` of them."""
+        """把各行写成对齐的文本表格（带 SI 前缀），最多 ``limit`` 行。"""
         body = []
         for r in self.rows[:limit]:
             shapes = ",".join("x".join(map(str, s)) or "-" for s in r.shapes)
@@ -323,7 +314,7 @@ def _has_model(call: Call) -> bool:
 
 
 def _events(prof: Any, region: str | None) -> list[Any]:
-    """The operator events (CPU side) of the profile, only those under ``region`` if given."""
+    """profile 中的算子事件（CPU 一侧）；给了 ``region`` 时只取其中的。"""
     from torch.autograd import DeviceType
 
     events = [e for e in prof.events() if e.device_type == DeviceType.CPU]
@@ -346,8 +337,9 @@ def _events(prof: Any, region: str | None) -> list[Any]:
 
 
 def _composite(event: Any, modelled: dict[int, bool]) -> bool:
-    """Whether a modelled kernel runs under it: any, under a helper that fills or copies
-    (``zero_`` is a ``fill_``); under another operator, one that is not such a helper."""
+    """它下面是否运行着有模型的 kernel：它本身是填充或复制的 helper 时（``zero_`` 就是 ``fill_``），
+    任何一个都算；是别的算子时，只算不是这类 helper 的 kernel。
+    """
     helper = event.name in HELPERS
     stack = list(event.cpu_children)
     while stack:
@@ -359,26 +351,24 @@ def _composite(event: Any, modelled: dict[int, bool]) -> bool:
 
 
 def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None) -> Attribution:
-    """Attribute a finished ``torch.profiler.profile`` (``record_shapes=True``) to the models.
+    """把一次已结束的 ``torch.profiler.profile`` （``record_shapes=True``）对应到模型上。
 
     Parameters
     ----------
     prof : torch.profiler.profile
-        Run with ``record_shapes=True`` (and ``with_flops=True`` for the
-        profiler's own FLOPs beside the model's).
+        用 ``record_shapes=True`` 运行（加上 ``with_flops=True``，就能把 profiler
+        自己的 FLOPs 列在模型的旁边）。
     roof : Roof, optional
-        The ceilings each operator is held to; without one the rows carry
-        the model's figures and no bound.
+        衡量每个算子所用的上限；不给时各行只有模型的数字，没有下界。
     region : str, optional
-        Only the operators under ``torch.profiler.record_function(region)``
-        ranges; the total is then the time inside them.
+        只看 ``torch.profiler.record_function(region)`` 范围内的算子；此时总时间是
+        这些范围内的时间。
 
     Returns
     -------
     Attribution
-        One row per (operator, input shapes, dtypes), largest self time first.
-        The self times add up to the total (``total_time_s``): the time of
-        the recorded region, every operator's own time once.
+        每个（算子，输入 shape，dtype）一行，self time 大的在前。各行的 self time
+        相加等于总时间（``total_time_s``）：即记录区间的时间，每个算子自己的时间只算一次。
     """
     events = _events(prof, region)
     device_clock = any(getattr(e, "self_device_time_total", 0) > 0 for e in events)
@@ -416,12 +406,11 @@ def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None)
 
 
 def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/s"):
-    """The modelled operators as dots under the roof, at (intensity, achieved FLOP/s).
+    """把有模型的算子画成 roof 之下的点，坐标为（算术强度，实测 FLOP/s）。
 
-    The roof is the attribution's: a catalog device's every ceiling, or a run
-    file's matrix ceiling (in the precision most of the time ran in) over its
-    memory roof. Dots are coloured by the resource that binds them; the
-    ``labelled`` operators with the most self time are named beside theirs.
+    roof 取自 attribution：目录设备的全部上限，或 run file 的矩阵单元上限（取大部分
+    时间所用的精度）加上它的内存 roof。点的颜色表示限制它的资源；self time 最多的
+    ``labelled`` 个算子在点旁写出名字。
 
     Returns
     -------
@@ -466,19 +455,18 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         name = r.name.removeprefix("aten::")
         drawn.append(ax.annotate(name, xy, xytext=(4, 4), textcoords="offset points",
                                  fontsize=7, color="#222222"))  # fmt: skip
-    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"Achieved performance [{unit}]")
+    ax.set_xlabel(text("intensity axis"))
+    ax.set_ylabel(text("achieved axis", unit=unit))
     return drawn
 
 
 def profiler(*, cuda: bool | None = None) -> Any:
-    """A ``torch.profiler.profile`` that records what :func:`attribute` reads.
+    """一个记录 :func:`attribute` 所需内容的 ``torch.profiler.profile``。
 
-    CPU activity, and CUDA too when CUDA is available (``cuda=None``); input
-    shapes (``record_shapes=True``) and the profiler's FLOPs
-    (``with_flops=True``). Kineto writes a notice to stderr whenever a
-    profile starts and stops; ``KINETO_LOG_LEVEL=6`` (set here unless it is
-    set already) silences kineto's log, errors in Python still raise.
+    记录 CPU 活动，CUDA 可用时也记录 CUDA 活动（``cuda=None``）；记录输入 shape
+    （``record_shapes=True``）和 profiler 的 FLOPs（``with_flops=True``）。kineto 每次
+    开始和结束 profile 都会往 stderr 写一条提示；这里设置 ``KINETO_LOG_LEVEL=6``
+    （已设置时不改）让 kineto 的日志安静下来，Python 中的错误照样抛出。
     """
     os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     import torch
@@ -490,23 +478,21 @@ def profiler(*, cuda: bool | None = None) -> Any:
 
 
 class ScriptError(RuntimeError):
-    """The profiled script could not be run, raised, or ran no torch operator."""
+    """要 profile 的脚本无法运行、抛出了异常，或没有运行任何 torch 算子。"""
 
 
 def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = None) -> Any:
-    """Run the Python script at ``path`` under ``torch.profiler`` and return the profile.
+    """在 ``torch.profiler`` 下运行 ``path`` 处的 Python 脚本，返回 profile。
 
-    The script runs as ``__main__`` (``runpy.run_path``) with
-    ``sys.argv = [path, *argv]``; the profiler records CPU activity, and CUDA
-    activity too when CUDA is available (``cuda=None``), with input shapes
-    and FLOPs. Kineto's own start and stop notices, which it writes to
-    stderr, are silenced through ``KINETO_LOG_LEVEL`` unless that is set.
+    脚本作为 ``__main__`` 运行（``runpy.run_path``），``sys.argv = [path, *argv]``；
+    profiler 记录 CPU 活动，CUDA 可用时也记录 CUDA 活动（``cuda=None``），并记录输入
+    shape 和 FLOPs。kineto 自己写到 stderr 的开始、结束提示通过 ``KINETO_LOG_LEVEL``
+    关掉，除非它已经设置。
 
     Raises
     ------
     ScriptError
-        If the file does not exist, the script raises (or exits with a
-        status other than 0), or it runs no torch operator.
+        文件不存在、脚本抛出异常（或以非 0 状态退出），或它没有运行任何 torch 算子。
     """
     if not os.path.isfile(path):
         raise ScriptError(f"script {path!r} does not exist or is not a file")
@@ -537,7 +523,7 @@ def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = N
 
 
 def _last_frame(exc: BaseException, path: str) -> str:
-    """`` (line N)`` of the deepest frame of the traceback in the script, or nothing."""
+    """脚本中 traceback 最深一帧的 `` (line N)``，没有则为空。"""
     line, tb = None, exc.__traceback__
     while tb is not None:
         if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):

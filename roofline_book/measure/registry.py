@@ -1,17 +1,14 @@
-"""What a benchmark case is, and the registry every operator is entered in once.
+"""benchmark case 是什么，以及每个算子只登记一次的登记表。
 
-An :class:`Operator` is registered with :func:`register` (in the manner of
-PyTorch's ``register_flop_formula``): its name, the names of its sizes, its
-implementations, its family, how its shape reads in a label and how it is
-drawn. Everything that lists operators (the suites, the run-file schema, the
-claims, the report's plot styles, :func:`roofline_book.measure.cases.case_for`)
-reads this registry, so adding an operator is one entry in
-:mod:`roofline_book.measure.cases`.
+:class:`Operator` 用 :func:`register` 登记（仿照 PyTorch 的 ``register_flop_formula``）：
+它的名称、各尺寸的名称、各实现、所属类别、它的 shape 在标签中怎样写，以及怎样画。凡是列出
+算子的地方（suite、run file 的 schema、结论检验、报告的作图样式、
+:func:`roofline_book.measure.cases.case_for`）都读这张登记表，所以添加一个算子只需在
+:mod:`roofline_book.measure.cases` 中加一项。
 
-Also here: what a built case is (:class:`Case`, :class:`Prepared`), the two
-ways a case does not get timed (:class:`Unsupported`, :class:`Incorrect`), and
-the correctness check against a float64 reference (:func:`compare`). torch is
-imported inside the functions, so importing this module stays light.
+这里还有：构建好的 case 是什么（:class:`Case`、:class:`Prepared`），case 不被计时的两种情形
+（:class:`Unsupported`、:class:`Incorrect`），以及与 float64 参考结果对照的正确性检查
+（:func:`compare`）。torch 在函数内部才导入，所以导入本模块很轻。
 """
 
 from __future__ import annotations
@@ -25,37 +22,37 @@ from typing import Any
 from ..ops import Cost
 
 FAMILIES = ("ceiling", "gemm", "elementwise", "norm", "optimizer", "attention")
-"""``ceiling``: the bandwidth probes; the rest group operators as the claims do."""
+"""``ceiling``：带宽探针；其余按结论检验的方式给算子分组。"""
 
 RTOL = {"fp64": 1e-12, "fp32": 1e-4, "tf32": 5e-3, "bf16": 1.6e-2, "fp16": 2e-3}
-"""Relative tolerance of the correctness check per precision: a few units in the
-last place of the result (bf16 keeps 8 significant bits, fp16 11, tf32 11 in
-its products)."""
+"""每种精度的正确性检查的相对容差：结果末位的几个单位（bf16 保留 8 位有效二进制位，fp16 为 11 位，
+tf32 的乘积为 11 位）。
+"""
 
 
 class Unsupported(Exception):
-    """This PyTorch or this device cannot run the case; the message says why."""
+    """这个 PyTorch 或这块设备无法运行这个 case；错误信息说明原因。"""
 
 
 class Incorrect(Exception):
-    """The case's result disagrees with its reference; the message gives the error."""
+    """case 的结果与参考结果不符；错误信息给出误差。"""
 
 
 @dataclass
 class Prepared:
-    """A case's tensors, allocated: the call to time and its correctness check.
+    """已分配好 tensor 的 case：要计时的调用，以及它的正确性检查。
 
     Attributes
     ----------
     fn : callable
-        The timed call; no arguments.
+        要计时的调用；没有参数。
     check : callable
-        Calls ``fn`` once and compares its result with a reference; returns the
-        run file's ``check`` record or raises :class:`Incorrect`.
+        调用 ``fn`` 一次，把结果与参考结果比较；返回 run file 的 ``check`` 记录，或抛出
+        :class:`Incorrect`。
     close : callable
-        Restores any global setting the case changed.
+        恢复 case 改动过的任何全局设置。
     note : str
-        What a reader of the run should know about how the case ran.
+        读这次 run 的人应当知道的、关于这个 case 怎样运行的说明。
     """
 
     fn: Callable[[], object]
@@ -66,32 +63,30 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Case:
-    """One operator case of a suite.
+    """suite 中的一个算子 case。
 
     Attributes
     ----------
     name : str
-        Operator, a key of :data:`roofline_book.measure.cases.OPERATORS`.
+        算子，:data:`roofline_book.measure.cases.OPERATORS` 的一个键。
     shape : tuple of (str, int)
-        Sizes, named as the :mod:`roofline_book.ops` function names them.
+        各尺寸，名称与 :mod:`roofline_book.ops` 中函数的参数名相同。
     precision : str
     impl : str
-        How it is computed (a torch function, or an implementation the model
-        distinguishes: ``loop``/``foreach``/``fused``, ``materialized``/``sdpa``).
+        计算方式（一个 torch 函数，或模型区分的一种实现：``loop``/``foreach``/``fused``、
+        ``materialized``/``sdpa``）。
     cost : Cost
-        The model's FLOPs and bytes.
+        模型给出的 FLOPs 与字节数。
     footprint : int
-        Bytes the case allocates, its check included (byte).
+        case 分配的字节数，含检查所用的（byte）。
     build : callable
-        ``build(torch.device) -> Prepared``.
+        ``build(torch.device) -> Prepared``。
     inplace : bool
-        Whether the case writes only over data it has just read (``x.add_(y)``,
-        an optimizer step): then no store lands on a line the cache must fetch first.
+        case 是否只覆盖写它刚读过的数据（``x.add_(y)``、优化器的一步）：这时没有写入会落在 cache
+        必须先取来的行上。
     implementation : Cost, optional
-        What the CPU implementation runs, where it is known to do more than the
-        model counts (``torch.rms_norm`` on the CPU is a composite of six to eight
-        kernels, with an FP32 upcast for 16-bit input): a prediction of its time on
-        the CPU uses this, a bound uses the model.
+        CPU 实现实际运行的内容，在已知它比模型计的更多时给出（CPU 上的 ``torch.rms_norm`` 是六到
+        八个 kernel 的组合，16 位输入还要先转成 FP32）：CPU 上对其时间的预测用它，下界用模型。
     """
 
     name: str
@@ -106,25 +101,25 @@ class Case:
 
     @property
     def id(self) -> str:
-        """Unique within a run: ``name/precision/impl/size=value,...``."""
+        """在一次 run 中唯一：``name/precision/impl/size=value,...``。"""
         sizes = ",".join(f"{k}={v}" for k, v in self.shape)
         return f"{self.name}/{self.precision}/{self.impl}/{sizes}"
 
     @property
     def allocate_bytes(self) -> int:
-        """Bytes a write-allocate cache (x86 CPUs) reads beyond the model: before a store to
-        a line it does not hold, it fetches the line. Out-of-place writes pay it once per
-        byte written; in-place ones do not (byte)."""
+        """write-allocate 的 cache（x86 CPU）在模型之外多读的字节数：向它没有持有的行写入之前，
+        先取来这一行。非原地的写入每写一个字节付一次这个代价；原地的写入不付（byte）。
+        """
         return 0 if self.inplace else self.cost.bytes_written
 
     @property
     def memory_bound(self) -> bool:
-        """Whether its time is a matter of memory traffic (all but GEMM): flush caches."""
+        """它的时间是否取决于内存流量（除 GEMM 外都是）：是则冲刷 cache。"""
         return self.name != "gemm"
 
 
 def power_text(value: int) -> str:
-    """``2^k`` for a power of two, else the plain number.
+    """2 的幂写成 ``2^k``，否则写普通的数。
 
     Examples
     --------
@@ -140,26 +135,26 @@ def _sizes_text(shape: Mapping[str, int]) -> str:
 
 @dataclass(frozen=True)
 class Operator:
-    """One operator of the benchmark suite, as every reader of the registry sees it.
+    """benchmark suite 中的一个算子，登记表的每个读者看到的都是它。
 
     Attributes
     ----------
     name : str
-        The run file's ``name``.
+        run file 中的 ``name``。
     sizes : tuple of str
-        The names of its sizes, in the order the case builder takes them.
+        各尺寸的名称，按 case 构建函数接收它们的顺序。
     impls : tuple of str
-        Its implementations; the first is the default.
+        它的各个实现；第一个是默认的。
     family : str
-        One of :data:`FAMILIES`.
+        :data:`FAMILIES` 之一。
     make : callable
-        ``make(*sizes, impl=..., precision=...) -> Case``.
+        ``make(*sizes, impl=..., precision=...) -> Case``。
     label : callable
-        ``label(shape) -> str``, the shape as a short label.
+        ``label(shape) -> str``，把 shape 写成简短的标签。
     marker : str
-        Matplotlib marker on a measured roofline.
+        在实测 roofline 上所用的 matplotlib marker。
     colour : str
-        A key of :data:`roofline_book.plotting.PALETTE`.
+        :data:`roofline_book.plotting.PALETTE` 的一个键。
     """
 
     name: str
@@ -176,17 +171,18 @@ class Operator:
 
 _REGISTRY: dict[str, Operator] = {}
 REGISTRY: Mapping[str, Operator] = MappingProxyType(_REGISTRY)
-"""Every registered operator by name (read-only), ordered by family as :data:`FAMILIES`
-lists them and, within a family, in registration order."""
+"""按名称索引的全部登记过的算子（只读），按 :data:`FAMILIES` 列出的类别排序，
+同一类别内按登记顺序。
+"""
 
 
 def register(operator: Operator) -> Operator:
-    """Enter an operator in :data:`REGISTRY`; a name may be registered once.
+    """把一个算子登记进 :data:`REGISTRY`；一个名称只能登记一次。
 
     Raises
     ------
     ValueError
-        For a name already registered or a family not in :data:`FAMILIES`.
+        名称已登记过，或类别不在 :data:`FAMILIES` 中。
     """
     if operator.name in _REGISTRY:
         raise ValueError(f"operator {operator.name!r} is registered already")
@@ -201,16 +197,15 @@ def register(operator: Operator) -> Operator:
 
 
 def compare(out, ref, precision: str, *, scale: float = 1.0, reference: str = "fp64") -> dict:
-    """Compare a result with its reference; the run file's ``check`` record.
+    """把结果与参考结果比较；返回 run file 的 ``check`` 记录。
 
-    ``torch.allclose(out, ref, rtol, atol)`` with ``rtol = RTOL[precision]``
-    and ``atol = rtol * scale``, ``scale`` being the typical magnitude of the
-    values (``sqrt(k)`` for a GEMM of random normal inputs).
+    即 ``torch.allclose(out, ref, rtol, atol)``，其中 ``rtol = RTOL[precision]``，
+    ``atol = rtol * scale``，``scale`` 是数值的典型大小（随机正态输入的 GEMM 为 ``sqrt(k)``）。
 
     Raises
     ------
     Incorrect
-        With the largest absolute error, if the two disagree.
+        两者不符时抛出，带最大绝对误差。
 
     Examples
     --------

@@ -1,9 +1,9 @@
-"""Run files as the book shows them: summary, results table, claims table, measured roofline.
+"""按书中的样子展示 run file：摘要、结果表、结论表、实测 roofline。
 
-The CUDA appendix and the achieved-performance chapter render every run the
-same way through these functions; the tests render fixture runs with them.
-Everything here reads a run (a mapping as :func:`roofline_book.measure.runfile.read_run`
-returns it); nothing is measured or typed in.
+CUDA 附录和实测性能一章都通过这些函数、以同样的方式呈现每一次 run；测试也用它们
+呈现作为 fixture 的 run。这里的一切都读自一次 run（即
+:func:`roofline_book.measure.runfile.read_run` 返回的 mapping）；没有任何测量，也没有
+任何手填的数字。
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .cases import OPERATORS
 from .claims import check_claims, square_gemms, streams_from_memory
 from .suites import SMALL_GEMM
 
-#: Device names as CUDA or the vendor tools report them, mapped to catalog keys.
+#: CUDA 或厂商工具报告的设备名称，映射到目录中的键。
 _DATASHEET_NAMES = (
     (r"\bH200\b", "h200-sxm"),
     (r"\bH100\b.*(SXM|HBM3)", "h100-sxm"),
@@ -34,7 +34,7 @@ _DATASHEET_NAMES = (
 
 
 def datasheet_for(run: Mapping[str, Any]) -> Hardware | None:
-    """The catalog device a run was measured on, matched by name; None if not in the catalog.
+    """按名称找到 run 所用设备在目录中的条目；不在目录中时为 None。
 
     Examples
     --------
@@ -51,7 +51,7 @@ def datasheet_for(run: Mapping[str, Any]) -> Hardware | None:
 
 
 def summary(run: Mapping[str, Any]) -> dict[str, str]:
-    """Device, software, date and measured ceilings of a run, as readable text."""
+    """一次 run 的设备、软件、日期和测得的上限，写成可读的文本。"""
     device, software, ceilings = run["device"], run["software"], run["ceilings"]
     out = {
         "device": device.get("name", "?"),
@@ -77,11 +77,11 @@ def summary(run: Mapping[str, Any]) -> dict[str, str]:
 
 
 def results_frame(run: Mapping[str, Any]):
-    """Every entry of a run with its model cost, time and achieved rates (a pandas DataFrame).
+    """run 的每个条目，连同模型代价、时间和实测速率（一个 pandas DataFrame）。
 
-    Columns: id, status, model FLOPs and bytes, intensity, median time and IQR
-    (second), achieved FLOP/s and byte/s, the measured roof at that intensity
-    and the fraction of it reached; skipped or failed entries keep their reason.
+    列：id、status、模型的 FLOPs 与字节数、算术强度、时间的中位数与 IQR（秒）、实测的
+    FLOP/s 与 byte/s、该算术强度处实测的 roof，以及达到它的比例；跳过或失败的条目保留
+    原因。
     """
     pd = require("pandas", "the run report")
 
@@ -120,7 +120,7 @@ def _roof(device: Hardware, precision: str, intensity: float) -> float | None:
 
 
 def claims_frame(run: Mapping[str, Any]):
-    """The claims checklist of a run as a pandas DataFrame: claim, verdict, figures, rule."""
+    """一次 run 的结论清单，写成 pandas DataFrame：结论、判定、数字、规则。"""
     pd = require("pandas", "the run report")
 
     return pd.DataFrame(
@@ -144,15 +144,12 @@ def plot_run(
     unit: str | None = None,
     datasheet: Hardware | None = None,
 ):
-    """The run's measured roofline in ``precision``, with that precision's operators as dots.
+    """run 在 ``precision`` 精度下实测的 roofline，该精度的各算子画成点。
 
-    The measured roof uses the peak of that precision and the best DRAM
-    bandwidth ceiling; each measured cache level (``ceilings.cache_bandwidth``)
-    adds its own roof, dotted and named. If ``datasheet`` is given (for example
-    :func:`datasheet_for`), its dense roof is drawn dashed beside it. Filled
-    markers stream from memory; hollow markers have a working set small
-    enough to be served partly from cache, so they may sit above the memory
-    roof.
+    实测 roof 取该精度的峰值和最高的 DRAM 带宽上限；每个测过的 cache 层级
+    （``ceilings.cache_bandwidth``）各加一条点线 roof，并写出名称。给了 ``datasheet``
+    时（例如 :func:`datasheet_for` 的结果），在旁边用虚线画出它的 dense roof。实心标记的
+    数据来自内存；空心标记的工作集足够小，可以部分由 cache 供给，所以可能高于内存 roof。
 
     Returns
     -------
@@ -233,17 +230,17 @@ def plot_run(
 
 
 def summary_frame(run: Mapping[str, Any]):
-    """:func:`summary` as a one-column pandas DataFrame, for display."""
+    """把 :func:`summary` 写成只有一列的 pandas DataFrame，便于展示。"""
     pd = require("pandas", "the run report")
 
     return pd.Series(summary(run), name="value").to_frame()
 
 
 def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
-    """Measured ceilings beside the datasheet's dense figures (a pandas DataFrame).
+    """测得的上限与 datasheet 的 dense 数字并列（一个 pandas DataFrame）。
 
-    One row per measured GEMM precision the datasheet lists, and one for the
-    memory bandwidth; ``measured / datasheet`` is the fraction reached.
+    datasheet 列出的每种测过的 GEMM 精度一行，内存带宽一行；
+    ``measured / datasheet`` 是达到的比例。
     """
     pd = require("pandas", "the run report")
 
@@ -278,25 +275,23 @@ def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
 
 
 def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The figures the achieved-performance chapter quotes from a CPU run, as plain numbers.
+    """实测性能一章从一次 CPU run 中引用的数字，都是普通的数。
 
-    Keys: ``cpu_name``, ``cpu_threads``; measured peaks ``cpu_peak32_g`` and
-    ``cpu_peak16_g`` (GFLOP/s), bandwidth ``cpu_bw_g`` and copy ``cpu_copy_g``
-    (GB/s), ridge points ``cpu_ridge32`` and ``cpu_ridge16`` (FLOP/byte); the
-    largest FP32 add: ``add_numel_m`` (Mi elements), ``add_bw_g`` (GB/s),
-    ``add_over_copy`` and ``add_flops_frac_pct`` (% of the FP32 peak); the small
-    GEMM (:data:`~roofline_book.measure.suites.SMALL_GEMM`) and the largest FP32
-    square GEMM as % of the FP32 peak (``small_gemm_pct``, ``large_gemm_n``,
-    ``large_gemm_pct``); the claims' counts (``n_claims``, ``n_pass``, ``n_fail``,
-    ``n_inconclusive``, ``n_unmeasured``). Where the run has them (:func:`run_figures`),
-    also how it was measured, its stability, the write-allocate rates, the prediction,
-    and the AdamW and RMSNorm figures the chapter explains.
+    键：``cpu_name``、``cpu_threads``；测得的峰值 ``cpu_peak32_g`` 与
+    ``cpu_peak16_g`` （GFLOP/s），带宽 ``cpu_bw_g`` 与 copy ``cpu_copy_g`` （GB/s），
+    ridge point ``cpu_ridge32`` 与 ``cpu_ridge16`` （FLOP/byte）；最大的 FP32 add：
+    ``add_numel_m`` （Mi 个元素）、``add_bw_g`` （GB/s）、``add_over_copy`` 和
+    ``add_flops_frac_pct`` （占 FP32 峰值的 %）；小 GEMM
+    （:data:`~roofline_book.measure.suites.SMALL_GEMM`）与最大的 FP32 方阵 GEMM 占 FP32
+    峰值的 %（``small_gemm_pct``、``large_gemm_n``、``large_gemm_pct``）；各类结论的个数
+    （``n_claims``、``n_pass``、``n_fail``、``n_inconclusive``、``n_unmeasured``）。
+    run 中有相应数据时（:func:`run_figures`），还有它的测量方式、稳定性、write-allocate
+    速率、预测，以及这一章解释的 AdamW 与 RMSNorm 的数字。
 
     Raises
     ------
     ValueError
-        If the run lacks an FP32 GEMM sweep, the small GEMM, an FP32 add or the
-        copy bandwidth.
+        run 中缺少 FP32 GEMM 扫描、小 GEMM、FP32 add 或 copy 带宽。
     """
     cpu = runfile.as_hardware(run)
     copy = run["ceilings"]["bandwidth"].get("copy")
@@ -344,19 +339,19 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
-    """How a run was measured and what its data show, as plain numbers (those it has).
+    """一次 run 是怎样测的、数据说明了什么，都写成普通的数（只给 run 中有的）。
 
-    Keys: ``threads``; ``rounds`` (of the bandwidth probes), ``peak_rounds`` (of the
-    peak GEMMs, timed at every checkpoint too) and ``peak32_spread_pct``,
-    ``peak16_spread_pct``, ``copy_spread_pct`` (the spread of the ceiling probes'
-    rounds, %); ``stable`` and ``sentinel_spread_pct``,
-    ``checkpoints``; ``l2_g``, ``l3_g`` (cache roofs, GB/s), ``vector32_g``,
-    ``vector16_g`` (the in-L2 add, GFLOP/s); ``copy_g``, ``triad_g``, ``inplace_g`` and
-    ``copy_wa_g``, ``triad_wa_g`` (GB/s, model bytes and with write-allocate);
-    ``prediction_pct`` (median error, %), ``predicted``, ``left_out``; ``adamw_time_ratio``
-    and ``adamw_bytes_ratio`` (loop over fused), ``fused_of_roof_pct``;
-    ``norm_time_ratio`` (BF16 over FP32 RMSNorm), ``norm_kernels``, ``norm_bytes_ratio16``
-    and ``norm_bytes_ratio32`` (what runs over the fused model).
+    键：``threads``；``rounds`` （带宽探针的轮数）、``peak_rounds`` （峰值 GEMM 的轮数，
+    每个检查点也会测）以及 ``peak32_spread_pct``、``peak16_spread_pct``、
+    ``copy_spread_pct`` （上限探针各轮之间的离散程度，%）；``stable`` 与
+    ``sentinel_spread_pct``、``checkpoints``；``l2_g``、``l3_g`` （cache roof，GB/s）、
+    ``vector32_g``、``vector16_g`` （L2 之内的 add，GFLOP/s）；``copy_g``、``triad_g``、
+    ``inplace_g`` 与 ``copy_wa_g``、``triad_wa_g`` （GB/s，按模型字节数和计入
+    write-allocate 的字节数）；``prediction_pct`` （误差的中位数，%）、``predicted``、
+    ``left_out``；``adamw_time_ratio`` 与 ``adamw_bytes_ratio`` （loop 比 fused）、
+    ``fused_of_roof_pct``；``norm_time_ratio`` （BF16 比 FP32 的 RMSNorm）、
+    ``norm_kernels``、``norm_bytes_ratio16`` 与 ``norm_bytes_ratio32`` （实际运行的
+    相对 fused 模型）。
     """
     from . import predict
 
@@ -426,8 +421,9 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def plot_runs(run: Mapping[str, Any], precisions: Sequence[str], *, datasheet=None):
-    """One measured roofline per precision, side by side (a matplotlib Figure), each titled
-    with the device and precision; ``datasheet`` as in :func:`plot_run`."""
+    """每种精度一张实测 roofline，并排放在一个 matplotlib Figure 中，标题写明设备和精度；
+    ``datasheet`` 的含义同 :func:`plot_run`。
+    """
     plt = require("matplotlib.pyplot", "the run report")
 
     fig, axes = plt.subplots(
@@ -442,20 +438,18 @@ def plot_runs(run: Mapping[str, Any], precisions: Sequence[str], *, datasheet=No
 
 
 def measured_precisions(run: Mapping[str, Any]) -> list[str]:
-    """The precisions to draw for a run: FP32 and BF16 where measured, else the first peak."""
+    """一次 run 要画哪些精度：测了 FP32 和 BF16 就画这两种，否则画第一个峰值的精度。"""
     measured = list(run["ceilings"]["peak_flops"])
     return [p for p in ("fp32", "bf16") if p in measured] or measured[:1]
 
 
 PREDICTION_TARGET = 0.2
-"""The band drawn around ``predicted = measured``: the prediction's median error is
-held to it on the CPU the book is built on."""
+"""``predicted = measured`` 周围画出的带：在构建本书的 CPU 上，预测误差的中位数须在带内。"""
 
 
 def plot_predictions(ax, run: Mapping[str, Any], *, band: float = PREDICTION_TARGET):
-    """Predicted against measured time for every timed entry (log-log), one colour per
-    operator, the diagonal and a ``band`` around it; the ceilings and the cases the fixed
-    cost is fitted on are hollow (they are not part of the error).
+    """每个计过时的条目的预测时间对实测时间（log-log），每个算子一种颜色，画出对角线和它
+    周围的 ``band``；上限探针和用来拟合固定开销的 case 画成空心（它们不计入误差）。
 
     Returns
     -------
@@ -507,7 +501,7 @@ def plot_predictions(ax, run: Mapping[str, Any], *, band: float = PREDICTION_TAR
 
 
 def predictions_figure(run: Mapping[str, Any], *, title: str = ""):
-    """:func:`plot_predictions` on a figure of its own (a matplotlib Figure), titled."""
+    """把 :func:`plot_predictions` 画在单独的一个 matplotlib Figure 上，带标题。"""
     plt = require("matplotlib.pyplot", "the run report")
 
     fig, ax = plt.subplots(figsize=(5.4, 4.2))

@@ -1,26 +1,20 @@
-"""Running a suite: check then time each case, and assemble the run.
+"""运行一个 suite：每个 case 先检查、再计时，汇成一次 run。
 
-A run measures the ceilings first, in interleaved rounds after a warm-up,
-keeping each one's best round (memory bandwidth from a large copy, a STREAM
-triad and the triad in place; peak FLOP/s per precision from a dedicated large
-GEMM; on the CPU a copy within the last-level cache for the cache roof), then
-each operator case of the suite, with a sentinel timed between them to record
-whether the machine stayed the same. On the CPU it runs one thread unless
-told otherwise. Method, per case:
+run 先在预热之后分轮交替测出各项上限，每项保留最好的一轮（内存带宽来自大块 copy、STREAM triad
+和原地 triad；每种精度的峰值 FLOP/s 来自专门的大 GEMM；CPU 上 cache roof 来自末级 cache 之内的
+copy），然后测 suite 中的每个算子 case，其间计时一个哨兵，记录机器是否保持不变。在 CPU 上，
+除非另行指定，它只用一个线程。每个 case 的方法：
 
-1. Correct before fast: the result is compared with a float64 reference
-   (``torch.allclose``); a wrong result is recorded as ``failed``, not timed.
-2. Warm up, then time (:mod:`roofline_book.measure.timing`): on the CPU with
-   ``torch.utils.benchmark``; on CUDA with CUDA events,
-   memory-bound cases writing a buffer larger than the L2 before every call
-   (outside the timed region), so no call finds its data left in the cache by
-   the one before.
-3. Report the median and interquartile range of the per-call times, with the
-   samples, the number of samples (``reps``) and calls per sample (``inner``).
+1. 先正确、再求快：结果与 float64 的参考结果比较（``torch.allclose``）；结果错误的记为
+   ``failed``，不计时。
+2. 预热，然后计时（:mod:`roofline_book.measure.timing`）：CPU 上用 ``torch.utils.benchmark``；
+   CUDA 上用 CUDA event，受限于内存的 case 在每次调用前（计时区间之外）写一个比 L2 大的缓冲区，
+   这样没有哪次调用能用上前一次留在 cache 里的数据。
+3. 报告单次调用时间的中位数和四分位距，连同样本、样本个数（``reps``）和每个样本的调用次数
+   （``inner``）。
 
-A case that does not fit in memory, or that this PyTorch or device does not
-support, is recorded as ``skipped`` with the reason. The result is a run (see
-:mod:`roofline_book.measure.runfile`).
+装不进内存的 case，或这个 PyTorch、这块设备不支持的 case，记为 ``skipped`` 并写明原因。结果是
+一次 run（见 :mod:`roofline_book.measure.runfile`）。
 """
 
 from __future__ import annotations
@@ -52,12 +46,12 @@ from .suites import (
 from .timing import Timing, time_cpu, time_cuda
 
 FLUSH_MIN_BYTES = 256 * 2**20
-"""Smallest buffer written between calls to flush the GPU's L2 (byte)."""
+"""两次调用之间为冲刷 GPU 的 L2 而写的缓冲区的最小大小（byte）。"""
 
 MEMORY_HEADROOM = 0.5
-"""A case is skipped when its tensors would take more than this fraction of the
-memory free on the device: on Linux an over-committed CPU allocation ends in
-the OOM killer rather than an exception."""
+"""case 的 tensor 要占用设备空闲内存的这个比例以上时跳过它：在 Linux 上，过量申请的 CPU 内存
+会招来 OOM killer，而不是抛出异常。
+"""
 
 
 def _sync(device) -> None:
@@ -68,8 +62,9 @@ def _sync(device) -> None:
 
 
 def _entry(case: Case, device) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The head of a case's run-file entry, and its tail: the model, and on the CPU the
-    write-allocate bytes and what the implementation runs."""
+    """一个 case 在 run file 中条目的开头与结尾：结尾是模型，CPU 上还有 write-allocate 字节数和实现
+    实际运行的内容。
+    """
     if not isinstance(case, Case):
         kind = type(case).__name__
         raise TypeError(f"case must be a roofline_book.measure.registry.Case, got {kind}")
@@ -101,7 +96,7 @@ _MODEL_KEYS = ("flops", "bytes_read", "bytes_written", "kernels")
 
 
 def _not_run(entry: dict, tail: dict, exc: BaseException) -> dict:
-    """The entry of a case that raised instead of running."""
+    """运行时抛出异常的 case 的条目。"""
     if isinstance(exc, Unsupported):
         return entry | {"status": "skipped", "reason": str(exc)} | tail
     if isinstance(exc, Incorrect):
@@ -114,7 +109,7 @@ def _not_run(entry: dict, tail: dict, exc: BaseException) -> dict:
 
 
 def _too_large(case: Case, device, taken: int = 0) -> str | None:
-    """Why ``case`` must be skipped for memory (``taken`` bytes are held already), or None."""
+    """``case`` 因内存而必须跳过的原因（已占用 ``taken`` 字节）；不必跳过时为 None。"""
     available = machine.available_memory(device)
     if available is None or taken + case.footprint <= MEMORY_HEADROOM * (available + taken):
         return None
@@ -145,31 +140,31 @@ def _release(device) -> None:
 
 
 def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush=None) -> dict:
-    """Check, then time, one case; its run-file entry.
+    """先检查、再计时一个 case；返回它在 run file 中的条目。
 
     Parameters
     ----------
     case : Case
     device : str or torch.device
     min_run_time : float
-        Timed seconds, at least (second).
+        计时的总时长下限（秒）。
     flush : torch.Tensor, optional
-        CUDA only: the L2 flush buffer, used if the case is memory-bound.
+        仅用于 CUDA：冲刷 L2 的缓冲区，case 受限于内存时使用。
 
     Returns
     -------
     dict
-        ``status`` is ``"ok"`` with ``time`` and ``check``; ``"skipped"`` with a
-        ``reason`` (unsupported here, or too large for the free memory);
-        ``"failed"`` with a ``reason`` if the result was wrong or the case
-        raised an error (a run goes on past a broken case).
+        ``status`` 为 ``"ok"`` 时带 ``time`` 和 ``check``；为 ``"skipped"`` 时带
+        ``reason`` （这里不支持，或所需内存超过空闲内存）；结果错误或 case 抛出异常时为
+        ``"failed"``，带 ``reason`` （一个坏掉的 case 不会中断整个 run）。
     """
     return measure_rounds([case], device, rounds=1, min_run_time=min_run_time, flush=flush)[0]
 
 
 WARMUP_S = 0.25
-"""Before the first round, each peak probe runs for this long (second): wide vector
-and matrix units (AVX-512, AMX) reach their clock only after a while of work."""
+"""在第一轮之前，每个峰值探针先运行这么长时间（秒）：宽的向量单元与矩阵单元（AVX-512、AMX）要工作
+一段时间后才升到它们的时钟频率。
+"""
 
 
 def _spin(fn, device, seconds: float) -> None:
@@ -188,26 +183,25 @@ def measure_rounds(
     flush=None,
     warmup_s: float = 0.0,
 ) -> list[dict]:
-    """Check each case once, then time them all in interleaved rounds; their entries.
+    """每个 case 先检查一次，再分轮交替计时全部 case；返回它们的条目。
 
-    Round ``r`` times every case once, in order, so a change of the machine's
-    state (a clock ramp, another process) falls on all of them rather than on
-    one. Each entry keeps its best round (a ceiling is the most the machine
-    does) as ``time``, and every round's median as ``rounds_s``.
+    第 ``r`` 轮按顺序把每个 case 各测一次，这样机器状态的变化（时钟爬升、别的进程）
+    落在所有 case 上，而不是只落在某一个上。每个条目把最好的一轮记为 ``time``
+    （上限是机器能做到的最好水平），把每一轮的中位数记为 ``rounds_s``。
 
     Parameters
     ----------
     todo : list of Case
     device : str or torch.device
     rounds : int
-        Timings per case, >= 1 (with 1, no ``rounds_s`` is recorded).
+        每个 case 计时的轮数，>= 1（为 1 时不记录 ``rounds_s``）。
     min_run_time : float
-        Timed seconds per case and round, at least (second).
+        每个 case 每一轮计时的总时长下限（秒）。
     flush : torch.Tensor, optional
-        CUDA only: the L2 flush buffer, used for memory-bound cases.
+        仅用于 CUDA：冲刷 L2 的缓冲区，用于受限于内存的 case。
     warmup_s : float
-        Seconds each compute-bound case (a GEMM) runs before the first round (see
-        :data:`WARMUP_S`); memory-bound ones need no clock ramp.
+        每个受限于计算的 case（GEMM）在第一轮之前先运行的秒数（见
+        :data:`WARMUP_S`）；受限于内存的 case 不需要等时钟爬升。
     """
     rounds = _validate.size("rounds", rounds)
     with Rounds(todo, device, min_run_time=min_run_time, flush=flush) as live:
@@ -218,10 +212,10 @@ def measure_rounds(
 
 
 class Rounds:
-    """Cases built and checked once, kept alive, and timed in as many rounds as asked:
-    the ceiling probes of a run, timed before the operator cases and once after.
+    """构建并检查一次、一直保留、按要求的轮数计时的 case：即一次 run 的上限探针，在算子 case 之前
+    计时，之后再计时一次。
 
-    Use as a context manager; :meth:`entries` after it closes.
+    作为 context manager 使用；关闭之后调用 :meth:`entries`。
     """
 
     def __init__(
@@ -270,8 +264,9 @@ class Rounds:
         return self
 
     def warm_up(self, seconds: float) -> None:
-        """Run the first compute-bound case of each precision for ``seconds``: the unit it
-        runs on then holds its clock for the rest (memory-bound cases need no ramp)."""
+        """把每种精度的第一个受限于计算的 case 运行 ``seconds`` 秒：之后它所用的单元
+        在其余时间里保持时钟频率（受限于内存的 case 不需要爬升）。
+        """
         warm: set[str] = set()
         for _, prepared, case in self.live:
             if seconds and not case.memory_bound and case.precision not in warm:
@@ -279,7 +274,7 @@ class Rounds:
                 warm.add(case.precision)
 
     def time(self, only: Collection[str] | None = None) -> None:
-        """One round: time every live case once (or those whose ids are in ``only``)."""
+        """一轮：把每个保留的 case 各计时一次（给了 ``only`` 时只测 id 在其中的）。"""
         for i, prepared, case in self.live:
             if self.out[i]["status"] != "ok" or (only is not None and case.id not in only):
                 continue
@@ -295,8 +290,9 @@ class Rounds:
             self.out[i]["l2_flush"] = flushed
 
     def fastest(self, among: Collection[str]) -> set[str]:
-        """Of the cases in ``among``, each precision's fastest so far (FLOP/s of its best
-        round): the peak GEMM worth timing again."""
+        """``among`` 中的 case 里，每种精度到目前为止最快的一个（按最好一轮的 FLOP/s）：
+        值得再测一次的峰值 GEMM。
+        """
         best: dict[str, tuple[float, str]] = {}
         for i, _, case in self.live:
             if case.id in among and self.timings[i]:
@@ -312,8 +308,8 @@ class Rounds:
         _release(self.device)
 
     def entries(self) -> list[dict]:
-        """Each case's entry: its best round as ``time``, every round's median as
-        ``rounds_s`` (with two rounds or more)."""
+        """每个 case 的条目：最好的一轮记为 ``time``，
+        每一轮的中位数记为 ``rounds_s`` （两轮及以上时）。"""
         entries = []
         for i, entry in enumerate(self.out):
             if entry["status"] == "ok" and self.timings.get(i):
@@ -326,17 +322,16 @@ class Rounds:
 
 
 def _ordered(entry: dict, timing: Timing) -> dict:
-    """The entry with its time, fields in the run file's usual order."""
+    """带上时间的条目，字段按 run file 的惯常顺序排列。"""
     check, flushed = entry.pop("check"), entry.pop("l2_flush", False)
     return entry | {"time": timing.as_dict(), "check": check, "l2_flush": flushed}
 
 
 CHECKPOINT_EVERY = 6
-"""The stability sentinel is timed before the first operator case, after every this
-many cases, and after the last."""
+"""稳定性哨兵在第一个算子 case 之前、每隔这么多个 case、以及最后一个 case 之后各计时一次。"""
 
 SENTINEL_RUN_TIME = 0.02
-"""Timed seconds of each sentinel checkpoint, at least (second)."""
+"""每个哨兵检查点计时的总时长下限（秒）。"""
 
 
 def run_suite(
@@ -346,39 +341,34 @@ def run_suite(
     threads: int | None = 1,
     progress: bool = False,
 ) -> dict:
-    """Measure the ceilings and every case of a suite; the run, validated.
+    """测出一个 suite 的各项上限和每个 case；返回经过校验的 run。
 
-    The ceiling probes (:func:`~roofline_book.measure.suites.probes`) are timed
-    first in interleaved rounds after a warm-up (:func:`measure_rounds`), and
-    once more after the operator cases; each precision's fastest peak GEMM so far
-    is timed again at every checkpoint between the cases, since a shared machine's
-    matrix units speed up and slow down over a run. The best round of each probe is
-    its ceiling.
-    Between every :data:`CHECKPOINT_EVERY` cases a short sentinel is timed (the
-    copy within the L2 on the CPU, the first peak GEMM on CUDA). The sentinel's
-    spread and the last round's drift from the first ones are the run's
-    ``stability`` (:func:`roofline_book.measure.ceilings.stability`).
+    先在预热之后分轮交替计时各个上限探针（:func:`~roofline_book.measure.suites.probes`，
+    见 :func:`measure_rounds`），测完算子 case 之后再测一轮；每种精度到目前为止
+    最快的峰值 GEMM 在 case 之间的每个检查点都再测一次，因为共享机器上矩阵单元的
+    速度在一次 run 中会忽快忽慢。每个探针最好的一轮就是它的上限。
+    每隔 :data:`CHECKPOINT_EVERY` 个 case 计时一个很短的哨兵（CPU 上是 L2 之内的
+    copy，CUDA 上是第一个峰值 GEMM）。哨兵的离散程度，以及最后一轮相对前几轮的漂移，
+    构成 run 的 ``stability`` （:func:`roofline_book.measure.ceilings.stability`）。
 
     Parameters
     ----------
     device : {"cpu", "cuda"}
-        ``"cuda"`` runs on the current CUDA device.
+        ``"cuda"`` 表示在当前 CUDA 设备上运行。
     suite : {"tiny", "quick", "full"}
-        Sizes; see :func:`~roofline_book.measure.suites.suite_spec`. ``tiny``
-        is for tests: its bandwidth ceilings fit in cache and mean little.
+        尺寸集合，见 :func:`~roofline_book.measure.suites.suite_spec`。``tiny``
+        供测试用：它的带宽上限装得进 cache，没有多少意义。
     threads : int or None
-        CPU threads torch uses during the run (restored afterwards); None keeps
-        torch's default, all cores. One thread (the default) is what the book
-        runs: on a small shared machine a second thread waits for whatever else
-        runs there, and its stalls would read as properties of the operators.
+        run 期间 torch 使用的 CPU 线程数（结束后恢复）；None 沿用 torch 的默认值，
+        即全部核心。本书用单线程（默认）：在小的共享机器上，第二个线程要等机器上
+        别的任务，它的停顿会被误读成算子的性质。
     progress : bool
-        Show a progress bar (tqdm) on stderr.
+        在 stderr 上显示进度条（tqdm）。
 
     Raises
     ------
     ValueError
-        For an unknown device or suite, a thread count below 1, or
-        ``device="cuda"`` without CUDA.
+        设备或 suite 未知、线程数小于 1，或没有 CUDA 时给了 ``device="cuda"``。
     """
     device = _validate.choice("device", device, DEVICES)
     suite = _validate.choice("suite", suite, SUITES)
@@ -467,7 +457,7 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
 
 
 class _Sentinel:
-    """A probe kept built through the operator cases, timed at each checkpoint."""
+    """在各算子 case 期间一直保留的探针，在每个检查点计时。"""
 
     def __init__(self, case: Case, device, flush) -> None:
         self.case, self.device, self.flush = case, device, flush
@@ -482,8 +472,7 @@ class _Sentinel:
         return self
 
     def time(self) -> list[float]:
-        """The sentinel's fastest sample now (second; another process or a slower clock
-        only ever slows a call), or nothing if it cannot run."""
+        """哨兵此刻最快的样本（秒；别的进程或更慢的时钟只会让调用变慢）；无法运行时为空。"""
         if self.prepared is None:
             return []
         timer, _ = _timer(self.device, SENTINEL_RUN_TIME, self.flush, self.case)
@@ -501,7 +490,7 @@ class _Sentinel:
 
 
 def _progress(todo: list[Case], enabled: bool) -> Iterator[Case]:
-    """Yield the cases, with a tqdm bar on stderr (a line per case where tqdm is missing)."""
+    """逐个给出 case，并在 stderr 上显示 tqdm 进度条（没有 tqdm 时每个 case 一行）。"""
     if not enabled:
         yield from todo
         return
@@ -519,7 +508,7 @@ def _progress(todo: list[Case], enabled: bool) -> Iterator[Case]:
 
 
 def summary_table(run: Mapping[str, Any]) -> str:
-    """The ceilings and one line per entry: time and the model's rates."""
+    """各项上限，以及每个条目一行：时间与模型给出的速率。"""
     lines = [
         f"{run['device']['name']} ({run['device']['type']}), {run['suite']} suite, {run['date']}"
     ]

@@ -1,20 +1,17 @@
-"""Benchmark run files: the JSON a run writes, its schema, and reading it back.
+"""benchmark 的 run file：一次 run 写出的 JSON、它的 schema，以及把它读回来。
 
-A run file holds what one benchmark run measured on one device: the device,
-the software versions, the date, the measured ceilings and, per operator, the
-model's FLOPs and bytes with the measured time (or why it was skipped). The
-book and :mod:`roofline_book.measure.claims` read it; nothing in it is typed by hand.
+run file 保存一次 benchmark run 在一块设备上测得的内容：设备、软件版本、日期、测得的上限，
+以及每个算子的模型 FLOPs、字节数和实测时间（或跳过的原因）。本书和
+:mod:`roofline_book.measure.claims` 读取它；其中没有任何手填的内容。
 
-Top-level keys: ``format``, ``version``, ``date`` (UTC, ISO 8601), ``host``,
-``suite``, ``device``, ``software``, ``ceilings`` and ``results`` (one entry
-per operator case); ``load_average`` (the host's, at the start and the end)
-where the OS reports it, since other work on the machine slows a CPU run.
-:data:`RUN_SCHEMA` is the JSON Schema; :func:`read_run` validates against it,
-then checks what a schema cannot say (unique ids, ceilings that point at a
-measured entry and agree with it).
+顶层键：``format``、``version``、``date`` （UTC，ISO 8601）、``host``、``suite``、``device``、
+``software``、``ceilings`` 和 ``results`` （每个算子 case 一个条目）；操作系统报告时还有
+``load_average`` （开始和结束时宿主机的负载），因为机器上的其他工作会拖慢 CPU run。
+:data:`RUN_SCHEMA` 是 JSON Schema；:func:`read_run` 按它校验，再检查 schema 表达不了的内容
+（id 唯一，上限指向一个测过的条目并与之相符）。
 
-Writing is atomic (a temporary file in the same directory, then
-:func:`os.replace`) and never replaces an existing file unless asked to.
+写入是原子的（先写同一目录下的临时文件，再 :func:`os.replace`），除非明确要求，绝不替换已有
+的文件。
 
 Examples
 --------
@@ -42,18 +39,18 @@ from .cases import BANDWIDTH_KINDS, REGISTRY
 from .suites import SUITES
 
 FORMAT = "roofline-book-run"
-"""The ``format`` field every run file carries."""
+"""每个 run file 都带的 ``format`` 字段。"""
 
 VERSION = 1
-"""The run-file format version this package writes and reads."""
+"""本包读写的 run file 格式版本。"""
 
 OPERATORS = tuple(REGISTRY)
-"""Operator names a run entry may carry: every registered operator."""
+"""run 条目可带的算子名：所有登记过的算子。"""
 
 STATUSES = ("ok", "skipped", "failed")
-"""``ok``: checked and timed; ``skipped``: not run here (unsupported, out of
-memory), with the reason; ``failed``: the result was wrong or the case raised an
-error, so it was not timed; the reason says which."""
+"""``ok``：已检查并计时；``skipped``：这里没有运行（不支持、内存不足），带原因；``failed``：结果
+错误或 case 抛出异常，因此没有计时；原因写明是哪一种。
+"""
 
 _COUNT = {"type": "integer", "minimum": 0}
 _SIZE = {"type": "integer", "minimum": 1}
@@ -317,7 +314,7 @@ RUN_SCHEMA: dict[str, Any] = {
         },
     },
 }
-"""JSON Schema (draft 2020-12) of a run file."""
+"""run file 的 JSON Schema（draft 2020-12）。"""
 
 # A ceiling must equal the rate of the entry it names, to this relative tolerance
 # (the two are written from the same float; the slack only absorbs decimal round trips).
@@ -330,25 +327,24 @@ def _where(path: Any) -> str:
 
 
 def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None:
-    """Check a run against :data:`RUN_SCHEMA` and for internal consistency.
+    """按 :data:`RUN_SCHEMA` 校验一个 run，并检查其内部是否自洽。
 
     Parameters
     ----------
     run : Mapping
-        A parsed run file.
+        解析后的 run file。
     require_schema : bool
-        Without the ``jsonschema`` package, raise ImportError (True) or skip
-        the schema and check only the consistency (False: a machine that
-        measures need not have it, the book's build has it).
+        没有 ``jsonschema`` 包时，抛出 ImportError（True），或跳过 schema、
+        只检查自洽性（False：做测量的机器不一定装了它，本书的构建环境装了）。
 
     Raises
     ------
     TypeError
-        If ``run`` is not a mapping.
+        ``run`` 不是 mapping。
     ValueError
-        Naming the first offending field, e.g. ``run.results[3].time.median_s``.
+        写明第一个出错的字段，例如 ``run.results[3].time.median_s``。
     ImportError
-        If ``jsonschema`` is missing and ``require_schema`` is true.
+        缺少 ``jsonschema`` 且 ``require_schema`` 为真。
 
     Examples
     --------
@@ -409,14 +405,14 @@ def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None
 
 
 def read_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> dict[str, Any]:
-    """Read and validate a run file (see :func:`validate_run` for ``require_schema``).
+    """读取并校验一个 run file（``require_schema`` 见 :func:`validate_run`）。
 
     Raises
     ------
     FileNotFoundError
-        If there is no such file.
+        文件不存在。
     ValueError
-        If the file is not JSON or not a valid run (naming the file and the field).
+        文件不是 JSON，或不是合法的 run（错误信息写明文件和字段）。
 
     Examples
     --------
@@ -439,34 +435,32 @@ def read_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> di
 
 
 def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:
-    """Validate ``run`` and write it to ``path`` atomically.
+    """校验 ``run``，并以原子方式写入 ``path``。
 
-    The JSON goes to a temporary file in the same directory, which then
-    takes the name ``path`` in one step, so a reader never sees half a file.
-    Missing parent directories are created.
+    JSON 先写进同一目录下的临时文件，再一步改名为 ``path``，所以读的一方
+    永远看不到写了一半的文件。缺少的上级目录会被创建。
 
     Parameters
     ----------
     run : Mapping
-        A run, as :func:`roofline_book.measure.run.run_suite` returns it.
+        一个 run，即 :func:`roofline_book.measure.run.run_suite` 的返回值。
     path : str or os.PathLike
-        Where to write.
+        写到哪里。
     force : bool
-        Replace an existing file. Without it an existing file is never
-        touched: measured data is not thrown away silently.
+        覆盖已有的文件。不给它时绝不碰已有的文件：测得的数据不会被悄悄丢掉。
 
     Returns
     -------
     pathlib.Path
-        The path written.
+        写入的路径。
 
     Raises
     ------
     FileExistsError
-        If ``path`` exists and ``force`` is false.
+        ``path`` 已存在且 ``force`` 为假。
     ValueError
-        If ``run`` is not a valid run (nothing is written). The schema is
-        checked where ``jsonschema`` is installed, the consistency always.
+        ``run`` 不是合法的 run（此时什么也不写）。装了 ``jsonschema`` 时检查
+        schema，自洽性则总是检查。
     """
     validate_run(run, require_schema=False)
     if not isinstance(force, bool):
@@ -496,7 +490,7 @@ def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bo
 
 
 def _publish_new(tmp: str, path: Path) -> None:
-    """Give ``tmp`` the name ``path`` unless ``path`` exists, in one step where the OS can."""
+    """``path`` 不存在时把 ``tmp`` 改名为 ``path``，操作系统支持时一步完成。"""
     try:
         # A hard link fails if the name was taken meanwhile, where os.replace would not.
         os.link(tmp, path)
@@ -513,7 +507,7 @@ def _publish_new(tmp: str, path: Path) -> None:
 
 
 def model_cost(entry: Mapping[str, Any]) -> Cost:
-    """The model's cost an entry carries, as a :class:`~roofline_book.ops.Cost`.
+    """条目所带的模型代价，写成 :class:`~roofline_book.ops.Cost`。
 
     Examples
     --------
@@ -524,10 +518,9 @@ def model_cost(entry: Mapping[str, Any]) -> Cost:
 
 
 def rates(entry: Mapping[str, Any]) -> tuple[float, float]:
-    """Achieved rates of a timed entry from the model: (FLOP/s, byte/s).
+    """按模型算出的计时条目的实测速率：(FLOP/s, byte/s)。
 
-    FLOP/s is the model's FLOPs over the median time; byte/s the model's bytes
-    (read plus written) over the median time.
+    FLOP/s 是模型 FLOPs 除以时间中位数；byte/s 是模型字节数（读与写之和）除以时间中位数。
     """
     model, seconds = entry["model"], entry["time"]["median_s"]
     return model["flops"] / seconds, (model["bytes_read"] + model["bytes_written"]) / seconds
@@ -536,14 +529,14 @@ def rates(entry: Mapping[str, Any]) -> tuple[float, float]:
 def results(
     run: Mapping[str, Any], name: str | None = None, *, status: str | None = "ok"
 ) -> list[Mapping[str, Any]]:
-    """The entries of a run, optionally only one operator's and only one status.
+    """一次 run 的条目，可以只取某个算子的、只取某种状态的。
 
     Parameters
     ----------
     name : str, optional
-        One of :data:`OPERATORS`; all operators if omitted.
+        :data:`OPERATORS` 之一；省略时取所有算子。
     status : str or None
-        One of :data:`STATUSES` (default ``"ok"``), or None for every status.
+        :data:`STATUSES` 之一（默认 ``"ok"``），None 表示所有状态。
     """
     if name is not None and name not in OPERATORS:
         raise ValueError(f"name must be one of {', '.join(OPERATORS)}; got {name!r}")
@@ -557,21 +550,21 @@ def results(
 
 
 def memory_roof(run: Mapping[str, Any]) -> float | None:
-    """The measured memory bandwidth: the best of the bandwidth ceilings (byte/s), or None."""
+    """测得的内存带宽：各带宽上限中最高的一个（byte/s），没有时为 None。"""
     values = [c["value"] for c in run["ceilings"]["bandwidth"].values()]
     return max(values) if values else None
 
 
 def as_hardware(run: Mapping[str, Any]) -> Hardware:
-    """The run's measured ceilings as a :class:`~roofline_book.hardware.Hardware`.
+    """把 run 测得的各项上限变成一个 :class:`~roofline_book.hardware.Hardware`。
 
-    Peak FLOP/s per precision is the best GEMM of the sweep; the bandwidth is
-    :func:`memory_roof`. Use it wherever a datasheet device would go.
+    每种精度的峰值 FLOP/s 取扫描中最快的 GEMM，带宽取 :func:`memory_roof`。
+    凡是可以用 datasheet 设备的地方，都可以用它。
 
     Raises
     ------
     ValueError
-        If the run measured no GEMM peak or no bandwidth.
+        run 没有测出 GEMM 峰值或带宽。
     """
     peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
     bandwidth = memory_roof(run)

@@ -1,12 +1,9 @@
-"""A weight-streaming GEMM sweep: decode's central claim, measured on this machine.
+"""流式读取权重的 GEMM 扫描：在这台机器上测量 decode 的核心结论。
 
-``y = x W^T`` (``torch.nn.functional.linear``, the layout of a model's
-weights), ``x`` of ``batch x d`` and ``W`` of ``d x d``, far larger than the
-last-level cache: at small batch every call streams ``W`` from memory and the time
-hardly moves with the batch; past the ridge the arithmetic takes over and
-the time grows with it. :func:`weight_streaming` times the sweep,
-:class:`StreamingSweep` sets it against the roofline's prediction from the
-machine's measured ceilings.
+``y = x W^T`` （``torch.nn.functional.linear``，即模型权重的布局），``x`` 为 ``batch x d``，``W``
+为 ``d x d``，远大于末级 cache：batch 小时每次调用都从内存流式读取 ``W``，时间几乎不随 batch
+变化；越过 ridge point 之后运算占了上风，时间随之增长。:func:`weight_streaming` 为这次扫描计时，
+:class:`StreamingSweep` 把它与由机器实测上限得出的 roofline 预测对照。
 """
 
 from __future__ import annotations
@@ -25,19 +22,19 @@ from ..roofline import gemm_tokens_to_ridge, time_lower_bound
 from . import machine
 from .timing import Timing, time_cpu
 
-#: The largest batch of the flat part in the simplest estimate (rows).
+#: 最简单的估计中平坦部分最大的 batch（行数）。
 FLAT_BATCH = 4
 
-#: Batches of the default sweep, from one token to well past a CPU's ridge.
+#: 默认扫描的各 batch，从一个 token 到远超 CPU 的 ridge point。
 BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)
 
-#: A flat part is flat when its slowest time is at most this many times its fastest.
+#: 平坦部分最慢的时间不超过最快的这么多倍时，才算平坦。
 FLAT_TOLERANCE = 1.3
 
 
 @dataclass(frozen=True)
 class StreamingPoint:
-    """One batch of the sweep: the model's cost and the measured time."""
+    """扫描中的一个 batch：模型代价与实测时间。"""
 
     batch: int
     cost: Cost
@@ -46,22 +43,22 @@ class StreamingPoint:
 
 @dataclass(frozen=True)
 class StreamingSweep:
-    """The timed sweep of ``(batch x d) @ (d x d)`` in one precision."""
+    """一种精度下 ``(batch x d) @ (d x d)`` 的计时扫描。"""
 
     d: int
     precision: str
     points: tuple[StreamingPoint, ...]
     threads: int | None = None
-    """torch's intra-op threads during the sweep."""
+    """扫描时 torch 的 intra-op 线程数。"""
 
     def predicted_seconds(self, peak_flops: float, bandwidth: float) -> list[float]:
-        """The two-roof time lower bound of each batch with the given ceilings (second)."""
+        """在给定上限下每个 batch 两条 roof 的时间下界（秒）。"""
         return [time_lower_bound(p.cost, peak_flops, bandwidth).seconds for p in self.points]
 
     def predicted_crossing(self, peak_flops: float, bandwidth: float) -> float:
-        """Batch at which the model's compute time overtakes its memory time.
+        """模型的计算时间超过其内存时间时的 batch。
 
-        :func:`roofline_book.roofline.gemm_tokens_to_ridge` at the ridge ``P / B``.
+        即 ridge point ``P / B`` 处的 :func:`roofline_book.roofline.gemm_tokens_to_ridge`。
         """
         ridge = _validate.positive("peak_flops", peak_flops) / _validate.positive(
             "bandwidth", bandwidth
@@ -69,12 +66,11 @@ class StreamingSweep:
         return gemm_tokens_to_ridge(ridge, self.d, self.d, self.precision)
 
     def hinge(self) -> tuple[float, float, int]:
-        """The fit of ``t(B) = max(t0, s B)`` to the medians: (``t0``, ``s``, flat points).
+        """用 ``t(B) = max(t0, s B)`` 拟合各中位数：(``t0``, ``s``, 平坦部分的点数)。
 
-        Least squares in log time over every split of the batches into a flat
-        part (the first ones, at least one) and a rising part (the rest, at
-        least one): ``t0`` is the flat part's geometric mean time (second),
-        ``s`` the rising part's geometric mean time per row (second per row).
+        在把各 batch 分成平坦部分（前面的若干个，至少一个）与上升部分（其余的，至少一个）的每一种
+        分法上，对 log 时间做最小二乘：``t0`` 是平坦部分时间的几何平均（秒），``s`` 是上升部分每行
+        时间的几何平均（秒每行）。
         """
         points = sorted(self.points, key=lambda p: p.batch)
         if len(points) < 3:
@@ -93,11 +89,10 @@ class StreamingSweep:
         return best[1], best[2], best[3]
 
     def estimates(self) -> dict[str, float]:
-        """The measured crossing by three estimators, in rows (batch).
+        """用三种估计得到的实测交点，以行数（batch）计。
 
-        ``"hinge"``: :meth:`hinge`'s ``t0 / s``. ``"first"``: the batch-1 time
-        over the per-row time of the two largest batches. ``"median"``: the
-        median time of the batches up to :data:`FLAT_BATCH` over the same.
+        ``"hinge"``：:meth:`hinge` 的 ``t0 / s``。``"first"``：batch 为 1 的时间除以最大两个 batch
+        每行的时间。``"median"``：不超过 :data:`FLAT_BATCH` 的各 batch 的时间中位数除以同一个量。
         """
         points = sorted(self.points, key=lambda p: p.batch)
         flat = [p.timing.median_s for p in points if p.batch <= FLAT_BATCH]
@@ -113,12 +108,10 @@ class StreamingSweep:
         }
 
     def measured_crossing(self) -> tuple[float, float, float]:
-        """Where the measured flat part meets the measured rising part: (batch, low, high).
+        """实测的平坦部分与实测的上升部分的交点：(batch, low, high)。
 
-        The batch is the hinge fit's (:meth:`hinge`). ``low`` and ``high``
-        span every estimator of :meth:`estimates`, each also with every time
-        at the bottom or the top of its interquartile range: how far the
-        answer moves with the way it is read from the data.
+        batch 取折线拟合（:meth:`hinge`）的结果。``low`` 与 ``high`` 覆盖 :meth:`estimates` 的每一种
+        估计，每种还把每个时间分别取在其四分位区间的下端或上端：答案随读数据的方式移动多少。
         """
         values = list(self.estimates().values())
         points = sorted(self.points, key=lambda p: p.batch)
@@ -133,10 +126,9 @@ class StreamingSweep:
         return self.estimates()["hinge"], min(values), max(values)
 
     def flatness(self) -> tuple[bool, float, int]:
-        """Whether the hinge fit's flat part is flat: (flat, slowest over fastest, points).
+        """折线拟合的平坦部分是否平坦：(是否平坦, 最慢与最快之比, 点数)。
 
-        Flat means at least two points whose medians are within
-        :data:`FLAT_TOLERANCE` of each other.
+        平坦指至少有两个点，且它们的中位数彼此相差不超过 :data:`FLAT_TOLERANCE` 倍。
         """
         points = sorted(self.points, key=lambda p: p.batch)
         _, _, k = self.hinge()
@@ -145,21 +137,16 @@ class StreamingSweep:
         return k >= 2 and spread <= FLAT_TOLERANCE, spread, k
 
     def figures(self, peak_flops: float, bandwidth: float) -> dict[str, float | int | bool]:
-        """What a page quotes from the sweep, as plain numbers.
+        """页面从扫描中引用的数字，都是普通的数。
 
-        Keys: ``d``, ``weight_mb`` (the weight, MB), ``margin`` (the weight
-        over the last-level cache it was sized from), ``predicted`` and
-        ``measured`` crossing batches, ``low`` and ``high`` (the spread of the
-        measured estimate over estimators and IQRs), ``ratio`` (measured over
-        predicted), ``within`` (the prediction lies inside the spread),
-        ``flat`` (the flat part is flat), ``flat_spread`` (its slowest over
-        its fastest time), ``flat_points`` and ``flat_batch`` (how many
-        batches it has, and the largest), ``rise`` (the largest batch's time
-        over the flat time), ``flat_ms`` (the fitted flat time) and
-        ``model_flat_ms`` (the model's memory time for the same weight),
-        ``flat_over_model``, ``slope_over_model`` (the fitted time per row
-        over the model's compute time per row), ``first`` and ``median``
-        (the other two estimators).
+        键：``d``、``weight_mb`` （权重，MB）、``margin`` （权重相对用来确定其大小的末级 cache 的倍
+        数）、``predicted`` 与 ``measured`` 两个交点 batch、``low`` 与 ``high`` （实测估计在各种估计
+        与四分位区间上的离散范围）、``ratio`` （实测比预测）、``within`` （预测落在离散范围内）、
+        ``flat`` （平坦部分确实平坦）、``flat_spread`` （它最慢与最快时间之比）、``flat_points`` 与
+        ``flat_batch`` （它有几个 batch，以及最大的一个）、``rise`` （最大 batch 的时间与平坦时间之
+        比）、``flat_ms`` （拟合出的平坦时间）与 ``model_flat_ms`` （同一权重的模型内存时间）、
+        ``flat_over_model``、``slope_over_model`` （拟合出的每行时间与模型每行计算时间之比）、
+        ``first`` 与 ``median`` （另外两种估计）。
         """
         measured, low, high = self.measured_crossing()
         predicted = self.predicted_crossing(peak_flops, bandwidth)
@@ -193,10 +180,9 @@ class StreamingSweep:
         }
 
     def plot(self, ax, peak_flops: float, bandwidth: float, *, labels: tuple[str, str, str, str]):
-        """Measured medians (with their IQR) and the model's bound against the batch, log-log.
+        """实测中位数（带 IQR）与模型下界随 batch 的变化，log-log。
 
-        ``labels`` name the measured points, the model's bound, the predicted
-        and the measured crossing (the page's language).
+        ``labels`` 依次命名实测点、模型下界、预测的交点和实测的交点（用页面的语言）。
         """
         batches = [p.batch for p in self.points]
         medians = [p.timing.median_s * 1e3 for p in self.points]
@@ -209,24 +195,24 @@ class StreamingSweep:
         drawn.append(ax.axvline(self.predicted_crossing(peak_flops, bandwidth), linestyle=":",
                                 color="#555555", label=labels[2]))  # fmt: skip
         drawn.append(ax.axvline(measured, linestyle="-.", color="#555555", label=labels[3]))
-        ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="time per call [ms]")
+        ax.set(xscale="log", yscale="log", xlabel="batch B", ylabel="每次调用的时间 [ms]")
         return drawn
 
 
 def _shifted(timing: Timing, side: float) -> Timing:
-    """``timing`` with its median moved by half its IQR, up (``side = 1``) or down."""
+    """把 ``timing`` 的中位数移动半个四分位距，向上（``side = 1``）或向下。"""
     median = timing.median_s + side * timing.iqr_s / 2
     return Timing((max(median, timing.median_s / 2),) * 5, 1)
 
 
-#: The weight is at least this many times the last-level cache.
+#: 权重至少为末级 cache 的这么多倍。
 STREAM_MARGIN = 2
 
 
 def streaming_size(cache_bytes: int | None, precision: str = "fp32") -> int:
-    """Edge ``d`` of a square weight at least :data:`STREAM_MARGIN` times the cache.
+    """方形权重的边长 ``d``，使权重至少为 cache 的 :data:`STREAM_MARGIN` 倍。
 
-    Rounded up to a multiple of 256; 4096 when the cache size is unknown.
+    向上取整到 256 的倍数；cache 大小未知时为 4096。
 
     Examples
     --------
@@ -248,23 +234,21 @@ def weight_streaming(
     min_run_time: float = 0.05,
     threads: int | None = None,
 ) -> StreamingSweep:
-    """Time ``linear(x, W)`` on the CPU for each batch, ``W`` beyond the last-level cache.
+    """在 CPU 上为每个 batch 计时 ``linear(x, W)``，``W`` 超出末级 cache。
 
     Parameters
     ----------
     batches : sequence of int
-        Rows of ``x``, increasing; at least one up to :data:`FLAT_BATCH` and two above it.
+        ``x`` 的行数，递增；至少一个不超过 :data:`FLAT_BATCH`，两个超过它。
     precision : str
-        Of ``x``, ``W`` and the output.
+        ``x``、``W`` 与输出的精度。
     d : int, optional
-        Edge of ``W``; by default :func:`streaming_size` of this CPU's cache.
+        ``W`` 的边长；默认为按这台 CPU 的 cache 算出的 :func:`streaming_size`。
     min_run_time : float
-        Least time spent on each batch (second), as in
-        :func:`~roofline_book.measure.timing.time_cpu`.
+        每个 batch 至少花的时间（秒），同 :func:`~roofline_book.measure.timing.time_cpu`。
     threads : int, optional
-        torch's intra-op threads for the sweep, restored afterwards: pass the
-        ``device.threads`` of the run file whose ceilings the sweep is held
-        to, so both measure the same cores. None: whatever is set.
+        扫描时 torch 的 intra-op 线程数，扫描后恢复：传入给扫描设上限的那个 run file 的
+        ``device.threads``，这样两者测的是同一组核。None：沿用当前设置。
     """
     torch = require("torch", "the weight-streaming sweep")
 

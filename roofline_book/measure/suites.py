@@ -1,4 +1,4 @@
-"""The suites: which sizes of which operators one run measures, on CPU or CUDA.
+"""各个 suite：一次 run 在 CPU 或 CUDA 上测哪些算子的哪些尺寸。
 
 Examples
 --------
@@ -23,79 +23,73 @@ from .cases import make as make_case
 from .registry import Case
 
 DEVICES = ("cpu", "cuda")
-"""Devices the suite runs on."""
+"""suite 运行的设备。"""
 
 SUITES = ("tiny", "quick", "full")
-"""Size presets of a run: ``tiny`` for tests, ``quick`` for a first look, ``full``."""
+"""run 的尺寸预设：``tiny`` 供测试，``quick`` 供初步查看，以及 ``full``。"""
 
 SMALL_GEMM = (32, 128, 128)
-"""``(m, k, n)`` of the reference chapter's small GEMM, measured in every suite."""
+"""本书小 GEMM 例子的 ``(m, k, n)``，每个 suite 都测。"""
 
 CEILING_CACHE_MULTIPLE = 4
-"""The bandwidth ceilings' copy touches at least this many times the last-level
-cache (CPU) or L2 (GPU), so that neither read nor write can be served by it (the
-claims' :data:`CACHE_MARGIN`)."""
+"""带宽上限的 copy 触及的数据量至少是末级 cache（CPU）或 L2（GPU）的这么多倍，使读和写都不能由它
+供给（即结论检验中的 :data:`CACHE_MARGIN`）。
+"""
 
 FALLBACK_CACHE_BYTES = 64 * 2**20
-"""Cache size assumed where the device does not report one (byte)."""
+"""设备没有报告 cache 大小时假定的值（byte）。"""
 
 CACHE_MARGIN = 4
-"""An operator counts as streaming from memory, not from cache, when its model
-bytes per kernel are at least this many times the device's last-level cache or
-L2. Twice was not enough on a 32 MiB-L3 CPU: a victim cache and the prefetchers
-still served part of a 64 MiB working set, and the AdamW loop re-reads each
-tensor from cache in its eight passes."""
+"""算子每个 kernel 的模型字节数至少是设备末级 cache 或 L2 的这么多倍时，算作从内存流式读写，
+而不是从 cache。在 L3 为 32 MiB 的 CPU 上 2 倍不够：victim cache 和预取器仍能供给 64 MiB 工作集
+的一部分，AdamW loop 的八趟读写也会从 cache 重读每个 tensor。
+"""
 
 CACHE_PROBE_FRACTION = 4
-"""The cache-bandwidth probe's copy touches at most 1/this of the last-level
-cache, so both its arrays stay in it between calls (CPU only: on a GPU every
-memory-bound case is timed after an L2 flush)."""
+"""cache 带宽探针的 copy 至多触及末级 cache 的 1/这个数，使它的两个数组在两次调用之间都留在
+cache 中（仅 CPU：在 GPU 上每个受限于内存的 case 都在冲刷 L2 之后计时）。
+"""
 
 
 @dataclass(frozen=True)
 class Suite:
-    """The sizes one run measures.
+    """一次 run 测量的各个尺寸。
 
     Attributes
     ----------
     name : str
-        ``"tiny"``, ``"quick"`` or ``"full"``.
+        ``"tiny"``、``"quick"`` 或 ``"full"``。
     gemm_sizes : tuple of int
-        Square GEMM sizes ``n`` (``n x n`` times ``n x n``); :data:`SMALL_GEMM`
-        is added.
+        方阵 GEMM 的尺寸 ``n`` （``n x n`` 乘 ``n x n``）；另外加上 :data:`SMALL_GEMM`。
     gemm_precisions : tuple of str
-        Precisions of the GEMM sweep; each gets a measured peak.
+        GEMM 扫描的精度；每种都测一个峰值。
     elementwise_sizes : tuple of int
-        Elements per tensor for every elementwise operator.
+        每个 elementwise 算子每个 tensor 的元素个数。
     elementwise_precisions : tuple of str
     norm_shapes : tuple of (rows, d)
-        Shapes for every norm (RMSNorm, and softmax over the last dimension).
+        每种 norm（RMSNorm，以及沿最后一维的 softmax）的 shape。
     norm_precisions : tuple of str
     adamw : (params, tensors)
-        Parameters of the AdamW step, spread evenly over ``tensors`` tensors.
+        AdamW 一步的参数个数，平均分在 ``tensors`` 个 tensor 中。
     attention_shapes : tuple of (batch, heads, seq, head_dim)
-        Self-attention shapes (``seq_q = seq_k``), no mask.
+        self-attention 的 shape（``seq_q = seq_k``），不加 mask。
     attention_precision : str
     min_run_time : float
-        Timed seconds per case, at least (second).
+        每个 case 计时的总时长下限（秒）。
     ceiling_numel : int or None
-        Elements per array of the bandwidth ceilings; None sizes them from the cache
-        (:data:`CEILING_CACHE_MULTIPLE`).
+        带宽上限每个数组的元素个数；None 表示按 cache 大小确定
+        （:data:`CEILING_CACHE_MULTIPLE`）。
     peak_gemm : tuple of int
-        ``n`` of the square GEMMs that measure each precision's peak, timed in
-        rounds apart from the sweep (none of ``gemm_sizes``), so a claim about the
-        sweep is never judged against its own entry; the peak is the best of them.
-        One core of a CPU runs fastest on a GEMM whose operands fit its L2, a GPU
-        on a large one, so the CPU suites probe both.
+        测每种精度峰值的方阵 GEMM 的 ``n``，与扫描分开、分轮计时（都不在 ``gemm_sizes`` 中），所以
+        关于扫描的结论绝不会拿它自己的条目来判定；峰值取其中最好的。CPU 的一个核在操作数装得进 L2
+        的 GEMM 上最快，GPU 则在大 GEMM 上最快，所以 CPU 的 suite 两者都测。
     rounds : int
-        Rounds of the ceiling probes, >= 2: all but the last interleaved before the
-        operator cases, the last after them; the best round is the ceiling, and the
-        last one's drift from the best of the others says whether the machine held.
+        上限探针的轮数，>= 2：除最后一轮外都在算子 case 之前交替进行，最后一轮在它们之后；最好的
+        一轮就是上限，最后一轮相对其余最好一轮的漂移说明机器是否保持不变。
     streaming : bool
-        Add to each elementwise operator and precision the smallest power-of-two
-        size whose traffic is :data:`CACHE_MARGIN` times the last-level cache or
-        more, so the claims about streaming from memory are measured on every
-        machine. ``tiny`` leaves it out: tests stay in cache.
+        为每个 elementwise 算子和精度加上流量至少为末级 cache 的 :data:`CACHE_MARGIN` 倍的最小
+        2 的幂尺寸，使关于从内存流式读写的结论在每台机器上都有测量。``tiny`` 不加：
+        测试留在 cache 中。
     """
 
     name: str
@@ -206,7 +200,7 @@ _SUITES: dict[tuple[str, str], Suite] = {
 
 
 def suite_spec(device: str = "cpu", suite: str = "quick") -> Suite:
-    """The sizes of a suite on a device.
+    """一个 suite 在某种设备上的各个尺寸。
 
     Parameters
     ----------
@@ -228,8 +222,8 @@ def suite_spec(device: str = "cpu", suite: str = "quick") -> Suite:
 
 
 def ceiling_numel(cache_bytes: int) -> int:
-    """Elements per fp32 array of the bandwidth probes: a power of two, the copy's
-    two arrays at least :data:`CEILING_CACHE_MULTIPLE` times ``cache_bytes``.
+    """带宽探针每个 fp32 数组的元素个数：取 2 的幂，使 copy 的两个数组至少为 ``cache_bytes`` 的
+    :data:`CEILING_CACHE_MULTIPLE` 倍。
 
     Examples
     --------
@@ -241,8 +235,8 @@ def ceiling_numel(cache_bytes: int) -> int:
 
 
 def streaming_numel(name: str, precision: str, cache_bytes: int) -> int:
-    """The smallest power-of-two size at which elementwise ``name`` moves
-    :data:`CACHE_MARGIN` times ``cache_bytes`` or more.
+    """elementwise 算子 ``name`` 搬运 ``cache_bytes`` 的 :data:`CACHE_MARGIN` 倍或更多时的最小 2
+    的幂尺寸。
 
     Examples
     --------
@@ -266,8 +260,8 @@ def _cache(device: str, cache_bytes: int | None) -> int:
 
 
 def cache_probe_numel(cache_bytes: int) -> int:
-    """Elements per fp32 array of the copy that stays in a cache of ``cache_bytes``:
-    a power of two, both arrays within 1/:data:`CACHE_PROBE_FRACTION` of it.
+    """留在大小为 ``cache_bytes`` 的 cache 中的 copy 每个 fp32 数组的元素个数：取 2 的幂，两个数组
+    都在它的 1/:data:`CACHE_PROBE_FRACTION` 之内。
 
     Examples
     --------
@@ -285,19 +279,18 @@ def probes(
     cache_bytes: int | None = None,
     caches: Mapping[int, int] | None = None,
 ) -> dict[str, list[Case]]:
-    """The ceiling probes of a suite, timed in interleaved rounds before the cases.
+    """一个 suite 的上限探针，在各个 case 之前分轮交替计时。
 
     Returns
     -------
     dict
-        ``"bandwidth"``: copy, triad and in-place triad over
-        ``ceiling_numel(cache_bytes)`` elements (from beyond the cache); ``"peak"``: one
-        square GEMM per size of ``peak_gemm`` and precision; ``"cache"``: on the CPU, a
-        copy within 1/:data:`CACHE_PROBE_FRACTION` of the last-level cache
-        (a cache roof) for each level from L2 up, in the order of ``caches``
-        (level: bytes, read from the machine if omitted); ``"vector"``: on the CPU,
-        an add per elementwise precision whose arrays fill half the L2, where the
-        vector units and not the memory decide its time; both empty on CUDA.
+        ``"bandwidth"``：对 ``ceiling_numel(cache_bytes)`` 个元素（超出 cache，
+        来自主存）做的 copy、triad 和原地 triad；``"peak"``：``peak_gemm`` 的每个
+        尺寸、每种精度各一个方阵 GEMM；``"cache"``：仅 CPU，从 L2 起的每个 cache
+        层级一个 copy，数据量在该层容量的 1/:data:`CACHE_PROBE_FRACTION` 之内
+        （一条 cache roof），按 ``caches`` （层级: 字节数，省略时从机器读取）的顺序；
+        ``"vector"``：仅 CPU，每种 elementwise 精度一个 add，数组占满半个 L2，
+        此时决定耗时的是向量单元而不是内存；后两项在 CUDA 上为空。
 
     Examples
     --------
@@ -330,11 +323,10 @@ def probes(
 
 
 def cache_probes(caches: Mapping[int, int], dram_numel: int) -> dict[str, tuple[int, Case]]:
-    """The cache levels that get a bandwidth probe, by name: the level's bytes and its copy.
+    """配有带宽探针的各 cache 层级，按名称：该层级的字节数和它的 copy。
 
-    L2 and up (an L1 copy would time mostly the call's overhead); each copy is
-    :func:`cache_probe_numel` elements, at most half the DRAM probe's, and a
-    level whose copy would repeat a smaller level's is left out.
+    从 L2 起（L1 的 copy 计到的主要是调用开销）；每个 copy 有 :func:`cache_probe_numel` 个元素，
+    至多为 DRAM 探针的一半；copy 会与更小层级重复的层级不测。
 
     Examples
     --------
@@ -355,20 +347,18 @@ def cache_probes(caches: Mapping[int, int], dram_numel: int) -> dict[str, tuple[
 def cases(
     device: str = "cpu", suite: str = "quick", *, cache_bytes: int | None = None
 ) -> list[Case]:
-    """The operator cases of a suite, in the order a run measures them (the ceiling
-    probes are :func:`probes`).
+    """一个 suite 的算子 case，按 run 测量的顺序排列（上限探针见 :func:`probes`）。
 
-    Every registered operator of a family takes the suite's sizes for that
-    family, so a newly registered elementwise operator or norm is measured
-    without a change here.
+    同一类中每个登记过的算子都取 suite 为这一类给定的尺寸，所以新登记的
+    elementwise 算子或 norm 不用改这里就会被测到。
 
     Parameters
     ----------
     device : {"cpu", "cuda"}
     suite : {"tiny", "quick", "full"}
     cache_bytes : int, optional
-        Last-level cache or L2 (byte) that sizes the bandwidth ceilings; read
-        from the device if omitted (CPU) or :data:`FALLBACK_CACHE_BYTES`.
+        决定带宽上限数据量的末级 cache 或 L2 的大小（byte）；省略时从设备读取
+        （CPU），否则取 :data:`FALLBACK_CACHE_BYTES`。
     """
     spec = suite_spec(device, suite)
     cache = _cache(device, cache_bytes)

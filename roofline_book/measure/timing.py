@@ -1,11 +1,9 @@
-"""Timing a call on the CPU or on CUDA: a :class:`Timing` that keeps its samples.
+"""在 CPU 或 CUDA 上为一次调用计时：得到一个保留全部样本的 :class:`Timing`。
 
-Warm up, synchronize, repeat until the timer's overhead is negligible, and
-report the median with the interquartile range, as ``torch.utils.benchmark``
-and ``triton.testing.do_bench`` do. The samples stay in the result, so a
-reader can ask whether the median is to be trusted
-(:meth:`Timing.meets_confidence`, after
-``torch.utils.benchmark.Measurement.meets_confidence``).
+预热、同步、重复到计时器自身的开销可以忽略，报告中位数和四分位距，做法同
+``torch.utils.benchmark`` 与 ``triton.testing.do_bench``。样本保留在结果中，读者可以问中位数
+是否可信（:meth:`Timing.meets_confidence`，仿照
+``torch.utils.benchmark.Measurement.meets_confidence``）。
 """
 
 from __future__ import annotations
@@ -21,27 +19,27 @@ import numpy as np
 from .. import _validate
 
 MIN_SAMPLES = 5
-"""Fewest timed samples behind a median on the CPU."""
+"""CPU 上一个中位数至少依据的样本数。"""
 
 CPU_IQR_TARGET = 0.1
-"""On the CPU, sampling goes on while the IQR exceeds this fraction of the median ..."""
+"""在 CPU 上，只要 IQR 超过中位数的这个比例，就继续采样……"""
 
 CPU_MAX_RUN_FACTOR = 4
-"""... up to this many times the least timed duration."""
+"""……最多采到最短计时时长的这么多倍。"""
 
 CUDA_MIN_REPS = 10
-"""Fewest timed samples behind a median on CUDA."""
+"""CUDA 上一个中位数至少依据的样本数。"""
 
 CUDA_MAX_REPS = 2000
-"""Most timed samples per case on CUDA."""
+"""CUDA 上每个 case 最多的样本数。"""
 
 CUDA_SAMPLE_S = 1e-3
-"""On CUDA, calls that need no cache flush are batched until a sample lasts
-this long (second), so the events' own cost is negligible."""
+"""在 CUDA 上，不需要冲刷 cache 的调用被成批执行，直到一个样本持续这么长时间（秒），使 event
+自身的开销可以忽略。
+"""
 
 IQR_WARN_THRESHOLD = 0.1
-"""A timing whose IQR is at least this fraction of its median does not meet
-confidence (the threshold ``torch.utils.benchmark`` warns at)."""
+"""IQR 至少为中位数这个比例的计时不满足置信要求（``torch.utils.benchmark`` 发出警告的阈值）。"""
 
 _WARMUP_S = 0.02  # warm-up calls continue until this long has passed (at least one call)
 _WARMUP_CALLS = 10  # ... or this many calls
@@ -49,14 +47,14 @@ _WARMUP_CALLS = 10  # ... or this many calls
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-call time of a timed call (second), with the samples behind it.
+    """一次计时得到的单次调用时间（秒），连同背后的样本。
 
     Attributes
     ----------
     samples_s : tuple of float
-        Per-call time of each sample (a sample's time over its calls).
+        每个样本的单次调用时间（样本的总时间除以其中的调用次数）。
     inner : int
-        Calls per sample.
+        每个样本包含的调用次数。
 
     Examples
     --------
@@ -79,27 +77,27 @@ class Timing:
 
     @property
     def median_s(self) -> float:
-        """Median of the samples (second)."""
+        """样本的中位数（秒）。"""
         return float(np.median(self.samples_s))
 
     @property
     def iqr_s(self) -> float:
-        """Interquartile range of the samples (second)."""
+        """样本的四分位距（秒）。"""
         q1, q3 = np.percentile(self.samples_s, [25, 75])
         return float(q3 - q1)
 
     @property
     def reps(self) -> int:
-        """Number of samples."""
+        """样本个数。"""
         return len(self.samples_s)
 
     def meets_confidence(self, threshold: float = IQR_WARN_THRESHOLD) -> bool:
-        """Whether the spread is small against the median: ``iqr / median < threshold``."""
+        """离散程度相对中位数是否足够小：``iqr / median < threshold``。"""
         threshold = _validate.positive("threshold", threshold)
         return self.median_s > 0 and self.iqr_s / self.median_s < threshold
 
     def as_dict(self) -> dict[str, float | int | list[float]]:
-        """The run file's ``time`` record."""
+        """run file 中的 ``time`` 记录。"""
         return {
             "median_s": self.median_s,
             "iqr_s": self.iqr_s,
@@ -114,7 +112,7 @@ def _samples(times: Sequence[float]) -> tuple[float, ...]:
 
 
 def _warm_up(fn: Callable[[], object], sync: Callable[[], None]) -> float:
-    """Call ``fn`` until warm; return the fastest single call seen (second)."""
+    """反复调用 ``fn`` 直到预热完成；返回见到的最快单次调用时间（秒）。"""
     fastest, start = math.inf, time.perf_counter()
     for _ in range(_WARMUP_CALLS):
         t0 = time.perf_counter()
@@ -127,8 +125,9 @@ def _warm_up(fn: Callable[[], object], sync: Callable[[], None]) -> float:
 
 
 CPU_BLOCK_S = 0.005
-"""On the CPU, calls are batched until a sample lasts about this long (second), so
-the timer's own cost is negligible against it."""
+"""在 CPU 上，调用被成批执行，直到一个样本持续约这么长时间（秒），
+使计时器自身的开销相对它可以忽略。
+"""
 
 
 def time_cpu(
@@ -138,21 +137,16 @@ def time_cpu(
     min_samples: int = MIN_SAMPLES,
     settle: bool = True,
 ) -> Timing:
-    """Time ``fn`` on the CPU in blocks of calls, in the manner of
-    ``torch.utils.benchmark.Timer.adaptive_autorange``.
+    """在 CPU 上按调用块为 ``fn`` 计时，方式同 ``torch.utils.benchmark.Timer.adaptive_autorange``。
 
-    After a warm-up, calls are batched until a block lasts about
-    :data:`CPU_BLOCK_S` (a sample is a block's time over its calls), with the
-    garbage collector paused as ``timeit`` does. Sampling runs for at least
-    ``min_run_time`` seconds and :data:`MIN_SAMPLES` samples; while the
-    samples' IQR exceeds :data:`CPU_IQR_TARGET` of their median it goes on, up
-    to :data:`CPU_MAX_RUN_FACTOR` times as long, so that a burst of work from
-    another process moves the median less. torch's threads are whatever the
-    caller set (:func:`roofline_book.measure.run.run_suite` sets one).
+    预热之后，调用被成批执行，直到一个块持续约 :data:`CPU_BLOCK_S` （一个样本是块的时间除以其中的
+    调用次数），并像 ``timeit`` 那样暂停垃圾回收。采样至少持续 ``min_run_time`` 秒、至少
+    :data:`MIN_SAMPLES` 个样本；只要样本的 IQR 超过其中位数的 :data:`CPU_IQR_TARGET`，就继续采样，
+    最长到 :data:`CPU_MAX_RUN_FACTOR` 倍的时长，这样别的进程突发的工作对中位数的影响更小。torch 的
+    线程数沿用调用方的设置（:func:`roofline_book.measure.run.run_suite` 设为一个）。
 
-    A ceiling probe, timed in several rounds of which the best is kept, passes
-    ``min_samples=3, settle=False``: its rounds, not a longer round, absorb the
-    noise.
+    上限探针分几轮计时、保留最好的一轮，它传入 ``min_samples=3, settle=False``：吸收噪声的是这几轮，
+    而不是更长的一轮。
 
     Examples
     --------
@@ -191,19 +185,17 @@ def time_cpu(
 
 
 def time_cuda(fn: Callable[[], object], *, min_run_time: float = 0.2, flush=None) -> Timing:
-    """Time ``fn`` on the current CUDA device with CUDA events.
+    """用 CUDA event 在当前 CUDA 设备上为 ``fn`` 计时。
 
     Parameters
     ----------
     fn : callable
-        Launches the work; it is not synchronized inside.
+        发起工作；内部不做同步。
     min_run_time : float
-        Timed seconds, at least (second); between :data:`CUDA_MIN_REPS` and
-        :data:`CUDA_MAX_REPS` samples.
+        计时的总时长下限（秒）；样本数在 :data:`CUDA_MIN_REPS` 与 :data:`CUDA_MAX_REPS` 之间。
     flush : torch.Tensor, optional
-        A buffer larger than the L2, zeroed before every call outside the
-        timed region. Without it, calls are batched until a sample lasts
-        :data:`CUDA_SAMPLE_S`.
+        一个比 L2 大的缓冲区，每次调用前在计时区间之外清零。不给时，调用被成批执行，直到一个样本持续
+        :data:`CUDA_SAMPLE_S`。
     """
     import torch
 

@@ -1,17 +1,15 @@
-"""One training step of a small Llama-style block, to profile: forward, backward, AdamW.
+"""一个小的 Llama 式 block 的一个训练步，供 profile：前向、反向、AdamW。
 
-The block is a pre-norm decoder layer: RMSNorm, one fused QKV projection,
-causal scaled-dot-product attention, the output projection and a residual
-add; RMSNorm, a SwiGLU MLP (gate, up, down) and a residual add. Five linear
-layers, no biases, FP32. Its parameters are filled from a seeded generator,
-so two runs do the same arithmetic.
+block 是 pre-norm 的 decoder 层：RMSNorm、一个融合的 QKV 投影、causal scaled-dot-product
+attention、输出投影和一次 residual add；RMSNorm、SwiGLU MLP（gate、up、down）和一次 residual
+add。五个 linear layer，没有 bias，FP32。参数由设定了种子的生成器填充，所以两次运行做的运算相同。
 
-Run as a script (``python -m roofline_book.measure.trainstep`` or
-``roofline-book profile .../trainstep.py``) it builds the block, takes one
-warm-up step and then one step inside ``record_function("train_step")``, so
-a profile can be narrowed to that step (``--region train_step``).
+作为脚本运行时（``python -m roofline_book.measure.trainstep`` 或
+``roofline-book profile .../trainstep.py``），它构建 block，先做一步预热，再在
+``record_function("train_step")`` 之内做一步，这样 profile 可以只看这一步
+（``--region train_step``）。
 
-torch is imported inside the functions.
+torch 在函数内部才导入。
 """
 
 from __future__ import annotations
@@ -25,12 +23,12 @@ from dataclasses import dataclass
 from roofline_book import _validate  # absolute: this file also runs as a script
 
 REGION = "train_step"
-"""The ``record_function`` range the script puts around its measured step."""
+"""脚本套在它测量的那一步外面的 ``record_function`` 范围。"""
 
 
 @dataclass(frozen=True)
 class BlockShape:
-    """Sizes of the block and of its input (tokens = batch * seq)."""
+    """block 及其输入的尺寸（tokens = batch * seq）。"""
 
     hidden: int = 512
     heads: int = 8
@@ -50,19 +48,19 @@ class BlockShape:
 
     @property
     def linears(self) -> dict[str, tuple[int, int]]:
-        """Each linear layer's (in_features, out_features), in the order the forward runs them."""
+        """每个 linear layer 的 (in_features, out_features)，按前向运行它们的顺序。"""
         h, f = self.hidden, self.ffn
         return {"qkv": (h, 3 * h), "o": (h, h), "gate": (h, f), "up": (h, f), "down": (f, h)}
 
     @property
     def params(self) -> int:
-        """Parameters: the five projections and the two RMSNorm weights."""
+        """参数个数：五个投影和两个 RMSNorm 权重。"""
         return sum(i * o for i, o in self.linears.values()) + 2 * self.hidden
 
 
 def training_step(shape: BlockShape = BlockShape(), *, seed: int = 0) -> Callable[[], float]:
-    """Build the block, its input and a ``torch.optim.AdamW`` (``foreach=False``); return a
-    function that runs one step (forward, loss, backward, AdamW, zero_grad) and returns the loss.
+    """构建 block、它的输入和一个 ``torch.optim.AdamW`` （``foreach=False``）；返回一个函数，
+    它运行一步（前向、loss、反向、AdamW、zero_grad）并返回 loss。
     """
     import torch
     import torch.nn.functional as F
@@ -101,7 +99,7 @@ def training_step(shape: BlockShape = BlockShape(), *, seed: int = 0) -> Callabl
 def time_steps(
     shapes: Sequence[BlockShape], *, reps: int = 3, seed: int = 0
 ) -> list[tuple[int, float]]:
-    """Median wall time of one step (second) for each shape, after one warm-up step.
+    """每个 shape 下一步的 wall time 中位数（秒），先做一步预热。
 
     Returns
     -------
@@ -121,16 +119,15 @@ def time_steps(
     return out
 
 
-#: Where the growth of time with tokens is judged: below LOW the fixed cost per step
-#: dominates, above HIGH the time follows the work; in between, neither.
+#: 判定时间随 token 数增长的界线：低于 LOW 时每步的固定开销占主导，高于 HIGH 时时间跟随
+#: 工作量；介于两者之间时两者都不是。
 GROWTH_LOW, GROWTH_HIGH = 0.25, 0.75
 
 
 def growth(small: tuple[int, float], large: tuple[int, float]) -> float:
-    """How much of the extra work shows in the time: ``(T2/T1 - 1) / (N2/N1 - 1)``.
+    """多出的工作有多少体现在时间上：``(T2/T1 - 1) / (N2/N1 - 1)``。
 
-    0 when the time does not move (a fixed cost per step), 1 when it grows
-    as the tokens do (time proportional to the work).
+    时间不变（每步固定开销）时为 0，时间随 token 数同比增长（时间与工作量成正比）时为 1。
 
     Examples
     --------
@@ -144,8 +141,8 @@ def growth(small: tuple[int, float], large: tuple[int, float]) -> float:
 
 
 def scaling_verdict(value: float) -> str:
-    """``"overhead"`` (below :data:`GROWTH_LOW`), ``"work"`` (above :data:`GROWTH_HIGH`),
-    or ``"mixed"``.
+    """``"overhead"`` （低于 :data:`GROWTH_LOW`）、``"work"`` （高于 :data:`GROWTH_HIGH`）
+    或 ``"mixed"``。
 
     Examples
     --------
@@ -158,7 +155,7 @@ def scaling_verdict(value: float) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """The script: one warm-up step, then one step inside ``record_function(REGION)``."""
+    """脚本：先做一步预热，再在 ``record_function(REGION)`` 之内做一步。"""
     import torch
 
     parser = argparse.ArgumentParser(description="one training step of a small Llama-style block")

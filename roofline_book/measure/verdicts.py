@@ -1,10 +1,9 @@
-"""The vocabulary of a verdict: figures, checks, and comparisons that know their noise.
+"""判定所用的词汇：数字、检验，以及知道自身噪声的比较。
 
-A claim (:mod:`roofline_book.measure.claims`) rests on :class:`Figure` values and
-ends in a :class:`Check` whose verdict is ``pass``, ``fail``, ``inconclusive``
-(the measurements' own spread straddles the rule) or ``not measured``.
-:func:`order` compares two timings by their interquartile spans; :func:`against`
-compares a ratio with a threshold beyond its noise.
+一条结论（:mod:`roofline_book.measure.claims`）依据若干 :class:`Figure` 值，得出一个
+:class:`Check`，判定为 ``pass``、``fail``、``inconclusive`` （测量自身的离散跨过了规则的界线）
+或 ``not measured``。:func:`order` 按四分位区间比较两个计时；:func:`against` 把一个比值与阈值
+比较，并要求超出它的噪声。
 """
 
 from __future__ import annotations
@@ -17,27 +16,30 @@ from ..units import si
 
 Verdict = Literal["pass", "fail", "inconclusive", "not measured"]
 VERDICTS: tuple[Verdict, ...] = ("pass", "fail", "inconclusive", "not measured")
-"""``inconclusive``: the timings compared lie within each other's spread, so the run
-cannot tell which is faster; ``not measured``: the run lacks the entries."""
+"""``inconclusive``：所比较的计时落在彼此的离散范围内，run 分不出哪个更快；
+``not measured``：run 缺少所需的条目。
+"""
 
 SPEED_TOLERANCE = 0.05
-"""Timing noise allowed when comparing medians: A is "at least as fast" as B if
-``t_A <= (1 + tol) t_B``, and "faster" if ``(1 + tol) t_A < t_B``."""
+"""比较中位数时允许的计时噪声：``t_A <= (1 + tol) t_B`` 时 A “至少和 B 一样快”，
+``(1 + tol) t_A < t_B`` 时 A “更快”。
+"""
 
 
 @dataclass(frozen=True)
 class Figure:
-    """One number a verdict rests on, with its unit ("" for a plain ratio)."""
+    """判定所依据的一个数，带单位（普通比值为 ""）。"""
 
     label: str
     value: float
     unit: str = ""
-    """An SI unit (``"FLOP/s"``, ``"B/s"``, ``"s"``, ``"FLOP/B"``), or how a plain
-    number reads: ``"fraction"`` (shown as a percentage), ``"ratio"``, ``"count"``."""
+    """SI 单位（``"FLOP/s"``、``"B/s"``、``"s"``、``"FLOP/B"``），或普通数的读法：``"fraction"``
+    （显示为百分比）、``"ratio"``、``"count"``。
+    """
 
     @property
     def text(self) -> str:
-        """The value as a reader reads it: ``"0.0116%"``, ``"2.79x"``, ``"37"``, ``"1.2 ms"``.
+        """按读者读的方式写出的值：``"0.0116%"``、``"2.79x"``、``"37"``、``"1.2 ms"``。
 
         Examples
         --------
@@ -58,15 +60,15 @@ class Figure:
 
 @dataclass(frozen=True)
 class Check:
-    """One claim, the figures measured for it, and the verdict they give.
+    """一条结论、为它测得的数字，以及这些数字给出的判定。
 
     Attributes
     ----------
     claim : str
-        The claim, as the chapter makes it.
+        结论，按章节中的说法。
     verdict : {"pass", "fail", "not measured"}
     rule : str
-        How the figures decide the verdict.
+        数字怎样决定判定。
     figures : tuple of Figure
     """
 
@@ -75,9 +77,9 @@ class Check:
     rule: str
     figures: tuple[Figure, ...] = ()
     key: str = ""
-    """Which check made it (the function's name), for presentations that word it anew."""
+    """做出它的检验（函数名），供重新表述它的展示使用。"""
     missing: str = ""
-    """For ``not measured``: what the run lacks."""
+    """用于 ``not measured``：run 缺少什么。"""
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -97,12 +99,10 @@ Order = Literal["faster", "slower", "overlap"]
 
 
 def order(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = SPEED_TOLERANCE) -> Order:
-    """Whether timed entry ``a`` ran faster than ``b`` beyond both timings' spread.
+    """计时条目 ``a`` 是否比 ``b`` 快，且超出两者计时的离散。
 
-    Each timing spans its median plus or minus half its interquartile range.
-    ``a`` is ``"faster"`` when its span's top, times ``1 + tolerance``, is
-    below the bottom of ``b``'s; ``"slower"`` in the mirror case; otherwise
-    the spans overlap and the run cannot order them.
+    每个计时覆盖其中位数加减半个四分位距的区间。``a`` 的区间上端乘以 ``1 + tolerance`` 仍低于
+    ``b`` 的区间下端时为 ``"faster"``；反过来为 ``"slower"``；否则两个区间重叠，run 无法给它们排序。
 
     Examples
     --------
@@ -122,9 +122,9 @@ def order(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = SPEED_T
 
 
 def _noise(*entries: Mapping[str, Any], ceilings: tuple[Mapping[str, Any], ...] = ()) -> float:
-    """The relative spread a ratio of these timed entries (and ceilings) carries: half of
-    each entry's IQR over its median, the spread of each ceiling's rounds (how much slower
-    the machine ran at other times of the run), and :data:`SPEED_TOLERANCE`, added."""
+    """这些计时条目（及上限）之比所带的相对离散：每个条目的半个 IQR 除以其中位数、每个上限各轮之间的
+    离散（机器在 run 的其他时候慢了多少），再加上 :data:`SPEED_TOLERANCE`。
+    """
     spread = sum(c.get("spread", 0.0) for c in ceilings)
     return (
         SPEED_TOLERANCE
@@ -134,11 +134,12 @@ def _noise(*entries: Mapping[str, Any], ceilings: tuple[Mapping[str, Any], ...] 
 
 
 def against(value: float, threshold: float, noise: float, *, above: bool = True) -> Order:
-    """Whether ``value`` clears ``threshold`` beyond its relative ``noise``.
+    """``value`` 是否越过 ``threshold``，且超出它的相对 ``noise``。
 
-    ``"faster"`` when it does (``value (1 - noise) >= threshold`` for ``above``, or
-    ``value (1 + noise) <= threshold`` for a ceiling not to exceed), ``"slower"``
-    when it misses beyond the noise, ``"overlap"`` when the noise straddles it.
+    越过时为 ``"faster"`` （``above`` 时要求 ``value (1 - noise) >= threshold``，
+    对不得超过的上限要求
+    ``value (1 + noise) <= threshold``），超出噪声地没有越过时为 ``"slower"``，噪声跨过界线时为
+    ``"overlap"``。
 
     Examples
     --------
@@ -157,13 +158,15 @@ def against(value: float, threshold: float, noise: float, *, above: bool = True)
 
 
 def _holds(condition: bool) -> Order:
-    """A condition the noise cannot move (which side of the ridge, which size is best)."""
+    """噪声改变不了的条件（在 ridge point 的哪一侧、哪个尺寸最好）。"""
     return "faster" if condition else "slower"
 
 
 def _verdict_of(orders: list[Order]) -> Verdict:
-    """``fail`` if any comparison went the wrong way, ``inconclusive`` if any could not
-    be told apart, ``pass`` if every one went the claimed way."""
+    """有任何比较方向相反时为 ``fail``，有任何比较分不出时为 ``inconclusive``，
+    每个比较都符合结论时为
+    ``pass``。
+    """
     if "slower" in orders:
         return "fail"
     return "inconclusive" if "overlap" in orders else "pass"

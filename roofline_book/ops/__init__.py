@@ -1,23 +1,20 @@
-"""FLOPs and memory traffic of deep-learning operators.
+"""深度学习算子的 FLOPs 与内存流量。
 
-Every operator is a small pure function that returns a :class:`Cost`. The
-traffic is the *minimum* a kernel of the described structure must move
-between main memory (HBM / DRAM) and the chip: each input read once, each
-output written once, per kernel (compulsory traffic, with a cold cache).
-Reads a kernel makes again are kept apart (``Cost.reread_bytes``): a
-cache may serve them. An intermediate that one kernel writes and the next
-reads counts in both, though an L2 large enough to hold it may keep it from
-HBM. The FLOPs say which unit runs them (:data:`UNITS`): matrix products on
-the matrix units, elementwise arithmetic and reductions on the vector
-units, transcendentals on the special function units.
+每个算子是一个返回 :class:`Cost` 的小纯函数。流量是按所描述结构实现的
+kernel 在主存（HBM / DRAM）与芯片之间*至少*要搬运的字节数：每个 kernel
+的每个输入读一次、每个输出写一次（必需流量，cache 为冷）。kernel 再次读取
+的部分单独记在 ``Cost.reread_bytes``：它们可能由 cache 供给。一个 kernel
+写出、下一个 kernel 读入的中间结果在两边都计入，尽管足够大的 L2 可能让它
+不必到达 HBM。FLOPs 记明由哪种单元执行（:data:`UNITS`）：矩阵乘法在矩阵单元上，
+elementwise 运算和归约在向量单元上，超越函数在特殊函数单元上。
 
-Notation: ``s`` is bytes per element (:func:`roofline_book.dtypes.bytes_per_element`),
-``I = FLOPs / bytes`` the arithmetic intensity in FLOP/byte.
+记号：``s`` 是每个元素的字节数（:func:`roofline_book.dtypes.bytes_per_element`），
+``I = FLOPs / bytes`` 是算术强度，单位 FLOP/byte。
 
-NB: ``torch.utils.flop_counter.FlopCounterMode`` counts matrix products only
-(mm, bmm, addmm, baddbmm, convolutions and, on CUDA, SDPA). It reports zero for
-elementwise operators, norms, softmax and optimizer steps, so for those the
-FLOP conventions stated in each docstring are this package's own.
+NB：``torch.utils.flop_counter.FlopCounterMode`` 只统计矩阵乘法（mm、bmm、
+addmm、baddbmm、卷积，以及 CUDA 上的 SDPA）。elementwise 算子、norm、softmax
+和优化器步骤它都记为零，所以这些算子在各自 docstring 里写明的 FLOPs 计数约定
+是本包自己的约定。
 """
 
 from .attn import (

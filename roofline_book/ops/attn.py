@@ -1,4 +1,4 @@
-"""Self-attention: materialized scores against FlashAttention's tiled kernel."""
+"""self-attention：把得分矩阵写回内存的实现与 FlashAttention 的分块 kernel。"""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from .pointwise import SOFTMAX_FLOPS_PER_ELEMENT, elementwise, softmax
 
 ATTENTION_IMPLS = ("eager", "materialized", "flash")
 
-#: Default on-chip memory (byte) a FlashAttention thread block works in. It is
-#: the 192 KB of combined L1 / shared memory per SM of the A100 that Dao et al.
-#: (2022, Section 2.1) use as their example.
+#: FlashAttention 一个 thread block 默认可用的片上存储（byte）：192 KiB，即 Dao et al.
+#: （2022，第 2.1 节）举例所用的 A100 每个 SM 的 L1 与 shared memory 合计容量；A100
+#: 的 shared memory 本身每个 SM 最多 164 KiB（见硬件目录）。
 DEFAULT_SRAM_BYTES = 192 * 1024
 
-#: Where :func:`fa3_tile` reads FlashAttention-3's tiles: the public repository
-#: Dao-AILab/flash-attention, ``hopper/tile_size.h`` (``tile_size_fwd_sm90``) and
-#: ``hopper/flash_fwd_launch_template.h`` (``Enable_cluster``), at this commit.
+#: :func:`fa3_tile` 读取 FlashAttention-3 tile 的出处：公开仓库 Dao-AILab/flash-attention 在这个
+#: commit 上的 ``hopper/tile_size.h`` （``tile_size_fwd_sm90``）与
+#: ``hopper/flash_fwd_launch_template.h`` （``Enable_cluster``）。
 FA3_SOURCE = (
     "Dao-AILab/flash-attention@0251105a2fb19d2957484b7f023cd8c115286ced, "
     "hopper/tile_size.h (tile_size_fwd_sm90), hopper/flash_fwd_launch_template.h"
@@ -29,23 +29,21 @@ FA3_SOURCE = (
 
 @dataclass(frozen=True)
 class FlashTile:
-    """The tile a flash attention kernel works in (rows of Q, K and V).
+    """flash attention kernel 工作所用的 tile（Q、K、V 的行数）。
 
     Attributes
     ----------
     block_m : int
-        Query rows one thread block keeps on chip (``kBlockM``, ``Br``). K and
-        V stream past once per query block.
+        一个 thread block 留在片上的 query 行数（``kBlockM``、``Br``）。每个 query 块让 K 与 V
+        流过一次。
     block_n : int
-        Key and value rows loaded per step (``kBlockN``, ``Bc``). Under a
-        causal mask a query block loads whole key blocks, so the keys it
-        reads are rounded up to a multiple of ``block_n`` (never past the
-        last key). 1 counts exactly the keys the mask keeps.
+        每一步读入的 key 与 value 行数（``kBlockN``、``Bc``）。在 causal mask 下，query 块读入整个
+        key 块，所以它读的 key 数向上取整到 ``block_n`` 的倍数（不超过最后一个 key）。取 1 时
+        恰好计 mask 保留的 key。
     cluster_m : int
-        Neighbouring query blocks that share each K/V load (a thread-block
-        cluster with TMA multicast): the cluster loads a block once for all
-        of them. It applies only when the query blocks divide evenly into
-        clusters, as in FlashAttention-3; otherwise each block loads alone.
+        共享每次 K/V 读入的相邻 query 块个数（带 TMA multicast 的 thread-block cluster）：cluster 为
+        它们全体只读一次。只有 query 块能整除成 cluster 时才适用，如 FlashAttention-3；否则每个块各
+        自读入。
 
     Examples
     --------
@@ -74,26 +72,24 @@ _FA3_SM90 = {
 
 
 def fa3_tile(head_dim: int, dtype: Precision = "bf16", causal: bool = False) -> FlashTile:
-    """FlashAttention-3's forward tile on Hopper (SM90) for ``head_dim`` and ``dtype``.
+    """FlashAttention-3 在 Hopper（SM90）上对 ``head_dim`` 与 ``dtype`` 的 forward tile。
 
-    Read from the FlashAttention-3 source (``FA3_SOURCE``):
-    ``tile_size_fwd_sm90`` gives ``kBlockM`` and ``kBlockN`` for equal Q/K
-    and V head dims, no local window, no paged KV and no softcap; the tiles
-    are set by register and shared-memory budgets, not by the ``M / (4d)``
-    rule of :func:`attention`'s fallback. ``run_mha_fwd_`` launches clusters
-    of two query blocks that multicast each K/V load (``Enable_cluster``)
-    for 16-bit data at a compiled head dim of 128 or more, FP8 at 192, and
-    no causal mask.
+    读自 FlashAttention-3 的源码（``FA3_SOURCE``）：``tile_size_fwd_sm90`` 在 Q/K 与 V 的 head dim
+    相等、没有 local window、没有 paged KV、没有 softcap 时给出 ``kBlockM`` 与 ``kBlockN``；这些
+    tile 由寄存器与 shared memory 的预算决定，而不是 :func:`attention` 退路中的 ``M / (4d)`` 规则。
+    对 16 位数据在编译的 head dim 为 128 或以上、FP8 在 192、且没有 causal mask
+    时，``run_mha_fwd_`` 启动由两个 query 块组成、以 multicast 共享每次 K/V 读入的
+    cluster（``Enable_cluster``）。
 
     Parameters
     ----------
     head_dim : int
-        Width of one head, 1 to 256 (FA3 compiles 64, 96, 128, 192 and 256
-        and rounds a head dim up to the next of these).
+        一个 head 的宽度，1 到 256（FA3 编译 64、96、128、192 和 256，把 head dim
+        向上取到其中下一个）。
     dtype : str or torch.dtype
-        FP16 or BF16 (2 bytes) or FP8 (1 byte), the precisions FA3 runs.
+        FP16 或 BF16（2 字节）或 FP8（1 字节），即 FA3 支持的精度。
     causal : bool
-        A causal mask (smaller key blocks at some head dims, no clusters).
+        是否用 causal mask（某些 head dim 下 key 块更小，不用 cluster）。
 
     Examples
     --------
@@ -121,13 +117,12 @@ def fa3_tile(head_dim: int, dtype: Precision = "bf16", causal: bool = False) -> 
 
 
 def _causal_pairs(seq_q: int, seq_k: int) -> int:
-    """(query, key) pairs a causal mask keeps, aligned bottom-right.
+    """causal mask 保留的 (query, key) 对数，右下对齐。
 
-    Query ``i`` (of ``seq_q``) sees keys ``0 .. seq_k - seq_q + i``, so the
-    last query sees every key: a decode step's one new query attends to its
-    whole cache. This is the alignment of FlashAttention >= 2.1, vLLM and
-    ``torch.nn.attention.bias.causal_lower_right``. With ``seq_q > seq_k`` the
-    first ``seq_q - seq_k`` queries see no key.
+    query ``i`` （共 ``seq_q`` 个）看到 key ``0 .. seq_k - seq_q + i``，所以最后一个 query 看到
+    每一个 key：一步 decode 的那个新 query 看到它的整个 cache。这是 FlashAttention >= 2.1、vLLM 和
+    ``torch.nn.attention.bias.causal_lower_right`` 的对齐方式。``seq_q > seq_k`` 时，前
+    ``seq_q - seq_k`` 个 query 看不到任何 key。
     """
     if seq_q <= seq_k:
         return seq_q * (seq_k - seq_q) + seq_q * (seq_q + 1) // 2
@@ -135,14 +130,12 @@ def _causal_pairs(seq_q: int, seq_k: int) -> int:
 
 
 def _flash_keys_read(seq_q: int, seq_k: int, tile: FlashTile, causal: bool) -> int:
-    """Key (and value) rows a flash kernel loads, summed over its query blocks.
+    """flash kernel 读入的 key（及 value）行数，对所有 query 块求和。
 
-    Query blocks are grouped ``tile.cluster_m`` at a time when they divide
-    evenly (one load serves the group), else one at a time. Without a mask
-    each group loads all ``seq_k`` keys. With the bottom-right causal mask a
-    group loads keys up to its last query's limit, ``seq_k - seq_q + last +
-    1`` (none while that is <= 0), in whole ``block_n`` blocks, never past
-    ``seq_k``.
+    query 块能整除时每 ``tile.cluster_m`` 个一组（一次读入供整组使用），否则一个一组。没有 mask 时
+    每组读入全部 ``seq_k`` 个 key。用右下对齐的 causal mask 时，一组读入的 key 到它最后一个 query 的
+    界限 ``seq_k - seq_q + last + 1`` 为止（这个数 <= 0 时一个也不读），按整个 ``block_n`` 块计，
+    不超过 ``seq_k``。
     """
     rows, bn = tile.block_m, tile.block_n
     blocks = math.ceil(seq_q / rows)
@@ -159,7 +152,7 @@ def _flash_keys_read(seq_q: int, seq_k: int, tile: FlashTile, causal: bool) -> i
 
 
 def _block_rows(sram_bytes: int, head_dim: int, dtype: Precision, limit: int) -> int:
-    """Rows of a flash block: ``M / (4d)`` for ``M`` on-chip elements, at most ``limit``."""
+    """flash 块的行数：片上有 ``M`` 个元素时为 ``M / (4d)``，至多 ``limit``。"""
     s = bytes_per_element(dtype)
     sram_elements = sram_bytes // s
     if sram_elements < 4 * head_dim:
@@ -183,74 +176,69 @@ def attention(
     sram_bytes: int = DEFAULT_SRAM_BYTES,
     tile: FlashTile | None = None,
 ) -> Cost:
-    """Scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V``, forward pass.
+    """scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V`` 的前向。
 
-    Shapes: ``Q`` is (batch, heads, seq_q, head_dim), ``K`` and ``V`` are
-    (batch, heads, seq_k, head_dim). With ``N`` scores per head,
-    ``N = seq_q * seq_k``:
+    shape：``Q`` 为 (batch, heads, seq_q, head_dim)，``K`` 和 ``V`` 为
+    (batch, heads, seq_k, head_dim)。每个 head 有 ``N = seq_q * seq_k`` 个得分：
 
-    FLOPs (NB, convention): the two matrix products, ``4 N d`` per head, on
-    the matrix units, as PyTorch's flop counter and Dao et al. count them;
-    plus the softmax's :data:`SOFTMAX_FLOPS_PER_ELEMENT` per score, one exp
-    on the special function units and the rest on the vector units. The
-    ``1/sqrt(d)`` scale is folded into the first product. With
-    ``causal=True`` the flash kernel computes only the ``(query, key)``
-    pairs the mask keeps, while the unfused versions compute every score and
-    then mask, so their FLOPs count masked work too.
+    FLOPs（NB，约定）：两次矩阵乘法，每个 head ``4 N d``，在矩阵单元上，与 PyTorch 的
+    flop counter 和 Dao et al. 的计法相同；再加上 softmax 每个得分
+    :data:`SOFTMAX_FLOPS_PER_ELEMENT` 次运算，其中一次 exp 在特殊函数单元上，其余在向量
+    单元上。``1/sqrt(d)`` 的缩放并入第一次乘法。``causal=True`` 时，flash kernel 只计算
+    mask 保留下来的 ``(query, key)`` 对，而不融合的实现先算出全部得分再加 mask，所以它们
+    的 FLOPs 也包括被 mask 掉的部分。
 
-    ``impl="materialized"``: the fewest unfused kernels, three. ``S = Q K^T``
-    is written to memory, softmax reads ``S`` and writes ``P``, and
-    ``O = P V`` reads ``P`` back; scores are stored in ``dtype``, 8 bytes
-    per BF16 score.
+    ``impl="materialized"``：kernel 数最少的不融合实现，三个 kernel。``S = Q K^T`` 写回
+    内存，softmax 读 ``S``、写 ``P``，``O = P V`` 再把 ``P`` 读回来；得分按 ``dtype``
+    存放，每个 BF16 得分 8 字节。
 
-    ``impl="eager"``: attention as eager Hugging Face code writes it, six
-    kernels: ``Q K^T``, the scale, the mask add (``causal=True`` only; the
-    mask, one per sequence, is read once), softmax computed and written in
-    FP32, the cast back to ``dtype``, and ``P V``: about 24 bytes per BF16
-    score.
+    ``impl="eager"``：Hugging Face eager 代码的写法，六个 kernel：``Q K^T``、缩放、加
+    mask（仅 ``causal=True``；mask 每条序列一份，读一次）、按 FP32 计算并写出的 softmax、
+    转回 ``dtype``，以及 ``P V``：每个 BF16 得分约 24 字节。
 
-    ``impl="flash"``: one tiled kernel (FlashAttention). A block of ``Br``
-    query rows stays on chip while the key and value rows stream past, the
-    loop order of FlashAttention-2 (Dao 2023) and FlashAttention-3. The
-    compulsory traffic, :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>`,
-    is Q, K and V read once and O written once. K and V are read once per
-    query block (once per cluster of blocks that multicast them), about
-    ``seq_q / Br`` times: the reads after the first are
-    ``Cost.reread_bytes``, and one head's K and V is
-    ``Cost.reread_footprint``. The roofline charges the re-reads to L2
-    when that footprint fits there (a few MB against tens of MB of L2 on
-    current GPUs) and to HBM when it does not.
+    ``impl="flash"``：一个分块 kernel（FlashAttention）。``Br`` 行 query 组成的块留在片上， key 与
+    value 的各行依次流过，这是 FlashAttention-2（Dao 2023）与 FlashAttention-3 的循环顺序。必需流量
+    :attr:`Cost.bytes <roofline_book.ops.Cost.bytes>` 是 Q、K、V 各读一次，O 写一次。每个 query 块
+    （或者以 multicast 共享它们的每一组块）都要读一遍 K 和 V，约 ``seq_q / Br`` 次：第一次之后的读取
+    记为 ``Cost.reread_bytes``，一个 head 的 K 和 V 记为 ``Cost.reread_footprint``。这个 footprint
+    装得进 L2 时（当前 GPU 上是几 MB 对几十 MB 的 L2），roofline 把重读算在 L2 上，装不下时算在 HBM
+    上。
 
-    ``Br`` is ``tile.block_m`` when a ``tile`` is given: a real kernel's
-    tile, e.g. FlashAttention-3's on Hopper (:func:`fa3_tile`), whose
-    register budget, not its shared memory, sets ``Br``. Without one the
-    model falls back on the on-chip memory: with ``M = sram_bytes / s``
-    elements, ``Br = M / (4d)``, the block size of Dao et al. (2022,
-    Algorithm 1) without its cap at ``d`` rows, and the re-reads are
-    ``Theta(seq_q seq_k d^2 / M)`` in all (the bound of their Theorem 2).
+    给了 ``tile`` 时 ``Br`` 为 ``tile.block_m``：一个真实 kernel 的 tile，例如 Hopper 上
+    FlashAttention-3 的（:func:`fa3_tile`），它的 ``Br`` 由寄存器预算而不是 shared memory 决定。没有
+    ``tile`` 时模型退回片上存储：记 ``M = sram_bytes / s`` 个元素，``Br = M / (4d)``，即 Dao et al.
+    （2022，Algorithm 1）的块大小，但不设上限 ``d`` 行，重读总量为 ``Theta(seq_q seq_k d^2 / M)``
+    （他们 Theorem 2 的界）。
 
     Parameters
     ----------
-    batch, heads, seq_q, seq_k, head_dim : int
-        Sizes, each >= 1.
+    batch : int
+        序列数（batch 大小），>= 1。
+    heads : int
+        attention head 数，>= 1。
+    seq_q : int
+        每条序列的 query 数，>= 1。
+    seq_k : int
+        每条序列的 key（与 value）数，>= 1。
+    head_dim : int
+        每个 head 的维度 ``d``，>= 1。
     dtype : str or torch.dtype
-        Precision of Q, K, V, O (and of the materialized scores).
+        Q、K、V、O 的精度（也是写回内存的得分的精度）。
     impl : {"eager", "materialized", "flash"}
     causal : bool
-        Apply a causal mask, aligned bottom-right: query ``i`` attends to keys
-        ``0 .. seq_k - seq_q + i`` (``0 .. i`` when ``seq_q == seq_k``), so one
-        decode query sees its whole context.
+        加 causal mask，右下对齐：query ``i`` 看 key ``0 .. seq_k - seq_q + i``
+        （``seq_q == seq_k`` 时为 ``0 .. i``），所以 decode 的一个 query 能看到全部上下文。
     sram_bytes : int
-        On-chip memory of one flash thread block (byte), usually the device's
-        shared memory per SM; must hold at least one query row's working set,
-        ``4 * head_dim`` elements. Used for ``Br`` only when ``tile`` is None.
+        一个 flash thread block 的片上存储（byte），通常取设备每个 SM 的 shared memory；
+        至少要装下一行 query 的工作集，即 ``4 * head_dim`` 个元素。只在 ``tile`` 为 None 时用来定
+        ``Br``。
     tile : FlashTile, optional
-        The flash kernel's tile (query rows, key rows, cluster); None derives
-        the query rows from ``sram_bytes`` and counts keys one by one.
+        flash kernel 的 tile（query 行数、key 行数、cluster）；None 时由 ``sram_bytes`` 推出
+        query 行数，key 逐个计数。
 
     Examples
     --------
-    One head, 4096 tokens, d = 128, BF16. All versions do the same FLOPs:
+    一个 head，4096 个 token，d = 128，BF16。各实现的 FLOPs 相同：
 
     >>> mat = attention(1, 1, 4096, 4096, 128, impl="materialized")
     >>> fl = attention(1, 1, 4096, 4096, 128, impl="flash")
@@ -259,9 +247,8 @@ def attention(
     >>> fl.flops_by_unit["special"] == 4096 * 4096        # one exp per score
     True
 
-    The materialized scores dominate its traffic (written, read, written,
-    read: 4 x 2 x 4096^2 bytes); the flash kernel's compulsory traffic is
-    Q, K, V and O once each:
+    写回内存的得分占了 materialized 流量的大头（写、读、写、读：4 x 2 x 4096^2 字节）；
+    flash kernel 的必需流量是 Q、K、V、O 各一次：
 
     >>> 4 * 2 * 4096**2 <= mat.bytes
     True
@@ -270,27 +257,25 @@ def attention(
     >>> fl.reread_footprint == 2 * 4096 * 128 * 2         # one head's K and V
     True
 
-    Eager code moves three times the materialized bytes per score (32
-    heads share one mask):
+    eager 代码每个得分搬运的字节数是 materialized 的 3 倍（32 个 head 共用一份 mask）：
 
     >>> eager = attention(1, 32, 4096, 4096, 128, impl="eager", causal=True)
     >>> eager.kernels, round((eager.bytes - 32 * 4 * 4096 * 128 * 2) / (32 * 4096**2))
     (6, 24)
 
-    A causal decode step, one query over a cache of 1024 keys, sees every key:
+    causal 的一步 decode，一个 query 对 1024 个 key 的 cache，能看到每一个 key：
 
     >>> step = attention(1, 8, 1, 1024, 128, causal=True)
     >>> step.flops == 8 * 1024 * (4 * 128 + 5)    # 4 * heads * 1024 * d, plus the softmax
     True
 
-    With enough on-chip memory for all of Q, nothing is read twice:
+    片上存储装得下全部 Q 时，没有数据被读两次：
 
     >>> attention(1, 1, 64, 64, 32, "fp16", sram_bytes=2**20).reread_bytes
     0
 
-    FlashAttention-3's tile at d = 128 (128 query rows, clusters of two that
-    share each K/V load): 4096 / 128 = 32 blocks, 16 loads of K and V, 15 of
-    them re-reads:
+    d = 128 时 FlashAttention-3 的 tile（128 行 query，两个块组成一个 cluster，共享每次 K/V 读入）：
+    4096 / 128 = 32 个块，K 与 V 读入 16 次，其中 15 次是重读：
 
     >>> fa3 = attention(1, 1, 4096, 4096, 128, tile=fa3_tile(128))
     >>> fa3.reread_bytes == 15 * 2 * 4096 * 128 * 2
@@ -337,7 +322,7 @@ def attention(
 def _eager(
     batch: int, bh: int, seq_q: int, seq_k: int, d: int, dtype: Precision, causal: bool
 ) -> Cost:
-    """The six (five without a mask) kernels of eager Hugging Face attention."""
+    """Hugging Face eager attention 的六个 kernel（不加 mask 时五个）。"""
     scores = bh * seq_q * seq_k
     s, f32 = bytes_per_element(dtype), bytes_per_element("fp32")
     total = gemm(seq_q, d, seq_k, dtype, batch=bh)  # S = Q K^T
@@ -364,37 +349,30 @@ def attention_backward(
     causal: bool = False,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
 ) -> Cost:
-    """Backward pass of :func:`attention`: gradients of Q, K and V from dO.
+    """:func:`attention` 的反向：由 dO 求 Q、K、V 的梯度。
 
-    ``impl="stored"``: the forward pass kept ``P``; five unfused kernels read
-    it back. ``dV = P^T dO`` and ``dP = dO V^T`` (matrix units), ``dS = P *
-    (dP - D)`` (2 vector FLOPs per score; ``D`` is one number per row and is
-    left out), ``dQ = dS K`` and ``dK = dS^T Q``. The ``N x N`` tensors
-    ``P``, ``dP`` and ``dS`` go to and from memory.
+    ``impl="stored"``：前向保存了 ``P``；五个不融合的 kernel 把它读回来。
+    ``dV = P^T dO`` 和 ``dP = dO V^T`` （矩阵单元），``dS = P * (dP - D)`` （每个得分 2 次
+    向量运算；``D`` 每行一个数，不计），``dQ = dS K`` 和 ``dK = dS^T Q``。``N x N`` 的
+    tensor ``P``、``dP`` 和 ``dS`` 都要进出内存。
 
-    ``impl="flash"``: the forward pass kept only ``O`` and each row's
-    logsumexp ``L``; the backward kernel recomputes ``S = Q K^T`` and ``P =
-    exp(S - L)`` on chip (one more matrix product, one exp and one subtract
-    per score), so it does more FLOPs than ``"stored"`` but no ``N x N``
-    tensor reaches memory. Compulsory traffic: Q, K, V, O, dO read once, dQ,
-    dK, dV written once (``L`` is left out). With the key and value blocks
-    of FlashAttention-2's backward (``Bc = M / (4d)`` rows) on chip, Q, dO
-    and dQ are fetched again for every key block: those are re-reads, with
-    one head's Q, dO and dQ as their footprint.
+    ``impl="flash"``：前向只保存了 ``O`` 和每行的 logsumexp ``L``；反向 kernel 在片上
+    重算 ``S = Q K^T`` 和 ``P = exp(S - L)`` （每个得分多一次矩阵乘法、一次 exp 和一次
+    减法），所以 FLOPs 比 ``"stored"`` 多，但没有 ``N x N`` 的 tensor 到达内存。必需流量：
+    Q、K、V、O、dO 各读一次，dQ、dK、dV 各写一次（``L`` 不计）。按 FlashAttention-2
+    反向的做法，key 和 value 的块（``Bc = M / (4d)`` 行）留在片上，每个 key 块都要再取一遍
+    Q、dO 和 dQ：这些是重读，footprint 是一个 head 的 Q、dO 和 dQ。
 
-    FLOPs: 8 ``N d`` per score for ``"stored"`` (four products), 10 for
-    ``"flash"``, the 2.5 times the forward's 4 that Dao (2023) counts.
+    FLOPs：每个得分，``"stored"`` 为 ``8 d`` （四次乘法，每个 head 共 ``8 N d``），
+    ``"flash"`` 为 ``10 d``，即 Dao（2023）所计的前向 ``4 d`` 的 2.5 倍。
 
-    ``causal=True`` (the mask of :func:`attention`, aligned bottom-right): the
-    flash kernel computes only the ``(query, key)`` pairs the mask keeps, as
-    in the forward pass; the traffic is unchanged (NB: the re-reads are
-    counted as without the mask, an upper bound). The unfused ``"stored"``
-    kernels compute every score, so their cost does not change.
+    ``causal=True`` （即 :func:`attention` 的 mask，右下对齐）：与前向一样，flash kernel
+    只计算 mask 保留的 ``(query, key)`` 对；流量不变（NB：重读按无 mask 计，是个上界）。
+    不融合的 ``"stored"`` 各 kernel 计算全部得分，代价不变。
 
     Examples
     --------
-    One head, 4096 tokens, d = 128, BF16: recomputing costs 1.25 times the
-    matrix FLOPs and moves far fewer bytes.
+    一个 head，4096 个 token，d = 128，BF16：重算使矩阵 FLOPs 变为 1.25 倍，搬运的字节却少得多。
 
     >>> stored = attention_backward(1, 1, 4096, 4096, 128, impl="stored")
     >>> flash = attention_backward(1, 1, 4096, 4096, 128, impl="flash")
@@ -405,7 +383,7 @@ def attention_backward(
     >>> round(stored.bytes / flash.bytes)
     29
 
-    A causal mask keeps 4096 * 4097 / 2 of the 4096^2 pairs:
+    causal mask 保留 4096^2 对中的 4096 * 4097 / 2 对：
 
     >>> causal = attention_backward(1, 1, 4096, 4096, 128, impl="flash", causal=True)
     >>> causal.flops == 4096 * 4097 // 2 * (10 * 128 + 4), causal.bytes == flash.bytes

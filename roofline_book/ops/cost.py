@@ -1,4 +1,4 @@
-"""The result of every operator model: :class:`Cost`, FLOPs per unit and bytes per memory level."""
+"""每个算子模型的结果：:class:`Cost`，按单元分的 FLOPs 与按存储层级分的字节数。"""
 
 from __future__ import annotations
 
@@ -7,56 +7,48 @@ from dataclasses import dataclass
 from .. import _validate
 
 UNITS = ("matrix", "vector", "special")
-"""The compute units an operator's FLOPs can run on: Tensor Cores / Matrix Cores
-(``"matrix"``), the ordinary FP32/FP64 lanes (``"vector"``, CUDA cores), and the
-special function units that evaluate exp, tanh, rsqrt and the like (``"special"``)."""
+"""算子的 FLOPs 可以在哪些计算单元上运行：Tensor Core / Matrix Core（``"matrix"``），
+普通的 FP32/FP64 lane（``"vector"``，即 CUDA core），以及计算 exp、tanh、rsqrt 等的特殊
+函数单元（``"special"``）。
+"""
 
 
 @dataclass(frozen=True)
 class Cost:
-    """FLOPs and bytes moved by one or more kernels, and which units and levels they need.
+    """一个或多个 kernel 的 FLOPs 与搬运的字节数，以及它们需要哪些单元和层级。
 
-    Costs add, so the cost of three separate kernels can be set beside the
-    cost of one fused kernel.
+    代价可以相加，所以三个分开的 kernel 的代价可以与一个融合 kernel 的代价并列比较。
 
     Parameters
     ----------
     flops : int
-        Floating-point operations (FLOP), all units together.
+        浮点运算次数（FLOP），所有单元合计。
     bytes_read : int
-        Bytes each kernel must read from main memory (byte): its inputs,
-        once. This is compulsory traffic, the lower bound at HBM with a cold
-        cache.
+        每个 kernel 必须从主存读取的字节数（byte）：它的输入，各一次。这是必需流量，
+        即 cache 为冷时 HBM 处的下界。
     bytes_written : int
-        Bytes each kernel must write to main memory (byte): its outputs, once.
+        每个 kernel 必须写入主存的字节数（byte）：它的输出，各一次。
     kernels : int
-        Kernel launches the work takes.
+        这些工作需要 launch 几次 kernel。
     vector_flops : int
-        The part of ``flops`` that runs on the vector units (elementwise
-        arithmetic, reductions, softmax's max and sum).
+        ``flops`` 中在向量单元上运行的部分（elementwise 运算、归约、softmax 的 max 与 sum）。
     vector_fma_flops : int
-        The part of ``vector_flops`` that pairs into fused multiply-adds, 2
-        FLOP per FMA (an even number). A vendor's vector peak counts an FMA
-        as 2 FLOP in one lane slot; every other vector FLOP (add, multiply,
-        max, compare) takes a lane slot of its own, so vector time goes by
-        :attr:`vector_slots`. Mark every pair whose formula is a multiply
-        then an add: a compiler contracts it into one FMA, so an unmarked pair
-        would count two slots where a kernel spends one and could put the
-        bound above a real kernel. Other operations cannot pair.
+        ``vector_flops`` 中能配成 fused multiply-add 的部分，每个 FMA 计 2 FLOP（所以是偶数）。
+        厂商的向量峰值把一个 FMA 算作一个 lane slot 里的 2 FLOP；其余向量 FLOP（加、乘、max、比较）
+        各占一个 lane slot，所以向量时间按 :attr:`vector_slots` 计。公式是先乘后加的每一对都要标上：
+        编译器会把它合成一个 FMA，不标的话这一对会算成两个 slot，而 kernel 只花一个，
+        下界就可能高过真实的 kernel。其他运算配不成对。
     special_flops : int
-        The part of ``flops`` that runs on the special function units, one
-        per evaluation (exp, tanh, erf, rsqrt, sqrt, and the reciprocal an
-        IEEE division compiles to). The rest,
-        ``flops - vector_flops - special_flops``, runs on the matrix units
-        (:attr:`matrix_flops`); a Cost built without these two is all matrix
-        work, the fastest unit, so a bound from it can only be too low.
+        ``flops`` 中在特殊函数单元上运行的部分，每次求值计 1（exp、tanh、erf、rsqrt、sqrt，
+        以及 IEEE 除法编译成的倒数）。其余的 ``flops - vector_flops - special_flops``
+        在矩阵单元上运行（:attr:`matrix_flops`）；不给这两项构造的 Cost 全是矩阵单元的工作，
+        也就是最快的单元，所以由它得出的下界只会偏低。
     reread_bytes : int
-        Reads beyond the compulsory ones (byte): data a kernel fetches again,
-        which a cache may serve (FlashAttention's K and V, once per query block).
+        必需读取之外的读取（byte）：kernel 再次取来的数据，可能由 cache 供给
+        （FlashAttention 的 K 和 V，每个 query 块一次）。
     reread_footprint : int
-        Bytes a cache must hold for those re-reads to hit it (byte); the
-        roofline charges them to L2 when this fits in the device's L2, to HBM
-        otherwise.
+        要让这些重读命中 cache，cache 必须装下的字节数（byte）；装得进设备的 L2 时，
+        roofline 把重读算在 L2 上，否则算在 HBM 上。
 
     Examples
     --------
@@ -70,7 +62,7 @@ class Cost:
     >>> Cost(6, 12, 6, vector_flops=4, special_flops=1).flops_by_unit
     {'matrix': 1, 'vector': 4, 'special': 1}
 
-    Two multiply-adds and an add: 5 vector FLOPs in 3 lane slots.
+    两个 multiply-add 加一个 add：5 个向量 FLOP 占 3 个 lane slot。
 
     >>> Cost(5, 4, 4, vector_flops=5, vector_fma_flops=4).vector_slots
     3
@@ -112,34 +104,33 @@ class Cost:
 
     @property
     def bytes(self) -> int:
-        """Compulsory bytes, read plus written (byte); re-reads are not in it."""
+        """必需字节数，读与写之和（byte）；不含重读。"""
         return self.bytes_read + self.bytes_written
 
     @property
     def intensity(self) -> float:
-        """Arithmetic intensity, FLOPs per compulsory byte (FLOP/byte)."""
+        """算术强度，每个必需字节对应的 FLOPs（FLOP/byte）。"""
         if self.bytes == 0:
             raise ValueError("this Cost moves no bytes, so its intensity is undefined")
         return self.flops / self.bytes
 
     @property
     def matrix_flops(self) -> int:
-        """FLOPs on the matrix units, ``flops - vector_flops - special_flops`` (FLOP)."""
+        """矩阵单元上的 FLOPs，``flops - vector_flops - special_flops`` （FLOP）。"""
         return self.flops - self.vector_flops - self.special_flops
 
     @property
     def vector_slots(self) -> int:
-        """Vector lane slots the vector FLOPs take, one per FMA and one per other FLOP.
+        """向量 FLOPs 所占的 lane slot 数：每个 FMA 一个，其他每个 FLOP 一个。
 
-        ``vector_flops - vector_fma_flops / 2``; the vector time is this over
-        the lane rate, half the vendor's FMA-counted peak
-        (:meth:`roofline_book.hardware.Hardware.vector_op_rate`).
+        即 ``vector_flops - vector_fma_flops / 2``；向量时间是它除以 lane 速率，也就是厂商按 FMA 计
+        的峰值的一半（:meth:`roofline_book.hardware.Hardware.vector_op_rate`）。
         """
         return self.vector_flops - self.vector_fma_flops // 2
 
     @property
     def flops_by_unit(self) -> dict[str, int]:
-        """FLOPs per compute unit, keyed by :data:`UNITS` (FLOP)."""
+        """每种计算单元的 FLOPs，以 :data:`UNITS` 为键（FLOP）。"""
         return {
             "matrix": self.matrix_flops,
             "vector": self.vector_flops,
@@ -186,4 +177,4 @@ class Cost:
 
 
 ZERO = Cost(0, 0, 0, 0)
-"""The cost of doing nothing, the start of a sum of costs."""
+"""什么都不做的代价，用作代价求和的起点。"""

@@ -1,4 +1,4 @@
-"""Matrix products: GEMM, a tiled GEMM's traffic, and a linear layer's backward pass."""
+"""矩阵乘法：GEMM、分块 GEMM 的流量，以及 linear layer 的反向。"""
 
 from __future__ import annotations
 
@@ -16,28 +16,30 @@ def gemm(
     batch: int = 1,
     out_dtype: Precision | None = None,
 ) -> Cost:
-    """Matrix product ``C = A @ B`` with ``A`` of shape (m, k) and ``B`` (k, n).
+    """矩阵乘法 ``C = A @ B``，``A`` 的形状为 (m, k)，``B`` 为 (k, n)。
 
-    Each of the ``m * n`` outputs takes ``k`` multiplies and ``k`` adds, so
+    ``m * n`` 个输出各需 ``k`` 次乘法和 ``k`` 次加法，所以
 
     .. math:: \\text{FLOPs} = 2 m k n
 
-    (NB: the last add of each dot product is not needed, ``2k - 1`` would be
-    exact; ``2k`` is the convention of PyTorch's flop counter and of vendor
-    peak figures). If ``A`` and ``B`` are read once and ``C`` written once,
-    the minimum traffic is ``s (mk + kn + mn)``.
+    （NB：每个点积的最后一次加法其实用不着，精确值是 ``2k - 1``；``2k``
+    是 PyTorch flop counter 和厂商峰值数字采用的约定。）若 ``A`` 与 ``B`` 各读
+    一次、``C`` 写一次，最小流量为 ``s (mk + kn + mn)``。
 
     Parameters
     ----------
-    m, k, n : int
-        Rows of ``A``, the shared dimension, columns of ``B``; each >= 1.
+    m : int
+        ``A`` 的行数，>= 1。
+    k : int
+        ``A`` 与 ``B`` 共有的维度（``A`` 的列数、``B`` 的行数），>= 1。
+    n : int
+        ``B`` 的列数，>= 1。
     dtype : str or torch.dtype
-        Precision of ``A`` and ``B`` (and of ``C`` unless ``out_dtype``).
+        ``A`` 与 ``B`` 的精度（未给 ``out_dtype`` 时也是 ``C`` 的精度）。
     batch : int
-        Independent products of this shape (``torch.bmm``); both operands
-        are batched.
+        这一形状的独立乘法的个数（``torch.bmm``）；两个操作数都带 batch 维。
     out_dtype : str or torch.dtype, optional
-        Precision of ``C`` if it differs from the inputs'.
+        ``C`` 的精度，与输入不同时给出。
 
     Returns
     -------
@@ -45,7 +47,7 @@ def gemm(
 
     Examples
     --------
-    The reference chapter's square GEMM, n = 4096:
+    本书的方阵 GEMM，n = 4096：
 
     >>> c = gemm(4096, 4096, 4096, "bf16")
     >>> c.flops                      # 2 * 4096**3
@@ -53,8 +55,8 @@ def gemm(
     >>> f"{c.flops:.2e}"
     '1.37e+11'
 
-    For a square GEMM ``I = 2n^3 / (3 s n^2) = 2n / (3s)``; in BF16 (s = 2)
-    at n = 4096 that is 8192 / 6:
+    方阵 GEMM 的 ``I = 2n^3 / (3 s n^2) = 2n / (3s)``；BF16（s = 2）、
+    n = 4096 时为 8192 / 6：
 
     >>> round(c.intensity, 1)
     1365.3
@@ -75,54 +77,54 @@ def gemm(
 
 
 def tiled_gemm(m: int, k: int, n: int, tile: int, dtype: Precision = "bf16") -> Cost:
-    """A GEMM computed in ``tile x tile`` output tiles that share nothing through a cache.
+    """按 ``tile x tile`` 的输出块计算的 GEMM，各块之间不经 cache 共享任何数据。
 
-    The model: ``C`` (m x n) is cut into ``ceil(m/T) * ceil(n/T)`` output
-    tiles of ``T x T``. One tile's accumulators stay on chip for the whole
-    ``k`` loop; the tile reads its tile-row of ``A`` (its rows by ``k``) and
-    its tile-column of ``B`` (``k`` by its columns) from main memory and
-    writes its part of ``C`` once. No tile reuses what another tile fetched
-    (no L2 hits), so ``A`` is read ``ceil(n/T)`` times and ``B``
-    ``ceil(m/T)`` times:
+    模型：``C`` （m x n）切成 ``ceil(m/T) * ceil(n/T)`` 个 ``T x T`` 的输出块。
+    一个块的累加器在整个 ``k`` 循环中都留在片上；这个块从主存读入 ``A``
+    中属于它的那几行（行数乘 ``k``）和 ``B`` 中属于它的那几列（``k`` 乘列数），
+    并把自己那部分 ``C`` 写出一次。块与块之间不复用彼此取来的数据（L2 不命中），
+    所以 ``A`` 被读 ``ceil(n/T)`` 次，``B`` 被读 ``ceil(m/T)`` 次：
 
     .. math:: \\text{bytes} = s\\,\\Big(k\\,\\big(m \\lceil n/T \\rceil
               + n \\lceil m/T \\rceil\\big) + m n\\Big)
 
-    The FLOPs are those of :func:`gemm`, ``2 m k n``: tiling changes the
-    traffic, never the arithmetic. For a square GEMM with ``T`` dividing
-    ``n`` this is ``s (2 n^3 / T + n^2)`` and ``I = 2 n T / (s (2n + T))``.
+    FLOPs 与 :func:`gemm` 相同，都是 ``2 m k n``：分块只改变流量，不改变运算量。
+    对方阵 GEMM，若 ``T`` 整除 ``n``，流量为 ``s (2 n^3 / T + n^2)``，
+    ``I = 2 n T / (s (2n + T))``。
 
-    ``T`` need not divide ``m`` or ``n``: the last tile of a row or column is
-    clipped to the rows or columns left and reads only those, which is what
-    the ceilings count. ``T >= max(m, n)`` is one tile, each operand read
-    once, the same cost as :func:`gemm`; ``T = 1`` fetches a whole row of
-    ``A`` and column of ``B`` for every output, ``I = 2k / (s (2k + 1))``,
-    about ``1/s``.
+    ``T`` 不必整除 ``m`` 或 ``n``：每行、每列的最后一块只覆盖剩下的行或列，
+    也只读这些，向上取整计的就是这个。``T >= max(m, n)`` 时只有一个块，
+    每个操作数读一次，代价与 :func:`gemm` 相同；``T = 1`` 时每个输出都要取
+    ``A`` 的一整行和 ``B`` 的一整列，``I = 2k / (s (2k + 1))``，约为 ``1/s``。
 
     Parameters
     ----------
-    m, k, n : int
-        Rows of ``A``, the shared dimension, columns of ``B``; each >= 1.
+    m : int
+        ``A`` 的行数，>= 1。
+    k : int
+        ``A`` 与 ``B`` 共有的维度，>= 1。
+    n : int
+        ``B`` 的列数，>= 1。
     tile : int
-        Edge ``T`` of a square output tile (elements), >= 1; larger than
-        ``m`` or ``n`` means one tile along that side.
+        方形输出块的边长 ``T`` （元素个数），>= 1；大于 ``m`` 或 ``n``
+        表示那一边只有一个块。
     dtype : str or torch.dtype
-        Precision of ``A``, ``B`` and ``C`` (``s`` bytes per element).
+        ``A``、``B`` 与 ``C`` 的精度（每个元素 ``s`` 字节）。
 
     Returns
     -------
     Cost
-        One kernel launch; the tiles are its thread blocks.
+        一次 kernel launch；各个块就是它的 thread block。
 
     Examples
     --------
-    One tile covering all of ``C`` is the ideal GEMM:
+    一个块覆盖整个 ``C``，就是理想的 GEMM：
 
     >>> tiled_gemm(4096, 4096, 4096, 4096) == gemm(4096, 4096, 4096)
     True
 
-    128 x 128 tiles of the BF16 n = 4096 product: ``A`` and ``B`` are each
-    read 4096 / 128 = 32 times, so ``I = 2 * 4096 * 128 / (2 * (8192 + 128))``:
+    BF16、n = 4096 的乘法用 128 x 128 的块：``A`` 与 ``B`` 各读
+    4096 / 128 = 32 次，所以 ``I = 2 * 4096 * 128 / (2 * (8192 + 128))``：
 
     >>> c = tiled_gemm(4096, 4096, 4096, 128)
     >>> c.flops == 2 * 4096**3, c.bytes == 2 * (2 * 4096**3 // 128 + 4096**2)
@@ -130,13 +132,13 @@ def tiled_gemm(m: int, k: int, n: int, tile: int, dtype: Precision = "bf16") -> 
     >>> round(c.intensity, 2)
     63.02
 
-    One output per tile, ``I = 2 * 4096 / (2 * 8193)``, about 1/s:
+    每个块只有一个输出，``I = 2 * 4096 / (2 * 8193)``，约为 1/s：
 
     >>> round(tiled_gemm(4096, 4096, 4096, 1).intensity, 4)
     0.4999
 
-    Ragged edges: 100 = 3 * 32 + 4, so 4 tiles per side, ``A`` and ``B`` each
-    read 4 times, ``2 * 64 * (100 * 4 + 100 * 4)`` bytes in:
+    边缘不整齐：100 = 3 * 32 + 4，每边 4 个块，``A`` 与 ``B`` 各读 4 次，
+    读入 ``2 * 64 * (100 * 4 + 100 * 4)`` 字节：
 
     >>> ragged = tiled_gemm(100, 64, 100, 32)
     >>> ragged.bytes_read, ragged.bytes_written
@@ -158,11 +160,11 @@ def tiled_gemm(m: int, k: int, n: int, tile: int, dtype: Precision = "bf16") -> 
 def linear_backward(
     tokens: int, in_features: int, out_features: int, dtype: Precision = "bf16"
 ) -> Cost:
-    """Backward pass of ``y = x @ W.T`` (``torch.nn.functional.linear``, no bias).
+    """``y = x @ W.T`` （``torch.nn.functional.linear``，无 bias）的反向。
 
-    Two GEMMs: the input gradient ``dx = dy @ W`` (tokens x out x in) and the
-    weight gradient ``dW = dy.T @ x`` (out x tokens x in), so the backward
-    pass costs twice the forward FLOPs, ``4 * tokens * in * out``.
+    两个 GEMM：输入梯度 ``dx = dy @ W`` （tokens x out x in）和权重梯度
+    ``dW = dy.T @ x`` （out x tokens x in），所以反向的 FLOPs 是前向的 2 倍，
+    ``4 * tokens * in * out``。
 
     Examples
     --------

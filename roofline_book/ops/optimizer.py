@@ -1,4 +1,4 @@
-"""The AdamW step: the passes each implementation makes over the optimizer state."""
+"""AdamW 的一步：各实现对优化器状态所做的各趟读写。"""
 
 from __future__ import annotations
 
@@ -11,17 +11,16 @@ from .cost import ZERO, Cost
 
 @dataclass(frozen=True)
 class Pass:
-    """One kernel of an optimizer step: what it reads, what it writes, FLOPs per parameter."""
+    """优化器一步中的一个 kernel：它读什么、写什么，每个参数几次运算（FLOP）。"""
 
     name: str
     reads: tuple[str, ...]
     writes: tuple[str, ...]
     flops: int
     special: int = 0
-    """How many of ``flops`` are special-function evaluations (the square root, the
-    reciprocal of a division)."""
+    """``flops`` 中有几次是特殊函数求值（平方根、除法的倒数）。"""
     fma: int = 0
-    """How many of ``flops`` pair into FMAs, 2 per multiply-then-add."""
+    """``flops`` 中有几次配成 FMA，每个先乘后加计 2。"""
 
 
 # The kernels that PyTorch's single-tensor AdamW (``foreach=False``) launches
@@ -70,15 +69,15 @@ _ADAMW_FUSED = (
 
 ADAMW_IMPLS = ("loop", "foreach", "fused")
 
-#: Elements per thread block in PyTorch's ``multi_tensor_apply`` (``kChunkSize``), and the
-#: most blocks and tensors one launch carries, by how many tensor lists the kernel takes
-#: (``depth_to_max_blocks``, ``depth_to_max_tensors`` in ATen's MultiTensorApply.cuh, the
-#: 4 KB kernel-argument limit of CUDA 12 builds).
+#: PyTorch ``multi_tensor_apply`` 中每个 thread block 处理的元素数（``kChunkSize``），以及
+#: 一次 launch 最多携带的 block 数和 tensor 数，按 kernel 接收几个 tensor 列表区分（ATen
+#: MultiTensorApply.cuh 中的 ``depth_to_max_blocks``、``depth_to_max_tensors``，CUDA 12 构建的
+#: 4 KB kernel 参数上限）。
 MULTI_TENSOR_CHUNK = 65536
 MULTI_TENSOR_MAX_BLOCKS = 320
 MULTI_TENSOR_MAX_TENSORS = (110, 64, 48, 36, 30)
-#: The same limits in CUDA 13 builds (``CUDART_VERSION >= 13000`` in MultiTensorApply.cuh,
-#: PyTorch 2.13), whose larger kernel arguments carry seven times as much per launch.
+#: CUDA 13 构建中的同样这些上限（MultiTensorApply.cuh 中的 ``CUDART_VERSION >= 13000``，
+#: PyTorch 2.13），更大的 kernel 参数让每次 launch 携带 7 倍的量。
 MULTI_TENSOR_MAX_BLOCKS_CUDA13 = 2240
 MULTI_TENSOR_MAX_TENSORS_CUDA13 = (770, 448, 336, 252, 210)
 _MULTI_TENSOR_LIMITS = {
@@ -88,30 +87,27 @@ _MULTI_TENSOR_LIMITS = {
 
 
 def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 12) -> int:
-    """Launches a ``multi_tensor_apply`` kernel needs at least for one pass over a tensor list.
+    """一个 ``multi_tensor_apply`` kernel 对一个 tensor 列表做一趟至少要 launch 几次。
 
-    Each launch carries at most :data:`MULTI_TENSOR_MAX_BLOCKS` chunks of
-    :data:`MULTI_TENSOR_CHUNK` elements and at most
-    ``MULTI_TENSOR_MAX_TENSORS[depth - 1]`` tensors, so the count grows with
-    the number of elements, not only with the list's length. ``params``
-    elements in ``tensors`` tensors make at least ``ceil(params / 65536)``
-    chunks (more when tensors end mid-chunk), so this is a lower bound.
-    The limits depend on the CUDA version PyTorch was built with: ``cuda=13``
-    takes ``MULTI_TENSOR_MAX_BLOCKS_CUDA13`` and ``MULTI_TENSOR_MAX_TENSORS_CUDA13``
-    instead.
+    每次 launch 最多携带 :data:`MULTI_TENSOR_MAX_BLOCKS` 个 chunk（每个
+    :data:`MULTI_TENSOR_CHUNK` 个元素），最多 ``MULTI_TENSOR_MAX_TENSORS[depth - 1]`` 个
+    tensor，所以次数随元素个数增长，而不只随列表长度增长。``tensors`` 个 tensor 中的
+    ``params`` 个元素至少构成 ``ceil(params / 65536)`` 个 chunk（tensor 在 chunk 中间结束时
+    更多），所以这是一个下界。这些上限取决于 PyTorch 构建时的 CUDA 版本：``cuda=13`` 时改用
+    ``MULTI_TENSOR_MAX_BLOCKS_CUDA13`` 与 ``MULTI_TENSOR_MAX_TENSORS_CUDA13``。
 
     Examples
     --------
-    The 202 M parameters of a Llama-2-7B block in 7 tensors, fused AdamW
-    (param, grad and two moments, depth 4): ``ceil(3089 / 320)`` launches.
+    Llama-2-7B 一个 block 的 202 M 个参数分在 7 个 tensor 中，fused AdamW（参数、梯度和两个矩，
+    depth 4）：``ceil(3089 / 320)`` 次 launch。
 
     >>> multi_tensor_launches(202_383_360, 7, 4)
     10
     >>> multi_tensor_launches(1000, 200, 1)       # 200 small tensors, 110 per launch
     2
 
-    A billion parameters (15259 chunks), depth 4: 48 launches in a CUDA 12
-    build, ``ceil(15259 / 2240) = 7`` in a CUDA 13 build.
+    10 亿个参数（15259 个 chunk），depth 4：CUDA 12 构建中 launch 48 次，CUDA 13 构建中
+    ``ceil(15259 / 2240) = 7`` 次。
 
     >>> multi_tensor_launches(10**9, 1, 4), multi_tensor_launches(10**9, 1, 4, cuda=13)
     (48, 7)
@@ -133,18 +129,15 @@ def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 
 
 
 def adamw_passes(impl: str = "fused") -> tuple[Pass, ...]:
-    """The passes over memory of one AdamW step, as the model counts them.
+    """AdamW 一步对内存所做的各趟读写，按模型的计法。
 
-    ``"loop"`` (``foreach=False``) and ``"foreach"`` (``foreach=True``) run the
-    same sequence of elementwise kernels, so they move the same bytes; the
-    foreach version launches each operation for whole lists of tensors
-    instead of once per tensor. ``"fused"`` (``fused=True``) does all
-    of it in one kernel.
+    ``"loop"`` （``foreach=False``）和 ``"foreach"`` （``foreach=True``）运行同样的一串
+    elementwise kernel，所以搬运的字节数相同；foreach 版本对整个 tensor 列表 launch 一次
+    运算，而不是每个 tensor 一次。``"fused"`` （``fused=True``）在一个 kernel 里做完全部。
 
     Examples
     --------
-    The fused kernel reads the parameter, its gradient and both moments once,
-    and writes the parameter and both moments once:
+    fused kernel 把参数、梯度和两个矩各读一次，把参数和两个矩各写一次：
 
     >>> (step,) = adamw_passes("fused")
     >>> step.reads
@@ -152,7 +145,7 @@ def adamw_passes(impl: str = "fused") -> tuple[Pass, ...]:
     >>> step.writes
     ('param', 'exp_avg', 'exp_avg_sq')
 
-    The unfused version goes through memory eight times:
+    不融合的版本要经过内存八趟：
 
     >>> len(adamw_passes("loop")), adamw_passes("loop") == adamw_passes("foreach")
     (8, True)
@@ -171,45 +164,42 @@ def adamw(
     state_dtype: Precision | None = None,
     model_dtype: Precision | None = None,
 ) -> Cost:
-    """One AdamW step over ``params`` parameters held in ``tensors`` tensors.
+    """对分在 ``tensors`` 个 tensor 中的 ``params`` 个参数做一步 AdamW。
 
-    The cost is the sum over :func:`adamw_passes` of what each pass reads and
-    writes, each tensor in its own precision. FLOPs: 14 per parameter, the
-    square root and the division's reciprocal among them on the special
-    function units, the rest on the vector units, 6 of those in three FMAs
-    (NB: this package's convention, see the passes; FlopCounterMode counts
-    none).
+    代价是 :func:`adamw_passes` 各趟读写之和，每个 tensor 按它自己的精度计。FLOPs：每个
+    参数 14 次，其中平方根与除法的倒数在特殊函数单元上，其余在向量单元上，其中 6 次组成 3 个 FMA
+    （NB：这是本包的约定，见各趟；FlopCounterMode 一次也不计）。
 
-    Kernel launches: the loop launches each pass once per tensor; foreach
-    and fused go through PyTorch's ``multi_tensor_apply``, which launches
-    each pass once per batch of chunks (:func:`multi_tensor_launches`), so a
-    large model takes several launches per pass, not one.
+    kernel launch：loop 每趟对每个 tensor launch 一次；foreach 和 fused 经由 PyTorch 的
+    ``multi_tensor_apply``，每趟对每批 chunk launch 一次（:func:`multi_tensor_launches`），
+    所以大模型每趟要 launch 好几次，而不是一次。
 
-    Precisions: ``torch.optim.AdamW`` needs the gradient in the parameter's
-    precision. FP32 master weights and moments with 16-bit gradients are
-    the mixed-precision optimizers of Megatron-LM and DeepSpeed, which also
-    write the 16-bit copy of the weights the next forward pass reads: give
-    ``model_dtype`` for that copy, and ``grad_dtype`` may then differ from
-    ``param_dtype``.
+    精度：``torch.optim.AdamW`` 要求梯度与参数同精度。FP32 master weight 和矩配 16 位梯度
+    是 Megatron-LM 和 DeepSpeed 的混合精度优化器的做法，它们还会写出下一次前向要读的 16 位
+    权重副本：给出 ``model_dtype`` 表示这份副本，此时 ``grad_dtype`` 可以与
+    ``param_dtype`` 不同。
 
     Parameters
     ----------
     params : int
-        Parameters updated, >= 1.
+        要更新的参数个数，>= 1。
     impl : {"loop", "foreach", "fused"}
-        Which implementation's passes to model.
+        按哪种实现的各趟读写建模。
     tensors : int
-        Parameter tensors the parameters are spread over (1 <= tensors <= params).
-    param_dtype, grad_dtype, state_dtype : str or torch.dtype
-        Precisions of the parameters (the master weights), gradients and both
-        moments; the latter two default to ``param_dtype``.
+        这些参数分布在几个参数 tensor 中（1 <= tensors <= params）。
+    param_dtype : str or torch.dtype
+        参数（master weight）的精度。
+    grad_dtype : str or torch.dtype, optional
+        梯度的精度；默认同 ``param_dtype``。
+    state_dtype : str or torch.dtype, optional
+        两个矩的精度；默认同 ``param_dtype``。
     model_dtype : str or torch.dtype, optional
-        Precision of a model-weight copy the step also writes (master-weight
-        optimizers); None for ``torch.optim.AdamW``, which writes none.
+        这一步另外写出的模型权重副本的精度（master-weight 优化器）；
+        ``torch.optim.AdamW`` 不写副本，为 None。
 
     Examples
     --------
-    FP32 everywhere: fused reads 4 x 4 bytes and writes 3 x 4 bytes per parameter.
+    全部 FP32：fused 每个参数读 4 x 4 字节、写 3 x 4 字节。
 
     >>> fused = adamw(10**6, "fused")
     >>> fused.bytes_read // 10**6, fused.bytes_written // 10**6
@@ -222,13 +212,12 @@ def adamw(
     >>> fused.special_flops // 10**6, fused.vector_slots // 10**6    # 2 special; 12 - 3 slots
     (2, 9)
 
-    A billion parameters take ``ceil(15259 / 320) = 48`` fused launches:
+    十亿个参数，fused 要 launch ``ceil(15259 / 320) = 48`` 次：
 
     >>> adamw(10**9, "fused", tensors=100).kernels
     48
 
-    Master weights: FP32 weights and moments, BF16 gradients, and the BF16
-    copy written back (2 more bytes per parameter):
+    master weight：FP32 权重和矩，BF16 梯度，再写回一份 BF16 副本（每个参数多 2 字节）：
 
     >>> mixed = adamw(1, "fused", grad_dtype="bf16", model_dtype="bf16")
     >>> mixed.bytes_read, mixed.bytes_written

@@ -1,4 +1,4 @@
-"""Elementwise operators, normalizations and softmax: one pass over their tensors."""
+"""elementwise 算子、归一化与 softmax：对各自的 tensor 各读写一趟。"""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def elementwise(
     special_per_element: int = 0,
     fma_per_element: int = 0,
 ) -> Cost:
-    """A kernel that reads ``inputs`` tensors and writes ``outputs`` tensors of ``numel`` elements.
+    """一个 kernel，读 ``inputs`` 个、写 ``outputs`` 个 tensor，每个 ``numel`` 个元素。
 
     .. math:: \\text{bytes} = (\\text{inputs} + \\text{outputs})\\, s\\, N,
               \\qquad I = \\frac{\\text{flops per element}}{(\\text{inputs} + \\text{outputs})\\, s}
@@ -25,23 +25,22 @@ def elementwise(
     Parameters
     ----------
     numel : int
-        Elements per tensor, >= 1.
+        每个 tensor 的元素个数，>= 1。
     dtype : str or torch.dtype
-        Precision of every tensor.
-    inputs, outputs : int
-        Tensors read and written (inputs >= 1, outputs >= 0: an in-place update
-        such as ``x.add_(y)`` reads two tensors and writes one).
+        所有 tensor 的精度。
+    inputs : int
+        读取的 tensor 个数，>= 1。
+    outputs : int
+        写出的 tensor 个数，>= 0（``x.add_(y)`` 这样的原地更新读两个 tensor、写一个）。
     flops_per_element : int
-        FLOPs per output element (>= 0). FlopCounterMode counts these ops as
-        zero; the convention here counts each arithmetic operation as one.
+        每个输出元素的 FLOPs（>= 0）。FlopCounterMode 把这些运算记为零；这里的约定是
+        每次算术运算计 1。
     special_per_element : int
-        How many of those FLOPs are special-function evaluations (exp, tanh,
-        rsqrt, and the reciprocal an IEEE division compiles to), on the
-        special function units; the rest run on the vector units. Nothing
-        here runs on the matrix units.
+        其中有几次是特殊函数求值（exp、tanh、rsqrt，以及 IEEE 除法编译成的倒数），在特殊函数单元上计
+        算；其余在向量单元上运行。这里没有任何运算在矩阵单元上。
     fma_per_element : int
-        How many of the vector FLOPs pair into fused multiply-adds, 2 per FMA
-        (even); see ``vector_fma_flops`` of :class:`~roofline_book.ops.Cost`.
+        向量 FLOPs 中有几次配成 fused multiply-add，每个 FMA 计 2（所以是偶数）；见
+        :class:`~roofline_book.ops.Cost` 的 ``vector_fma_flops``。
 
     Examples
     --------
@@ -80,12 +79,11 @@ def elementwise(
 
 
 def add(numel: int, dtype: Precision = "bf16") -> Cost:
-    """``z = x + y`` over ``numel`` elements: 1 FLOP, two reads and one write each.
+    """对 ``numel`` 个元素做 ``z = x + y``：每个元素 1 FLOP，读两次、写一次。
 
     Examples
     --------
-    Per BF16 element: read x (2 bytes), read y (2), write z (2), 6 bytes for
-    one FLOP, so ``I = 1/6``:
+    每个 BF16 元素：读 x（2 字节），读 y（2），写 z（2），1 个 FLOP 对 6 字节，所以 ``I = 1/6``：
 
     >>> per_element = add(1, "bf16")
     >>> per_element.bytes_read, per_element.bytes_written, per_element.bytes
@@ -99,7 +97,7 @@ def add(numel: int, dtype: Precision = "bf16") -> Cost:
 
 
 def residual_add(numel: int, dtype: Precision = "bf16") -> Cost:
-    """``y = x + f(x)``, the skip connection of a Transformer block; the same cost as :func:`add`.
+    """``y = x + f(x)``，Transformer block 的 skip connection；代价与 :func:`add` 相同。
 
     Examples
     --------
@@ -110,7 +108,7 @@ def residual_add(numel: int, dtype: Precision = "bf16") -> Cost:
 
 
 def relu(numel: int, dtype: Precision = "bf16") -> Cost:
-    """``y = max(x, 0)``: one input, one output, one FLOP (a comparison) per element.
+    """``y = max(x, 0)``：每个元素一个输入、一个输出、一个 FLOP（一次比较）。
 
     Examples
     --------
@@ -120,23 +118,22 @@ def relu(numel: int, dtype: Precision = "bf16") -> Cost:
     return elementwise(numel, dtype, inputs=1, outputs=1, flops_per_element=1)
 
 
-#: FLOPs per element of the tanh form of GELU,
-#: ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``. They are x^3 (2), the scale and
-#: add inside (2), the sqrt(2/pi) factor (1), tanh (1, NB, a transcendental
-#: counted as one FLOP, on the special function units), the add and the two outer products (3).
+#: tanh 形式的 GELU ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` 每个元素的 FLOPs：
+#: x^3（2），括号内的缩放与加法（2），乘 sqrt(2/pi)（1），tanh（1，NB：一次超越函数计为
+#: 一个 FLOP，在特殊函数单元上），外层的加法与两次乘法（3）。
 GELU_FLOPS_PER_ELEMENT = 9
 
-#: Of those, the FLOPs that pair into FMAs: ``0.044715 x^3 + x`` is a multiply then an add
-#: (one FMA, 2 FLOP). The outer ``0.5 x (1 + t)`` is an add then a multiply, so it stays apart.
+#: 其中配成 FMA 的 FLOPs：``0.044715 x^3 + x`` 是先乘后加（一个 FMA，2 FLOP）。外面的
+#: ``0.5 x (1 + t)`` 是先加后乘，所以不配对。
 GELU_FMA_FLOPS_PER_ELEMENT = 2
 
 
 def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
-    """GELU activation, tanh form; see :data:`GELU_FLOPS_PER_ELEMENT`.
+    """GELU 激活，tanh 形式；见 :data:`GELU_FLOPS_PER_ELEMENT`。
 
     Examples
     --------
-    Even at 9 FLOPs per element GELU stays far left of any GPU's ridge point:
+    即使每个元素 9 个 FLOP，GELU 仍远在任何 GPU 的 ridge point 左边：
 
     >>> gelu(2**20, "bf16").intensity
     2.25
@@ -152,19 +149,18 @@ def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
     )
 
 
-#: FLOPs per element of ``silu(gate) * up``. The sigmoid ``1 / (1 + exp(-g))``
-#: takes 4 (negate, exp, add, divide), the product with ``g`` 1 and the product with ``up`` 1.
+#: ``silu(gate) * up`` 每个元素的 FLOPs。sigmoid ``1 / (1 + exp(-g))`` 计 4（取负、exp、
+#: 加、除），乘以 ``g`` 计 1，乘以 ``up`` 计 1。
 SWIGLU_FLOPS_PER_ELEMENT = 6
 
-#: Of those, the special-function evaluations: the exp and the division. PyTorch builds
-#: without fast math, so an IEEE ``a / b`` compiles to a reciprocal on the special function
-#: units (MUFU.RCP) and FMAs that refine it (NB: those FMAs are left out, so the bound stays
-#: a bound). No FLOP of SwiGLU is a multiply then an add, so none is marked as an FMA.
+#: 其中的特殊函数求值：exp 与除法。PyTorch 构建时不开 fast math，所以 IEEE 的 ``a / b`` 编译成
+#: 特殊函数单元上的一次倒数（MUFU.RCP）和修正它的几个 FMA（NB：这些 FMA 不计，所以下界仍是下界）。
+#: SwiGLU 没有先乘后加的 FLOP，所以一个也不标为 FMA。
 SWIGLU_SPECIAL_PER_ELEMENT = 2
 
 
 def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
-    """The gated activation of a SwiGLU MLP, ``silu(gate) * up``: two inputs, one output.
+    """SwiGLU MLP 的门控激活 ``silu(gate) * up``：两个输入，一个输出。
 
     Examples
     --------
@@ -181,10 +177,9 @@ def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
     )
 
 
-#: FLOPs per element of Q or K in a rotary embedding,
-#: ``x * cos + rotate_half(x) * sin``: two multiplies and one add. NB: Hugging Face's
-#: ``apply_rotary_pos_emb`` also negates half of each head (``-x2`` in ``rotate_half``),
-#: a sign a fused kernel folds into a subtract, so it is not counted.
+#: 旋转位置编码 ``x * cos + rotate_half(x) * sin`` 中 Q 或 K 每个元素的 FLOPs：两次乘法、
+#: 一次加法。NB：Hugging Face 的 ``apply_rotary_pos_emb`` 还把每个 head 的一半取负
+#: （``rotate_half`` 中的 ``-x2``），融合 kernel 把这个符号并入减法，所以不计。
 ROPE_FLOPS_PER_ELEMENT = 3
 
 
@@ -196,49 +191,39 @@ def rope(
     *,
     kv_heads: int | None = None,
 ) -> Cost:
-    """Rotary position embedding (RoPE) applied to Q and K, as one fused kernel.
+    """对 Q 和 K 做旋转位置编码（RoPE），一个融合 kernel。
 
-    Per element of ``Q`` and ``K``, ``x * cos + rotate_half(x) * sin``
-    (:data:`ROPE_FLOPS_PER_ELEMENT`, all vector work). Compulsory traffic: read
-    ``Q`` (``tokens x heads x head_dim``), ``K`` (``tokens x kv_heads x
-    head_dim``) and the ``cos`` and ``sin`` tables (``tokens x head_dim`` each,
-    shared by every head, in ``dtype``), write the rotated ``Q`` and ``K``:
+    ``Q`` 和 ``K`` 的每个元素做 ``x * cos + rotate_half(x) * sin``
+    （:data:`ROPE_FLOPS_PER_ELEMENT`，全是向量单元的工作）。必需流量：读 ``Q``
+    （``tokens x heads x head_dim``）、``K`` （``tokens x kv_heads x head_dim``）以及 ``cos`` 和
+    ``sin`` 两张表（各 ``tokens x head_dim``，所有 head 共用，精度为 ``dtype``），写出旋转后的
+    ``Q`` 和 ``K``：
 
     .. math:: \\text{bytes} = s\\,\\big(2\\,t\\,(h + h_{kv})\\,d + 2\\,t\\,d\\big)
 
-    This is the count of Hugging Face's ``apply_rotary_pos_emb`` (Llama): it
-    computes ``q * cos + rotate_half(q) * sin`` and the same for ``k``, with
-    ``cos`` and ``sin`` of shape (batch, seq, head_dim) cast to the
-    activations' precision. Run eagerly, that is five kernels per tensor
-    (``-x2``, ``cat``, two multiplies, the add), ten in all, each reading and
-    writing its operands; the Cost here is the single kernel they fuse into,
-    the lower bound. Building the tables (once per forward pass, shared by
-    every layer) is not counted.
+    这是 Hugging Face ``apply_rotary_pos_emb`` （Llama）的计法：它计算
+    ``q * cos + rotate_half(q) * sin``，对 ``k`` 也一样，``cos`` 和 ``sin`` 的 shape 为
+    (batch, seq, head_dim)，转换为激活的精度。eager 运行时每个 tensor 五个 kernel（``-x2``、
+    ``cat``、两次乘法、一次加法），共十个，每个都读写自己的操作数；这里的 Cost 是它们融合成的
+    单个 kernel，即下界。生成这两张表（每次前向一次，各层共用）不计入。
 
     Parameters
     ----------
     tokens : int
-        Rows of Q and K, ``batch * seq``, >= 1.
     heads : int
-        Query heads, >= 1.
     head_dim : int
-        Width of one head (elements), even and >= 2: the rotation pairs its halves.
     dtype : str or torch.dtype
-        Precision of Q, K and the tables.
     kv_heads : int, optional
-        Key heads (fewer than ``heads`` under grouped-query attention); by
-        default ``heads``.
 
     Returns
     -------
     Cost
-        One kernel; FLOPs on the vector units.
 
     Examples
     --------
-    A Llama-2-7B layer at 4096 tokens: Q and K are 4096 x 32 x 128 each, the
-    tables 4096 x 128 each, all BF16. 3 FLOPs for each of 2 * 4096 * 4096
-    elements; 2 * (2 * 4096**2 + 2 * 4096 * 128) bytes in, 2 * 2 * 4096**2 out:
+    Llama-2-7B 的一层，4096 个 token：Q 和 K 各为 4096 x 32 x 128，两张表各为 4096 x 128，全部
+    BF16。2 * 4096 * 4096 个元素每个 3 FLOP；读入 2 * (2 * 4096**2 + 2 * 4096 * 128) 字节，
+    写出 2 * 2 * 4096**2 字节：
 
     >>> c = rope(4096, 32, 128)
     >>> c.flops, c.bytes_read, c.bytes_written
@@ -270,22 +255,19 @@ def rope(
 def rmsnorm(
     rows: int, d: int, dtype: Precision = "bf16", *, weight_dtype: Precision | None = None
 ) -> Cost:
-    """RMSNorm over the last dimension of a ``rows x d`` activation.
+    """对 ``rows x d`` 的激活沿最后一维做 RMSNorm。
 
     .. math:: y = \\frac{x}{\\sqrt{\\tfrac1d \\sum_i x_i^2 + \\epsilon}} \\odot \\gamma
 
-    Traffic: read ``x`` once, read the weight ``gamma`` (``d`` values) once,
-    write ``y`` once. FLOPs (NB: this package's convention; FlopCounterMode
-    counts none): per element a square, an add into the sum, a multiply by
-    the reciprocal root and a multiply by ``gamma`` (4); per row the mean,
-    the ``+ eps`` and the reciprocal square root (3). The root is the one
-    special-function evaluation per row; the rest is vector work. The square
-    and the add into the sum are one FMA (``acc + x * x``); the two
-    products are plain multiplies.
+    流量：读 ``x`` 一次，读权重 ``gamma`` （``d`` 个值）一次，写 ``y`` 一次。FLOPs（NB：这是
+    本包的约定；FlopCounterMode 一次也不计）：每个元素一次平方、一次累加、一次乘以倒数平方根、
+    一次乘以 ``gamma`` （4）；每行求均值、``+ eps`` 和倒数平方根（3）。平方根是每行唯一的一次
+    特殊函数求值；其余是向量单元的工作。平方与累加是一个 FMA（``acc + x * x``）；
+    两次乘法是普通的乘法。
 
     Examples
     --------
-    A Llama-7B-sized activation, 4096 tokens by 4096 features, in BF16:
+    Llama-7B 大小的激活，4096 个 token 乘 4096 个特征，BF16：
 
     >>> c = rmsnorm(4096, 4096, "bf16")
     >>> c.bytes == 2 * (2 * 4096 * 4096 + 4096)
@@ -312,15 +294,12 @@ def rmsnorm(
 def rmsnorm_eager(
     rows: int, d: int, dtype: Precision = "bf16", *, upcast: bool = True
 ) -> list[tuple[str, Cost]]:
-    """The kernels of RMSNorm written as eager PyTorch, one per operation, with their costs.
+    """用 eager PyTorch 写的 RMSNorm 的各个 kernel，每个运算一个，各带代价。
 
-    The sequence is that of the usual Llama ``RMSNorm`` module: with
-    ``upcast=True`` the activation is cast to FP32 first and back to
-    ``dtype`` before the weight multiplies it, so most passes move 4-byte
-    elements; with ``upcast=False`` every tensor stays in ``dtype``. Each
-    kernel reads its inputs from memory and writes its output there: with a
-    cold cache that is compulsory, but an intermediate small enough to stay
-    in L2 between two kernels may never reach HBM.
+    顺序与常见的 Llama ``RMSNorm`` 模块相同：``upcast=True`` 时激活先转成 FP32，乘权重之前再
+    转回 ``dtype``，所以大多数趟搬运的是 4 字节的元素；``upcast=False`` 时所有 tensor 都保持
+    ``dtype``。每个 kernel 从内存读入输入、把输出写回内存：cache 为冷时这是必需流量，但足够小、
+    能在两个 kernel 之间留在 L2 的中间结果可能不会到达 HBM。
 
     Examples
     --------
@@ -359,17 +338,13 @@ def rmsnorm_eager(
 def layernorm(
     rows: int, d: int, dtype: Precision = "bf16", *, weight_dtype: Precision | None = None
 ) -> Cost:
-    """LayerNorm over the last dimension of a ``rows x d`` activation, with weight and bias.
+    """对 ``rows x d`` 的激活沿最后一维做 LayerNorm，带权重与偏置。
 
-    Traffic: read ``x``, ``gamma`` and ``beta`` once, write ``y`` once. FLOPs
-    (NB: this package's convention): per element an add into the mean,
-    subtracting the mean, a square, an add into the variance, the multiply by
-    the reciprocal deviation, the scale and the shift (7); per row the two
-    divisions by ``d``, the ``+ eps`` and the reciprocal root (4). Two pairs
-    per element are FMAs: the square and the add into the variance
-    (``acc + x' * x'``), the scale and the shift (``y * gamma + beta``). NB:
-    the two divisions per row are counted as vector work, not reciprocals;
-    one row's worth is too little to matter.
+    流量：读 ``x``、``gamma`` 和 ``beta`` 各一次，写 ``y`` 一次。FLOPs（NB：这是本包的约定）：每个元
+    素求均值时的一次累加、减去均值、一次平方、求方差时的一次累加、乘以标准差的倒数、缩放与平移
+    （7）；每行两次除以 ``d``、``+ eps`` 和倒数平方根（4）。每个元素有两对是 FMA：平方与求方差时的累
+    加（``acc + x' * x'``），缩放与平移（``y * gamma + beta``）。NB：每行的两次除法算作向量工作，不
+    算倒数；一行的量太小，无关紧要。
 
     Examples
     --------
@@ -391,23 +366,20 @@ def layernorm(
     )
 
 
-#: FLOPs per element of a numerically safe softmax. They are the running max,
-#: the subtraction, exp (NB, counted as one, on the special function units), the add
-#: into the sum, the division.
+#: 数值稳定的 softmax 每个元素的 FLOPs：求 running max、相减、exp（NB：计为一个，在特殊
+#: 函数单元上）、累加进 sum、相除。
 SOFTMAX_FLOPS_PER_ELEMENT = 5
 
-#: Of those, the special-function evaluations of an unfused softmax: the exp and the
-#: division by the row's sum, which PyTorch's kernels do per element as an IEEE division
-#: (a reciprocal on the special function units, see :data:`SWIGLU_SPECIAL_PER_ELEMENT`).
+#: 其中未融合 softmax 的特殊函数求值：exp 与除以行和的除法，PyTorch 的 kernel 对每个元素都按
+#: IEEE 除法做（特殊函数单元上的一次倒数，见 :data:`SWIGLU_SPECIAL_PER_ELEMENT`）。
 SOFTMAX_SPECIAL_PER_ELEMENT = 2
 
 
 def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
-    """Softmax along the last dimension of a ``rows x cols`` tensor, one fused kernel.
+    """沿 ``rows x cols`` tensor 的最后一维做 softmax，一个融合 kernel。
 
-    Each row is read once and written once (a row fits on chip, or an online
-    softmax computes the max and the sum in one pass); see
-    :data:`SOFTMAX_FLOPS_PER_ELEMENT`.
+    每行读一次、写一次（一行装得进片上，或 online softmax 一趟算出 max 和 sum）；见
+    :data:`SOFTMAX_FLOPS_PER_ELEMENT`。
 
     Examples
     --------

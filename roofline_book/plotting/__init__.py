@@ -1,10 +1,9 @@
-"""The book's figures: one style, one palette, roofline charts and intensity curves.
+"""本书的图：一种样式、一套配色、roofline 图和算术强度曲线。
 
-Plot helpers take a matplotlib ``Axes`` and return what they drew, so they
-compose with any figure. Axis quantities are English; the words a figure
-writes (roof names, legends) are English by default and Chinese in the book
-(:func:`set_language`, :data:`TEXTS`), which needs a CJK font (Debian's
-fonts-noto-cjk).
+作图函数接收一个 matplotlib ``Axes``，返回画出的对象，因此能放进任何图里。
+图上的文字（坐标轴、roof 的名称、图例）默认是英文（命令行用），书中是中文
+（:func:`set_language`、:data:`TEXTS`），中文需要 CJK 字体（Debian 的
+fonts-noto-cjk）。同一设备、同一精度在每张图里颜色相同（:data:`ROOF_COLORS`）。
 """
 
 from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed
@@ -23,8 +22,10 @@ from .roofs import (
 from .style import (
     PALETTE,
     PRECISION_COLORS,
+    ROOF_COLORS,
     TEXTS,
     UNITS,
+    roof_color,
     set_language,
     setup_notebook,
     text,
@@ -35,6 +36,7 @@ __all__ = [
     "PALETTE",
     "PRECISION_COLORS",
     "RESOURCE_COLORS",
+    "ROOF_COLORS",
     "TEXTS",
     "UNITS",
     "achieved_gap",
@@ -50,6 +52,7 @@ __all__ = [
     "points",
     "reference_line",
     "ridge_line",
+    "roof_color",
     "roof_labels",
     "roofline",
     "set_language",

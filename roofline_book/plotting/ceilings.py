@@ -1,14 +1,11 @@
-"""The hierarchical roofline: every ceiling of a device, and operators under the ones they use.
+"""分层 roofline：一块设备的每一个上限，以及算子在它所用上限之下的位置。
 
-A device has a flat roof per compute unit (matrix in a precision, vector)
-and a slope per memory level with a published bandwidth (HBM; L2 where one
-is known). :func:`ceilings` draws them; :func:`placed` puts each operator
-once per memory level, at its main unit's FLOPs over that level's bytes and
-at the rate its time lower bound allows that unit, as Nsight Compute's
-hierarchical roofline places a kernel once per level. The special function
-units' ceiling counts evaluations, not FLOPs, so it is no flat on a FLOP/s
-axis: :func:`placed` converts it per operator into the rate it allows the
-operator's main unit (a tick).
+设备的每种计算单元（某一精度的矩阵单元、向量单元）各有一条水平的 roof，每个有公开带宽的
+存储层级（HBM；已知时还有 L2）各有一条斜线。:func:`ceilings` 画出它们；:func:`placed` 把每个算子
+在每个存储层级放一次，横坐标是它主单元的 FLOPs 除以该层级的字节数，高度是它的时间下界允许该单元
+达到的速率，与 Nsight Compute 的 hierarchical roofline 把一个 kernel 在每个层级各放一次相同。
+特殊函数单元的上限按求值次数而不是 FLOPs 计，所以在 FLOP/s 轴上不是一条水平线：:func:`placed`
+对每个算子把它换算成它允许该算子主单元达到的速率（一条短横线）。
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ from ..ops import Cost
 from ..roofline import TimeBound, main_unit, time_bound, unit_rates
 from .style import PALETTE, _label, _scale, text
 
-#: Colour of each resource's roof.
+#: 每种资源的 roof 的颜色。
 RESOURCE_COLORS = {
     "matrix": PALETTE["blue"],
     "vector": PALETTE["green"],
@@ -34,7 +31,7 @@ RESOURCE_COLORS = {
 }
 
 
-#: The units whose ceilings are FLOP/s, and so flats on a roofline's FLOP/s axis.
+#: 上限按 FLOP/s 计、因而在 roofline 的 FLOP/s 轴上是水平线的那些单元。
 FLOP_UNITS = ("matrix", "vector")
 
 
@@ -45,7 +42,7 @@ def _unit_ceilings(device: Hardware, dtype: str) -> dict[str, float]:
 
 
 def _slopes(device: Hardware) -> dict[str, float]:
-    """Each memory level with a bandwidth (byte/s), HBM first."""
+    """每个有带宽的存储层级（byte/s），HBM 在前。"""
     levels = {"hbm": device.memory_bandwidth}
     l2 = device.bandwidth("l2")
     if l2 is not None:
@@ -62,31 +59,28 @@ def ceilings(
     unit: str = "TFLOP/s",
     fontsize: float = 8,
 ):
-    """Draw every roof of ``device``: a flat per FLOP/s unit, a slope per memory level.
+    """画出 ``device`` 的每一条 roof：每种按 FLOP/s 计的单元一条水平线，每个存储层级一条斜线。
 
-    The matrix and vector units' flats are drawn in their colours from where
-    they meet the fastest memory slope, each named below its right end with
-    its rate. Each memory level with a bandwidth gets a slope up to the
-    highest flat: HBM solid, L2 dashed (where the device has an L2
-    bandwidth). The special function units are not drawn: their ceiling is
-    in evaluations/s, which :func:`placed` converts per operator.
+    矩阵单元与向量单元的水平线用各自的颜色，从它们与最快的存储斜线相交处画起，右端下方标出
+    名称和速率。每个有带宽的存储层级画一条斜线，直到最高的那条水平线：HBM 用实线，L2 用虚线
+    （设备有 L2 带宽时）。特殊函数单元不画：它的上限按每秒求值次数计，由 :func:`placed`
+    对每个算子换算。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     device : roofline_book.hardware.Hardware
     dtype : str
-        Precision of the matrix units' roof (the vector roof is the one an
-        operator on ``dtype`` data gets).
+        矩阵单元 roof 的精度（向量单元的 roof 取处理 ``dtype`` 数据的算子所能得到的值）。
     intensity_range : tuple of float
-        Smallest and largest arithmetic intensity drawn (FLOP/byte).
+        画出的算术强度的最小值和最大值（FLOP/byte）。
     unit : str
-        Unit of the y axis, a key of :data:`roofline_book.plotting.UNITS`.
+        y 轴的单位，:data:`roofline_book.plotting.UNITS` 的一个键。
 
     Returns
     -------
     list of matplotlib artists
-        The flats and their names, then each slope and its name.
+        各条水平线及其名称，然后是每条斜线及其名称。
     """
     lo, hi = (_validate.positive("intensity_range", v) for v in intensity_range)
     if lo >= hi:
@@ -134,20 +128,18 @@ def ceilings(
                     color=RESOURCE_COLORS[level],
                 )
             )
-    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"Attainable performance [{unit}]")
+    ax.set_xlabel(text("intensity axis"))
+    ax.set_ylabel(text("attainable axis", unit=unit))
     return drawn
 
 
 def level_intensities(cost: Cost, time: TimeBound, device: Hardware) -> dict[str, float]:
-    """The operator's main-unit FLOPs per byte at each memory level it is charged to (FLOP/byte).
+    """算子在它被计入的每个存储层级上，主单元 FLOPs 与字节数之比（FLOP/byte）。
 
-    A level's bytes are its time in ``time`` times its bandwidth, so they are
-    the bytes :func:`roofline_book.roofline.time_bound` charged there: at HBM
-    the compulsory bytes (and re-reads that do not fit in L2), at L2 every
-    byte, re-reads included. The FLOPs are those of
-    :func:`roofline_book.roofline.main_unit`, the
-    unit whose rate the operator is drawn at.
+    一个层级的字节数是它在 ``time`` 中的时间乘以它的带宽，所以就是
+    :func:`roofline_book.roofline.time_bound` 计入那里的字节数：HBM 上是必需字节数（以及装不进 L2
+    的重读），L2 上是每一个字节，含重读。FLOPs 是 :func:`roofline_book.roofline.main_unit` 的，
+    即画算子时所用速率的那个单元。
 
     Examples
     --------
@@ -179,29 +171,23 @@ def placed(
     annotate: bool = True,
     fontsize: float = 8,
 ):
-    """Put each operator under the roofs that bind it, once per memory level.
+    """把每个算子放在限制它的那些 roof 之下，每个存储层级放一次。
 
-    An operator is drawn at the rate of its main unit, the one doing most of
-    its FLOPs (:func:`roofline_book.roofline.main_unit`): that unit's FLOPs
-    over the operator's time lower bound on ``device``
-    (:func:`roofline_book.roofline.time_bound`), which never exceeds the
-    unit's flat. It is placed once per memory level it is charged to, at
-    that level's intensity (:func:`level_intensities`): a filled dot at HBM
-    and, where the device has an L2 bandwidth, a hollow ring at L2 (further
-    left when re-reads add L2 bytes), joined by a dotted line, both in the
-    colour of the resource that sets the bound. Each point then sits under
-    its own level's slope. The operators named in ``unit_ticks`` also get a
-    short tick, in each other unit's colour, at the rate that unit's time
-    allows the main unit (``F_main / T_unit``): the special function units'
-    ceiling converted to this operator's FLOP/s. With ``annotate=False``
-    the names go to the legend (a marker per operator) instead of beside
-    the dots.
+    算子画在它主单元（承担它大部分 FLOPs 的单元，:func:`roofline_book.roofline.main_unit`）的速率
+    处：该单元的 FLOPs 除以算子在 ``device`` 上的时间下界
+    （:func:`roofline_book.roofline.time_bound`），永远不超过该单元的水平线。算子在它被计入的每个存
+    储层级各放一次，横坐标是该层级的算术强度（:func:`level_intensities`）：HBM 处画实心点，设备有
+    L2 带宽时在 L2 处画空心圆（有重读增加 L2 字节时更靠左），两者用点线相连，颜色都是决定这个下界的
+    资源的颜色。于是每个点都落在它自己那个层级的斜线之下。``unit_ticks`` 中列出的算子还会在其他每种
+    单元的时间所允许主单元达到的速率（``F_main / T_unit``）处画一条该单元颜色的短横线：这就是把特殊
+    函数单元的上限换算成这个算子的 FLOP/s。``annotate=False`` 时名字不写在点旁，而是进入图例（每个算
+    子一种标记）。
 
     Returns
     -------
     list of matplotlib artists
-        Per operator: its HBM dot, then its L2 ring and the dotted line
-        where drawn, its ticks, and its label when ``annotate``.
+        每个算子依次是：它在 HBM 处的点，画出时它在 L2 处的圆和点线，它的短横线，以及
+        ``annotate`` 时它的标签。
     """
     scale = _scale(unit)
     ticked = set(unit_ticks)

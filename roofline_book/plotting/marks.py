@@ -1,4 +1,4 @@
-"""Marks beside the roofs: reference and ridge lines, time and traffic bars."""
+"""roof 旁边的标记：参考线与 ridge point 线、时间条形图与流量条形图。"""
 
 from __future__ import annotations
 
@@ -28,36 +28,34 @@ def reference_line(
     fontsize: float = 8,
     side: str = "left",
 ):
-    """A level across the axes (a ridge point, a limit, a crossing), with its text at the edge.
+    """横贯坐标轴的一条水平或竖直线（ridge point、某个极限、某个交点），文字写在边缘。
 
-    A horizontal line sits at ``y = value`` with ``text`` at the axes' left edge
-    (``side="right"``: the right edge), just above the line (``below`` puts it
-    under); a vertical line sits at
-    ``x = value`` with ``text`` turned upright beside it, from the bottom edge.
-    Placement is in points from the line, so it holds on any scale.
+    水平线位于 ``y = value``，``text`` 写在坐标轴左边缘（``side="right"`` 时为右边缘）、线的上方
+    （``below`` 时在下方）；竖直线位于 ``x = value``，``text`` 竖排在线旁，从底边开始。位置以离线若
+    干 point 计，所以在任何刻度下都成立。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     value : float
-        Where the line is, in the data units of its axis (e.g. FLOP/byte).
+        线的位置，用它所在坐标轴的数据单位（例如 FLOP/byte）。
     text : str, optional
-        Written on the plot beside the line.
+        写在图上线旁的文字。
     vertical : bool
-        Draw ``x = value`` instead of ``y = value``.
+        画 ``x = value`` 而不是 ``y = value``。
     label : str, optional
-        Legend entry of the line.
+        这条线在图例中的条目。
     below : bool
-        Put ``text`` under a horizontal line (left of a vertical one).
+        把 ``text`` 放在水平线下方（竖直线的左侧）。
     fontsize : float
-        Size of ``text``, points.
+        ``text`` 的字号（point）。
     side : {"left", "right"}
-        Which edge a horizontal line's text starts from (ignored for vertical lines).
+        水平线的文字从哪一边开始（竖直线忽略此项）。
 
     Returns
     -------
     list of matplotlib artists
-        The line, then the text when given.
+        先是线，给了文字时再是文字。
     """
     if side not in ("left", "right"):
         raise ValueError(f"side must be 'left' or 'right'; got {side!r}")
@@ -90,10 +88,10 @@ def reference_line(
 
 
 def ridge_line(ax, ridge: float, text: str | None = None, **style):
-    """The ridge point ``I* = P / B`` (FLOP/byte) as a level on an intensity axis.
+    """把 ridge point ``I* = P / B`` （FLOP/byte）画成算术强度坐标轴上的一条水平线。
 
-    :func:`reference_line` at ``y = ridge``: use it on plots whose y axis is
-    arithmetic intensity, to show which operators clear the ridge.
+    即 ``y = ridge`` 处的 :func:`reference_line`：用在 y 轴为算术强度的图上，显示哪些算子越过了
+    ridge point。
 
     Returns
     -------
@@ -109,26 +107,26 @@ def time_bars(
     unit: str = "us",
     xlabel: str | None = None,
 ):
-    """Both time lower bounds of each operator as a pair of horizontal bars, log scale.
+    """每个算子的两个时间下界，画成一对水平条，对数刻度。
 
-    Per operator, from the top: ``T_compute = FLOPs / P`` (orange, upper bar) and
-    ``T_memory = bytes / B`` (blue, lower bar); the longer one is the bound.
+    每个算子从上到下：``T_compute = FLOPs / P`` （橙色，上面的条）和 ``T_memory = bytes / B``
+    （蓝色，下面的条）；较长的那个就是下界。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     named : sequence of tuple
-        ``(label, TimeBound)`` of each operator, top first, from
-        :func:`roofline_book.roofline.time_lower_bound`.
+        每个算子的 ``(label, TimeBound)``，从上到下排列，来自
+        :func:`roofline_book.roofline.time_lower_bound`。
     unit : {"s", "ms", "us", "ns"}
-        Unit of the x axis.
+        x 轴的单位。
     xlabel : str, optional
-        Label of the x axis; ``"Time lower bound [<unit>]"`` by default.
+        x 轴的标签；默认为 ``text("time bound axis", unit=unit)``。
 
     Returns
     -------
     list of matplotlib artists
-        The compute bars, then the memory bars.
+        先是计算时间的条，再是内存时间的条。
     """
     scales = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
     if unit not in scales:
@@ -150,28 +148,27 @@ def time_bars(
     )
     ax.set_yticks(y, [name for name, _ in named])
     ax.set_xscale("log")
-    ax.set_xlabel(xlabel or f"Time lower bound [{unit}]")
+    ax.set_xlabel(xlabel or text("time bound axis", unit={"us": "µs"}.get(unit, unit)))
     ax.grid(axis="y", visible=False)
     ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     return [compute, memory]
 
 
 def traffic_bars(ax, named: Sequence[tuple[str, Cost]], *, per: float = 1.0):
-    """Bytes read and written by each operator as stacked bars, the total written on top.
+    """每个算子读写的字节数，画成堆叠条形图，顶上写出总数。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     named : sequence of tuple
-        ``(label, Cost)`` of each bar, left to right.
+        每个条的 ``(label, Cost)``，从左到右排列。
     per : float
-        Divide every byte count by this (e.g. the parameter count, for bytes per
-        parameter); totals are written rounded to whole numbers.
+        每个字节数都除以它（例如参数个数，得到每个参数的字节数）；写出的总数取整。
 
     Returns
     -------
     list of matplotlib artists
-        The read bars, the written bars, then one text per total.
+        先是读的条，再是写的条，然后是每个总数的文字。
     """
     per = _validate.positive("per", per)
     names = [name for name, _ in named]
@@ -197,8 +194,9 @@ def traffic_bars(ax, named: Sequence[tuple[str, Cost]], *, per: float = 1.0):
 
 
 def log2_axis(ax, ticks: Sequence[int] | None = None, *, axis: str = "x") -> None:
-    """Put ``axis`` (``"x"`` or ``"y"``) on a base-2 log scale; with ``ticks``, label exactly
-    those ticks with plain integers (``1, 4, 16``, not ``2^0``) and drop the minor ticks."""
+    """把 ``axis`` （``"x"`` 或 ``"y"``）设为以 2 为底的对数刻度；给了 ``ticks`` 时，恰好在这些
+    刻度处用普通整数标注（``1, 4, 16``，而不是 ``2^0``），并去掉次刻度。
+    """
     if axis not in ("x", "y"):
         raise ValueError(f"axis must be 'x' or 'y'; got {axis!r}")
     getattr(ax, f"set_{axis}scale")("log", base=2)
@@ -215,30 +213,29 @@ def _null_locator():
 
 
 def memory_hierarchy(ax, device: Hardware):
-    """The path data takes on ``device``: HBM at the bottom, then L2, each SM's L1 and
-    shared memory and its registers, the compute units on top, one box per level.
+    """数据在 ``device`` 上经过的路径：最下面是 HBM，然后是 L2、每个 SM 的 L1 与 shared memory、
+    它的寄存器，最上面是计算单元，每个层级一个框。
 
-    Each box names its level and its capacity as the catalog gives it (HBM also
-    its bandwidth); a dashed line between HBM and L2 marks the boundary whose
-    bytes the book counts as memory traffic.
+    每个框写出层级的名字和目录给出的容量（HBM 还写出带宽）；HBM 与 L2 之间的虚线标出一条边界，
+    本书把穿过它的字节算作 memory traffic。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     device : roofline_book.hardware.Hardware
-        A device whose catalog entry has every level: memory capacity and
-        bandwidth, L2, L1 and shared memory per SM, registers per SM, SM count.
+        目录条目含有每个层级的设备：主存容量与带宽、L2、每个 SM 的 L1 与 shared memory、每个 SM 的
+        寄存器、SM 个数。
 
     Returns
     -------
     tuple
-        The boxes' label texts (matplotlib ``Text``) from the bottom (HBM) up, and the
-        boundary (a matplotlib ``Line2D``).
+        各框的标签文字（matplotlib ``Text``），从下（HBM）往上，以及那条边界
+        （matplotlib ``Line2D``）。
 
     Raises
     ------
     ValueError
-        When ``device`` lacks one of the figures above.
+        ``device`` 缺少上面某个数字时。
     """
     from matplotlib.patches import FancyBboxPatch
 

@@ -1,4 +1,4 @@
-"""Roofline charts: roofs, operators placed on them, measured points, intensity curves."""
+"""roofline 图：roof、放在 roof 上的算子、实测点、算术强度曲线。"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..dtypes import bytes_per_element
 from ..hardware import Hardware
 from ..ops import Cost, attention, gemm
 from ..roofline import attainable, ridge_point
-from .style import PALETTE, _label, _scale, text
+from .style import PALETTE, _label, _scale, roof_color, text
 
 
 def roofline(
@@ -25,22 +25,27 @@ def roofline(
     unit: str = "TFLOP/s",
     ridge: bool = True,
     linestyle: str = "-",
+    linewidth: float | None = None,
 ):
-    """Draw ``min(P, B * I)`` on log-log axes, with the ridge point marked.
+    """在 log-log 坐标上画 ``min(P, B * I)``，并标出 ridge point。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
-    peak_flops, bandwidth : float
-        FLOP/s and byte/s.
+    peak_flops : float
+        峰值算力（FLOP/s）。
+    bandwidth : float
+        内存带宽（byte/s）。
     label : str, optional
-        Legend label of the roof.
+        这条 roof 在图例中的标签。
     intensity_range : tuple of float
-        Smallest and largest intensity drawn (FLOP/byte).
+        画出的算术强度的最小值和最大值（FLOP/byte）。
     unit : str
-        Unit of the y axis, a key of :data:`UNITS`.
+        y 轴的单位，:data:`UNITS` 的一个键。
     ridge : bool
-        Mark the ridge point with a dot and a dotted vertical line.
+        用一个点和一条竖直点线标出 ridge point。
+    linewidth : float, optional
+        roof 的线宽（point）；默认用样式中的线宽。
 
     Returns
     -------
@@ -59,12 +64,13 @@ def roofline(
         color=color,
         label=label,
         linestyle=linestyle,
+        linewidth=linewidth,
     )
     if ridge and lo < ridge_x < hi:
         drawn.append(ax.axvline(ridge_x, color=color, linestyle=":", linewidth=1.0))
         drawn.append(ax.scatter([ridge_x], [peak_flops / scale], color=color, s=30, zorder=4))
-    ax.set_xlabel("Arithmetic intensity [FLOP/byte]")
-    ax.set_ylabel(f"Attainable performance [{unit}]")
+    ax.set_xlabel(text("intensity axis"))
+    ax.set_ylabel(text("attainable axis", unit=unit))
     return drawn
 
 
@@ -81,35 +87,35 @@ def points(
     fontsize: float = 8,
     rings: Collection[str] = (),
 ):
-    """Place operators on the roof: x is the intensity, y the attainable rate there.
+    """把算子放在 roof 上：横坐标是算术强度，纵坐标是该处的可达速率。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
     named : sequence of tuple
-        ``(label, Cost)`` of each operator.
-    peak_flops, bandwidth : float
-        FLOP/s and byte/s of the roof they sit on.
+        每个算子的 ``(label, Cost)``。
+    peak_flops : float
+        它们所在 roof 的峰值算力（FLOP/s）。
+    bandwidth : float
+        它们所在 roof 的内存带宽（byte/s）。
     unit : str
-        Unit of the y axis, a key of :data:`UNITS`.
+        y 轴的单位，:data:`UNITS` 的一个键。
     colors : sequence of str, optional
-        One colour per operator, cycled; the palette by default.
+        每个算子一种颜色，循环使用；默认用调色板。
     annotate : bool
-        Write each label beside its point.
+        把每个标签写在它的点旁边。
     offsets : mapping, optional
-        Where a label sits relative to its point, in points (x right, y up), by
-        label; labels not named sit at ``(5, -12)``, below and to the right.
-        Keep these beside the figure's inputs, as data.
+        标签相对于点的位置，单位 point（x 向右，y 向上），按标签索引；没有列出的标签放在
+        ``(5, -12)``，即右下方。把它们作为数据放在图的输入旁边。
     fontsize : float
-        Size of the labels, points.
+        标签的字号（point）。
     rings : list of str
-        Operators drawn as larger hollow rings, so that one sitting on another's
-        dot (an AdamW loop beside an add, say) stays visible.
+        画成较大空心圆环的算子，这样一个点落在另一个点上（比如 AdamW loop 挨着 add）时仍看得见。
 
     Returns
     -------
     list of matplotlib artists
-        For each operator its dot, then its label when ``annotate``.
+        每个算子先是它的点，``annotate`` 时再是标签。
     """
     scale = _scale(unit)
     palette = list(
@@ -147,7 +153,7 @@ def measured(
     marker: str = "o",
     annotate: bool = True,
 ):
-    """Measured operators as dots: ``(label, intensity FLOP/byte, achieved FLOP/s)``.
+    """把实测的算子画成点：``(label, intensity FLOP/byte, achieved FLOP/s)``。
 
     Returns
     -------
@@ -193,9 +199,9 @@ def gemm_intensity(
     label: str | None = None,
     color: str | None = None,
 ):
-    """Intensity of GEMMs as one size is swept, the others fixed (``None`` = the swept size).
+    """扫描一个尺寸、固定其余尺寸时 GEMM 的算术强度（``None`` 表示取被扫描的尺寸）。
 
-    With ``m = k = n = None`` the sweep is square, ``n x n x n``.
+    ``m = k = n = None`` 时扫描的是方阵，``n x n x n``。
 
     Returns
     -------
@@ -206,16 +212,15 @@ def gemm_intensity(
     drawn = ax.loglog(
         sizes, ys, marker="o", markersize=3, label=label or dtype, color=color, base=10
     )
-    ax.set_ylabel("Arithmetic intensity [FLOP/byte]")
+    ax.set_ylabel(text("intensity axis"))
     return drawn
 
 
 def square_gemm_fraction(ax, device: Hardware, sizes: Sequence[int], colors: Mapping[str, str]):
-    """The roof a square GEMM reaches as a fraction of the peak, per precision, as ``n`` grows.
+    """随 ``n`` 增大，方阵 GEMM 所处的 roof 占峰值的比例，每种精度一条曲线。
 
-    For each precision (key of ``colors``, the line's colour its value) the
-    curve is ``attainable(I(n)) / P`` of ``gemm(n, n, n)`` on ``device``'s
-    dense peak and bandwidth, labelled with that precision's ridge point.
+    对每种精度（``colors`` 的键，值是曲线的颜色），曲线是 ``gemm(n, n, n)`` 在 ``device`` 的
+    dense 峰值与带宽下的 ``attainable(I(n)) / P``，标签写出该精度的 ridge point。
 
     Returns
     -------
@@ -226,7 +231,7 @@ def square_gemm_fraction(ax, device: Hardware, sizes: Sequence[int], colors: Map
     for dtype, color in colors.items():
         peak, band = device.peak_flops(dtype), device.memory_bandwidth
         frac = [float(attainable(gemm(n, n, n, dtype).intensity, peak, band)) / peak for n in sizes]
-        label = f"{dtype.upper()} (ridge {device.ridge_point(dtype):.0f} FLOP/byte)"
+        label = text("precision ridge", precision=dtype.upper(), ridge=device.ridge_point(dtype))
         drawn += ax.semilogx(sizes, frac, marker="o", markersize=3, base=2, color=color,
                              label=label)  # fmt: skip
     return drawn
@@ -241,12 +246,11 @@ def attention_sweep(
     colors: Mapping[str, str],
     dtype: str = "bf16",
 ):
-    """Self-attention's HBM traffic (left) and intensity (right) as the sequence grows.
+    """随序列变长，self-attention 的 HBM 流量（左）和算术强度（右）。
 
-    One curve per implementation (a key of ``colors``: ``"materialized"``,
-    ``"flash"``), for batch 1, ``seq_q = seq_k = N`` and no mask, from
-    :func:`roofline_book.ops.attention`; the traffic axes also gets the floor
-    of reading Q, K, V and writing O once (``4 heads N d s`` bytes).
+    每种实现一条曲线（``colors`` 的键：``"materialized"``、``"flash"``），batch 为 1，
+    ``seq_q = seq_k = N``，不加 mask，由 :func:`roofline_book.ops.attention` 算出；流量坐标上
+    还画出 Q、K、V 各读一次、O 写一次的下限（``4 heads N d s`` 字节）。
 
     Returns
     -------
@@ -270,11 +274,11 @@ def attention_sweep(
         )
     once = [4 * heads * n * head_dim * bytes_per_element(dtype) for n in seqs]
     drawn += traffic_ax.plot(
-        seqs, once, color="#555555", linestyle="--", linewidth=1.2, label="Q, K, V, O once"
+        seqs, once, color="#555555", linestyle="--", linewidth=1.2, label=text("qkvo once")
     )
     traffic_ax.set_xscale("log", base=2)
-    traffic_ax.set(yscale="log", xlabel="Sequence length N", ylabel="HBM traffic [bytes]")
-    intensity_ax.set(xlabel="Sequence length N", ylabel="Intensity [FLOP/byte]")
+    traffic_ax.set(yscale="log", xlabel=text("sequence axis"), ylabel=text("traffic axis"))
+    intensity_ax.set(xlabel=text("sequence axis"), ylabel=text("intensity axis"))
     return drawn  # fmt: skip
 
 
@@ -288,21 +292,22 @@ def achieved_gap(
     labels: tuple[str, str] | None = None,
     right: Collection[str] = (),
 ):
-    """Each operator's achieved rate below the roof at its intensity, joined by a dashed line.
+    """每个算子的实测速率画在其算术强度处的 roof 之下，二者用虚线相连。
 
     Parameters
     ----------
     named : sequence of tuple
-        ``(name, Cost, achieved FLOP/s)`` of each operator.
-    peak_flops, bandwidth : float
-        The roof, FLOP/s and byte/s.
+        每个算子的 ``(name, Cost, achieved FLOP/s)``。
+    peak_flops : float
+        roof 的峰值算力（FLOP/s）。
+    bandwidth : float
+        roof 的内存带宽（byte/s）。
     unit : str
-        Unit of the y axis, a key of :data:`UNITS`.
+        y 轴的单位，:data:`UNITS` 的一个键。
     labels : tuple of str, optional
-        Legend labels of the roof points and of the achieved points; the
-        words for "roof" and "achieved" in the figure language by default.
+        roof 上的点和实测点在图例中的标签；默认用图的语言中 "roof" 与 "achieved" 对应的词。
     right : sequence of str
-        Names whose "x% of roof" label goes right of the point (the others go left).
+        "roof 的 x%" 标签放在点右边的算子名（其余放在左边）。
 
     Returns
     -------
@@ -339,16 +344,20 @@ def roof_labels(
     unit: str = "TFLOP/s",
     fontsize: float = 8,
 ):
-    """Name the parts of a roofline: the memory roof, the compute roof, the ridge point,
-    and the memory-bound and compute-bound sides of the ridge.
+    """标出 roofline 的各部分：memory roof、compute roof、ridge point，以及 ridge point 两侧的
+    memory-bound 区与 compute-bound 区。
 
     Parameters
     ----------
-    memory, compute, ridge : tuple of float
-        Where each label starts, in data coordinates (intensity, rate in ``unit``);
-        keep them beside the figure's inputs, as data.
+    memory : tuple of float
+        memory roof 标签的起点，数据坐标（算术强度，以 ``unit`` 计的速率）；
+        作为数据放在图的输入旁边。
+    compute : tuple of float
+        compute roof 标签的起点，数据坐标，同上。
+    ridge : tuple of float
+        ridge point 标签的起点，数据坐标，同上。
     regions_y : float
-        Height of the two side labels, which sit just left and right of the ridge.
+        两侧区域标签的高度，它们紧挨在 ridge point 的左右两边。
 
     Returns
     -------
@@ -377,24 +386,29 @@ def device_rooflines(
     intensity_range: tuple[float, float] = (1, 3000),
     unit: str = "TFLOP/s",
 ):
-    """Several devices' rooflines on one axes, one line style per precision.
+    """在一个坐标系中画几块设备的 roofline，每种精度一种线型。
 
     Parameters
     ----------
     devices : sequence of tuple
-        ``(Hardware, label, colour)`` of each device.
+        每块设备的 ``(Hardware, label, colour)``；colour 为 ``None`` 时，每种精度的颜色取自
+        :data:`roofline_book.plotting.ROOF_COLORS`。每块设备画得比前一块细，所以与前面设备重合的
+        roof（峰值相同）两条都看得见。
     dtypes : mapping of str to str
-        Precision to line style, e.g. ``{"bf16": "-", "fp32": "--"}``; each
-        device's dense peak in that precision is its roof.
+        精度到线型的映射，例如 ``{"bf16": "-", "fp32": "--"}``；每块设备在该精度下的 dense
+        峰值就是它的 roof。
 
     Returns
     -------
     list of matplotlib artists
     """
     drawn = []
-    for device, label, color in devices:
+    steps = np.linspace(3.0, 1.2, len(devices)) if len(devices) > 1 else [None]
+    widths = [None if w is None else float(w) for w in steps]
+    for (device, label, color), width in zip(devices, widths, strict=True):
         for dtype, linestyle in dtypes.items():
-            drawn += roofline(ax, device.peak_flops(dtype), device.memory_bandwidth, color=color,
+            drawn += roofline(ax, device.peak_flops(dtype), device.memory_bandwidth,
+                              color=color or roof_color(device.key, dtype), linewidth=width,
                               linestyle=linestyle, label=f"{label} {dtype.upper()}",
                               intensity_range=intensity_range, unit=unit)  # fmt: skip
     return drawn

@@ -1,4 +1,4 @@
-"""The house style: one palette, one .mplstyle, units of the rate axis, SVG in notebooks."""
+"""统一的图表样式：一套配色、一个 .mplstyle、速率轴的单位，notebook 中输出 SVG。"""
 
 from __future__ import annotations
 
@@ -15,14 +15,26 @@ PALETTE = {
     "black": "#000000",
 }
 
-#: Scale and label of each unit the y axis can be drawn in.
-PRECISION_COLORS = {"fp8": PALETTE["purple"], "bf16": PALETTE["blue"], "fp32": PALETTE["orange"]}
-"""One colour per precision, the same in every figure that compares precisions."""
+#: 图中画出 roof 或 ridge point 的每个（目录设备，精度）各有一种颜色，每张图都相同：
+#: H100 SXM 的 BF16 出现在哪里都是蓝色。
+ROOF_COLORS = {
+    ("h100-sxm", "bf16"): PALETTE["blue"],
+    ("h100-sxm", "fp8"): PALETTE["purple"],
+    ("h100-sxm", "fp32"): PALETTE["orange"],
+    ("a100-sxm", "bf16"): PALETTE["green"],
+    ("a100-sxm", "fp32"): PALETTE["black"],
+    ("h200-sxm", "bf16"): PALETTE["vermillion"],
+    ("h200-sxm", "fp32"): PALETTE["sky"],
+}
 
+PRECISION_COLORS = {d: c for (key, d), c in ROOF_COLORS.items() if key == "h100-sxm"}
+"""H100 SXM 各精度的颜色（取自 :data:`ROOF_COLORS`），供只画这块设备的图使用。"""
+
+#: y 轴可用的各个单位及其倍率。
 UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "FLOP/s": 1.0}
 
-#: The words figures write, by language: English for the command line (no CJK font
-#: needed), Chinese for the book. Quantities, units and formulas stay as they are.
+#: 图上的文字，按语言分：命令行用英文（不需要 CJK 字体），书中用中文。
+#: 物理量的符号、单位和公式两种语言相同。
 TEXTS = {
     "en": {
         "memory roof": "memory roof\nP = B I",
@@ -58,6 +70,15 @@ TEXTS = {
         "sms": "one per SM, {sms} SMs",
         "shared": "all SMs share it",
         "traffic boundary": "memory traffic is counted here",
+        "intensity axis": "Arithmetic intensity I [FLOP/byte]",
+        "attainable axis": "Attainable performance [{unit}]",
+        "achieved axis": "Achieved performance [{unit}]",
+        "time bound axis": "Time lower bound [{unit}]",
+        "square gemm axis": "Square GEMM size n (M = K = N = n)",
+        "sequence axis": "Sequence length N",
+        "traffic axis": "HBM traffic [bytes]",
+        "qkvo once": "Q, K, V, O once",
+        "precision ridge": "{precision} (ridge {ridge:.0f} FLOP/byte)",
     },
     "zh": {
         "memory roof": "memory roof\nP = B I",
@@ -89,28 +110,37 @@ TEXTS = {
         "hbm level": "HBM\n{size}，{bandwidth}",
         "l2 level": "L2 cache\n{size}",
         "l1 level": "L1 / shared memory\n每个 SM {size}\n其中最多 {shared} 可作 shared memory",
-        "register level": "registers\n每个 SM {size}",
+        "register level": "寄存器\n每个 SM {size}",
         "sms": "每个 SM 一份，共 {sms} 个 SM",
         "shared": "所有 SM 共享",
         "traffic boundary": "本书的 memory traffic 在这条边界上计数",
+        "intensity axis": "算术强度 I [FLOP/byte]",
+        "attainable axis": "可达性能 [{unit}]",
+        "achieved axis": "实测性能 [{unit}]",
+        "time bound axis": "时间下界 [{unit}]",
+        "square gemm axis": "方阵 GEMM 的边长 n（M = K = N = n）",
+        "sequence axis": "序列长度 N",
+        "traffic axis": "HBM 流量 [bytes]",
+        "qkvo once": "Q、K、V、O 各读写一次",
+        "precision ridge": "{precision}，ridge point 为 {ridge:.0f} FLOP/byte",
     },
 }
 _LANGUAGE = {"current": "en"}
 
-#: Fonts for Chinese figures: Latin text in DejaVu Sans, CJK text from Noto Sans CJK
-#: (Debian's fonts-noto-cjk), matplotlib falling back glyph by glyph.
+#: 中文图所用的字体：拉丁字母用 DejaVu Sans，汉字用 Noto Sans CJK（Debian 的
+#: fonts-noto-cjk），matplotlib 逐字形回退。
 CJK_FONTS = ["DejaVu Sans", "Noto Sans CJK SC"]
 
 
 def set_language(language: str) -> None:
-    """Write figure words in ``"en"`` (the default) or ``"zh"`` (the book)."""
+    """图上的文字用 ``"en"`` （默认）还是 ``"zh"`` （本书）。"""
     if language not in TEXTS:
         raise ValueError(f"language must be one of {', '.join(TEXTS)}; got {language!r}")
     _LANGUAGE["current"] = language
 
 
 def text(word: str, **fields: object) -> str:
-    """A figure's word in the current language, formatted with ``fields``.
+    """当前语言下图上的一段文字，用 ``fields`` 填入格式。
 
     Examples
     --------
@@ -122,7 +152,7 @@ def text(word: str, **fields: object) -> str:
 
 
 def use_style() -> None:
-    """Apply the house style (``roofline_book/data/roofline.mplstyle``) to matplotlib."""
+    """把本书的样式（``roofline_book/data/roofline.mplstyle``）应用到 matplotlib。"""
     from importlib import resources
 
     plt = require("matplotlib.pyplot", "plotting")
@@ -132,11 +162,11 @@ def use_style() -> None:
 
 
 def setup_notebook(language: str = "en") -> None:
-    """House style plus deterministic inline SVG output (no date, fixed hash salt).
+    """本书的样式，加上可复现的内嵌 SVG 输出（不写日期，固定 hash salt）。
 
-    Call it from a notebook or IPython kernel; outside one it only applies the
-    style. ``language="zh"`` writes figure words in Chinese (:data:`TEXTS`)
-    and adds a CJK font (:data:`CJK_FONTS`).
+    在 notebook 或 IPython kernel 中调用；在它们之外只应用样式。
+    ``language="zh"`` 让图上的文字用中文（:data:`TEXTS`），并加上 CJK 字体
+    （:data:`CJK_FONTS`）。
     """
     use_style()
     set_language(language)
@@ -156,8 +186,24 @@ def setup_notebook(language: str = "en") -> None:
     shell.run_line_magic("config", "InlineBackend.figure_formats = ['svg']")
 
 
+def roof_color(device: str, precision: str) -> str:
+    """``device`` 在 ``precision`` 下的 roof 的颜色（:data:`ROOF_COLORS`）。
+
+    Examples
+    --------
+    >>> roof_color("h100-sxm", "bf16") == PALETTE["blue"]
+    True
+    """
+    if (device, precision) not in ROOF_COLORS:
+        allowed = ", ".join(f"{k}/{d}" for k, d in ROOF_COLORS)
+        raise ValueError(
+            f"(device, precision) must be one of {allowed}; got {device!r}/{precision!r}"
+        )
+    return ROOF_COLORS[device, precision]
+
+
 def _label(ax, name: str, xy, offsets, fontsize: float):
-    """An operator's name beside its point: ``offsets[name]`` points away, (5, -12) by default."""
+    """把算子的名字写在它的点旁边：偏移 ``offsets[name]`` 个 point，默认 (5, -12)。"""
     return ax.annotate(
         name,
         xy,

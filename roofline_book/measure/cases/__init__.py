@@ -1,13 +1,11 @@
-"""The benchmark cases: each operator registered once, with its torch call and its model.
+"""benchmark case：每个算子登记一次，带它的 torch 调用和模型。
 
-One module per family (:mod:`.gemm`, :mod:`.streams`, :mod:`.norms`, :mod:`.adamw`,
-:mod:`.attention`); importing this package registers them all, in that order.
+每个类别一个模块（:mod:`.gemm`、:mod:`.streams`、:mod:`.norms`、:mod:`.adamw`、
+:mod:`.attention`）；导入本包就按这个顺序登记全部算子。
 
-Each operator is one :func:`~roofline_book.measure.registry.register` entry;
-the streaming operators (the bandwidth probes and the elementwise operators)
-are one row each of :data:`STREAMS`. A case is checked against a float64
-reference before it is timed (correct before fast), and carries the model's
-FLOPs and bytes from :mod:`roofline_book.ops`.
+每个算子是一项 :func:`~roofline_book.measure.registry.register`；流式算子（带宽探针和
+elementwise 算子）各占 :data:`STREAMS` 的一行。case 在计时之前先与 float64 参考结果对照
+（先正确、再求快），并带有 :mod:`roofline_book.ops` 给出的模型 FLOPs 与字节数。
 
 Examples
 --------
@@ -35,16 +33,16 @@ from .norms import RMSNORM_EPS, rmsnorm_case, softmax_case
 from .streams import BANDWIDTH_KINDS, STREAMS, TRIAD_SCALAR, Stream, elementwise_case
 
 OPERATORS = REGISTRY
-"""Every benchmarked operator by name (the registry, read-only)."""
+"""按名称索引的全部做 benchmark 的算子（即登记表，只读）。"""
 
 
 def operator(name: str) -> Operator:
-    """The registered operator ``name``; a ValueError names the allowed ones."""
+    """登记过的算子 ``name``；不存在时抛出 ValueError 并列出允许的名称。"""
     return OPERATORS[_validate.choice("name", name, tuple(OPERATORS))]
 
 
 def names(family: str) -> tuple[str, ...]:
-    """The operators of one family, in registration order.
+    """一个类别中的算子，按登记顺序。
 
     Examples
     --------
@@ -60,8 +58,8 @@ def make(
     precision: str,
     impl: str | None = None,
 ) -> Case:
-    """The case of operator ``name``: ``shape`` maps its size names to sizes, or
-    gives the sizes in the operator's order; ``impl`` defaults to its first.
+    """算子 ``name`` 的 case：``shape`` 把尺寸名映射到尺寸，或按算子的顺序给出各尺寸；
+    ``impl`` 默认取第一个实现。
 
     Examples
     --------
@@ -75,7 +73,7 @@ def make(
 
 
 def case_for(name: str, shape: Mapping[str, int], precision: str, impl: str) -> Case:
-    """The case a run entry describes, from its ``name``, ``shape``, ``precision`` and ``impl``.
+    """由 run 条目的 ``name``、``shape``、``precision`` 和 ``impl`` 找回它描述的 case。
 
     Examples
     --------
@@ -103,7 +101,7 @@ def case_for(name: str, shape: Mapping[str, int], precision: str, impl: str) -> 
 
 
 def shape_text(name: str, shape: Mapping[str, int]) -> str:
-    """A short label for an entry's shape, as its operator writes it.
+    """条目 shape 的简短标签，按其算子的写法。
 
     Examples
     --------

@@ -1,4 +1,4 @@
-"""Tensors for the cases: seeded random inputs, sampled checks, out-of-memory errors."""
+"""case 所用的 tensor：设定种子的随机输入、抽样检查、内存不足的错误。"""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import math
 from ..registry import Unsupported
 
 CHECK_ROWS = 64
-"""Rows (GEMM, norms) or query rows (attention) compared with the reference."""
+"""与参考结果对照的行（GEMM、norm）或 query 行（attention）的个数。"""
 
 CHECK_ELEMENTS = 2**20
-"""Elementwise results are compared on an evenly strided sample of this many values."""
+"""elementwise 的结果按均匀间隔抽取这么多个值来对照。"""
 
 
 def _dtype(precision: str):
@@ -29,9 +29,9 @@ def _dtype(precision: str):
 
 
 RANDOM_TILE = 2**22
-"""Larger inputs repeat a block of this many random values: drawing hundreds of
-millions of normal values takes seconds on one core, a copy of the block a few
-milliseconds, and a bandwidth or elementwise case does not care which values it moves."""
+"""更大的输入重复使用这么多个随机值组成的一块：在一个核上生成几亿个正态随机数要几秒，复制这一块
+只要几毫秒，而带宽或 elementwise 的 case 并不在乎它搬运的是哪些值。
+"""
 
 
 def _randn(shape, precision: str, device, gen):
@@ -54,7 +54,7 @@ def _generator(device):
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
-    """Whether an exception is torch (or the OS) running out of memory."""
+    """一个异常是否是 torch（或操作系统）内存不足。"""
     text = str(exc).lower()
     return type(exc).__name__ == "OutOfMemoryError" or any(
         s in text for s in ("out of memory", "can't allocate memory", "cannot allocate memory")

@@ -1,4 +1,4 @@
-"""One ``torch.optim.AdamW`` step, in the loop, foreach and fused implementations."""
+"""``torch.optim.AdamW`` 的一步，分 loop、foreach 和 fused 三种实现。"""
 
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ from ..registry import (
 from ._tensors import _generator, _randn, is_out_of_memory
 
 ADAMW_HYPER: dict[str, Any] = {"lr": 1e-2, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}
-"""Hyperparameters of the measured AdamW step (they do not change its cost)."""
+"""所测 AdamW 一步的超参数（它们不改变代价）。"""
 
 ADAMW_FLAGS: dict[str, dict[str, Any]] = {
     "loop": {"foreach": False},
     "foreach": {"foreach": True},
     "fused": {"fused": True},
 }
-"""The ``torch.optim.AdamW`` flags of each implementation."""
+"""每种实现对应的 ``torch.optim.AdamW`` 选项。"""
 
 
 def _flags(impl: str) -> str:
@@ -34,11 +34,11 @@ def _flags(impl: str) -> str:
 
 
 def adamw_case(params: int, tensors: int, *, impl: str, precision: str = "fp32") -> Case:
-    """One ``torch.optim.AdamW.step`` over ``params`` parameters in ``tensors`` equal tensors.
+    """对分在 ``tensors`` 个等大 tensor 中的 ``params`` 个参数做一次 ``torch.optim.AdamW.step``。
 
-    ``impl``: ``"loop"`` (``foreach=False``), ``"foreach"`` (``foreach=True``)
-    or ``"fused"`` (``fused=True``). Model :func:`ops.adamw`. The check runs
-    one step against a float64 ``foreach=False`` AdamW from the same state.
+    ``impl``：``"loop"`` （``foreach=False``）、``"foreach"`` （``foreach=True``）或 ``"fused"``
+    （``fused=True``）。模型为 :func:`ops.adamw`。检查从同一状态出发，与 float64 的
+    ``foreach=False`` AdamW 对照一步。
     """
     impl = _validate.choice("impl", impl, tuple(ADAMW_FLAGS))
     if params % tensors:

@@ -1,4 +1,4 @@
-"""Self-attention forward: the three kernels written out, against SDPA."""
+"""self-attention 前向：逐个写出的三个 kernel，对照 SDPA。"""
 
 from __future__ import annotations
 
@@ -18,15 +18,15 @@ from ..registry import (
 from ._tensors import CHECK_ROWS, _generator, _randn, is_out_of_memory
 
 ATTENTION_IMPLS = ("materialized", "sdpa")
-"""``materialized``: ``S = scale * Q K^T`` (baddbmm), ``P = softmax(S)``, ``O = P V``
-(bmm), each into a preallocated tensor; ``sdpa``:
-``torch.nn.functional.scaled_dot_product_attention``, on CUDA with the flash
-backend forced. The models: ``ops.attention(impl="materialized")`` and
-``ops.attention(impl="flash")``."""
+"""``materialized``：``S = scale * Q K^T`` （baddbmm）、``P = softmax(S)``、``O = P V`` （bmm），
+各写入预先分配的 tensor；``sdpa``：``torch.nn.functional.scaled_dot_product_attention``，在 CUDA
+上强制使用 flash 后端。模型为 ``ops.attention(impl="materialized")`` 与
+``ops.attention(impl="flash")``。
+"""
 
 
 def _flash_only():
-    """A context in which SDPA may use only the flash backend (torch >= 2.1)."""
+    """一个只允许 SDPA 使用 flash 后端的 context（torch >= 2.1）。"""
     try:
         from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
     except ImportError:
@@ -39,7 +39,7 @@ def _flash_only():
 
 
 def _materialized(q, k, v, scale: float):
-    """The three kernels of attention written out, into preallocated tensors: (fn, result)."""
+    """逐个写出、写入预先分配 tensor 的 attention 三个 kernel：(fn, result)。"""
     import torch
 
     bh, seq, head_dim = q.shape[0] * q.shape[1], q.shape[2], q.shape[3]
@@ -67,7 +67,7 @@ def attention_case(
     impl: str,
     precision: str = "bf16",
 ) -> Case:
-    """Self-attention forward, no mask, ``seq_q = seq_k``; model :func:`ops.attention`."""
+    """self-attention 前向，不加 mask，``seq_q = seq_k``；模型为 :func:`ops.attention`。"""
     impl = _validate.choice("impl", impl, ATTENTION_IMPLS)
     if seq_q != seq_k:
         raise ValueError(f"the suite's attention has seq_q == seq_k, got {seq_q} and {seq_k}")

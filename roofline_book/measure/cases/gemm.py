@@ -1,4 +1,4 @@
-"""GEMM: ``torch.mm`` into a preallocated output; model :func:`roofline_book.ops.gemm`."""
+"""GEMM：``torch.mm`` 写入预先分配的输出；模型为 :func:`roofline_book.ops.gemm`。"""
 
 from __future__ import annotations
 
@@ -17,11 +17,10 @@ from ._tensors import CHECK_ROWS, _generator, _randn
 
 
 def gemm_case(m: int, k: int, n: int, *, impl: str = "mm", precision: str = "fp32") -> Case:
-    """``torch.mm(a, b, out=c)`` with ``a`` (m, k) and ``b`` (k, n); model :func:`ops.gemm`.
+    """``torch.mm(a, b, out=c)``，``a`` 为 (m, k)，``b`` 为 (k, n)；模型为 :func:`ops.gemm`。
 
-    ``"tf32"`` runs float32 tensors with ``torch.set_float32_matmul_precision("high")``
-    (TF32 tensor cores, CUDA only); ``"fp32"`` with ``"highest"`` (true FP32).
-    The setting is restored afterwards.
+    ``"tf32"`` 在 ``torch.set_float32_matmul_precision("high")`` 下运行 float32 tensor（TF32 tensor
+    core，仅 CUDA）；``"fp32"`` 用 ``"highest"`` （真正的 FP32）。之后恢复原设置。
     """
     cost = ops.gemm(m, k, n, precision)
     rows = min(m, CHECK_ROWS)

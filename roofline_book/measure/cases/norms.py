@@ -1,4 +1,4 @@
-"""RMSNorm and softmax over the last dimension."""
+"""沿最后一维的 RMSNorm 与 softmax。"""
 
 from __future__ import annotations
 
@@ -15,14 +15,13 @@ from ..registry import (
 from ._tensors import CHECK_ROWS, _generator, _randn
 
 RMSNORM_EPS = 1e-6
-"""The epsilon of the measured RMSNorm."""
+"""所测 RMSNorm 的 epsilon。"""
 
 
 def rmsnorm_case(rows: int, d: int, *, impl: str = "rms_norm", precision: str = "fp32") -> Case:
-    """``torch.nn.functional.rms_norm`` over the last dimension; model :func:`ops.rmsnorm`.
+    """沿最后一维的 ``torch.nn.functional.rms_norm``；模型为 :func:`ops.rmsnorm`。
 
-    Needs torch >= 2.4 (skipped before). Each call allocates its output, as a
-    model's forward pass does.
+    需要 torch >= 2.4（更早的版本跳过）。每次调用都分配输出，与模型前向时一样。
     """
     cost = ops.rmsnorm(rows, d, precision)
     footprint = (
@@ -61,7 +60,7 @@ def rmsnorm_case(rows: int, d: int, *, impl: str = "rms_norm", precision: str = 
 
 
 def softmax_case(rows: int, cols: int, *, impl: str = "softmax", precision: str = "fp32") -> Case:
-    """``torch.softmax(x, -1, out=y)``; model :func:`ops.softmax`."""
+    """``torch.softmax(x, -1, out=y)``；模型为 :func:`ops.softmax`。"""
     cost = ops.softmax(rows, cols, precision)
     footprint = cost.bytes + 8 * 2 * min(rows, CHECK_ROWS) * cols
 

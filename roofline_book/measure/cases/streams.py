@@ -1,4 +1,4 @@
-"""The streaming cases: the bandwidth probes and the elementwise operators, a row each."""
+"""流式 case：带宽探针与 elementwise 算子，各占一行。"""
 
 from __future__ import annotations
 
@@ -19,31 +19,31 @@ from ..registry import (
 from ._tensors import CHECK_ELEMENTS, _generator, _randn, _strided
 
 TRIAD_SCALAR = 3.0
-"""The ``s`` of the triad ``a = b + s * c``."""
+"""triad ``a = b + s * c`` 中的 ``s``。"""
 
 
 @dataclass(frozen=True)
 class Stream:
-    """A streaming case: one pass over ``numel`` elements per input.
+    """一个流式 case：对每个输入的 ``numel`` 个元素做一趟。
 
     Attributes
     ----------
     impl : str
-        The torch function, as the run file names it.
+        torch 函数，按 run file 中的名称。
     family : str
-        ``"ceiling"`` (a bandwidth probe) or ``"elementwise"`` (an operator).
+        ``"ceiling"`` （带宽探针）或 ``"elementwise"`` （算子）。
     cost : callable
-        ``cost(numel, precision) -> Cost``, the model.
+        ``cost(numel, precision) -> Cost``，即模型。
     inputs : int
-        Input arrays, 1 (``x``) or 2 (``x``, ``y``).
+        输入数组的个数，1（``x``）或 2（``x``、``y``）。
     inplace : bool
-        Whether the result is written over ``x``.
+        结果是否写在 ``x`` 上。
     call : callable
-        ``call(x, y, out)``, the timed work (``y`` is None for one input).
+        ``call(x, y, out)``，即要计时的工作（只有一个输入时 ``y`` 为 None）。
     reference : callable
-        ``reference(x, y)`` in float64, on the sampled values.
+        在抽样值上以 float64 计算的 ``reference(x, y)``。
     colour : str
-        A key of :data:`roofline_book.plotting.PALETTE`.
+        :data:`roofline_book.plotting.PALETTE` 的一个键。
     """
 
     impl: str
@@ -112,26 +112,24 @@ STREAMS: dict[str, Stream] = {
         colour="orange",
     ),
 }
-"""The streaming cases, one row each. ``copy``: ``dst.copy_(src)``; ``triad``:
-``torch.add(b, c, alpha=3, out=a)``; ``triad_inplace``: ``a.add_(b, alpha=3)``;
-``add``: ``torch.add(x, y, out=z)``; ``relu``: ``torch.clamp_min(x, 0, out=y)``.
-Models: :func:`ops.add`, :func:`ops.relu`, and :func:`ops.elementwise` for copy
-(one read, one write, no FLOP) and both triads (two reads, one write, two FLOPs
-per element)."""
+"""流式 case，各占一行。``copy``：``dst.copy_(src)``；``triad``：
+``torch.add(b, c, alpha=3, out=a)``；``triad_inplace``：``a.add_(b, alpha=3)``；``add``：
+``torch.add(x, y, out=z)``；``relu``：``torch.clamp_min(x, 0, out=y)``。模型：:func:`ops.add`、
+:func:`ops.relu`，copy（一读、一写、没有 FLOP）与两种 triad（两读、一写、每个元素两个 FLOP）用
+:func:`ops.elementwise`。
+"""
 
 BANDWIDTH_KINDS = tuple(name for name, s in STREAMS.items() if s.family == "ceiling")
-"""The memory-bandwidth ceilings: ``dst = src``, ``a = b + s * c`` and ``a += s * b``."""
+"""内存带宽上限：``dst = src``、``a = b + s * c`` 与 ``a += s * b``。"""
 
 
 def elementwise_case(name: str, numel: int, precision: str = "fp32") -> Case:
-    """The streaming case ``name`` (a key of :data:`STREAMS`) over ``numel`` elements.
+    """对 ``numel`` 个元素运行的流式 case ``name`` （:data:`STREAMS` 的一个键）。
 
-    Outputs are preallocated, which keeps the allocator out of the time: on
-    the CPU a fresh large output is fresh pages from the kernel, each first
-    written through a page fault. On a CPU, a store to an array not in cache
-    first reads the line (write-allocate), traffic the model does not count;
-    the in-place triad stores to lines it has just read, so it shows the
-    memory's bandwidth without that extra read.
+    输出预先分配，使内存分配器不计入时间：在 CPU 上，新分配的大块输出是内核刚给的新页，每页第一次
+    写入都要经过一次 page fault。在 CPU 上，向不在 cache 中的数组写入时先读入这一行
+    （write-allocate），这部分流量模型不计；原地 triad 写到它刚读过的行，所以它显示的是不含这次
+    额外读取的内存带宽。
     """
     name = _validate.choice("name", name, tuple(STREAMS))
     stream = STREAMS[name]
