@@ -59,6 +59,16 @@ class Operator:
     def is_required(self, arg: Arg) -> bool:
         return self.default(arg.name) is _REQUIRED if arg.required is None else arg.required
 
+    def usage(self) -> str:
+        """命令行参数一览，可省略的参数放在方括号里，例如 ``--m --k --n [--dtype]``。
+
+        Examples
+        --------
+        >>> OPERATORS["softmax"].usage()
+        '--rows --cols [--dtype]'
+        """
+        return " ".join(a.flag if self.is_required(a) else f"[{a.flag}]" for a in self.args)
+
     def call(self, given: dict[str, Any]) -> tuple[Cost, dict[str, Any]]:
         """代价，以及函数收到的每个参数（已补上默认值）。"""
         kwargs = self.prepare(dict(given)) if self.prepare else dict(given)
