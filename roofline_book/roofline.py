@@ -194,7 +194,7 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
     计算：矩阵 FLOPs 除以 ``dtype`` 下矩阵单元的峰值；向量工作按 lane slot 计
     （:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`：一个 FMA 或其他任何运算各占一
     个），除以 lane 速率，即厂商按 FMA 计的向量峰值的一半
-    （:meth:`Hardware.vector_op_rate <roofline_book.hardware.Hardware.vector_op_rate>`，有公开数字时
+    （:meth:`Hardware.vector_op_rate <roofline_book.device.Hardware.vector_op_rate>`，有公开数字时
     用 packed 16 位运算）；特殊函数求值次数除以它们的速率。全部按设备唯一的时钟计。内存：必需字节数
     除以 HBM 带宽，假定 L2 为冷（输入来自 HBM，输出写回 HBM）。重读（``Cost.reread_bytes``）只有在
     footprint 装不进 L2 时才算在 HBM 上；每个字节，无论是否重读，都经过 L2，设备有 L2 带宽时就按它计
@@ -385,7 +385,7 @@ def gemm_tokens_to_ridge(ridge: float, k: int, n: int, dtype: Precision = "bf16"
     ----------
     ridge : float
         目标算术强度 ``I*`` （FLOP/byte），> 0；通常取设备的 ridge point
-        （:meth:`roofline_book.hardware.Hardware.ridge_point`）。
+        （:meth:`roofline_book.device.Hardware.ridge_point`）。
     k : int
         这一层的输入特征数（权重为 ``k x n``），>= 1。
     n : int

@@ -86,7 +86,7 @@ def cost_table(
     ----------
     named : mapping or list of tuple
         算子，``{name: Cost}`` 或 ``[(name, Cost), ...]``；至少一个，每个至少搬运一个字节。
-    device : roofline_book.hardware.Hardware
+    device : roofline_book.device.Hardware
         在哪块设备上运行。
     dtype : str or torch.dtype
         算子的精度，决定用哪些上限。

@@ -556,7 +556,7 @@ def memory_roof(run: Mapping[str, Any]) -> float | None:
 
 
 def as_hardware(run: Mapping[str, Any]) -> Hardware:
-    """把 run 测得的各项上限变成一个 :class:`~roofline_book.hardware.Hardware`。
+    """把 run 测得的各项上限变成一个 :class:`~roofline_book.device.Hardware`。
 
     每种精度的峰值 FLOP/s 取扫描中最快的 GEMM，带宽取 :func:`memory_roof`。
     凡是可以用 datasheet 设备的地方，都可以用它。

@@ -124,7 +124,7 @@ class Cost:
         """向量 FLOPs 所占的 lane slot 数：每个 FMA 一个，其他每个 FLOP 一个。
 
         即 ``vector_flops - vector_fma_flops / 2``；向量时间是它除以 lane 速率，也就是厂商按 FMA 计
-        的峰值的一半（:meth:`roofline_book.hardware.Hardware.vector_op_rate`）。
+        的峰值的一半（:meth:`roofline_book.device.Hardware.vector_op_rate`）。
         """
         return self.vector_flops - self.vector_fma_flops // 2
 

@@ -69,7 +69,7 @@ def ceilings(
     Parameters
     ----------
     ax : matplotlib.axes.Axes
-    device : roofline_book.hardware.Hardware
+    device : roofline_book.device.Hardware
     dtype : str
         矩阵单元 roof 的精度（向量单元的 roof 取处理 ``dtype`` 数据的算子所能得到的值）。
     intensity_range : tuple of float

@@ -222,7 +222,7 @@ def memory_hierarchy(ax, device: Hardware):
     Parameters
     ----------
     ax : matplotlib.axes.Axes
-    device : roofline_book.hardware.Hardware
+    device : roofline_book.device.Hardware
         目录条目含有每个层级的设备：主存容量与带宽、L2、每个 SM 的 L1 与 shared memory、每个 SM 的
         寄存器、SM 个数。
 
