@@ -239,6 +239,17 @@ def test_step_floor_is_below_the_sum_and_is_max_of_flops_and_bytes():
     assert decode.seconds == pytest.approx((weights + cache + logits) / BW)
 
 
+def test_step_floor_counts_a_fused_multiply_add_as_one_lane_slot():
+    # a fused step does the kernels' lane work, no more: each RMSNorm's acc + x * x is
+    # one FMA per element, 65 norms (2 per layer x 32 layers, and the final one) over
+    # 4096 x 4096 elements; counting the pair as two slots would put the bound too high
+    m, T = model("llama-2-7b"), 4096
+    ops = step_ops(m, 1, T, T)
+    slots = sum(cost.vector_flops for _, cost in ops) - 65 * T * 4096
+    floor = step_floor(m, 1, T, T, H100)
+    assert floor.by_resource["vector"] == pytest.approx(slots / H100.vector_op_rate("bf16"))
+
+
 def test_moe_reads_the_experts_its_tokens_touch():
     assert expected_experts(8, 2, 1) == pytest.approx(2.0)
     assert expected_experts(8, 2, 2) == pytest.approx(8 * (1 - 0.75**2))
