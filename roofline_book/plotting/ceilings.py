@@ -70,6 +70,9 @@ def ceilings(
     highest flat: HBM solid, L2 dashed (where the device has an L2
     bandwidth). The special function units are not drawn: their ceiling is
     in evaluations/s, which :func:`placed` converts per operator.
+    The vector units get two flats: the vendor's FMA-counted peak (solid)
+    and the lane rate of an add or multiply, half of it (dotted,
+    :meth:`~roofline_book.hardware.Hardware.vector_op_rate`).
 
     Parameters
     ----------
@@ -95,12 +98,16 @@ def ceilings(
     flats = _unit_ceilings(device, dtype)
     slopes = _slopes(device)
     top, fastest = max(flats.values()), max(slopes.values())
+    # (unit, word, rate, line): the vector units' FMA-counted peak and, dotted, an add's lane rate
+    roofs = [(u, "vector fma" if u == "vector" else u, peak, "-") for u, peak in flats.items()]
+    if "vector" in flats:
+        roofs.append(("vector", "vector ops", device.vector_op_rate(dtype), ":"))
     drawn = []
-    for name, peak in flats.items():
+    for name, word, peak, style in roofs:
         start = min(max(lo, peak / fastest), hi)
         drawn += ax.loglog([start, hi], [peak / scale] * 2, color=RESOURCE_COLORS[name],
-                           linewidth=1.6)  # fmt: skip
-        label = f"{text(name)} {peak / scale:.4g} {unit}"
+                           linewidth=1.6, linestyle=style)  # fmt: skip
+        label = f"{text(word)} {peak / scale:.4g} {unit}"
         drawn.append(
             ax.annotate(
                 label,
