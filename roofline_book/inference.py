@@ -428,6 +428,7 @@ def step_floor(
         1,
         vector_flops=total.vector_flops,
         special_flops=total.special_flops,
+        vector_fma_flops=total.vector_fma_flops,
     )
     return time_bound(floor, device, p.activations)
 

@@ -107,12 +107,12 @@ def test_share_picks_rows_by_name_and_bound():
 
 
 def test_first_size_of_a_sweep_past_the_ridge():
-    ridge = hardware("h100-sxm").ridge_point("bf16")  # 989.5e12 / 3.35e12 = 295.4 FLOP/byte
+    ridge = hardware("h100-sxm").ridge_point("bf16")  # 1070.5e12 / 3.35e12 = 319.6 FLOP/byte
     sizes = [2**p for p in range(4, 15)]
-    # square BF16: I = 2n / 6; 2n/6 >= 295.4 first at 1024 (341.3; 512 gives 170.7)
+    # square BF16: I = 2n / 6; 2n/6 >= 319.6 first at 1024 (341.3; 512 gives 170.7)
     assert book.first_size(sizes, ridge, "bf16") == 1024
     assert book.first_size(sizes, ridge, "fp32") == 2048  # I = 2n / 12
-    # M x 4096 x 4096 BF16: I = 2 M 4096^2 / (2 (2 M 4096 + 4096^2)); M* = 347.9, so 512
+    # M x 4096 x 4096 BF16: I = 2 M 4096^2 / (2 (2 M 4096 + 4096^2)); M* = 378.6, so 512
     m_star = 4096 * ridge / (4096 - 2 * ridge)
     assert 256 < m_star < 512
     assert book.first_size([2**p for p in range(17)], ridge, k=4096, n=4096) == 512

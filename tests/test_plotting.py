@@ -241,15 +241,18 @@ def test_ceilings_draw_a_flat_per_flop_unit_and_a_slope_per_level(ax):
     lines = [a for a in drawn if hasattr(a, "get_ydata")]
     tops = sorted(float(np.max(line.get_ydata())) for line in lines)
     # vector and matrix flats (FLOP/s); no special-function flat, which counts evaluations;
-    # the HBM slope climbs to the highest flat
+    # the HBM slope climbs to the highest flat. The vector units get the packed BF16 FMA peak,
+    # 133.8 TFLOP/s, and the rate of an add (one FLOP per lane slot), half of it: 66.9
     vector, matrix = h100.ceiling("vector") / 1e12, h100.peak_flops("bf16") / 1e12
-    assert tops == pytest.approx([vector, matrix, matrix])
+    assert vector == pytest.approx(133.8)
+    assert tops == pytest.approx([133.8 / 2, vector, matrix, matrix])
     words = [a.get_text() for a in drawn if hasattr(a, "get_text")]
-    assert f"vector units {vector:.4g} TFLOP/s" in words and "HBM 3.35 TB/s" in words
+    assert "vector units, FMA 133.8 TFLOP/s" in words and "HBM 3.35 TB/s" in words
+    assert "vector units, add or multiply 66.9 TFLOP/s" in words
     assert not any("special" in w for w in words)
     # with an L2 bandwidth (10 TB/s here) a second, dashed slope
     with_l2 = dataclasses.replace(h100, l2_bandwidth=10e12)
-    slopes = [a for a in plotting.ceilings(ax, with_l2) if hasattr(a, "get_ydata")][2:]
+    slopes = [a for a in plotting.ceilings(ax, with_l2) if hasattr(a, "get_ydata")][3:]
     assert [line.get_linestyle() for line in slopes] == ["-", "--"]
     x = slopes[1].get_xdata()
     np.testing.assert_allclose(slopes[1].get_ydata()[:5], 10 * x[:5])  # 10 TB/s x I, in TFLOP/s
@@ -310,11 +313,11 @@ def test_memory_hierarchy_levels_from_the_whitepaper(ax):
 
     labels, boundary = plotting.memory_hierarchy(ax, hardware("h100-sxm"))
     # H100 whitepaper: 50 MiB L2, 256 KiB L1 + shared per SM (228 KiB of it shared), 256 KiB
-    # registers per SM; HBM3 at 3.35 TB/s (datasheet), 81559 MiB = 85.52e9 bytes as nvidia-smi
-    # reports the "80 GB". Bottom (HBM) to top (compute).
+    # registers per SM; HBM3 at 3.35 TB/s (datasheet), 81559 MiB = 79.65 GiB as nvidia-smi
+    # reports the "80 GB" (a binary capacity). Bottom (HBM) to top (compute).
     texts = [t.get_text() for t in labels]
     assert len(texts) == 5
-    assert texts[0].startswith("HBM") and "85.52 GB" in texts[0] and "3.35 TB/s" in texts[0]
+    assert texts[0].startswith("HBM") and "79.65 GiB" in texts[0] and "3.35 TB/s" in texts[0]
     assert texts[1] == "L2 cache\n50 MiB"
     assert "256 KiB" in texts[2] and "228 KiB" in texts[2]
     assert texts[3] == "registers\n256 KiB per SM"

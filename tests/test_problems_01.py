@@ -44,8 +44,11 @@ def test_chapter_1_units(glued):
     assert g["p_vector_tflops"] == 133.8  # BF16 data: packed pairs, the non-tensor BF16 peak
     assert g["p_special_tflops"] == pytest.approx(H100_SPECIAL / 1e12)  # 4.18
     assert g["matrix_over_vector"] == pytest.approx(H100_BF16 / 133.8e12)  # about 8.0
-    # 133.8e12 / 4.18176e12 = 32.0: 1024 packed BF16 FLOP against 16 special results per clock
-    assert g["vector_over_special"] == pytest.approx(133.8e12 / H100_SPECIAL)
+    # lane operations against evaluations: 133.8e12 / 2 = 66.9e12 per second, and
+    # 66.9e12 / 4.18176e12 = 16.0: 256 packed BF16 lane operations per SM and clock against
+    # 16 special results
+    assert g["p_vector_ops"] == pytest.approx(133.8 / 2)
+    assert g["ops_over_special"] == pytest.approx(133.8e12 / 2 / H100_SPECIAL)
     # FlashAttention, batch 4, 16 heads, 4096 x 4096 scores, head dim 64, BF16.
     scores = 4 * 16 * 4096 * 4096  # 1,073,741,824: one exp each
     matrix = 4 * scores * 64  # QK^T and PV: 2d + 2d FLOPs per score

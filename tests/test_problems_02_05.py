@@ -59,7 +59,8 @@ def test_chapter_2_prose_numbers(glued):
     assert (g["std_reads"], g["std_writes"]) == (5, 3)
     assert g["std_total_gb"] == approx((8e9 + 8) / 1e9)
     assert g["std_h100_ms"] == approx((8e9 + 8) / H100_BW * 1e3)  # about 2.39 ms
-    assert g["h100_capacity_gb"] == approx(81559 * 2**20 / 1e9)  # nvidia-smi's 81559 MiB
+    assert g["h100_capacity_mib"] == 81559  # nvidia-smi's FB memory total
+    assert g["h100_capacity_bin"] == "79.65 GiB"  # 81559 / 1024 = 79.647
     assert (g["h100_l2_mib"], g["h100_sms"]) == ("50 MiB", 132)
     # 256 KiB L1 and shared memory together, at most 228 KiB of it shared; 256 KiB registers.
     assert (g["h100_l1smem_kib"], g["h100_smem_kib"], g["h100_rf_kib"]) == (

@@ -50,6 +50,7 @@ def test_chapter_6_answers(glued):
     # FLOP/byte, so 160 FLOPs per 4 bytes; the special units pass HBM at 4 * 4.18 / 3.35 = 5.
     assert g["ans_q1_I"] == pytest.approx(9 / 4)
     assert g["ans_q1_flops_needed"] == pytest.approx(H100_VEC_BF16 / H100_BW * 4)  # 160
+    assert g["ans_q1_ops_needed"] == pytest.approx(H100_OPS_BF16 / H100_BW * 4)  # 80 lane slots
     assert g["ans_q1_special_needed"] == pytest.approx(H100_SPECIAL / H100_BW * 4)  # 5.0
     # Master-weight AdamW per parameter (FP32 param and moments, BF16 grad, BF16 copy written):
     # loop 4*4 + 2*2 + 14*4 + 2 = 78 bytes, fused (4 + 2 + 4 + 4) + (4 + 4 + 4 + 2) = 28.
@@ -127,6 +128,12 @@ def test_chapter_6_prose_numbers(glued):
     # Every non-GEMM operator of figure 6.2 is at least 2.5 times longer on HBM than on its
     # slowest unit: softmax, two special evaluations per 4 bytes (4 * 4.18 / (2 * 3.35)).
     assert g["min_mem_over_compute"] == pytest.approx(4 * H100_SPECIAL / (2 * H100_BW))
+    assert (g["softmax_special_pe"], g["softmax_vector_pe"]) == (2, 3)
+    assert (g["near1"], g["near1_special"]) == ("softmax", 2)
+    assert g["near1_ratio"] == pytest.approx(4 * H100_SPECIAL / (2 * H100_BW))  # 2.5
+    # then GELU: one tanh per 4 bytes, 4 * 4.18 / 3.35 = 5.0
+    assert (g["near2"], g["near2_special"]) == ("GELU", 1)
+    assert g["near2_ratio"] == pytest.approx(4 * H100_SPECIAL / H100_BW)
     # SwiGLU: silu (read, write) then the product (read 2, write 1) against one kernel (3 passes).
     assert g["fuse_saving"] == pytest.approx(1 - 3 / 5)
 
@@ -266,12 +273,11 @@ def test_chapter_7_prose_numbers(glued):
     assert g["materialized_total_us"] == pytest.approx(mat_total * 1e6)
     projections = [_gemm(T, H, 3 * H), _gemm(T, H, H)] + [_gemm(T, H, F)] * 2 + [_gemm(T, F, H)]
     assert g["gemm_share"] == pytest.approx(sum(_time(**p)[0] for p in projections) / flash_total)
-    # The memory-bound row closest to its compute is now the flash attention itself, bound by
-    # the L2: 139.3 us against 128.4 us on the matrix units (SwiGLU, 6 bytes per exp and
-    # reciprocal, is 6 * 4.18 / (2 * 3.35) = 3.7)
-    fa = FLASH_UNITS
-    l2_s = (fa["nbytes"] + fa["rereads"]) / H100_L2_BW
-    assert g["min_mem_ratio"] == pytest.approx(l2_s / (fa["matrix"] / H100_BF16))  # 1.085
+    # Of the small operators (norms, RoPE, adds, SwiGLU) the one closest to its compute is
+    # SwiGLU: 6 bytes per exp and reciprocal on the special units, 6 * 4.18 / (2 * 3.35) = 3.7
+    # (the flash attention row, L2-bound at 139.3 us against 128.4 us, is not among them)
+    swiglu_hbm = 3 * 2 * T * F / H100_BW
+    assert g["min_mem_ratio"] == pytest.approx(swiglu_hbm / (2 * T * F / H100_SPECIAL))  # 3.74
     assert g["attn_mat_I"] == pytest.approx((4 * D + 5) / (4 * 2 * (1 + D / T)))
     assert g["mat_I_limit"] == pytest.approx((4 * 128 + 5) / 8)
     # FlashAttention-3's tile on H100 at d = 128, no mask (hopper/tile_size.h, tile_size_fwd_sm90:
@@ -412,10 +418,12 @@ def test_chapter_9_answers(glued):
     assert g["ans_q2_gflops"] == pytest.approx(n / 50e-6 / 1e9)  # 335.5
     assert g["ans_q2_tbps"] == pytest.approx(6 * n / 50e-6 / 1e12)  # 2.01
     assert g["ans_q2_fraction"] == pytest.approx(6 * n / 50e-6 / H100_BW)
-    # The add runs on the vector units, held to the BF16 vector peak (packed pairs, 133.8
-    # TFLOP/s): 335.5 GFLOP/s of it is about 0.25 %.
+    # The add runs on the vector units: the BF16 vector peak (packed pairs) is 133.8 TFLOP/s
+    # counting an FMA as 2 FLOP, and an add is one FLOP in one lane slot, so at most half of
+    # it, 66.9e12 adds per second: 335.5 GFLOP/s of that is about 0.50 %.
     assert g["vec_tflops"] == pytest.approx(H100_VEC_BF16 / 1e12)
-    assert g["ans_q2_vs_peak"] == pytest.approx(n / 50e-6 / H100_VEC_BF16)
+    assert g["vec_ops_t"] == pytest.approx(H100_OPS_BF16 / 1e12)
+    assert g["ans_q2_vs_peak"] == pytest.approx(n / 50e-6 / H100_OPS_BF16)
     t0 = 5e-6
     assert g["t0_us"] == pytest.approx(5.0)
     assert g["ans_q3_elements_m"] == pytest.approx(t0 * H100_BW / 6 / 1e6)  # 2.79 M

@@ -177,6 +177,8 @@ def test_chapter_11_step_bounds(glued):
         assert g[f"pt_{dev}"] == pytest.approx(ratio)
     # "相差无几": 308.9 against the ridge 319.6 at 1980 MHz, within 4% (3% at 1830 MHz)
     assert g["pt_h100"] == pytest.approx(H100_BF16 / H100_BW, rel=0.04)
+    gap = abs(g["pt_h100"] / (H100_BF16 / H100_BW) - 1)  # 308.9 against 319.6: 3.3 %
+    assert g["pt_phrase"] == f"只差 {gap:.1%}"
     assert g["ridge2"] == pytest.approx(H200_BF16 / H200_BW)
     assert g["vocab3"] == 128_256
 
@@ -291,6 +293,9 @@ def test_chapter_12_capacity(glued):
     assert g["wall3"] == fits(H100_MEM, 2 * L3_PARAMS, L3_KV, ACT_L3)
     assert g["wallh3"] == fits(H200_MEM, 2 * L3_PARAMS, L3_KV, ACT_L3)
     assert g["utilization"] == pytest.approx(USABLE)
+    # nvidia-smi's totals: 81559 MiB = 79.65 GiB (H100 SXM), 143771 MiB = 140.4 GiB (H200)
+    assert (g["cap_h100_mib"], g["cap_h100_bin"]) == (81559, "79.65 GiB")
+    assert g["cap_h200_bin"] == "140.4 GiB"
     assert (g["profile_tokens"], g["profile_seqs"]) == (8192, 256)
     # the sentence on H200 follows the numbers: past the ridge, close to it, or short of it
     share = g["wallh3"] / g["bstar3_h200"]

@@ -65,6 +65,8 @@ def ceilings(
     名称和速率。每个有带宽的存储层级画一条斜线，直到最高的那条水平线：HBM 用实线，L2 用虚线
     （设备有 L2 带宽时）。特殊函数单元不画：它的上限按每秒求值次数计，由 :func:`placed`
     对每个算子换算。
+    向量单元画两条水平线：厂商按 FMA 计的峰值（实线），以及一次加法或乘法的 lane 速率，即它的一半
+    （点线，:meth:`~roofline_book.device.Hardware.vector_op_rate`）。
 
     Parameters
     ----------
@@ -89,12 +91,16 @@ def ceilings(
     flats = _unit_ceilings(device, dtype)
     slopes = _slopes(device)
     top, fastest = max(flats.values()), max(slopes.values())
+    # (unit, word, rate, line): the vector units' FMA-counted peak and, dotted, an add's lane rate
+    roofs = [(u, "vector fma" if u == "vector" else u, peak, "-") for u, peak in flats.items()]
+    if "vector" in flats:
+        roofs.append(("vector", "vector ops", device.vector_op_rate(dtype), ":"))
     drawn = []
-    for name, peak in flats.items():
+    for name, word, peak, style in roofs:
         start = min(max(lo, peak / fastest), hi)
         drawn += ax.loglog([start, hi], [peak / scale] * 2, color=RESOURCE_COLORS[name],
-                           linewidth=1.6)  # fmt: skip
-        label = f"{text(name)} {peak / scale:.4g} {unit}"
+                           linewidth=1.6, linestyle=style)  # fmt: skip
+        label = f"{text(word)} {peak / scale:.4g} {unit}"
         drawn.append(
             ax.annotate(
                 label,

@@ -10,7 +10,7 @@ from .. import _validate
 from ..hardware import Hardware
 from ..ops import Cost
 from ..roofline import TimeBound
-from ..units import si
+from ..units import binary, si
 from .style import PALETTE, text
 
 
@@ -263,7 +263,7 @@ def memory_hierarchy(ax, device: Hardware):
         (
             text(
                 "hbm level",
-                size=si(figures["memory_capacity"], "B"),
+                size=binary(figures["memory_capacity"]),
                 bandwidth=si(device.memory_bandwidth, "B/s"),
             ),
             text("shared"),
