@@ -114,6 +114,10 @@ def ceilings(
             )
         )
     x = np.logspace(np.log10(lo), np.log10(hi), 400)
+    # every slope's label at one intensity, below the lowest knee: the labels stack up the
+    # y axis by the ratio of the bandwidths instead of meeting where two knees lie close
+    knees = [top / band for band in slopes.values() if lo < top / band < hi]
+    at = float(np.sqrt(lo * min(knees))) if knees else lo
     for level, band in slopes.items():
         y = np.minimum(band * x, top) / scale
         style = "-" if level == "hbm" else "--"
@@ -122,7 +126,6 @@ def ceilings(
         )
         knee = top / band
         if lo < knee < hi:
-            at = float(np.sqrt(lo * knee))  # half way up the slope, on a log axis
             drawn.append(
                 ax.annotate(
                     f"{text(level)} {band / 1e12:.3g} TB/s",
