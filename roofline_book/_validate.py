@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -76,3 +77,18 @@ def choice(name: str, value: object, allowed: tuple[str, ...]) -> str:
     if key not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
     return key
+
+
+def known_keys(where: str, entry: Iterable[str], allowed: tuple[str, ...]) -> None:
+    """数据文件的一个条目只含 ``allowed`` 中的键；否则报错，指出条目（``where``）与第一个未知的键。
+
+    Examples
+    --------
+    >>> known_keys("my.toml: model 'm'", {"name": "m", "layrs": 2}, ("name", "layers"))
+    Traceback (most recent call last):
+    ...
+    ValueError: my.toml: model 'm' has an unknown key 'layrs'; allowed: name, layers
+    """
+    for key in entry:  # a TOML table iterates its keys
+        if key not in allowed:
+            raise ValueError(f"{where} has an unknown key {key!r}; allowed: {', '.join(allowed)}")

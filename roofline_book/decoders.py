@@ -266,22 +266,12 @@ def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelCon
     fields_of_source = ("title", "url", "date", "note", "firmness")
     sources = {}
     for k, v in data.get("sources", {}).items():
-        for field in v:
-            if field not in fields_of_source:
-                raise ValueError(
-                    f"{where}: source {k!r} has an unknown key {field!r}; "
-                    f"allowed: {', '.join(fields_of_source)}"
-                )
+        _validate.known_keys(f"{where}: source {k!r}", v, fields_of_source)
         sources[k] = Source(key=k, **v)
     allowed = ("name", "source", *FIELDS)
     out = {}
     for key, entry in data.get("models", {}).items():
-        for field in entry:
-            if field not in allowed:
-                raise ValueError(
-                    f"{where}: model {key!r} has an unknown key {field!r}; "
-                    f"allowed: {', '.join(allowed)}"
-                )
+        _validate.known_keys(f"{where}: model {key!r}", entry, allowed)
         if entry.get("source") not in sources:
             raise ValueError(f"{where}: model {key!r} names no known source")
         if "name" not in entry:

@@ -282,24 +282,15 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
     for table in data:
         if table not in ("sources", "devices"):
             raise ValueError(f"{origin}: unknown table {table!r}; allowed: sources, devices")
-    known = sorted(f.name for f in dataclasses.fields(Source) if f.name != "key")
+    known = tuple(sorted(f.name for f in dataclasses.fields(Source) if f.name != "key"))
     sources = {}
     for key, entry in data.get("sources", {}).items():
-        unknown = sorted(set(entry) - set(known))
-        if unknown:
-            raise ValueError(
-                f"{origin}: source {key!r} has an unknown key {unknown[0]!r}; "
-                f"allowed: {', '.join(known)}"
-            )
+        _validate.known_keys(f"{origin}: source {key!r}", entry, known)
         sources[key] = Source(key=key, **entry)
     devices = {}
     for key, entry in data.get("devices", {}).items():
         where = f"{origin}: device {key!r}"
-        for k in entry:
-            if k not in _DEVICE_KEYS:
-                raise ValueError(
-                    f"{where} has an unknown key {k!r}; allowed: {', '.join(_DEVICE_KEYS)}"
-                )
+        _validate.known_keys(where, entry, _DEVICE_KEYS)
         figure_sources, compared = _sources_of(entry, sources, where)
         fields = {_FIELDS[k]: v for k, v in entry.items() if k in _FIELDS}
         fields.update({k: entry[k] for k in _INPUTS[:2] if k in entry})
