@@ -7,6 +7,7 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
+from roofline_book.bounds import Ceilings  # noqa: E402
 from roofline_book.measure import atenops, profiling  # noqa: E402
 
 
@@ -146,48 +147,59 @@ def test_region_keeps_only_ops_inside():
         profiling.attribute(_profile(run), region="elsewhere")
 
 
-def test_run_file_roof_holds_matrix_flops_and_bytes_only():
-    roof = profiling.Roof.from_run(
+def test_a_run_files_ceilings_hold_each_unit_and_level():
+    from roofline_book import add, gemm
+    from roofline_book.measure.ceilings import of_run
+
+    roofs = of_run(
         {
-            "device": {"name": "cpu", "threads": 1},
+            "device": {"type": "cpu", "name": "cpu", "threads": 1},
             "date": "2026-01-01",
             "ceilings": {
-                "peak_flops": {"fp32": {"value": 1e11}},
-                "bandwidth": {"copy": {"value": 1e10}, "triad": {"value": 2e10}},
+                "peak_flops": {"fp32": {"value": 1e11, "entry": "gemm"}},
+                "bandwidth": {
+                    "copy": {"value": 1e10, "entry": "copy"},
+                    "triad": {"value": 2e10, "entry": "triad"},
+                },
             },
         }
     )
-    from roofline_book import add, gemm
-
-    big = roof.bound(gemm(1024, 1024, 1024, "fp32"), "fp32")
+    big = profiling.row_bound(gemm(1024, 1024, 1024, "fp32"), roofs, "fp32")
     # 2 * 1024**3 / 1e11 = 21.5 ms against 12 MiB / 2e10 = 0.63 ms: the matrix ceiling
     assert big.resource == "matrix"
     assert big.seconds == pytest.approx(2 * 1024**3 / 1e11)
-    small = roof.bound(add(1000, "fp32"), "fp32")
-    assert dict(small.by_resource) == {"memory": pytest.approx(12_000 / 2e10)}  # best bandwidth
-    # a precision the run did not measure: only the memory roof holds it
-    assert roof.bound(gemm(64, 64, 64, "bf16"), "bf16").resource == "memory"
+    small = profiling.row_bound(add(1000, "fp32"), roofs, "fp32")
+    # no cache reported: its 12 kB come from DRAM at the best bandwidth; 1000 adds take
+    # 1000 lane slots at the FP32 peak taken as slots per second
+    assert dict(small.by_resource) == {
+        "dram": pytest.approx(12_000 / 2e10),
+        "vector": pytest.approx(1000 / 1e11),
+    }
+    # a precision the run did not measure: no bound rather than a partial one
+    assert profiling.row_bound(gemm(64, 64, 64, "bf16"), roofs, "bf16") is None
 
 
-def test_run_file_roof_holds_data_a_cache_may_hold_to_the_cache_roof():
+def test_a_run_files_ceilings_hold_data_to_the_smallest_level_that_holds_it():
     from test_predict import PASS, with_l2_roof
 
     from roofline_book import add
-    from roofline_book.measure import predict
+    from roofline_book.measure.ceilings import of_run
 
-    run = with_l2_roof(PASS)  # L1 48 KiB (no roof), L2 2 MiB (a roof), last level 16 MiB
-    roof = profiling.Roof.from_run(run)
-    l2 = predict.roofs(run).levels[0][2]  # the L2 copy's rate, line fills counted
-    assert (roof.cache_level, roof.cache_roof) == ("L2", pytest.approx(l2))
-    assert roof.streams_from == 4 * 2**24 and roof.unroofed == 48 * 2**10
-    # 12 MiB, within 4 x 16 MiB: another kernel may have left it in a cache
-    near = roof.bound(add(2**20, "fp32"), "fp32")
-    assert dict(near.by_resource) == {"l2": pytest.approx(12 * 2**20 / l2)}
-    # 96 MiB streams: the DRAM roof, the best bandwidth probe
-    far = roof.bound(add(2**23, "fp32"), "fp32")
-    assert dict(far.by_resource) == {"memory": pytest.approx(96 * 2**20 / roof.bandwidth)}
-    # 12 kB fits the L1, which has no roof: no measured ceiling holds it
-    assert roof.bound(add(1000, "fp32"), "fp32") is None
+    run = with_l2_roof(PASS)  # L1 48 KiB (no roof), L2 2 MiB (a roof), L3 16 MiB (none)
+    roofs = of_run(run)
+    l2, dram = roofs.level("l2").bandwidth, roofs.memory.bandwidth
+    assert l2 == pytest.approx(786432 / 1e-5)  # the L2 copy's rate, line fills counted
+    # 12 MiB: over 4 x 2 MiB, within 4 x 16 MiB: the L3 holds it, which has no roof, and
+    # its bytes pass the L2 on the way
+    near = profiling.row_bound(add(2**20, "fp32"), roofs, "fp32")
+    assert near.resource == "l2" and near.by_resource["l2"] == pytest.approx(12 * 2**20 / l2)
+    assert "dram" not in near.by_resource
+    # 96 MiB: over 4 x 16 MiB, so from DRAM at the best bandwidth probe
+    far = profiling.row_bound(add(2**23, "fp32"), roofs, "fp32")
+    assert far.resource == "dram" and far.seconds == pytest.approx(96 * 2**20 / dram)
+    # 12 kB fits the L1, which has no roof: only the lanes hold it
+    tiny = profiling.row_bound(add(1000, "fp32"), roofs, "fp32")
+    assert dict(tiny.by_resource) == {"vector": pytest.approx(1000 / roofs.rate("vector", "fp32"))}
 
 
 def test_a_fill_under_zero_is_counted_once():
@@ -203,12 +215,11 @@ def test_fraction_of_roof_is_bound_over_time():
     from roofline_book import hardware
 
     x = torch.randn(1 << 16)
-    attribution = profiling.attribute(
-        _profile(lambda: x * 2.0), profiling.Roof.from_device(hardware("h100-sxm"))
-    )
+    attribution = profiling.attribute(_profile(lambda: x * 2.0), Ceilings.of(hardware("h100-sxm")))
     (mul,) = _rows(attribution, "aten::mul")
-    assert mul.bound == "hbm"
-    expected = (8 * (1 << 16) / 3.35e12) / mul.self_time_s  # 8 bytes per element at 3.35 TB/s
+    # 512 KiB: the 50 MiB L2 may hold it, so it is held to the L2 at 8.43 TB/s, not to HBM
+    assert mul.bound == "l2"
+    expected = (8 * (1 << 16) / 8428.6e9) / mul.self_time_s  # 8 bytes per element
     assert mul.fraction_of_roof == pytest.approx(expected)
     assert mul.achieved_bytes == pytest.approx(8 * (1 << 16) / mul.self_time_s)
 
@@ -231,25 +242,26 @@ def test_call_models_from_shapes():
     assert atenops.model(atenops.Call("aten::mul", ((3,), (4,)), ("float",) * 2)) is None
 
 
-def test_roof_figures_count_rows_a_dram_only_bound_would_miss():
+def test_roof_figures_count_rows_a_cold_start_bound_would_miss():
     from test_predict import PASS, with_l2_roof
 
     from roofline_book import add
     from roofline_book.book.profiling import roof_figures
+    from roofline_book.measure.ceilings import of_run
 
-    roof = profiling.Roof.from_run(with_l2_roof(PASS))
+    roofs = of_run(with_l2_roof(PASS))
     cost = add(2**20, "fp32")  # 12 MiB: held to the L2 roof, not to DRAM
-    dram_s, l2_s = cost.bytes / roof.bandwidth, cost.bytes / roof.cache_roof
+    dram_s, l2_s = cost.bytes / roofs.memory.bandwidth, cost.bytes / roofs.level("l2").bandwidth
     assert l2_s < dram_s
 
     def row(seconds):
-        bound = roof.bound(cost, "fp32")
+        held = profiling.row_bound(cost, roofs, "fp32")
         return profiling.OpRow("aten::add", ((2**20,), (2**20,)), ("float",) * 2, 1, seconds,
-                               0.5, cost, "fp32", bound, None)  # fmt: skip
+                               0.5, cost, "fp32", held, None)  # fmt: skip
 
     between = (l2_s + dram_s) / 2  # faster than DRAM allows, slower than the L2 roof
-    attribution = profiling.Attribution((row(between), row(2 * dram_s)), 3 * dram_s, roof, "cpu")
+    attribution = profiling.Attribution((row(between), row(2 * dram_s)), 3 * dram_s, roofs, "cpu")
     figures = roof_figures(attribution)
-    assert figures["dram_only_beaten"] == 1
-    assert figures["cache_level"] == "L2" and figures["streams_from_mb"] == 4 * 2**24 / 1e6
+    assert figures["cold_beaten"] == 1 and figures["cache_margin"] == 4
+    assert figures["levels_zh"].startswith("L1（48 KiB，没有实测 roof）、L2（2 MiB，")
     assert all(r.fraction_of_roof <= 1 for r in attribution.rows)  # the bound holds

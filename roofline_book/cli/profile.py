@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..bounds import CACHE_MARGIN
 from ..extras import require
 from ..hardware import hardware
 from ..units import si
@@ -12,12 +13,13 @@ from .common import UsageError, emit
 
 
 def _roof(args: argparse.Namespace) -> Any:
-    from ..measure import profiling, runfile
+    from ..bounds import Ceilings
+    from ..measure import ceilings, runfile
 
     if args.device_ceilings is not None and args.device is not None:
         raise UsageError("give either --device-ceilings RUN.json or --device NAME, not both")
     if args.device is not None:
-        return profiling.Roof.from_device(hardware(args.device))
+        return Ceilings.of(hardware(args.device))
     if args.device_ceilings is None:
         return None
     try:
@@ -26,7 +28,10 @@ def _roof(args: argparse.Namespace) -> Any:
         raise UsageError(
             f"--device-ceilings: cannot read the run file {args.device_ceilings!r}: {exc.strerror}"
         ) from None
-    return profiling.Roof.from_run(run)
+    try:
+        return ceilings.of_run(run)
+    except ValueError as exc:
+        raise UsageError(f"--device-ceilings: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,18 +63,22 @@ def run(args: argparse.Namespace) -> int:
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
     print(f"explained by modelled ops: {attribution.explained:.1%} of the self time")
-    if roof is not None and roof.device is None:
-        print("roof: the run file measured no vector-unit ceiling; "
-              "non-matrix FLOPs are held to the memory roof only")  # fmt: skip
-        if roof.cache_roof is not None:
-            print(f"memory roof: {si(roof.cache_roof, 'B/s')} ({roof.cache_level}, bound 'l2') "
-                  "where a cache may hold the data, "
-                  f"{si(roof.bandwidth or 0.0, 'B/s')} (DRAM, bound 'memory') "
-                  "from a working set of "
-                  f"{si(roof.streams_from or 0.0, 'B')}")  # fmt: skip
+    if roof is not None:
+        print("memory levels (a row is held to the smallest that holds "
+              f"{CACHE_MARGIN}x its working set): " + _levels(roof))  # fmt: skip
     if args.plot:
         print(f"wrote {args.plot}")
     return 0
+
+
+def _levels(ceilings: Any) -> str:
+    """``l1 (48 KiB, no roof), l2 (1 MiB, 179 GB/s), ..., dram (69 GB/s)``."""
+    out = []
+    for lv in ceilings.levels:
+        rate = "no roof" if lv.bandwidth is None else si(lv.bandwidth, "B/s")
+        out.append(f"{lv.name} ({rate})" if lv.capacity is None or lv is ceilings.memory
+                   else f"{lv.name} ({si(lv.capacity, 'B')}, {rate})")  # fmt: skip
+    return ", ".join(out)
 
 
 def _plot(attribution: Any, out: str, suffix: str) -> None:
@@ -85,8 +94,8 @@ def _plot(attribution: Any, out: str, suffix: str) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     try:
         profiling.plot(ax, attribution)
-        if attribution.roof is not None:
-            ax.set_title(attribution.roof.name, fontsize=9)
+        if attribution.ceilings is not None:
+            ax.set_title(attribution.ceilings.name, fontsize=9)
         fig.savefig(out, format=suffix, metadata={"Date": None} if suffix == "svg" else {})
     finally:
         plt.close(fig)

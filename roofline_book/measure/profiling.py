@@ -9,7 +9,11 @@ profiler 记下每个算子用了多长时间、跑了几次、输入的 shape �
 
 于是每一行都有调用次数、self time 及其占总时间的比例、模型给出的 FLOPs 和字节数、
 算术强度、实测的 FLOP/s 与 byte/s、达到 roof 的比例（时间下界除以实测时间），
-以及起限制作用的资源。没有模型的算子只保留时间和占比，其余为 ``None``。组合算子
+以及起限制作用的资源。下界来自 :func:`roofline_book.bounds.bound`，上限是一个
+:class:`~roofline_book.bounds.Ceilings`：目录设备的（``Ceilings.of(hardware("h100-sxm"))``），
+或 run file 测得的（:func:`roofline_book.measure.ceilings.of_run`）。程序里一个算子的输入往往是
+上一个算子刚写出的，所以数据按已在 cache 中计（``resident=True``）：受装得下每个 kernel 工作集的
+最小层级约束。没有模型的算子只保留时间和占比，其余为 ``None``。组合算子
 （调用 ``aten::mm`` 的 ``aten::linear``）自己不配模型：它下面的 kernel 各带各的，
 所以不会重复计数。
 
@@ -18,8 +22,9 @@ torch 在需要它的函数内部才导入。
 Examples
 --------
 >>> from roofline_book import gemm, hardware
->>> roof = Roof.from_device(hardware("h100-sxm"))
->>> roof.name, roof.bound(gemm(4096, 4096, 4096), "bf16").resource
+>>> from roofline_book.bounds import Ceilings
+>>> h100 = Ceilings.of(hardware("h100-sxm"))
+>>> h100.name, row_bound(gemm(4096, 4096, 4096), h100, "bf16").resource
 ('h100-sxm', 'matrix')
 """
 
@@ -29,139 +34,26 @@ import math
 import os
 import runpy
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..hardware import Hardware
+from .. import bounds
+from ..bounds import Ceilings, TimeBound
 from ..ops import Cost
-from ..roofline import TimeBound, time_bound
 from ..tables import text_table
 from ..units import si
-from . import runfile
 from .atenops import HELPERS, Call, model, precision_of
-from .suites import CACHE_MARGIN
 
 __all__ = [
     "Attribution",
     "OpRow",
-    "Roof",
     "ScriptError",
     "attribute",
     "plot",
     "profile_script",
     "profiler",
 ]
-
-
-@dataclass(frozen=True)
-class Roof:
-    """衡量算子所用的上限：目录中的设备，或 run file 测得的上限。
-
-    对目录设备，算子要受它用到的每种单元和每个存储层级的约束
-    （:func:`roofline_book.roofline.time_bound`）。run file 测得的是每种精度的矩阵单元上限
-    （最快的 GEMM）和内存带宽，没有向量单元和特殊函数单元的上限：这时算子的矩阵 FLOPs
-    受该精度的 GEMM 峰值约束，字节数受一条内存 roof 约束，别的都不算（elementwise 算子的
-    roof 就是内存 roof）；这仍是任何 kernel 都超不过的下界。
-
-    用哪条内存 roof：在一个程序里，算子的输入常常是前一个算子刚写出的数据，cache
-    装得下的数据可能直接从 cache 读。run 测了 cache roof 时（CPU 的 run），工作集
-    （每个 kernel 的字节数）小于末级 cache 的
-    :data:`~roofline_book.measure.suites.CACHE_MARGIN` 倍的算子受测得的最快 cache roof
-    （``"l2"``）约束；工作集落在更快、却没有 roof 的层级（L1）之内的算子不受任何内存 roof
-    约束；只有流式读写的算子受 DRAM roof（``"memory"``）约束。若只用 DRAM roof，
-    在单核 run 中，小模型训练一步里的原地 AdamW 会跑得比这个“下界”还快。
-    """
-
-    name: str
-    device: Hardware | None = None
-    matrix_peaks: Mapping[str, float] | None = None
-    bandwidth: float | None = None
-    threads: int | None = None
-    """run file 测上限时所用的线程数（CPU 的 run），有记录时给出。"""
-    cache_roof: float | None = None
-    """测得的最快 cache 层级的带宽，计入 write-allocate 字节（byte/s）。"""
-    cache_level: str | None = None
-    """这个层级的名称（``"L2"``）。"""
-    streams_from: float | None = None
-    """算子的数据从这个工作集大小起改为从 DRAM 流式读写（byte）。"""
-    unroofed: int | None = None
-    """没有测得 roof 的更快层级中最大那一级的容量（byte）；数据在它之内时不受任何内存 roof 约束。"""
-
-    @classmethod
-    def from_device(cls, device: Hardware) -> Roof:
-        return cls(device.key, device=device)
-
-    @classmethod
-    def from_run(cls, run: Mapping[str, Any]) -> Roof:
-        peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
-        bandwidth = runfile.memory_roof(run)
-        if bandwidth is None:
-            raise ValueError("run: the ceilings hold no measured bandwidth")
-        name = f"{run['device']['name']} (measured {run['date']})"
-        caches: dict[str, Any] = {}
-        if run["ceilings"].get("cache_bandwidth") and "results" in run:
-            from . import predict
-
-            r = predict.roofs(run)
-            level, _, rate = r.levels[0]
-            caches = {
-                "cache_roof": max(rate, bandwidth),
-                "cache_level": level,
-                "streams_from": CACHE_MARGIN * r.last_level if r.last_level else None,
-                "unroofed": max(r.unprobed) if r.unprobed else None,
-            }
-        return cls(
-            name,
-            matrix_peaks=peaks,
-            bandwidth=bandwidth,
-            threads=run["device"].get("threads"),
-            **caches,
-        )
-
-    def _memory(self, cost: Cost) -> tuple[str, float] | None:
-        """``cost`` 的字节数所受的内存 roof：(resource, byte/s)，没有时为 None。"""
-        assert self.bandwidth is not None
-        working_set = cost.bytes / max(cost.kernels, 1)
-        if self.cache_roof is None or (
-            self.streams_from is not None and working_set >= self.streams_from
-        ):
-            return "memory", self.bandwidth
-        if self.unroofed is not None and working_set <= self.unroofed:
-            return None
-        return "l2", self.cache_roof
-
-    def bound(self, cost: Cost, precision: str) -> TimeBound | None:
-        """在这些上限下，``cost`` 在 ``precision`` 精度上的时间下界（秒）；
-        没有测得的上限能约束它时（没有矩阵 FLOPs，数据在 L1 之内）为 None。
-        """
-        if self.device is not None:
-            return time_bound(cost, self.device, precision)
-        assert self.matrix_peaks is not None
-        times = {}
-        memory = self._memory(cost)
-        if memory is not None:
-            times[memory[0]] = cost.bytes / memory[1]
-        peak = self.matrix_peaks.get(precision)
-        if cost.matrix_flops and peak:
-            times["matrix"] = cost.matrix_flops / peak
-        return TimeBound(times) if times else None
-
-    def as_json(self) -> dict[str, Any]:
-        if self.device is not None:
-            return {"kind": "device", "name": self.name}
-        return {
-            "kind": "run",
-            "name": self.name,
-            "matrix_peaks": dict(self.matrix_peaks or {}),
-            "bandwidth": self.bandwidth,
-            "cache_roof": self.cache_roof,
-            "cache_level": self.cache_level,
-            "streams_from_bytes": self.streams_from,
-            "threads": self.threads,
-            "note": "no vector-unit or special-function ceiling measured: "
-            "those FLOPs are not held to a roof",
-        }
 
 
 @dataclass(frozen=True)
@@ -246,7 +138,7 @@ class Attribution:
 
     rows: tuple[OpRow, ...]
     total_time_s: float
-    roof: Roof | None
+    ceilings: Ceilings | None
     clock: str
     """各行记的是谁的时间：``"cpu"``，或 ``"device"`` （GPU 上 kernel 的时间）。"""
 
@@ -268,7 +160,7 @@ class Attribution:
             "total_self_time_s": self.total_time_s,
             "explained_share": self.explained,
             "clock": self.clock,
-            "roof": None if self.roof is None else self.roof.as_json(),
+            "roof": None if self.ceilings is None else ceilings_json(self.ceilings),
         }
 
     def table(self, limit: int | None = None) -> str:
@@ -350,7 +242,33 @@ def _composite(event: Any, modelled: dict[int, bool]) -> bool:
     return False
 
 
-def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None) -> Attribution:
+def row_bound(cost: Cost, ceilings: Ceilings, precision: str) -> TimeBound | None:
+    """一行的时间下界：``bound(cost, ceilings, precision, resident=True)``；``ceilings`` 没有
+    这种精度的上限、或没有上限约束它时为 None。"""
+    try:
+        return bounds.bound(cost, ceilings, precision, resident=True)
+    except ValueError:  # no rate for this precision (a run that did not measure it)
+        return None
+
+
+def ceilings_json(ceilings: Ceilings) -> dict[str, Any]:
+    """``--json`` 中的上限：名称、每种单元和精度的速率，以及由内向外的各层级。"""
+    return {
+        "name": ceilings.name,
+        "rates": [
+            {"unit": unit, "precision": precision, "value": value}
+            for (unit, precision), value in ceilings.rates.items()
+        ],
+        "levels": [
+            {"name": lv.name, "bandwidth_Bps": lv.bandwidth, "capacity_bytes": lv.capacity}
+            for lv in ceilings.levels
+        ],
+    }
+
+
+def attribute(
+    prof: Any, ceilings: Ceilings | None = None, *, region: str | None = None
+) -> Attribution:
     """把一次已结束的 ``torch.profiler.profile`` （``record_shapes=True``）对应到模型上。
 
     Parameters
@@ -358,8 +276,8 @@ def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None)
     prof : torch.profiler.profile
         用 ``record_shapes=True`` 运行（加上 ``with_flops=True``，就能把 profiler
         自己的 FLOPs 列在模型的旁边）。
-    roof : Roof, optional
-        衡量每个算子所用的上限；不给时各行只有模型的数字，没有下界。
+    ceilings : Ceilings, optional
+        衡量每个算子所用的上限（:func:`row_bound`）；不给时各行只有模型的数字，没有下界。
     region : str, optional
         只看 ``torch.profiler.record_function(region)`` 范围内的算子；此时总时间是
         这些范围内的时间。
@@ -392,8 +310,8 @@ def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None)
         seconds = g["us"] * 1e-6
         cost = g["cost"]
         precision = next((p for p in map(precision_of, key.dtypes) if p), None)
-        held = cost is not None and precision is not None and roof is not None
-        bound = roof.bound(cost, precision) if held else None  # type: ignore[union-attr,arg-type]
+        held = cost is not None and precision is not None and ceilings is not None
+        bound = row_bound(cost, ceilings, precision) if held else None  # type: ignore[arg-type]
         rows.append(
             OpRow(
                 key.name, key.shapes, key.dtypes, g["calls"], seconds,
@@ -402,21 +320,21 @@ def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None)
             )
         )  # fmt: skip
     rows.sort(key=lambda r: (-r.self_time_s, r.name, r.shapes))
-    return Attribution(tuple(rows), total_s, roof, clock)
+    return Attribution(tuple(rows), total_s, ceilings, clock)
 
 
 def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/s"):
     """把有模型的算子画成 roof 之下的点，坐标为（算术强度，实测 FLOP/s）。
 
-    roof 取自 attribution：目录设备的全部上限，或 run file 的矩阵单元上限（取大部分
-    时间所用的精度）加上它的内存 roof。点的颜色表示限制它的资源；self time 最多的
+    roof 取自 attribution 的上限：矩阵单元（取大部分时间所用的精度）的平顶，加上每个有带宽的
+    层级的斜线（主存为实线，各级 cache 为点线）。点的颜色表示限制它的资源；self time 最多的
     ``labelled`` 个算子在点旁写出名字。
 
     Returns
     -------
     list of matplotlib artists
     """
-    from ..plotting import PALETTE, RESOURCE_COLORS, UNITS, ceilings, roofline, text
+    from ..plotting import PALETTE, RESOURCE_COLORS, UNITS, roofline, text
 
     rows = [r for r in attribution.modelled() if r.intensity and r.achieved_flops]
     if not rows:
@@ -427,18 +345,20 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
     precision = max(by_time, key=by_time.__getitem__)
     xs = [r.intensity for r in rows if r.intensity]
     span = (10 ** math.floor(math.log10(min(xs)) - 1), 10 ** math.ceil(math.log10(max(xs)) + 1))
-    roof, drawn = attribution.roof, []
-    if roof is not None and roof.device is not None:
-        drawn += ceilings(ax, roof.device, precision, intensity_range=span, unit=unit)
-    elif roof is not None and roof.matrix_peaks and precision in roof.matrix_peaks:
-        assert roof.bandwidth is not None
-        drawn += roofline(ax, roof.matrix_peaks[precision], roof.bandwidth, intensity_range=span,
-                          label=text("measured roof", precision=precision), unit=unit)  # fmt: skip
-        if roof.cache_roof is not None:  # what data a cache may hold is held to
-            drawn += roofline(ax, roof.matrix_peaks[precision], roof.cache_roof,
-                              intensity_range=span, unit=unit, linestyle=":", ridge=False,
-                              color=RESOURCE_COLORS["l2"],
-                              label=text("cache roof", level=roof.cache_level))  # fmt: skip
+    c, drawn = attribution.ceilings, []
+    peak = None if c is None else c.rate("compute" if c.single else "matrix", precision)
+    if c is not None and peak is not None:
+        slopes = [lv for lv in c.levels if lv.bandwidth is not None]
+        memory = slopes[-1]
+        assert memory.bandwidth is not None
+        drawn += roofline(ax, peak, memory.bandwidth, intensity_range=span, unit=unit,
+                          label=text("measured roof", precision=precision))  # fmt: skip
+        for level in slopes[:-1]:  # a level that data a cache may hold is held to
+            assert level.bandwidth is not None
+            drawn += roofline(ax, peak, level.bandwidth, intensity_range=span, unit=unit,
+                              linestyle=":", ridge=False,
+                              color=RESOURCE_COLORS.get(level.name, RESOURCE_COLORS["l2"]),
+                              label=text("cache roof", level=level.name.upper()))  # fmt: skip
     scale = UNITS[unit]
     groups: dict[str, list[OpRow]] = {}
     for r in rows:
@@ -447,7 +367,7 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         color = RESOURCE_COLORS.get(bound, PALETTE["vermillion"])
         xs = [r.intensity or 0.0 for r in members]
         ys = [(r.achieved_flops or 0.0) / scale for r in members]
-        label = text(bound) if bound in ("matrix", "hbm") else None
+        label = text(bound) if bound else None
         drawn.append(ax.scatter(xs, ys, color=color, s=22, zorder=5, edgecolor="white",
                                 linewidth=0.4, label=label))  # fmt: skip
     for r in rows[:labelled]:

@@ -16,10 +16,10 @@ from ..extras import require
 from ..hardware import Hardware, catalog
 from ..ops import Cost
 from ..plotting import PALETTE, UNITS, roofline, text
-from ..roofline import attainable
 from ..units import si
-from . import runfile
+from . import predict, runfile
 from .cases import OPERATORS
+from .ceilings import of_run
 from .claims import check_claims, square_gemms, streams_from_memory
 from .suites import SMALL_GEMM
 
@@ -80,12 +80,12 @@ def results_frame(run: Mapping[str, Any]):
     """run 的每个条目，连同模型代价、时间和实测速率（一个 pandas DataFrame）。
 
     列：id、status、模型的 FLOPs 与字节数、算术强度、时间的中位数与 IQR（秒）、实测的
-    FLOP/s 与 byte/s、该算术强度处实测的 roof，以及达到它的比例；跳过或失败的条目保留
-    原因。
+    FLOP/s 与 byte/s，以及达到实测 roof 的比例（测得的上限给出的时间下界除以实测时间，
+    :func:`~roofline_book.measure.predict.bound_seconds`）；跳过或失败的条目保留原因。
     """
     pd = require("pandas", "the run report")
 
-    device = runfile.as_hardware(run)
+    roofs = of_run(run)
     rows = []
     for entry in runfile.results(run, status=None):
         row = {"id": entry["id"], "status": entry["status"]}
@@ -99,24 +99,15 @@ def results_frame(run: Mapping[str, Any]):
             row["IQR [s]"] = entry["time"]["iqr_s"]
             row["achieved [FLOP/s]"] = flops
             row["achieved [B/s]"] = band
-            if cost.flops:
-                roof = _roof(device, entry["precision"], cost.intensity)
-                row["fraction of measured roof"] = flops / roof if roof else float("nan")
-            else:
-                row["fraction of measured roof"] = band / device.memory_bandwidth
+            least = predict.bound_seconds(entry, roofs)
+            row["fraction of measured roof"] = (
+                least / entry["time"]["median_s"] if least else float("nan")
+            )
         row["note"] = entry.get("reason") or entry.get("note") or ""
         if "measured_dram_bytes" in entry:
             row["DRAM bytes (ncu)"] = entry["measured_dram_bytes"]
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _roof(device: Hardware, precision: str, intensity: float) -> float | None:
-    try:
-        peak = device.peak_flops(precision)
-    except ValueError:
-        return None
-    return attainable(intensity, peak, device.memory_bandwidth)
 
 
 def claims_frame(run: Mapping[str, Any]):
@@ -155,8 +146,10 @@ def plot_run(
     -------
     list of matplotlib artists
     """
-    device = runfile.as_hardware(run)
-    peak = device.peak_flops(precision)
+    roofs = of_run(run)
+    peak = roofs.rate("matrix", precision)
+    if peak is None:
+        raise ValueError(f"precision: the run measured no {precision} peak")
     if unit is None:
         unit = "TFLOP/s" if peak >= 1e13 else "GFLOP/s"
     if unit not in UNITS:
@@ -165,7 +158,7 @@ def plot_run(
     drawn = roofline(
         ax,
         peak,
-        device.memory_bandwidth,
+        runfile.memory_roof(run) or roofs.memory.bandwidth or 0.0,
         label=text("measured roof", precision=precision),
         color=PALETTE["blue"],
         intensity_range=(1e-2, 1e4),
@@ -246,9 +239,9 @@ def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
 
     if not isinstance(datasheet, Hardware):
         raise TypeError(f"datasheet must be a Hardware, got {type(datasheet).__name__}")
-    device = runfile.as_hardware(run)
+    roofs = of_run(run)
     rows = []
-    for precision in device.precisions:
+    for precision in run["ceilings"]["peak_flops"]:
         try:
             sheet = datasheet.peak_flops(precision)
         except ValueError:
@@ -256,7 +249,7 @@ def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
         rows.append(
             {
                 "ceiling": f"peak {precision} (dense)",
-                "measured": device.peak_flops(precision),
+                "measured": roofs.rate("matrix", precision),
                 "datasheet": sheet,
                 "unit": "FLOP/s",
             }
@@ -264,7 +257,7 @@ def against_datasheet(run: Mapping[str, Any], datasheet: Hardware):
     rows.append(
         {
             "ceiling": "memory bandwidth",
-            "measured": device.memory_bandwidth,
+            "measured": runfile.memory_roof(run),
             "datasheet": datasheet.memory_bandwidth,
             "unit": "B/s",
         }
@@ -293,7 +286,7 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     ValueError
         run 中缺少 FP32 GEMM 扫描、小 GEMM、FP32 add 或 copy 带宽。
     """
-    cpu = runfile.as_hardware(run)
+    roofs = of_run(run)
     copy = run["ceilings"]["bandwidth"].get("copy")
     adds = [e for e in runfile.results(run, "add") if e["precision"] == "fp32"]
     squares = square_gemms(run, "fp32")
@@ -308,7 +301,10 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
             f"run: needs the copy bandwidth, an fp32 add, fp32 square GEMMs and the "
             f"{m}x{k}x{n} fp32 GEMM"
         )
-    peak32 = cpu.peak_flops("fp32")
+    peak32, peak16 = roofs.rate("matrix", "fp32"), roofs.rate("matrix", "bf16")
+    bandwidth = runfile.memory_roof(run)
+    if peak32 is None or peak16 is None or bandwidth is None:
+        raise ValueError("run: needs the fp32 and bf16 peaks and a measured bandwidth")
     big_add = max(adds, key=lambda e: e["shape"]["numel"])
     add_flops, add_bw = runfile.rates(big_add)
     largest = max(squares, key=lambda e: e["shape"]["n"])
@@ -318,11 +314,11 @@ def highlights(run: Mapping[str, Any]) -> dict[str, Any]:
         "cpu_name": run["device"]["name"],
         "cpu_threads": int(run["device"].get("threads") or 0),
         "cpu_peak32_g": peak32 / 1e9,
-        "cpu_peak16_g": cpu.peak_flops("bf16") / 1e9,
-        "cpu_bw_g": cpu.memory_bandwidth / 1e9,
+        "cpu_peak16_g": peak16 / 1e9,
+        "cpu_bw_g": bandwidth / 1e9,
         "cpu_copy_g": copy["value"] / 1e9,
-        "cpu_ridge32": cpu.ridge_point("fp32"),
-        "cpu_ridge16": cpu.ridge_point("bf16"),
+        "cpu_ridge32": peak32 / bandwidth,
+        "cpu_ridge16": peak16 / bandwidth,
         "add_numel_m": big_add["shape"]["numel"] / 2**20,
         "add_bw_g": add_bw / 1e9,
         "add_over_copy": add_bw / copy["value"],
@@ -353,8 +349,6 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
     ``norm_kernels``、``norm_bytes_ratio16`` 与 ``norm_bytes_ratio32`` （实际运行的
     相对 fused 模型）。
     """
-    from . import predict
-
     out: dict[str, Any] = {"threads": int(run["device"].get("threads") or 0)}
     ceilings = run["ceilings"]
     if "spread" in ceilings["peak_flops"].get("fp32", {}):
@@ -400,7 +394,7 @@ def run_figures(run: Mapping[str, Any]) -> dict[str, Any]:
     adamw = {e["impl"]: e for e in runfile.results(run, "adamw")}
     if {"loop", "fused"} <= adamw.keys():
         loop, fused = adamw["loop"], adamw["fused"]
-        roof = predict.bound_seconds(fused, predict.roofs(run))
+        roof = predict.bound_seconds(fused, of_run(run))
         out |= {
             "adamw_time_ratio": loop["time"]["median_s"] / fused["time"]["median_s"],
             "adamw_bytes_ratio": runfile.model_cost(loop).bytes / runfile.model_cost(fused).bytes,

@@ -33,7 +33,6 @@ from typing import Any
 
 from ..dtypes import BYTES
 from ..extras import MissingExtra, install_hint
-from ..hardware import Hardware, adhoc
 from ..ops import Cost
 from .cases import BANDWIDTH_KINDS, REGISTRY
 from .suites import SUITES
@@ -553,21 +552,3 @@ def memory_roof(run: Mapping[str, Any]) -> float | None:
     """测得的内存带宽：各带宽上限中最高的一个（byte/s），没有时为 None。"""
     values = [c["value"] for c in run["ceilings"]["bandwidth"].values()]
     return max(values) if values else None
-
-
-def as_hardware(run: Mapping[str, Any]) -> Hardware:
-    """把 run 测得的各项上限变成一个 :class:`~roofline_book.device.Hardware`。
-
-    每种精度的峰值 FLOP/s 取扫描中最快的 GEMM，带宽取 :func:`memory_roof`。
-    凡是可以用 datasheet 设备的地方，都可以用它。
-
-    Raises
-    ------
-    ValueError
-        run 没有测出 GEMM 峰值或带宽。
-    """
-    peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
-    bandwidth = memory_roof(run)
-    if not peaks or bandwidth is None:
-        raise ValueError("run: the ceilings lack a measured GEMM peak or a measured bandwidth")
-    return adhoc(f"{run['device']['name']} (measured {run['date']})", peaks, bandwidth)
