@@ -100,14 +100,14 @@ class Ceilings:
     ----------
     name : str
         机器的名称：目录中的键，或一次 run 的设备与日期。
-    rates : mapping of (str, str) to float
+    rates : mapping of tuple to float
         ``(unit, precision)`` 到速率：``unit`` 为 ``"matrix"`` （FLOP/s）、``"vector"`` （每秒
         lane slot 数：一次 FMA 或其他任何运算占一个）、``"special"`` （每秒求值次数），或只有一个
         峰值的机器的 ``"compute"`` （FLOP/s）；``precision`` 为精度键
         （:func:`roofline_book.device.peak_key`）。
     levels : tuple of Level
         由内向外，最后一个是主存。
-    sources : mapping of (str, str) to str
+    sources : mapping of tuple to str
         一些速率的来历，例如 run 中测出它的条目 id；只作说明。
     """
 

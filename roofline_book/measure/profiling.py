@@ -4,8 +4,8 @@ profiler 记下每个算子用了多长时间、跑了几次、输入的 shape �
 （``key_averages(group_by_input_shape=True)``）；它只对矩阵乘法和少数 elementwise
 算子统计 FLOPs，从不统计字节数。:func:`attribute` 用同样的方式给记录下的调用分组
 （名称与输入 shape，再加上对应的 dtype），给每组配上
-:mod:`roofline_book.measure.atenops` 的模型（对组内各次调用求和），并用一个
-:class:`Roof` 来衡量它：run file 测得的上限，或目录中的设备。
+:mod:`roofline_book.measure.atenops` 的模型（对组内各次调用求和），并用一组上限来衡量它：
+run file 测得的上限，或目录中的设备。
 
 于是每一行都有调用次数、self time 及其占总时间的比例、模型给出的 FLOPs 和字节数、
 算术强度、实测的 FLOP/s 与 byte/s、达到 roof 的比例（时间下界除以实测时间），
@@ -276,7 +276,7 @@ def attribute(
     prof : torch.profiler.profile
         用 ``record_shapes=True`` 运行（加上 ``with_flops=True``，就能把 profiler
         自己的 FLOPs 列在模型的旁边）。
-    ceilings : Ceilings, optional
+    ceilings : roofline_book.bounds.Ceilings, optional
         衡量每个算子所用的上限（:func:`row_bound`）；不给时各行只有模型的数字，没有下界。
     region : str, optional
         只看 ``torch.profiler.record_function(region)`` 范围内的算子；此时总时间是
