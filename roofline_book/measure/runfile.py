@@ -36,6 +36,7 @@ from ..extras import MissingExtra, install_hint
 from ..hardware import Hardware, adhoc
 from ..ops import Cost
 from .cases import BANDWIDTH_KINDS, REGISTRY
+from .records import Run
 from .suites import SUITES
 
 FORMAT = "roofline-book-run"
@@ -432,6 +433,20 @@ def read_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> di
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: {exc}") from None
     return run
+
+
+def load_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> Run:
+    """读取并校验一个 run file，载入为 :class:`~roofline_book.measure.records.Run`。
+
+    与 :func:`read_run` 相同（同样的错误），只是返回类型化的记录。
+
+    Examples
+    --------
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")
+    >>> run.device.type, len(run.results("gemm")) > 0
+    ('cpu', True)
+    """
+    return Run.from_mapping(read_run(path, require_schema=require_schema))
 
 
 def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:
