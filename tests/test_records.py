@@ -2,11 +2,13 @@
 
 import dataclasses
 import json
+import typing
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from roofline_book.measure import records, runfile
+from roofline_book.measure import records, runfile, schema
 from roofline_book.measure.records import Entry, Run
 from roofline_book.ops import Cost
 
@@ -102,3 +104,72 @@ def test_the_cost_record_writes_its_counts_and_only_the_units_it_uses():
     }
     required = [f.name for f in dataclasses.fields(Cost) if f.default is dataclasses.MISSING]
     assert set(required) <= set(records.COST_REQUIRED)
+
+
+def _record_types(tp):
+    """The record classes (or Cost) in a field's type: (where their schema sits, the class)."""
+    _, tp = schema._unwrap(tp)
+    via, args = {tuple: ("items", 0), Mapping: ("additionalProperties", 1)}.get(
+        typing.get_origin(tp), (None, None)
+    )
+    inner = tp if via is None else typing.get_args(tp)[args]
+    return [(via, inner)] if dataclasses.is_dataclass(inner) else []
+
+
+def _agree(cls, node, where):
+    """The schema node of a record has exactly its fields, and requires the ones always written."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    keys = [schema.key_of(f) for f in dataclasses.fields(cls)]
+    assert node["type"] == "object" and node["additionalProperties"] is False, where
+    assert set(node["properties"]) == set(keys), where
+    if cls is Cost:
+        assert node["required"] == list(records.COST_REQUIRED), where
+        return
+    always = {schema.key_of(f) for f in dataclasses.fields(cls) if schema.required(f)}
+    assert set(node["required"]) == always, where
+    for name, key in zip(names, keys, strict=True):
+        for via, inner in _record_types(schema.hints(cls)[name]):
+            child = node["properties"][key]
+            child = child[via] if via else child
+            _agree(inner, child, f"{where}.{key}")
+
+
+def test_the_schema_and_the_record_fields_agree():
+    # every object in the schema is one record class, field for field, from Run down
+    _agree(Run, runfile.RUN_SCHEMA, "run")
+    assert set(runfile.RUN_SCHEMA["properties"]) == {
+        "format", "version", "date", "host", "suite", "device", "software", "ceilings",
+        "results", "load_average", "stability",
+    }  # fmt: skip
+
+
+def test_a_field_added_to_a_record_reaches_the_schema():
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class Grown(records.Check):
+        tolerance_note: str | None = schema.record_field(optional=True, minLength=1)
+
+    grown = schema.json_schema(Grown)
+    assert "tolerance_note" in grown["properties"]
+    assert set(grown["properties"]) - set(schema.json_schema(records.Check)["properties"]) == {
+        "tolerance_note"
+    }
+    with pytest.raises(AssertionError):  # a schema missing the field disagrees with the type
+        _agree(Grown, schema.json_schema(records.Check), "check")
+
+
+def test_every_optional_field_written_validates():
+    # the CPU run holds samples, rounds, the stability record and the implementation costs;
+    # add what only a GPU or a failed case writes, and the writer's output must pass the schema
+    data = json.loads((ROOT / "tests" / "data" / "fixture-cpu-pass.json").read_text())
+    run = Run.from_mapping(data)
+    timed = run.results()[0]
+    measured = records.MeasuredBytes(read=8, written=8, kernels=1, tool="ncu")
+    extra = dataclasses.replace(
+        timed, measured_dram_bytes=measured, note="fused", rounds_s=(1.0, 2.0)
+    )
+    full = dataclasses.replace(run, entries=(extra, *run.entries[1:]))
+    runfile.validate_run(full.as_mapping())
+    bad = full.as_mapping()
+    bad["results"][0]["measured_dram_bytes"]["cycles"] = 1
+    with pytest.raises(ValueError, match="measured_dram_bytes"):
+        runfile.validate_run(bad)

@@ -4,7 +4,7 @@ API 一览：:meth:`Run.from_mapping` 把一个已校验的 run file（解析后
 :class:`Run`，:meth:`Run.as_mapping` 精确地写回同一个 dict；
 :func:`roofline_book.measure.runfile.load_run` 读文件、校验并载入。:class:`Run` 有 ``date``、
 ``host``、``suite``、``device`` （:class:`Device`）、``software`` （:class:`Software`）、
-``ceilings`` （:class:`Ceilings`，每项一个 :class:`Ceiling`，cache 层级的是
+``ceilings`` （:class:`MeasuredCeilings`，每项一个 :class:`Ceiling`，cache 层级的是
 :class:`CacheCeiling`）、``entries`` （每个 case 一个 :class:`Entry`）、``load_average`` 和
 ``stability`` （:class:`Stability`）；:meth:`Run.results` 按算子和状态筛选条目，
 :meth:`Run.entry` 按 id 取一个。:class:`Entry` 带 ``cost`` （模型的
@@ -31,16 +31,18 @@ True
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Self
 
+from ..dtypes import BYTES
 from ..ops import Cost
-from .cases import OPERATORS, shape_text
+from . import schema
+from .cases import BANDWIDTH_KINDS, OPERATORS, shape_text
+from .schema import COST_REQUIRED, cost_mapping
+from .schema import record_field as _field
+from .suites import SUITES
 from .timing import IQR_WARN_THRESHOLD, Timing
 
 FORMAT = "roofline-book-run"
@@ -54,142 +56,18 @@ STATUSES = ("ok", "skipped", "failed")
 错误或 case 抛出异常，因此没有计时；原因写明是哪一种。
 """
 
-COST_REQUIRED = ("flops", "bytes_read", "bytes_written", "kernels")
-"""run file 的 ``model`` 记录总带的 :class:`~roofline_book.ops.Cost` 字段；其余字段不为零时才写。"""
-
-
-def _field(
-    *,
-    key: str | None = None,
-    optional: bool = False,
-    nullable: bool = False,
-    only: str | None = None,
-    description: str | None = None,
-    default: Any = dataclasses.MISSING,
-    default_factory: Any = dataclasses.MISSING,
-    **schema: Any,
-) -> Any:
-    """一个记录字段及其 JSON 约定。
-
-    ``key``：JSON 中的键（默认是字段名）。``optional``：键可以省略，省略即默认值（None 或空）。
-    ``nullable``：键总在，值可以是 null。``only``：只在设备类型为它时出现。其余关键字（``minimum``、
-    ``enum``、``pattern`` ……）是这个值的 JSON Schema 约束。
-    """
-    meta: dict[str, Any] = {"key": key, "optional": optional, "nullable": nullable}
-    meta |= {"only": only, "description": description, "schema": schema}
-    if optional and default is dataclasses.MISSING and default_factory is dataclasses.MISSING:
-        default = None
-    if only is not None and default is dataclasses.MISSING:
-        default = None
-    return field(default=default, default_factory=default_factory, metadata=meta)
-
-
-def key_of(f: dataclasses.Field) -> str:
-    """字段在 JSON 中的键。"""
-    return f.metadata.get("key") or f.name
-
-
-@functools.cache
-def hints(cls: Any) -> dict[str, Any]:
-    """一个记录类各字段的类型（已求值的注解）。"""
-    return typing.get_type_hints(cls)
-
-
-def _is_optional(tp: Any) -> tuple[bool, Any]:
-    """``X | None`` 给出 (True, X)，其余给出 (False, tp)。"""
-    if typing.get_origin(tp) in (types.UnionType, typing.Union):
-        args = [a for a in typing.get_args(tp) if a is not type(None)]
-        if len(args) == 1 and len(typing.get_args(tp)) == 2:
-            return True, args[0]
-    return False, tp
-
-
-def _decode(tp: Any, value: Any) -> Any:
-    none_ok, tp = _is_optional(tp)
-    if value is None and none_ok:
-        return None
-    origin = typing.get_origin(tp)
-    if origin is tuple:
-        return tuple(_decode(typing.get_args(tp)[0], v) for v in value)
-    if origin is Mapping:
-        return {k: _decode(typing.get_args(tp)[1], v) for k, v in value.items()}
-    if tp is Cost:
-        return Cost(**value)
-    if dataclasses.is_dataclass(tp):
-        return _from_mapping(tp, value)
-    return value
-
-
-def _encode(tp: Any, value: Any) -> Any:
-    _, tp = _is_optional(tp)
-    if value is None:
-        return None
-    origin = typing.get_origin(tp)
-    if origin is tuple:
-        return [_encode(typing.get_args(tp)[0], v) for v in value]
-    if origin is Mapping:
-        return {k: _encode(typing.get_args(tp)[1], v) for k, v in value.items()}
-    if tp is Cost:
-        return cost_mapping(value)
-    if dataclasses.is_dataclass(tp):
-        return _as_mapping(value)
-    return value
-
-
-def _from_mapping(cls: Any, data: Mapping[str, Any]) -> Any:
-    if not isinstance(data, Mapping):
-        raise TypeError(f"{cls.__name__} needs a mapping, got {type(data).__name__}")
-    kwargs = {}
-    for f in dataclasses.fields(cls):
-        key = key_of(f)
-        if key in data:
-            kwargs[f.name] = _decode(hints(cls)[f.name], data[key])
-    return cls(**kwargs)
-
-
-def _omitted(record: Any, f: dataclasses.Field, value: Any) -> bool:
-    only = f.metadata.get("only")
-    if only is not None and record.type != only:
-        return True
-    return bool(f.metadata.get("optional")) and (value is None or value == {} or value == ())
-
-
-def _as_mapping(record: Any) -> dict[str, Any]:
-    cls: Any = type(record)
-    out = {}
-    for f in dataclasses.fields(record):
-        value = getattr(record, f.name)
-        if not _omitted(record, f, value):
-            out[key_of(f)] = _encode(hints(cls)[f.name], value)
-    return out
-
-
-def cost_mapping(cost: Cost) -> dict[str, int]:
-    """run file 中的 ``model`` 记录：四个计数总写，其余字段不为零时才写。
-
-    Examples
-    --------
-    >>> cost_mapping(Cost(10, 40, 20, vector_flops=10))
-    {'flops': 10, 'bytes_read': 40, 'bytes_written': 20, 'kernels': 1, 'vector_flops': 10}
-    """
-    return {k: v for k, v in dataclasses.asdict(cost).items() if k in COST_REQUIRED or v}
-
 
 class _Record:
-    """记录类共有的读写：字段名（或 ``key``）即 JSON 键。"""
+    """记录类共有的读写（:mod:`~roofline_book.measure.schema`）：字段名（或 ``key``）即 JSON 键。"""
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Self:
         """由一个已校验的 JSON 对象构建（见 :func:`.runfile.validate_run`）。"""
-        return typing.cast(Self, _from_mapping(cls, data))
+        return typing.cast(Self, schema.from_mapping(cls, data))
 
     def as_mapping(self) -> dict[str, Any]:
         """写回 JSON 对象：:meth:`from_mapping` 的逆。"""
-        return _as_mapping(self)
-
-
-_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
-_NON_NEGATIVE = {"type": "number", "minimum": 0}
+        return schema.as_mapping(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,7 +108,7 @@ class CacheCeiling(Ceiling):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Ceilings(_Record):
+class MeasuredCeilings(_Record):
     """一次 run 测得的上限。
 
     Attributes
@@ -248,22 +126,26 @@ class Ceilings(_Record):
     """
 
     peak_flops: Mapping[str, Ceiling] = _field(
+        keys=list(BYTES),
         description="the best peak-GEMM probe per precision (in a run from before the probes, "
-        "the best GEMM of the sweep), FLOP/s"
+        "the best GEMM of the sweep), FLOP/s",
     )
     bandwidth: Mapping[str, Ceiling] = _field(
-        description="rates of the streaming kernels from the model's bytes, byte/s"
+        keys=list(BANDWIDTH_KINDS),
+        description="rates of the streaming kernels from the model's bytes, byte/s",
     )
     working_set_bytes: int = _field(
         minimum=1, description="bytes the copy touches (source and destination)"
     )
     vector_flops: Mapping[str, Ceiling] = _field(
         optional=True,
+        keys=list(BYTES),
         default_factory=dict,
         description="CPU: an add within the L2 per precision, FLOP/s",
     )
     cache_bandwidth: Mapping[str, CacheCeiling] = _field(
         optional=True,
+        propertyNames={"pattern": "^L[1-9]$"},
         default_factory=dict,
         description="CPU: per cache level (L2, L3), a copy that stays in it, byte/s",
     )
@@ -273,7 +155,7 @@ class Ceilings(_Record):
 
         Examples
         --------
-        >>> c = Ceilings(peak_flops={"fp32": Ceiling(value=1.0, entry="g")}, bandwidth={},
+        >>> c = MeasuredCeilings(peak_flops={"fp32": Ceiling(value=1.0, entry="g")}, bandwidth={},
         ...              working_set_bytes=8)
         >>> c.named()
         [('peak_flops.fp32', Ceiling(value=1.0, entry='g', spread=None), 0)]
@@ -466,9 +348,9 @@ class Entry(_Record):
     """
 
     id: str = _field(minLength=1)
-    name: str = _field()
+    name: str = _field(enum=list(OPERATORS))
     shape: Mapping[str, int] = _field(minProperties=1, item={"minimum": 1})
-    precision: str = _field()
+    precision: str = _field(enum=list(BYTES))
     impl: str = _field(minLength=1)
     status: str = _field(enum=list(STATUSES))
     reason: str | None = _field(optional=True, minLength=1)
@@ -492,6 +374,20 @@ class Entry(_Record):
         description="ceiling probes: the median of each round; time is the best",
     )
     measured_dram_bytes: MeasuredBytes | None = _field(optional=True)
+
+    # the status decides what else the entry holds: a timing and a check, or a reason
+    SCHEMA_EXTRA = {
+        "allOf": [
+            {
+                "if": {"properties": {"status": {"const": "ok"}}},
+                "then": {"required": ["time", "check"], "not": {"required": ["reason"]}},
+                "else": {
+                    "required": ["reason"],
+                    "not": {"anyOf": [{"required": ["time"]}, {"required": ["check"]}]},
+                },
+            }
+        ]
+    }
 
     def __post_init__(self) -> None:
         sizes = ",".join(f"{k}={v}" for k, v in self.shape.items())
@@ -603,7 +499,7 @@ class Run(_Record):
         :data:`~roofline_book.measure.suites.SUITES` 之一。
     device : Device
     software : Software
-    ceilings : Ceilings
+    ceilings : MeasuredCeilings
     entries : tuple of Entry
         每个 case 一个条目（JSON 中的 ``results``）。
     load_average : tuple of float or None
@@ -618,10 +514,10 @@ class Run(_Record):
         description="start of the run, UTC, ISO 8601",
     )
     host: str = _field()
-    suite: str = _field()
+    suite: str = _field(enum=list(SUITES))
     device: Device = _field()
     software: Software = _field()
-    ceilings: Ceilings = _field()
+    ceilings: MeasuredCeilings = _field()
     entries: tuple[Entry, ...] = _field(key="results")
     load_average: tuple[float, ...] | None = _field(
         optional=True,
@@ -676,7 +572,7 @@ __all__ = [
     "VERSION",
     "CacheCeiling",
     "Ceiling",
-    "Ceilings",
+    "MeasuredCeilings",
     "Check",
     "Device",
     "Entry",
