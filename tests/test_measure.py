@@ -23,6 +23,7 @@ from roofline_book import ops
 from roofline_book.cli import bench as cli_bench
 from roofline_book.measure import cases, registry, runfile, suites, timing
 from roofline_book.measure import run as measure_run
+from roofline_book.measure.records import Run
 from roofline_book.measure.run import measure
 
 DATA = Path(__file__).parent / "data"
@@ -230,9 +231,10 @@ def test_a_wrong_result_is_failed_and_not_timed():
         return registry.compare(z, (x - y).double(), "fp32")
 
     entry = measure(add_case(wrong))
-    assert entry["status"] == "failed"
-    assert entry["reason"].startswith("wrong result: max |error| 2 ")
-    assert "time" not in entry and "check" not in entry
+    assert entry.status == "failed"
+    assert entry.reason.startswith("wrong result: max |error| 2 ")
+    assert entry.time is None and entry.check is None
+    assert "time" not in entry.as_mapping() and "check" not in entry.as_mapping()
 
 
 def test_a_right_result_is_timed():
@@ -241,8 +243,9 @@ def test_a_right_result_is_timed():
         return registry.compare(z, x.double() + y.double(), "fp32")
 
     entry = measure(add_case(right), min_run_time=0.001)
-    assert entry["status"] == "ok" and entry["check"]["max_abs_err"] == 0.0
-    assert entry["model"] == {
+    assert entry.status == "ok" and entry.check.max_abs_err == 0.0
+    assert entry.time.reps == len(entry.time.samples_s) >= timing.MIN_SAMPLES
+    assert entry.as_mapping()["model"] == {
         "flops": 8,
         "bytes_read": 64,
         "bytes_written": 32,
@@ -260,24 +263,24 @@ def refusing_case(error: Exception, footprint: int = 96) -> registry.Case:
 
 def test_unsupported_and_out_of_memory_are_skipped():
     entry = measure(refusing_case(registry.Unsupported("no fused kernel here")))
-    assert (entry["status"], entry["reason"]) == ("skipped", "no fused kernel here")
+    assert (entry.status, entry.reason) == ("skipped", "no fused kernel here")
     oom = RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 1 TB")
     entry = measure(refusing_case(oom))
-    assert entry["status"] == "skipped"
-    assert entry["reason"].startswith("out of memory: RuntimeError: DefaultCPUAllocator")
+    assert entry.status == "skipped"
+    assert entry.reason.startswith("out of memory: RuntimeError: DefaultCPUAllocator")
 
 
 def test_a_case_that_raises_is_failed_and_the_run_goes_on():
     entry = measure(refusing_case(TypeError("softmax() got an unexpected keyword 'out'")))
-    assert entry["status"] == "failed"
-    assert entry["reason"] == "error: TypeError: softmax() got an unexpected keyword 'out'"
+    assert entry.status == "failed"
+    assert entry.reason == "error: TypeError: softmax() got an unexpected keyword 'out'"
     with pytest.raises(KeyboardInterrupt):
         measure(refusing_case(KeyboardInterrupt()))
 
 
 def test_a_case_larger_than_free_memory_is_skipped_before_allocating():
     entry = measure(refusing_case(AssertionError("must not be built"), footprint=10**18))
-    assert entry["status"] == "skipped" and entry["reason"].startswith("needs about 1 EB")
+    assert entry.status == "skipped" and entry.reason.startswith("needs about 1 EB")
 
 
 def test_measure_rejects_what_is_not_a_case():
@@ -344,7 +347,7 @@ def test_streaming_sizes_scale_with_the_cache():
 
 def test_every_suite_has_the_chapter_small_gemm_and_all_adamw_impls():
     for device in suites.DEVICES:
-        for suite in runfile.SUITES:
+        for suite in suites.SUITES:
             ids = [c.id for c in suites.cases(device, suite, cache_bytes=2**20)]
             assert len(ids) == len(set(ids))
             spec = suites.suite_spec(device, suite)
@@ -389,7 +392,7 @@ def test_bad_arguments_name_themselves(call, error, match):
 
 def test_tf32_is_skipped_on_the_cpu():
     entry = measure(cases.gemm_case(8, 8, 8, precision="tf32"))
-    assert entry["status"] == "skipped" and "CUDA" in entry["reason"]
+    assert entry.status == "skipped" and "CUDA" in entry.reason
 
 
 def test_shape_labels():
@@ -438,7 +441,7 @@ def test_force_replaces_atomically(tiny, tmp_path, monkeypatch):
     _, run, _ = tiny
     path = tmp_path / "run.json"
     path.write_text("{}")
-    monkeypatch.setattr(measure_run, "run_suite", lambda *a, **k: run)
+    monkeypatch.setattr(measure_run, "run_suite", lambda *a, **k: Run.from_mapping(run))
     status, _, _ = run_cli("--suite", "tiny", "--out", str(path), "--force")
     assert status == 0
     assert runfile.read_run(path) == run
@@ -451,7 +454,7 @@ def test_a_file_appearing_during_the_run_is_kept(tiny, tmp_path, monkeypatch):
 
     def someone_else_writes(*args, **kwargs):
         path.write_text("theirs")
-        return run
+        return Run.from_mapping(run)
 
     monkeypatch.setattr(measure_run, "run_suite", someone_else_writes)
     status, _, err = run_cli("--suite", "tiny", "--out", str(path))
@@ -705,17 +708,16 @@ def test_ncu_bytes_merge_into_the_run(ncu_merge):
 @needs_cuda
 def test_tiny_cuda_run():
     run = measure_run.run_suite("cuda", "tiny")
-    assert run["device"]["type"] == "cuda" and run["software"]["cuda"]
-    by_id = {e["id"]: e for e in run["results"]}
-    assert [e["id"] for e in run["results"]] == [
-        c.id for c in suites.cases("cuda", "tiny", cache_bytes=run["device"]["cache_bytes"])
+    assert run.device.type == "cuda" and run.software.cuda
+    assert [e.id for e in run.entries] == [
+        c.id for c in suites.cases("cuda", "tiny", cache_bytes=run.device.cache_bytes)
     ]
-    for e in run["results"]:
-        assert e["status"] in ("ok", "skipped"), e.get("reason")
-        if e["status"] == "ok":
-            assert e["l2_flush"] is (e["name"] != "gemm")
-    assert by_id["gemm/bf16/mm/m=128,k=128,n=128"]["status"] == "ok"
-    assert set(run["ceilings"]["peak_flops"]) == {"fp32", "bf16"}
+    for e in run.entries:
+        assert e.status in ("ok", "skipped"), e.reason
+        if e.ok:
+            assert e.l2_flush is (e.name != "gemm")
+    assert run.entry("gemm/bf16/mm/m=128,k=128,n=128").ok
+    assert set(run.ceilings.peak_flops) == {"fp32", "bf16"}
 
 
 @pytest.mark.cuda
@@ -879,11 +881,11 @@ def test_a_run_beside_a_busy_core_is_stable_or_says_so():
 
     from roofline_book.measure.claims import check_claims
 
-    idle = measure_run.run_suite("cpu", "tiny")
+    idle = measure_run.run_suite("cpu", "tiny").as_mapping()
     spin = "import time\nt = time.time()\nwhile time.time() - t < 60: pass\n"
     busy = subprocess.Popen([sys.executable, "-c", spin])
     try:
-        loaded = measure_run.run_suite("cpu", "tiny")
+        loaded = measure_run.run_suite("cpu", "tiny").as_mapping()
     finally:
         busy.kill()
         busy.wait()

@@ -565,11 +565,34 @@ class Run(_Record):
         return self.ceilings.memory_roof
 
 
+def as_run(run: Run | Mapping[str, Any]) -> Run:
+    """``run`` 本身，或由一个已校验的 run mapping（:func:`.runfile.read_run` 的结果）载入的
+    :class:`Run`：在读 run 的代码都改用类型之前，两者都可以传入。
+
+    Raises
+    ------
+    TypeError
+        ``run`` 既不是 Run 也不是 mapping。
+    """
+    if isinstance(run, Run):
+        return run
+    if not isinstance(run, Mapping):
+        raise TypeError(f"run must be a Run or a run mapping, got {type(run).__name__}")
+    return Run.from_mapping(run)
+
+
+def mapping_of(run: Run | Mapping[str, Any]) -> Mapping[str, Any]:
+    """``run`` 的 mapping 形式：:func:`as_run` 的反方向，给仍读 dict 的函数。"""
+    return run.as_mapping() if isinstance(run, Run) else run
+
+
 __all__ = [
     "COST_REQUIRED",
     "FORMAT",
     "STATUSES",
     "VERSION",
+    "as_run",
+    "mapping_of",
     "CacheCeiling",
     "Ceiling",
     "MeasuredCeilings",

@@ -40,7 +40,7 @@ from .cases import REGISTRY
 from .records import FORMAT as FORMAT
 from .records import STATUSES as STATUSES
 from .records import VERSION as VERSION
-from .records import Run
+from .records import Run, as_run
 from .schema import json_schema
 
 OPERATORS = tuple(REGISTRY)
@@ -192,7 +192,9 @@ def load_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> Ru
     return Run.from_mapping(read_run(path, require_schema=require_schema))
 
 
-def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:
+def write_run(
+    run: Run | Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False
+) -> Path:
     """校验 ``run``，并以原子方式写入 ``path``。
 
     JSON 先写进同一目录下的临时文件，再一步改名为 ``path``，所以读的一方
@@ -200,8 +202,8 @@ def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bo
 
     Parameters
     ----------
-    run : Mapping
-        一个 run，即 :func:`roofline_book.measure.run.run_suite` 的返回值。
+    run : Run or Mapping
+        一个 run，即 :func:`roofline_book.measure.run.run_suite` 的返回值（或它的 mapping）。
     path : str or os.PathLike
         写到哪里。
     force : bool
@@ -220,6 +222,8 @@ def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bo
         ``run`` 不是合法的 run（此时什么也不写）。装了 ``jsonschema`` 时检查
         schema，自洽性则总是检查。
     """
+    if isinstance(run, Run):
+        run = run.as_mapping()
     validate_run(run, require_schema=False)
     if not isinstance(force, bool):
         raise TypeError(f"force must be True or False, got {force!r}")
@@ -307,13 +311,12 @@ def results(
     ]
 
 
-def memory_roof(run: Mapping[str, Any]) -> float | None:
+def memory_roof(run: Run | Mapping[str, Any]) -> float | None:
     """测得的内存带宽：各带宽上限中最高的一个（byte/s），没有时为 None。"""
-    values = [c["value"] for c in run["ceilings"]["bandwidth"].values()]
-    return max(values) if values else None
+    return as_run(run).memory_roof
 
 
-def as_hardware(run: Mapping[str, Any]) -> Hardware:
+def as_hardware(run: Run | Mapping[str, Any]) -> Hardware:
     """把 run 测得的各项上限变成一个 :class:`~roofline_book.device.Hardware`。
 
     每种精度的峰值 FLOP/s 取扫描中最快的 GEMM，带宽取 :func:`memory_roof`。
@@ -324,8 +327,9 @@ def as_hardware(run: Mapping[str, Any]) -> Hardware:
     ValueError
         run 没有测出 GEMM 峰值或带宽。
     """
-    peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
-    bandwidth = memory_roof(run)
+    run = as_run(run)
+    peaks = {key: c.value for key, c in run.ceilings.peak_flops.items()}
+    bandwidth = run.memory_roof
     if not peaks or bandwidth is None:
         raise ValueError("run: the ceilings lack a measured GEMM peak or a measured bandwidth")
-    return adhoc(f"{run['device']['name']} (measured {run['date']})", peaks, bandwidth)
+    return adhoc(f"{run.device.name} (measured {run.date})", peaks, bandwidth)
