@@ -1,18 +1,18 @@
 """run file 的内容写成冻结的 dataclass：:class:`Run`、:class:`Entry` 以及它们的部件。
 
-API 一览：:meth:`Run.from_mapping` 把一个已校验的 run file（解析后的 JSON）变成
-:class:`Run`，:meth:`Run.as_mapping` 精确地写回同一个 dict；
-:func:`roofline_book.measure.runfile.load_run` 读文件、校验并载入。:class:`Run` 有 ``date``、
-``host``、``suite``、``device`` （:class:`Device`）、``software`` （:class:`Software`）、
-``ceilings`` （:class:`MeasuredCeilings`，每项一个 :class:`Ceiling`，cache 层级的是
-:class:`CacheCeiling`）、``entries`` （每个 case 一个 :class:`Entry`）、``load_average`` 和
-``stability`` （:class:`Stability`）；:meth:`Run.results` 按算子和状态筛选条目，
-:meth:`Run.entry` 按 id 取一个。:class:`Entry` 带 ``cost`` （模型的
+API 一览：``Run.from_mapping(d)`` 把一个已校验的 run file（解析后的 JSON）变成 :class:`Run`，
+``Run.as_mapping()`` 精确地写回同一个 dict；:func:`roofline_book.measure.runfile.load_run` 读文件、
+校验并载入。:class:`Run` 有 ``date``、``host``、``suite``、``device``、``software``、``ceilings``、
+``entries`` （每个 case 一个 :class:`Entry`）、``load_average`` 和 ``stability``；描述机器的几个
+记录（``Device``、``Software``、``MeasuredCeilings`` 及其中每项的 ``Ceiling`` 或 ``CacheCeiling``、
+``Stability``）在 :mod:`roofline_book.measure.runparts` 中，这里也可以导入。:meth:`Run.results`
+按算子和状态筛选条目，:meth:`Run.entry` 按 id 取一个。:class:`Entry` 带 ``cost`` （模型的
 :class:`~roofline_book.ops.Cost`）、``implementation`` （实现实际运行的 Cost）、``time``
 （:class:`Time`：中位数、IQR 与样本）、``check`` （:class:`Check`）等；:attr:`Entry.id` 是它在
 run 中的 id，:attr:`Entry.text` 是给读者看的写法，:attr:`Entry.rates` 是按模型算出的 FLOP/s 与
 byte/s。字段名就是 JSON 的键（``Entry.cost`` 写作 ``model``，``Run.entries`` 写作
-``results``）；字段的 metadata 带着 schema 的约束（下限、可选值、可否省略）。
+``results``）；字段的 metadata 带着 schema 的约束（下限、可选值、可否省略），见
+:mod:`roofline_book.measure.schema`。
 
 Examples
 --------
@@ -291,14 +291,14 @@ class Run(Record):
     host : str
     suite : str
         :data:`~roofline_book.measure.suites.SUITES` 之一。
-    device : Device
-    software : Software
-    ceilings : MeasuredCeilings
+    device : roofline_book.measure.runparts.Device
+    software : roofline_book.measure.runparts.Software
+    ceilings : roofline_book.measure.runparts.MeasuredCeilings
     entries : tuple of Entry
         每个 case 一个条目（JSON 中的 ``results``）。
     load_average : tuple of float or None
         开始与结束时宿主机 1 分钟的负载。
-    stability : Stability or None
+    stability : roofline_book.measure.runparts.Stability or None
     """
 
     format: str = _field(const=FORMAT)

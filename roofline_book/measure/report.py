@@ -1,7 +1,7 @@
 """按书中的样子整理一次 run：测得的上限、每个条目的速率、与 datasheet 的对照、实测 roofline。
 
 CUDA 附录和实测性能一章都通过这些函数、以同样的方式呈现每一次 run；测试也用它们呈现作为
-fixture 的 run。这里给出的是结构化的记录（量、对象、数值、单位），由 :mod:`roofline_book.book`
+fixture 的 run。这里给出的是结构化的记录（量、对象、数值、单位），由 ``roofline_book.book``
 写成中文，由命令行写成英文；一切都读自一次 run（:class:`~roofline_book.measure.records.Run`，
 或 :func:`~roofline_book.measure.runfile.read_run` 返回的 mapping），没有任何手填的数字。
 """
@@ -100,7 +100,7 @@ class Result:
 
     Attributes
     ----------
-    entry : Entry
+    entry : roofline_book.measure.records.Entry
     intensity : float or None
         模型的算术强度（FLOP/byte）；模型不搬运字节时为 None。
     flops_rate, bytes_rate : float or None

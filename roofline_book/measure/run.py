@@ -151,7 +151,7 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
 
     Returns
     -------
-    Entry
+    roofline_book.measure.records.Entry
         ``status`` 为 ``"ok"`` 时带 ``time`` 和 ``check``；为 ``"skipped"`` 时带
         ``reason`` （这里不支持，或所需内存超过空闲内存）；结果错误或 case 抛出异常时为
         ``"failed"``，带 ``reason`` （一个坏掉的 case 不会中断整个 run）。

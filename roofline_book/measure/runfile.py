@@ -202,7 +202,7 @@ def write_run(
 
     Parameters
     ----------
-    run : Run or Mapping
+    run : roofline_book.measure.records.Run or Mapping
         一个 run，即 :func:`roofline_book.measure.run.run_suite` 的返回值（或它的 mapping）。
     path : str or os.PathLike
         写到哪里。
@@ -269,7 +269,8 @@ def _publish_new(tmp: str, path: Path) -> None:
 
 
 def model_cost(entry: Mapping[str, Any]) -> Cost:
-    """条目所带的模型代价，写成 :class:`~roofline_book.ops.Cost`。
+    """条目所带的模型代价，写成 :class:`~roofline_book.ops.Cost` （dict 形式的条目；类型化的
+    条目直接读 ``Entry.cost``）。
 
     Examples
     --------
@@ -283,6 +284,7 @@ def rates(entry: Mapping[str, Any]) -> tuple[float, float]:
     """按模型算出的计时条目的实测速率：(FLOP/s, byte/s)。
 
     FLOP/s 是模型 FLOPs 除以时间中位数；byte/s 是模型字节数（读与写之和）除以时间中位数。
+    dict 形式的条目用它；类型化的条目用 ``Entry.rates``。
     """
     model, seconds = entry["model"], entry["time"]["median_s"]
     return model["flops"] / seconds, (model["bytes_read"] + model["bytes_written"]) / seconds
@@ -291,7 +293,8 @@ def rates(entry: Mapping[str, Any]) -> tuple[float, float]:
 def results(
     run: Mapping[str, Any], name: str | None = None, *, status: str | None = "ok"
 ) -> list[Mapping[str, Any]]:
-    """一次 run 的条目，可以只取某个算子的、只取某种状态的。
+    """一次 run 的条目，可以只取某个算子的、只取某种状态的（dict 形式的 run；类型化的 run 用
+    ``Run.results``）。
 
     Parameters
     ----------

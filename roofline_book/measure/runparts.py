@@ -1,6 +1,6 @@
 """run file 中描述机器与一次 run 的记录：设备、软件、测得的上限与稳定性。
 
-它们与条目一起组成 :class:`roofline_book.measure.records.Run`（API 一览见那里）；记录类共有的
+它们与条目一起组成 :class:`roofline_book.measure.records.Run` （API 一览见那里）；记录类共有的
 JSON 读写在 :mod:`roofline_book.measure.schema`。
 """
 
@@ -151,10 +151,18 @@ class Device(Record):
         主存，byte。
     caches : Mapping of str to int
         CPU：每一级的数据 cache 或统一 cache（一个核心），byte（旧 run 没有时为空）。
-    cpu_model, threads, cpu_capability : CPU 才有（值可以是 None）。
+    cpu_model : str or None
+        CPU 才有：处理器型号。
+    threads : int or None
+        CPU 才有：torch 的线程数。
+    cpu_capability : str or None
+        CPU 才有：torch 所用的指令集（``AVX512`` 等）。
     threads_policy : {"set", "all"} or None
         CPU：线程数为 run 设定，或沿用 torch 的默认（全部）。
-    sm_count, compute_capability : CUDA 才有（值可以是 None）。
+    sm_count : int or None
+        CUDA 才有：SM 的个数。
+    compute_capability : str or None
+        CUDA 才有：``major.minor``。
     """
 
     type: str = _field(enum=["cpu", "cuda"])
