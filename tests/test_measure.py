@@ -682,17 +682,20 @@ def test_ncu_csv_problems_are_named(ncu_merge, text, message):
 def test_ncu_bytes_merge_into_the_run(ncu_merge):
     run = fixture()
     merged = ncu_merge.merge_dram_bytes(run, ncu_merge.parse_ncu_csv(NCU_CSV), tool="ncu 2025.1")
-    runfile.validate_run(merged)
-    add = next(e for e in merged["results"] if e["id"] == "add/fp32/add/numel=16777216")
-    assert add["measured_dram_bytes"] == {
+    runfile.validate_run(merged.as_mapping())
+    add = merged.entry("add/fp32/add/numel=16777216")
+    assert add.as_mapping()["measured_dram_bytes"] == {
         "read": 134_217_728,
         "written": 67_108_864,
         "kernels": 1,
         "tool": "ncu 2025.1",
     }
-    assert "measured_dram_bytes" not in next(e for e in run["results"] if e is not add)
+    measured = set(ncu_merge.parse_ncu_csv(NCU_CSV))
+    assert {e.id for e in merged.entries if e.measured_dram_bytes is not None} == measured
+    assert "measured_dram_bytes" not in next(e for e in run["results"] if e["id"] == add.id)
+    counts = {"read": 1, "written": 1, "kernels": 1}
     with pytest.raises(ValueError, match="already has measured_dram_bytes"):
-        ncu_merge.merge_dram_bytes(merged, {add["id"]: add["measured_dram_bytes"]})
+        ncu_merge.merge_dram_bytes(merged, {add.id: counts})
     with pytest.raises(ValueError, match="which the run does not have"):
         ncu_merge.merge_dram_bytes(run, {"gemm/fp32/mm/m=9,k=9,n=9": add["measured_dram_bytes"]})
     skipped = "gemm/fp16/mm/m=32,k=128,n=128"
