@@ -697,10 +697,10 @@ def test_ncu_bytes_merge_into_the_run(ncu_merge):
     with pytest.raises(ValueError, match="already has measured_dram_bytes"):
         ncu_merge.merge_dram_bytes(merged, {add.id: counts})
     with pytest.raises(ValueError, match="which the run does not have"):
-        ncu_merge.merge_dram_bytes(run, {"gemm/fp32/mm/m=9,k=9,n=9": add["measured_dram_bytes"]})
+        ncu_merge.merge_dram_bytes(run, {"gemm/fp32/mm/m=9,k=9,n=9": counts})
     skipped = "gemm/fp16/mm/m=32,k=128,n=128"
     with pytest.raises(ValueError, match="status 'skipped'"):
-        ncu_merge.merge_dram_bytes(run, {skipped: add["measured_dram_bytes"]})
+        ncu_merge.merge_dram_bytes(run, {skipped: counts})
 
 
 # --------------------------------------------------------------------------
