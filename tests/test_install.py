@@ -161,9 +161,11 @@ def test_the_report_extra_reads_and_renders_a_run(dist, fresh, tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     fixture = ROOT / "tests" / "data" / "fixture-cpu-pass.json"
     code = (
-        "import sys, roofline_book as rb; from roofline_book.measure import report, runfile; "
-        f"run = runfile.read_run({str(fixture)!r}); "
-        "print(len(report.results_frame(run)), report.highlights(run)['n_pass'], "
+        "import sys, roofline_book as rb; "
+        "from roofline_book.measure import claims, report, runfile; "
+        f"run = runfile.load_run({str(fixture)!r}); "
+        "print(len(report.results(run)), "
+        "sum(c.verdict == 'pass' for c in claims.check_claims(run)), "
         "list(rb.table_frame(rb.cost_table([('a', rb.add(8))], rb.EXAMPLE))['bound']))"
     )
     shown = _run(str(fresh / "python"), "-c", code, cwd=tmp_path)

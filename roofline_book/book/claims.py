@@ -1,4 +1,4 @@
-"""按中文页面的样子给出一次 run 的结论与摘要。
+"""按中文页面的样子给出一次 run 的结论。
 
 :mod:`roofline_book.measure.claims` 用英文写出每条结论、判定和数字，供命令行使用。书中用
 中文读它们：这里按做出判定的检验重新写出每条结论，数字的标签逐词翻译（标识符、shape、单位和
@@ -18,6 +18,7 @@ from ..measure.predict import CACHE_FILL
 from ..measure.run import CHECKPOINT_EVERY
 from ..measure.suites import SMALL_GEMM
 from ..tables import markdown_table as markdown_table_text
+from . import measured
 
 _M, _K, _N = SMALL_GEMM
 
@@ -143,17 +144,6 @@ QUANTITIES_ZH = {
 #: 是单词的 subject 的中文表述。
 _SUBJECTS_ZH = {"prediction": "预测", "probes": "带宽探针", "copy": "copy"}
 
-#: run 摘要各行的中文表述；测得的上限保留其精度或方式。
-_SUMMARY_ZH = {
-    "device": "设备",
-    "type": "类型",
-    "host": "主机",
-    "date (UTC)": "日期（UTC）",
-    "suite": "测试集",
-    "driver": "驱动",
-    "threads": "线程数",
-}
-
 
 def subject_zh(subject: str) -> str:
     """The subject of a figure as a Chinese reader writes it.
@@ -240,12 +230,12 @@ def verdict_counts(run: Mapping[str, Any]) -> str:
 
 
 def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`roofline_book.measure.report.highlights` 的结果，加上写成一句中文的判定
+    """:func:`roofline_book.book.measured.highlights` 的结果，加上写成一句中文的判定
     （``verdict_counts``）、``speed_tolerance_pct`` （速度比较允许的余量，%）、稳定性与 cache roof
     的分句，以及这一章提到的常量：``checkpoint_every``、``cache_margin``、``prediction_band_pct``、
     ``cache_fill_pct`` （预测允许一个 cache 层级装下多少）。
     """
-    out = report.highlights(run)
+    out = measured.highlights(run)
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
@@ -291,28 +281,3 @@ def cache_roofs_text(run: Mapping[str, Any]) -> str:
     return "各级缓存的 roof：" + "、".join(
         f"{level} 为 {c['value'] / 1e9:.1f} GB/s" for level, c in levels.items()
     )
-
-
-def summary_table(run: Mapping[str, Any]) -> Any:
-    """把 :func:`roofline_book.measure.report.summary` 写成一列的表，行名用中文。
-
-    实测峰值写作 ``实测峰值 fp32``，实测带宽写作 ``实测带宽（copy）``。
-    """
-    import pandas as pd
-
-    rows = {}
-    for key, value in report.summary(run).items():
-        if key.startswith("measured peak "):
-            key = "实测峰值 " + key.removeprefix("measured peak ")
-        elif key.startswith("measured vector "):
-            key = "实测向量速率 " + key.removeprefix("measured vector ")
-        elif key.startswith("measured bandwidth ("):
-            key = "实测带宽（" + key.removeprefix("measured bandwidth (").removesuffix(")") + "）"
-        rows[_SUMMARY_ZH.get(key, key)] = value
-    record = run.get("stability")
-    if record is not None and "spread" in record:
-        verdict = "稳定" if record["stable"] else "不稳定"
-        rows["稳定性"] = (
-            f"{verdict}（哨兵 {len(record['checkpoints_s'])} 个检查点相差 {record['spread']:.0%}）"
-        )
-    return pd.Series(rows, name="值").to_frame()

@@ -14,14 +14,13 @@ def run(args: argparse.Namespace) -> int:
     from ..measure import predict, runfile
 
     try:
-        data = runfile.read_run(args.run)
+        data = runfile.load_run(args.run)
     except OSError as exc:
         raise UsageError(f"cannot read the run file {args.run!r}: {exc.strerror}") from None
     result = checks.check_claims(data)
-    predictions = predict.predictions(data)
+    predictions = predict.predictions(data.as_mapping())
     kept = [p for p in predictions if not p.excluded]
-    stability = data.get("stability")
-    stable = None if stability is None else bool(stability["stable"])
+    stable = None if data.stability is None else data.stability.stable
     median = predict.median_error(predictions)
     excluded = [{"id": p.id, "why": p.excluded} for p in predictions if p.excluded]
     if args.json:
@@ -65,13 +64,14 @@ def run(args: argparse.Namespace) -> int:
             f"over {len(kept)} entries ({len(excluded)} left out: the ceilings themselves "
             "and the cases the fixed cost is fitted on)"
         )
+    stability = data.stability
     if stability is None:
         print("stability: not recorded (the run predates the stability sentinel)")
     else:
-        spread = stability.get("spread", abs(stability["drift"] - 1))
+        spread = abs(stability.drift - 1) if stability.spread is None else stability.spread
         print(
-            f"stability: {'stable' if stable else 'UNSTABLE'} (sentinel {stability['probe']}: "
-            f"its checkpoints spread {spread:.0%}, last / first {stability['drift']:.2f})"
+            f"stability: {'stable' if stable else 'UNSTABLE'} (sentinel {stability.probe}: "
+            f"its checkpoints spread {spread:.0%}, last / first {stability.drift:.2f})"
         )
     return 0
 

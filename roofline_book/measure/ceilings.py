@@ -11,8 +11,9 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..bounds import Ceilings, Level
+from .records import Entry, Run, as_run
 from .registry import Case
-from .runfile import model_cost, rates
+from .runfile import rates
 
 SENTINEL_TOLERANCE = 0.3
 """哨兵各检查点之间相差不超过这个比例（``max / min - 1``）时，run 就是稳定的。每个检查点取哨兵
@@ -149,78 +150,85 @@ def stability(
     return out
 
 
-def _traffic_rate(entry: Mapping[str, Any]) -> float:
+def _traffic_rate(entry: Entry) -> float:
     """条目按模型字节数加上 write-allocate 字节数算出的速率（byte/s）：CPU 搬运的全部字节。"""
-    cost = model_cost(entry)
-    return (cost.bytes + entry.get("write_allocate_bytes", 0)) / entry["time"]["median_s"]
+    return (entry.cost.bytes + (entry.write_allocate_bytes or 0)) / entry.median_s
 
 
-def _typical_rate(entry: Mapping[str, Any]) -> float:
+def _typical_rate(entry: Entry) -> float:
     """一个峰值探针各轮中位数的中位数对应的 FLOP/s：单元在 run 期间通常的速率。"""
-    seconds = statistics.median(entry.get("rounds_s") or [entry["time"]["median_s"]])
-    return model_cost(entry).flops / seconds
+    return entry.cost.flops / statistics.median(entry.rounds_s or [entry.median_s])
 
 
-def of_run(run: Mapping[str, Any], *, typical: bool = False) -> Ceilings:
+def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
     """一次 run 测得的各项上限，写成目录设备所给的同一种 :class:`~roofline_book.bounds.Ceilings`。
 
     - **矩阵单元**：每种精度取峰值探针最好的一轮，以及扫描中每个 GEMM 实际做到的 FLOP/s（模型的
       FLOPs 除以时间中位数）中更高的一个：测得的上限是 run 在这个单元上见过的最好水平的上界，扫描中
-      的 GEMM 跑赢探针时就取它（``sources`` 记下是哪个条目）。``typical=True`` 时
-      取探针各轮的中位数（预测用它：单元在各 case 运行时通常的速率）。
+      的 GEMM 跑赢探针时就取它（``sources`` 记下是哪个条目）。``typical=True`` 时取探针各轮的中位数
+      （预测用它：单元在各 case 运行时通常的速率）。
     - **向量单元与特殊函数**：run 没有测 lane 速率；取 FP32 峰值的 FLOP/s，当作每秒 lane slot 数。
       FP32 GEMM 与 elementwise 运算在同样的 FMA 单元上运行，一个 FMA 占一个 slot、计 2 FLOP，所以
       这个数是 lane 速率的 2 倍，下界仍是下界。
     - **存储层级**：由内向外，先是 run 报告的各级 cache（测过 roof 的带宽取其 copy 的速率，计入
       write-allocate 字节；没测过的没有带宽），然后是主存：CPU 为 ``"dram"``，取带宽探针中最高的
-      速率（计入 write-allocate 字节），GPU 为 ``"hbm"``。没有报告 cache 大小的 run 取
+      速率（计入 write-allocate 字节），GPU 为 ``"hbm"``。没有报告各级 cache 的 run 取
       ``cache_bytes`` 为 L2。
+
+    Parameters
+    ----------
+    run : Run or mapping
+        :func:`~roofline_book.measure.runfile.load_run` 给出的 run（或它的 dict）。
 
     Raises
     ------
     ValueError
         run 没有测出任何带宽。
+
+    Examples
+    --------
+    >>> from roofline_book.measure.runfile import load_run
+    >>> roofs = of_run(load_run("tests/data/fixture-cpu-pass.json"))
+    >>> [level.name for level in roofs.levels], round(roofs.memory.bandwidth / 1e9, 1)
+    (['l2', 'dram'], 32.2)
     """
-    ceilings = run["ceilings"]
-    by_id = {e["id"]: e for e in run.get("results", ()) if e["status"] == "ok"}
+    run = as_run(run)
+    measured = run.ceilings
+    by_id = {e.id: e for e in run.results()}
     rates: dict[tuple[str, str], float] = {}
     sources: dict[tuple[str, str], str] = {}
-    for precision, c in ceilings["peak_flops"].items():
-        probe = by_id.get(c["entry"])
-        rate = _typical_rate(probe) if typical and probe else c["value"]
-        rates["matrix", precision], sources["matrix", precision] = rate, c["entry"]
+    for precision, c in measured.peak_flops.items():
+        probe = by_id.get(c.entry)
+        rate = _typical_rate(probe) if typical and probe else c.value
+        rates["matrix", precision], sources["matrix", precision] = rate, c.entry
     if not typical:  # a GEMM of the sweep may have run faster than the peak probe
-        for e in by_id.values():
-            cost, key = model_cost(e), ("matrix", e["precision"])
-            if e["name"] != "gemm" or key not in rates:
-                continue
-            if cost.matrix_flops / e["time"]["median_s"] > rates[key]:
-                rates[key], sources[key] = cost.matrix_flops / e["time"]["median_s"], e["id"]
+        for e in run.results("gemm"):
+            key = ("matrix", e.precision)
+            if key in rates and e.cost.matrix_flops / e.median_s > rates[key]:
+                rates[key], sources[key] = e.cost.matrix_flops / e.median_s, e.id
     lanes = rates.get(("matrix", "fp32"))
     if lanes is not None:
         for unit in ("vector", "special"):
             for precision in {p for _, p in list(rates)}:
                 rates[unit, precision], sources[unit, precision] = lanes, sources["matrix", "fp32"]
-    cpu = run["device"]["type"] == "cpu"
-    streams = [by_id[c["entry"]] for c in ceilings["bandwidth"].values() if c["entry"] in by_id]
+    cpu = run.device.type == "cpu"
+    streams = [by_id[c.entry] for c in measured.bandwidth.values() if c.entry in by_id]
     if cpu and streams:
         memory = max(_traffic_rate(e) for e in streams)
     else:
-        values = [c["value"] for c in ceilings["bandwidth"].values()]
-        if not values:
+        if not measured.bandwidth:
             raise ValueError("run: the ceilings hold no measured bandwidth")
-        memory = max(values)
+        memory = max(c.value for c in measured.bandwidth.values())
     probed = {
-        name.lower(): _traffic_rate(by_id[c["entry"]]) if c["entry"] in by_id else c["value"]
-        for name, c in ceilings.get("cache_bandwidth", {}).items()
+        name.lower(): _traffic_rate(by_id[c.entry]) if c.entry in by_id else c.value
+        for name, c in measured.cache_bandwidth.items()
     }
-    caches = run["device"].get("caches") or (
-        {"L2": run["device"]["cache_bytes"]} if run["device"].get("cache_bytes") else {}
+    caches = dict(run.device.caches) or (
+        {"L2": run.device.cache_bytes} if run.device.cache_bytes else {}
     )
     levels = [
         Level(name.lower(), probed.get(name.lower()), size)
         for name, size in sorted(caches.items(), key=lambda item: item[1])
     ]
     levels.append(Level("dram" if cpu else "hbm", memory))
-    name = f"{run['device']['name']} (measured {run['date']})"
-    return Ceilings(name, rates, tuple(levels), sources)
+    return Ceilings(f"{run.device.name} (measured {run.date})", rates, tuple(levels), sources)

@@ -24,6 +24,7 @@ from typing import Any
 from ..ops import Cost
 from . import predict, runfile
 from .cases import OPERATORS, names, shape_text
+from .records import Run
 from .runfile import model_cost, rates
 from .suites import CACHE_MARGIN, SMALL_GEMM
 from .verdicts import (
@@ -473,7 +474,7 @@ CHECKS = (
 """全部检验，按 :func:`check_claims` 运行它们的顺序。"""
 
 
-def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
+def check_claims(run: Run | Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
     """用一次 run 检验本书的每一条结论。
 
     Parameters
@@ -492,6 +493,8 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
     """
     if isinstance(run, (str, os.PathLike)):
         run = runfile.read_run(run)
+    elif isinstance(run, Run):  # a typed run reads as its mapping until the checks use types
+        run = run.as_mapping()
     else:
         runfile.validate_run(run, require_schema=False)
     checks = [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
