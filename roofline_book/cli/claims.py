@@ -33,9 +33,8 @@ def run(args: argparse.Namespace) -> int:
                         "claim": c.claim,
                         "verdict": c.verdict,
                         "rule": c.rule,
-                        "figures": [
-                            {"label": f.label, "value": f.value, "unit": f.unit} for f in c.figures
-                        ],
+                        "figures": [f.as_mapping() for f in c.figures],
+                        "missing": c.missing or None,
                     }
                     for c in result
                 ],

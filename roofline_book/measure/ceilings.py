@@ -2,23 +2,20 @@
 
 探针（:func:`roofline_book.measure.suites.probes`）分轮交替计时；每个上限取其探针最好的一轮，
 旁边记下各轮的离散程度。哨兵在各个算子 case 之间计时，说明机器在整个 run 中是否保持不变。
+
+上限是这次 run 在那个单元上见过的最好水平：扫描中的某个 GEMM 比峰值探针还快时，矩阵单元的峰值
+取它（:func:`peak`、:func:`observed`），判定它的结论会写明这一点。
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .registry import Case
-from .runfile import rates
-
-SENTINEL_TOLERANCE = 0.3
-"""哨兵各检查点之间相差不超过这个比例（``max / min - 1``）时，run 就是稳定的。每个检查点取哨兵
-最快的样本，所以短暂的停顿（它会加大各 case 自身的离散，使它们的比较无法判定）不会移动它，
-而持续的变化会：时钟变慢、有进程共用这个核、第二个线程在等一个忙碌的线程。在构建本书的共享
-2 核虚拟机上，空闲 run 的检查点也相差 15% 到 25%（宿主机上还有别的租户），所以更严的界限会让
-每个 run 都被标记。
-"""
+from .runfile import rates, results
+from .verdicts import SPEED_TOLERANCE
 
 
 def _spread(entry: Mapping[str, Any]) -> float:
@@ -100,6 +97,12 @@ def stability(
 ) -> dict[str, Any] | None:
     """run file 中的 ``stability`` 记录。
 
+    哨兵各检查点之间的离散（``max / min - 1``）不超过判定所用的计时余量
+    :data:`~roofline_book.measure.verdicts.SPEED_TOLERANCE` 时，run 记为稳定（``stable``）；超过时，
+    判定把每个比较的余量放宽到这个离散（:func:`roofline_book.measure.verdicts.tolerance`），而不是
+    另用一个更宽的阈值。每个检查点取哨兵最快的样本，所以短暂的停顿（它会加大各 case 自身的离散）
+    不会移动它，而持续的变化会：时钟变慢、有进程共用这个核、第二个线程在等一个忙碌的线程。
+
     Parameters
     ----------
     probe : str
@@ -116,11 +119,11 @@ def stability(
 
     Examples
     --------
-    >>> r = stability("copy", [1.0, 1.02, 0.99, 1.25])
+    >>> r = stability("copy", [1.0, 1.02, 0.99, 1.04])
     >>> round(r["spread"], 3), r["stable"], r["drift"]
-    (0.263, True, 1.25)
-    >>> stability("copy", [1.0, 1.5])["stable"]
-    False
+    (0.051, False, 1.04)
+    >>> stability("copy", [1.0, 1.03, 0.99])["stable"]
+    True
     >>> stability("copy", [1.0]) is None
     True
     """
@@ -135,7 +138,7 @@ def stability(
         "drift": last / first,
         "checkpoints_s": list(checkpoints),
         "spread": spread,
-        "stable": spread <= SENTINEL_TOLERANCE,
+        "stable": spread <= SPEED_TOLERANCE,
     }
     drifts = [
         _drift(e)
@@ -145,3 +148,87 @@ def stability(
     if drifts:
         out["ceiling_drift"] = max(drifts, key=lambda d: abs(d - 1))
     return out
+
+
+@dataclass(frozen=True)
+class Peak:
+    """一种精度下这次 run 在矩阵单元上见过的最高 FLOP/s。
+
+    Attributes
+    ----------
+    value : float
+        峰值（FLOP/s）：记录的上限（峰值探针最好的一轮），或比它更快的 GEMM 的速率。
+    entry : str
+        达到 ``value`` 的条目的 id。
+    probe : float
+        run file 记录的上限（FLOP/s）。
+    spread : float
+        峰值探针各轮之间的离散（``max / min - 1``）。
+    """
+
+    value: float
+    entry: str
+    probe: float
+    spread: float
+
+    @property
+    def raised(self) -> bool:
+        """扫描中的某个条目是否比峰值探针更快，使上限取了它。"""
+        return self.value > self.probe
+
+
+def peak(run: Mapping[str, Any], precision: str, *, excluding: str = "") -> Peak | None:
+    """``precision`` 的矩阵单元峰值：记录的上限，与 run 中该精度每个计时的 GEMM 中最快的一个。
+
+    Parameters
+    ----------
+    run : Mapping
+        一个 run（:func:`roofline_book.measure.runfile.read_run` 给出的 mapping）。
+    precision : str
+    excluding : str, optional
+        不参与的条目 id：判定一个条目时，它的参照不能就是它自己。
+
+    Returns
+    -------
+    Peak or None
+        该精度没有记录峰值、或除 ``excluding`` 之外没有 GEMM 时为 None。
+
+    Examples
+    --------
+    >>> gemm = lambda n, s: {"id": f"g{n}", "name": "gemm", "precision": "fp32", "status": "ok",
+    ...     "model": {"flops": 2 * n**3, "bytes_read": 0, "bytes_written": 0},
+    ...     "time": {"median_s": s}}
+    >>> run = {"ceilings": {"peak_flops": {"fp32": {"value": 1e11, "entry": "g1280"}}},
+    ...        "results": [gemm(1280, 2 * 1280**3 / 1e11), gemm(1024, 2 * 1024**3 / 1.04e11)]}
+    >>> p = peak(run, "fp32")
+    >>> p.entry, round(p.value / p.probe, 2), p.raised
+    ('g1024', 1.04, True)
+    >>> peak(run, "fp32", excluding="g1024").entry
+    'g1280'
+    """
+    recorded = run["ceilings"]["peak_flops"].get(precision)
+    if recorded is None:
+        return None
+    candidates = [] if recorded["entry"] == excluding else [(recorded["value"], recorded["entry"])]
+    candidates += [
+        (rates(e)[0], e["id"])
+        for e in results(run, "gemm")
+        if e["precision"] == precision and e["id"] != excluding
+    ]
+    if not candidates:
+        return None
+    value, entry = max(candidates)
+    return Peak(value, entry, recorded["value"], recorded.get("spread") or 0.0)
+
+
+def observed(run: Mapping[str, Any]) -> dict[str, Any]:
+    """``run`` 的一个副本，其中每种精度的峰值取 :func:`peak`：run 在矩阵单元上见过的最好水平。
+
+    只改峰值的 ``value``；``entry`` 仍是峰值探针，所以按探针各轮中位数作的预测不变。下界由它得出，
+    就不会被扫描中比探针更快的 GEMM 突破。
+    """
+    peaks = {}
+    for precision, ceiling in run["ceilings"]["peak_flops"].items():
+        best = peak(run, precision)
+        peaks[precision] = dict(ceiling, value=best.value) if best else ceiling
+    return dict(run, ceilings=dict(run["ceilings"], peak_flops=peaks))
