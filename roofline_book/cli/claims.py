@@ -12,6 +12,7 @@ def run(args: argparse.Namespace) -> int:
     """``claims`` 子命令。"""
     from ..measure import claims as checks
     from ..measure import predict, runfile
+    from ..measure.verdicts import tolerance
 
     try:
         data = runfile.read_run(args.run)
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
                     ],
                 },
                 "stable": stable,
+                "tolerance": tolerance(data),
             }
         )
         return 0
