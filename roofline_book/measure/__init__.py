@@ -8,6 +8,7 @@
 - :mod:`~roofline_book.measure.timing`：CPU 与 CUDA 计时；``Timing`` 保留全部样本。
 - :mod:`~roofline_book.measure.machine`：设备、cache、内存与软件版本。
 - :mod:`~roofline_book.measure.run`：每个 case 先检查结果、再计时，汇成一次 run。
+- :mod:`~roofline_book.measure.records`：run file 的内容写成冻结的 dataclass（``Run``、``Entry``）。
 - :mod:`~roofline_book.measure.runfile`：run file 的格式，读与写。
 - :mod:`~roofline_book.measure.claims`：结论清单，依据一次 run 来判定。
 - :mod:`~roofline_book.measure.report`：把一次 run 整理成书中展示的样子。
