@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from roofline_book.measure import ceilings, claims, predict, verdicts
-from roofline_book.measure.verdicts import EntryRef, Ref
+from roofline_book.measure.records import Entry, Run
+from roofline_book.measure.verdicts import Ref
 
 DATA = Path(__file__).parent / "data"
 PASS = DATA / "fixture-cpu-pass.json"
@@ -29,8 +30,12 @@ def judged(run) -> dict[str, str]:
     return dict(zip(NAMES, (c.verdict for c in claims.check_claims(run)), strict=True))
 
 
-def _key(subject: EntryRef | Ref) -> str:
-    return subject.id if isinstance(subject, EntryRef) else f"{subject.kind}:{subject.name}"
+def typed(run: dict) -> Run:
+    return Run.from_mapping(run)
+
+
+def _key(subject: Entry | Ref) -> str:
+    return subject.id if isinstance(subject, Entry) else f"{subject.kind}:{subject.name}"
 
 
 def figures(check: claims.Check) -> dict[tuple[str, str], float]:
@@ -68,7 +73,7 @@ def test_the_failing_fixture_fails_exactly_its_three_claims():
 
 
 def test_small_gemm_figures():
-    check = claims.small_gemm_is_far_from_peak(load(FAIL))
+    check = claims.small_gemm_is_far_from_peak(typed(load(FAIL)))
     got = figures(check)
     fp32, bf16 = "gemm/fp32/mm/m=32,k=128,n=128", "gemm/bf16/mm/m=32,k=128,n=128"
     peak = 2 * 1024**3 / 0.02  # the 1024^3 FP32 GEMM in 20 ms
@@ -89,7 +94,7 @@ def test_elementwise_threshold_is_the_named_constant_beyond_the_noise():
         run = load()
         seconds = add_bytes / (fraction * claims.NEAR_COPY * copy_bw)
         entry(run, add_id)["time"].update(median_s=seconds, iqr_s=0.05 * seconds)
-        return claims.elementwise_is_memory_bound(run)
+        return claims.elementwise_is_memory_bound(typed(run))
 
     assert at(1.15).verdict == "pass"  # 1.15 x 0.9 clears the threshold
     assert at(1.01).verdict == "inconclusive"  # inside the noise: no verdict
@@ -102,7 +107,7 @@ def test_an_operator_faster_than_its_bound_fails_it():
     # the relu streams (128 MiB >= 4 x the 16 MiB cache): held to DRAM, 32.2 GB/s
     relu = "relu/fp32/clamp_min/numel=16777216"
     run = retime(load(), relu, 0.003)  # 44.7 GB/s
-    check = claims.roofline_bounds_time(run)
+    check = claims.roofline_bounds_time(typed(run))
     assert check.verdict == "fail"
     got = figures(check)
     assert got["run:", "beat_bound"] == got["run:", "beat_bound_beyond_noise"] == 1
@@ -111,10 +116,10 @@ def test_an_operator_faster_than_its_bound_fails_it():
     # an add that fits in the cache, with no cache roof measured, is held to the peak only:
     # 192 KiB in 1 us beats DRAM, and 2^14 FLOP in 1 us is far below 107 GFLOP/s
     run = retime(load(), "add/fp32/add/numel=16384", 1e-6)
-    assert claims.roofline_bounds_time(run).verdict == "pass"
+    assert claims.roofline_bounds_time(typed(run)).verdict == "pass"
     # ... but faster than the peak allows fails: 2^14 FLOP in 0.1 us is 164 GFLOP/s
     run = retime(load(), "add/fp32/add/numel=16384", 1e-7)
-    assert claims.roofline_bounds_time(run).verdict == "fail"
+    assert claims.roofline_bounds_time(typed(run)).verdict == "fail"
 
 
 def test_what_a_run_lacks_is_not_measured():
@@ -144,7 +149,7 @@ def test_ceilings_inside_the_cache_measure_no_bandwidth_claim():
 
 def test_gemm_that_stops_rising_fails():
     run = retime(load(), "gemm/fp32/mm/m=1024,k=1024,n=1024", 0.2)  # 10x slower at the top
-    check = claims.gemm_rises_with_n(run)
+    check = claims.gemm_rises_with_n(typed(run))
     assert check.verdict == "fail"
     assert figures(check)["precision:fp32", "largest_over_smallest"] == pytest.approx(
         (2 * 1024**3 / 0.2) / (2 * 256**3 / 0.001)
@@ -154,15 +159,17 @@ def test_gemm_that_stops_rising_fails():
 def test_slower_sdpa_and_bf16_fail_and_a_tie_is_inconclusive():
     mat = "attention/fp32/materialized/batch=1,heads=4,seq_q=1024,seq_k=1024,head_dim=64"
     # SDPA takes 15 +- 0.375 ms: materialized at 10 ms is clearly faster, at 15 ms a tie
-    assert claims.sdpa_beats_materialized(retime(load(), mat, 0.010)).verdict == "fail"
-    assert claims.sdpa_beats_materialized(retime(load(), mat, 0.015)).verdict == "inconclusive"
+    assert claims.sdpa_beats_materialized(typed(retime(load(), mat, 0.010))).verdict == "fail"
+    assert (
+        claims.sdpa_beats_materialized(typed(retime(load(), mat, 0.015))).verdict == "inconclusive"
+    )
     bf16 = "gemm/bf16/mm/m=1024,k=1024,n=1024"
     peak = {"value": 2 * 512**3 / 0.0015, "entry": "gemm/bf16/mm/m=512,k=512,n=512"}
     for seconds, verdict in ((0.0195, "inconclusive"), (0.03, "fail")):
         # FP32 takes 20 +- 0.5 ms: 19.5 ms is within the spans, 30 ms clearly slower
         run = retime(load(), bf16, seconds)
         run["ceilings"]["peak_flops"]["bf16"] = peak
-        assert claims.bf16_beats_fp32(run).verdict == verdict
+        assert claims.bf16_beats_fp32(typed(run)).verdict == verdict
 
 
 def test_timings_inside_each_others_spread_are_inconclusive():
@@ -171,10 +178,10 @@ def test_timings_inside_each_others_spread_are_inconclusive():
     for impl, median in (("loop", 0.02015), ("foreach", 0.0200), ("fused", 0.015)):
         e = entry(run, f"adamw/fp32/{impl}/params=4194304,tensors=8")
         e["time"]["median_s"], e["time"]["iqr_s"] = median, 0.012
-    assert claims.fused_adamw_is_fastest(run).verdict == "inconclusive"
+    assert claims.fused_adamw_is_fastest(typed(run)).verdict == "inconclusive"
     # and a clear inversion still fails, noise or not
     entry(run, "adamw/fp32/fused/params=4194304,tensors=8")["time"]["median_s"] = 0.2
-    assert claims.fused_adamw_is_fastest(run).verdict == "fail"
+    assert claims.fused_adamw_is_fastest(typed(run)).verdict == "fail"
 
 
 def test_check_claims_reads_and_validates_paths(tmp_path):
@@ -220,7 +227,7 @@ def test_an_unstable_run_is_judged_with_its_measured_spread():
     run = load()
     probe = run["results"][0]["id"]
     run["stability"] = {"probe": probe, "first_s": 1, "last_s": 1.5, "drift": 1.5, "stable": False}
-    assert verdicts.tolerance(run) == 0.5
+    assert verdicts.tolerance(typed(run)) == 0.5
     got = judged(run)
     # SDPA at 15 +- 0.375 ms against 20 +- 0.5: 1.5 x 15.4 = 23.1 > 19.5, no longer ordered
     assert got["sdpa_beats_materialized"] == "inconclusive"
@@ -238,9 +245,10 @@ def test_stability_uses_the_verdicts_tolerance():
     # 1.0 to 1.06 s is a 6% spread: more than the 5% the verdicts allow, so not stable
     record = ceilings.stability("copy", [1.0, 1.06, 1.02])
     assert record["spread"] == pytest.approx(0.06) and record["stable"] is False
-    assert verdicts.tolerance({"stability": record}) == pytest.approx(0.06)
+    assert verdicts.tolerance(typed(load() | {"stability": record})) == pytest.approx(0.06)
     record = ceilings.stability("copy", [1.0, 1.04])
-    assert record["stable"] is True and verdicts.tolerance({"stability": record}) == 0.05
+    assert record["stable"] is True
+    assert verdicts.tolerance(typed(load() | {"stability": record})) == 0.05
 
 
 def test_claims_command_json_and_text(tmp_path, capsys):
@@ -265,10 +273,10 @@ def test_claims_command_json_and_text(tmp_path, capsys):
 def test_large_gemm_is_judged_against_other_measurements():
     # the run's peak is its best GEMM, the 1024^3 one here: judged against itself it could
     # not fail; against the other sizes (512^3 at 89 GFLOP/s) a slow 1024^3 fails
-    assert claims.large_gemm_is_compute_bound(load()).verdict == "pass"
+    assert claims.large_gemm_is_compute_bound(typed(load())).verdict == "pass"
     largest = "gemm/fp32/mm/m=1024,k=1024,n=1024"
     slow = retime(load(), largest, 0.05)  # 43 GFLOP/s
-    check = claims.large_gemm_is_compute_bound(slow)
+    check = claims.large_gemm_is_compute_bound(typed(slow))
     assert check.verdict == "fail"
     ratio = (2 * 1024**3 / 0.05) / (2 * 512**3 / 0.003)
     assert figures(check)[largest, "achieved_over_peak"] == pytest.approx(ratio)
@@ -276,7 +284,7 @@ def test_large_gemm_is_judged_against_other_measurements():
 
 def test_write_allocate_claim_on_the_three_probes():
     # the fixture's probes move 32.2 GB/s each once line fills are counted: the claim holds
-    check = claims.write_allocate_explains_bandwidths(load())
+    check = claims.write_allocate_explains_bandwidths(typed(load()))
     assert check.verdict == "pass"
     got = figures(check)
     assert got["run:", "spread_write_allocate"] == pytest.approx(0.0, abs=1e-9)
@@ -284,10 +292,10 @@ def test_write_allocate_claim_on_the_three_probes():
     # a copy at 2^28 + 2^27 bytes in 20 ms (20.1 GB/s) leaves a 60% gap the fills do not close
     slow = retime(load(), "copy/fp32/copy_/numel=33554432", 0.02)
     slow["ceilings"]["bandwidth"]["copy"]["value"] = 2**28 / 0.02
-    assert claims.write_allocate_explains_bandwidths(slow).verdict == "fail"
+    assert claims.write_allocate_explains_bandwidths(typed(slow)).verdict == "fail"
     gpu = load()
     gpu["device"]["type"] = "cuda"
-    assert claims.write_allocate_explains_bandwidths(gpu).verdict == "not measured"
+    assert claims.write_allocate_explains_bandwidths(typed(gpu)).verdict == "not measured"
 
 
 def test_the_chinese_checklist_is_one_table_per_claim_and_escapes_pipes():
@@ -322,7 +330,7 @@ def test_every_key_is_worded_in_english_and_chinese():
             for f in check.figures:
                 subject, quantity, _ = zh.figure_zh(f)
                 assert quantity == zh.QUANTITIES_ZH[f.quantity]
-                if isinstance(f.subject, EntryRef):  # worded from the entry's fields
+                if isinstance(f.subject, Entry):  # worded from the entry's fields
                     assert subject.startswith(f"{f.subject.name} {f.subject.precision}")
     missing = claims.check_claims(gpu)[-1]
     assert zh.rule_zh(missing).endswith("这次 run 缺少数据：不是 CPU 上的 run")
@@ -334,18 +342,18 @@ def test_a_gemm_faster_than_the_peak_probe_raises_the_ceiling_and_says_so():
     run = load()
     largest = "gemm/fp32/mm/m=1024,k=1024,n=1024"
     run["ceilings"]["peak_flops"]["fp32"]["value"] = 0.9 * 2 * 1024**3 / 0.02
-    best = ceilings.peak(run, "fp32")
+    best = ceilings.peak(typed(run), "fp32")
     assert best is not None and best.raised and best.entry == largest
     assert best.value == pytest.approx(2 * 1024**3 / 0.02)
-    check = claims.roofline_bounds_time(run)
+    check = claims.roofline_bounds_time(typed(run))
     got = figures(check)
     assert check.verdict == "pass" and got["run:", "beat_bound"] == 0
     assert got[largest, "above_peak_probe"] == pytest.approx(1 / 0.9)
-    assert figures(claims.large_gemm_is_compute_bound(run))[largest, "above_peak_probe"] == (
+    assert figures(claims.large_gemm_is_compute_bound(typed(run)))[largest, "above_peak_probe"] == (
         pytest.approx(1 / 0.9)
     )
     # the bounds use it, the prediction keeps the probe's entry: its timing is the run's
-    assert ceilings.observed(run)["ceilings"]["peak_flops"]["fp32"]["entry"] == largest
+    assert ceilings.observed(typed(run)).ceilings.peak_flops["fp32"].entry == largest
 
 
 def test_beating_a_bound_within_the_noise_is_inconclusive():
@@ -353,14 +361,14 @@ def test_beating_a_bound_within_the_noise_is_inconclusive():
     # (2.5% each way) and the 5% tolerance, it lies inside its 7.5% of noise
     relu = "relu/fp32/clamp_min/numel=16777216"
     bound = 134_217_728 / 32.212_254_72e9
-    check = claims.roofline_bounds_time(retime(load(), relu, bound / 1.03))
+    check = claims.roofline_bounds_time(typed(retime(load(), relu, bound / 1.03)))
     got = figures(check)
     assert check.verdict == "inconclusive"
     assert got["run:", "beat_bound"] == 1 and got["run:", "beat_bound_beyond_noise"] == 0
     assert got[relu, "bound_over_measured"] == pytest.approx(1.03)
     assert got[relu, "noise"] == pytest.approx(0.075)
     # 1.10x is beyond it
-    assert claims.roofline_bounds_time(retime(load(), relu, bound / 1.10)).verdict == "fail"
+    assert claims.roofline_bounds_time(typed(retime(load(), relu, bound / 1.10))).verdict == "fail"
 
 
 def test_the_elementwise_claim_judges_bandwidth_not_flops():
@@ -369,8 +377,8 @@ def test_the_elementwise_claim_judges_bandwidth_not_flops():
     run = load()
     for c in run["ceilings"]["peak_flops"].values():
         c["value"] /= 1000
-    assert claims.elementwise_is_memory_bound(run).verdict == "pass"
-    assert {f.quantity for f in claims.elementwise_is_memory_bound(run).figures} == {
+    assert claims.elementwise_is_memory_bound(typed(run)).verdict == "pass"
+    assert {f.quantity for f in claims.elementwise_is_memory_bound(typed(run)).figures} == {
         "bandwidth",
         "bandwidth_over_copy",
     }
@@ -380,6 +388,6 @@ def test_the_sdpa_claim_judges_time_not_the_models_bytes():
     run = load()
     sdpa = "attention/fp32/sdpa/batch=1,heads=4,seq_q=1024,seq_k=1024,head_dim=64"
     entry(run, sdpa)["model"]["bytes_read"] *= 100  # the model says SDPA moves more
-    check = claims.sdpa_beats_materialized(run)
+    check = claims.sdpa_beats_materialized(typed(run))
     assert check.verdict == "pass"  # 15 ms against 20 ms decides it
     assert figures(check)[sdpa, "model_bytes_materialized_over_sdpa"] < 1

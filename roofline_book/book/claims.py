@@ -12,14 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..measure import claims, report
+from ..measure.cases import OPERATORS
 from ..measure.claims import Check, Figure, check_claims
 from ..measure.predict import CACHE_FILL
+from ..measure.records import Entry, Run
 from ..measure.registry import power_text
 from ..measure.run import CHECKPOINT_EVERY
 from ..measure.suites import SMALL_GEMM
-from ..measure.verdicts import SPEED_TOLERANCE, EntryRef, Ref, tolerance
+from ..measure.verdicts import SPEED_TOLERANCE, Ref, tolerance
 from ..tables import markdown_table as markdown_table_text
-from ..units import si
 
 _M, _K, _N = SMALL_GEMM
 _TOL = f"这次 run 的计时余量（{SPEED_TOLERANCE:.0%} 与哨兵离散中较大的一个）"
@@ -143,31 +144,44 @@ QUANTITIES_ZH = {
 #: 不是单个条目的对象的中文表述，按种类索引。
 REF_KINDS_ZH = {"precision": "{name}", "ceiling": "{name} 探针", "run": "全部条目"}
 
+#: run 摘要各行的中文表述；测得的上限保留其精度或方式。
+_SUMMARY_ZH = {
+    "device": "设备",
+    "type": "类型",
+    "host": "主机",
+    "date (UTC)": "日期（UTC）",
+    "suite": "测试集",
+    "driver": "驱动",
+    "threads": "线程数",
+}
+
 #: 带宽探针（``ceiling`` 对象）的中文名称。
 _PROBES_ZH = {"copy": "copy", "triad": "triad", "triad_inplace": "原地 triad"}
 
 
-def entry_zh(entry: EntryRef) -> str:
-    """一个条目按中文读者的写法：算子、精度、shape（不是默认实现时加上实现）。
+def entry_zh(entry: Entry) -> str:
+    """一个条目按中文读者的写法：算子、精度、shape（不是默认实现时加上实现），由条目的字段写出。
 
     Examples
     --------
-    >>> shape = (("params", 2**23), ("tensors", 8))
-    >>> entry_zh(EntryRef("x", "adamw", "fp32", "fused", shape))
-    'adamw fp32，2^23 个参数分在 8 个张量中（fused）'
-    >>> entry_zh(EntryRef("y", "add", "bf16", "add", (("numel", 2**27),)))
-    'add bf16 n=2^27'
+    >>> from roofline_book.measure.runfile import load_run
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")
+    >>> entry_zh(run.entry("adamw/fp32/fused/params=4194304,tensors=8"))
+    'adamw fp32，2^22 个参数分在 8 个张量中（fused）'
+    >>> entry_zh(run.entry("add/bf16/add/numel=16777216"))
+    'add bf16 n=2^24'
     """
     shape = dict(entry.shape)
     if entry.name == "adamw":
         size = f"，{power_text(shape['params'])} 个参数分在 {shape['tensors']} 个张量中"
     else:
         size = f" {claims.shape_text(entry.name, shape)}"
-    tail = "" if entry.default_impl else f"（{entry.impl}）"
+    default = entry.name not in OPERATORS or entry.impl == OPERATORS[entry.name].impls[0]
+    tail = "" if default else f"（{entry.impl}）"
     return f"{entry.name} {entry.precision}{size}{tail}"
 
 
-def subject_zh(subject: EntryRef | Ref) -> str:
+def subject_zh(subject: Entry | Ref) -> str:
     """一个数字的对象的中文表述。
 
     Examples
@@ -175,7 +189,7 @@ def subject_zh(subject: EntryRef | Ref) -> str:
     >>> subject_zh(Ref("ceiling", "triad_inplace")), subject_zh(Ref("precision", "bf16"))
     ('原地 triad 探针', 'bf16')
     """
-    if isinstance(subject, EntryRef):
+    if isinstance(subject, Entry):
         return entry_zh(subject)
     return REF_KINDS_ZH[subject.kind].format(name=_PROBES_ZH.get(subject.name, subject.name))
 
@@ -189,9 +203,8 @@ def figure_zh(figure: Figure) -> tuple[str, str, str]:
     --------
     >>> figure_zh(Figure(Ref("precision", "fp32"), "ridge_point", 1.571, "FLOP/B"))
     ('fp32', 'ridge point', '1.571 FLOP/B')
-    >>> adamw = EntryRef("x", "adamw", "fp32", "fused", (("params", 2**22), ("tensors", 8)))
-    >>> figure_zh(Figure(adamw, "loop_over_fused_time", 2.789, "ratio"))[1:]
-    ('用时之比 loop / fused', '2.79 倍')
+    >>> figure_zh(Figure(Ref("run"), "beat_bound", 2, "count"))
+    ('全部条目', '其中快于下界的', '2')
     """
     value = f"{figure.value:.3g} 倍" if figure.unit == "ratio" else figure.text
     return subject_zh(figure.subject), QUANTITIES_ZH[figure.quantity], value
@@ -210,7 +223,7 @@ def rule_zh(check: Check) -> str:
     return rule
 
 
-def claims_table(run: Mapping[str, Any]) -> Any:
+def claims_table(run: Run | Mapping[str, Any]) -> Any:
     """The checklist of a run in Chinese, as Markdown: each claim one numbered sentence
     with its verdict and rule, then its figures as a small table (对象, 量, 数值).
 
@@ -231,7 +244,7 @@ def claims_table(run: Mapping[str, Any]) -> Any:
     return Markdown("\n\n".join(parts))
 
 
-def verdict_counts(run: Mapping[str, Any]) -> str:
+def verdict_counts(run: Run | Mapping[str, Any]) -> str:
     """一次 run 的各条结论结果如何，写成一句中文。
 
     写出不成立的结论，或说明没有结论不成立；run 无法判定或缺少数据的结论计数列出。
@@ -261,7 +274,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
-        "tolerance_pct": 100 * tolerance(run),
+        "tolerance_pct": 100 * tolerance(_as_run(run)),
         "stability_text": stability_text(run),
         "cache_roofs_text": cache_roofs_text(run),
         "checkpoint_every": CHECKPOINT_EVERY,
@@ -271,26 +284,32 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def stability_text(run: Mapping[str, Any]) -> str:
+def stability_text(run: Run | Mapping[str, Any]) -> str:
     """这次 run 是否稳定、判定用多大的余量，写成一个中文句子的结尾。
 
     稳定的阈值就是判定所用的计时余量 :data:`~roofline_book.measure.verdicts.SPEED_TOLERANCE`；
-    超过它时，每个比较的余量放宽到哨兵测得的离散。
+    超过它时，每个比较的余量放宽到哨兵测得的离散（:func:`~roofline_book.measure.verdicts.tolerance`）。
 
     Examples
     --------
-    >>> stability_text({"stability": {"stable": True, "spread": 0.04}})
+    >>> import dataclasses
+    >>> from roofline_book.measure.records import Stability
+    >>> from roofline_book.measure.runfile import load_run
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")
+    >>> at = lambda spread: dataclasses.replace(run, stability=Stability(probe="copy",
+    ...     first_s=1.0, last_s=1.0, drift=1.0, spread=spread, stable=spread <= 0.05))
+    >>> stability_text(at(0.04))
     '在判定所用的 5% 计时余量之内，这次 run 判为稳定，每个比较按 5% 的余量判定。'
-    >>> stability_text({"stability": {"stable": False, "spread": 0.18}})
+    >>> stability_text(at(0.18))
     '超出了判定所用的 5% 计时余量，这次 run 判为不稳定：下面每个比较的余量放宽到 18%。'
-    >>> stability_text({})
+    >>> stability_text(run)
     '这份 run file 没有记录哨兵，每个比较按 5% 的余量判定。'
     """
+    run = _as_run(run)
     base = f"{SPEED_TOLERANCE:.0%}"
-    record = run.get("stability")
-    if record is None or "spread" not in record:
+    if run.stability is None or run.stability.spread is None:
         return f"这份 run file 没有记录哨兵，每个比较按 {base} 的余量判定。"
-    if record["spread"] <= SPEED_TOLERANCE:
+    if run.stability.spread <= SPEED_TOLERANCE:
         return (
             f"在判定所用的 {base} 计时余量之内，这次 run 判为稳定，每个比较按 {base} 的余量判定。"
         )
@@ -298,6 +317,10 @@ def stability_text(run: Mapping[str, Any]) -> str:
         f"超出了判定所用的 {base} 计时余量，这次 run 判为不稳定："
         f"下面每个比较的余量放宽到 {tolerance(run):.0%}。"
     )
+
+
+def _as_run(run: Run | Mapping[str, Any]) -> Run:
+    return run if isinstance(run, Run) else Run.from_mapping(run)
 
 
 def cache_roofs_text(run: Mapping[str, Any]) -> str:
@@ -317,36 +340,24 @@ def cache_roofs_text(run: Mapping[str, Any]) -> str:
 
 
 def summary_table(run: Mapping[str, Any]) -> Any:
-    """一次 run 的设备、软件、日期与测得的上限，写成一列的中文表。
+    """把 :func:`roofline_book.measure.report.summary` 写成一列的表，行名用中文。
 
-    行名由 run 的结构直接写出（``实测峰值 fp32``、``实测带宽（copy）``），不翻译英文摘要。
+    实测峰值写作 ``实测峰值 fp32``，实测带宽写作 ``实测带宽（copy）``。
     """
     import pandas as pd
 
-    device, software, ceilings = run["device"], run["software"], run["ceilings"]
-    rows = {
-        "设备": device.get("name", "?"),
-        "类型": device.get("type", "?"),
-        "主机": run.get("host", "?"),
-        "日期（UTC）": run["date"],
-        "测试集": run.get("suite", "?"),
-        "torch": software.get("torch") or "—",
-        "CUDA": software.get("cuda") or "—",
-        "驱动": software.get("driver") or "—",
-    }
-    for precision, c in ceilings["peak_flops"].items():
-        rows[f"实测峰值 {precision}"] = si(c["value"], "FLOP/s")
-    for kind, c in ceilings["bandwidth"].items():
-        rows[f"实测带宽（{kind}）"] = si(c["value"], "B/s")
-    for level, c in ceilings.get("cache_bandwidth", {}).items():
-        rows[f"实测带宽（{level} copy）"] = si(c["value"], "B/s")
-    for precision, c in ceilings.get("vector_flops", {}).items():
-        rows[f"实测向量速率 {precision}"] = si(c["value"], "FLOP/s")
-    if device.get("threads"):
-        rows["线程数"] = str(device["threads"])
+    rows = {}
+    for key, value in report.summary(run).items():
+        if key.startswith("measured peak "):
+            key = "实测峰值 " + key.removeprefix("measured peak ")
+        elif key.startswith("measured vector "):
+            key = "实测向量速率 " + key.removeprefix("measured vector ")
+        elif key.startswith("measured bandwidth ("):
+            key = "实测带宽（" + key.removeprefix("measured bandwidth (").removesuffix(")") + "）"
+        rows[_SUMMARY_ZH.get(key, key)] = value
     record = run.get("stability")
     if record is not None and "spread" in record:
-        verdict = "稳定" if record["spread"] <= SPEED_TOLERANCE else "不稳定"
+        verdict = "稳定" if record["stable"] else "不稳定"
         rows["稳定性"] = (
             f"{verdict}（哨兵 {len(record['checkpoints_s'])} 个检查点相差 {record['spread']:.0%}）"
         )

@@ -12,6 +12,7 @@ def run(args: argparse.Namespace) -> int:
     """``claims`` 子命令。"""
     from ..measure import claims as checks
     from ..measure import predict, runfile
+    from ..measure.records import Run
     from ..measure.verdicts import tolerance
 
     try:
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                     ],
                 },
                 "stable": stable,
-                "tolerance": tolerance(data),
+                "tolerance": tolerance(Run.from_mapping(data)),
             }
         )
         return 0

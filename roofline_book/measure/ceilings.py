@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .records import Run
 from .registry import Case
-from .runfile import rates, results
+from .runfile import rates
 from .verdicts import SPEED_TOLERANCE
 
 
@@ -177,13 +179,12 @@ class Peak:
         return self.value > self.probe
 
 
-def peak(run: Mapping[str, Any], precision: str, *, excluding: str = "") -> Peak | None:
+def peak(run: Run, precision: str, *, excluding: str = "") -> Peak | None:
     """``precision`` 的矩阵单元峰值：记录的上限，与 run 中该精度每个计时的 GEMM 中最快的一个。
 
     Parameters
     ----------
-    run : Mapping
-        一个 run（:func:`roofline_book.measure.runfile.read_run` 给出的 mapping）。
+    run : Run
     precision : str
     excluding : str, optional
         不参与的条目 id：判定一个条目时，它的参照不能就是它自己。
@@ -195,40 +196,42 @@ def peak(run: Mapping[str, Any], precision: str, *, excluding: str = "") -> Peak
 
     Examples
     --------
-    >>> gemm = lambda n, s: {"id": f"g{n}", "name": "gemm", "precision": "fp32", "status": "ok",
-    ...     "model": {"flops": 2 * n**3, "bytes_read": 0, "bytes_written": 0},
-    ...     "time": {"median_s": s}}
-    >>> run = {"ceilings": {"peak_flops": {"fp32": {"value": 1e11, "entry": "g1280"}}},
-    ...        "results": [gemm(1280, 2 * 1280**3 / 1e11), gemm(1024, 2 * 1024**3 / 1.04e11)]}
-    >>> p = peak(run, "fp32")
-    >>> p.entry, round(p.value / p.probe, 2), p.raised
-    ('g1024', 1.04, True)
-    >>> peak(run, "fp32", excluding="g1024").entry
-    'g1280'
+    >>> import dataclasses
+    >>> from roofline_book.measure.runfile import load_run
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")   # its FP32 peak: the 1024^3 GEMM
+    >>> peak(run, "fp32").entry, peak(run, "fp32").raised
+    ('gemm/fp32/mm/m=1024,k=1024,n=1024', False)
+    >>> peak(run, "fp32", excluding="gemm/fp32/mm/m=1024,k=1024,n=1024").entry
+    'gemm/fp32/mm/m=512,k=512,n=512'
+    >>> low = dataclasses.replace(run.ceilings.peak_flops["fp32"], value=9e10)  # a slow probe
+    >>> ceilings = dataclasses.replace(run.ceilings, peak_flops={"fp32": low})
+    >>> p = peak(dataclasses.replace(run, ceilings=ceilings), "fp32")
+    >>> round(p.value / p.probe, 3), p.raised     # 2^31 FLOP in 20 ms = 107.4 GFLOP/s
+    (1.193, True)
     """
-    recorded = run["ceilings"]["peak_flops"].get(precision)
+    recorded = run.ceilings.peak_flops.get(precision)
     if recorded is None:
         return None
-    candidates = [] if recorded["entry"] == excluding else [(recorded["value"], recorded["entry"])]
+    candidates = [] if recorded.entry == excluding else [(recorded.value, recorded.entry)]
     candidates += [
-        (rates(e)[0], e["id"])
-        for e in results(run, "gemm")
-        if e["precision"] == precision and e["id"] != excluding
+        (e.rates[0], e.id)
+        for e in run.results("gemm")
+        if e.precision == precision and e.id != excluding
     ]
     if not candidates:
         return None
     value, entry = max(candidates)
-    return Peak(value, entry, recorded["value"], recorded.get("spread") or 0.0)
+    return Peak(value, entry, recorded.value, recorded.spread or 0.0)
 
 
-def observed(run: Mapping[str, Any]) -> dict[str, Any]:
+def observed(run: Run) -> Run:
     """``run`` 的一个副本，其中每种精度的峰值取 :func:`peak`：run 在矩阵单元上见过的最好水平。
 
     只改峰值的 ``value``；``entry`` 仍是峰值探针，所以按探针各轮中位数作的预测不变。下界由它得出，
     就不会被扫描中比探针更快的 GEMM 突破。
     """
     peaks = {}
-    for precision, ceiling in run["ceilings"]["peak_flops"].items():
+    for precision, ceiling in run.ceilings.peak_flops.items():
         best = peak(run, precision)
-        peaks[precision] = dict(ceiling, value=best.value) if best else ceiling
-    return dict(run, ceilings=dict(run["ceilings"], peak_flops=peaks))
+        peaks[precision] = dataclasses.replace(ceiling, value=best.value) if best else ceiling
+    return dataclasses.replace(run, ceilings=dataclasses.replace(run.ceilings, peak_flops=peaks))

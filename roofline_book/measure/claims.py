@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, overload
 
 from ..ops import Cost
 from . import ceilings, predict, runfile
 from .cases import OPERATORS, names, shape_text
-from .runfile import model_cost, rates
+from .records import Ceiling, Entry, Run
 from .suites import CACHE_MARGIN, SMALL_GEMM
 from .verdicts import (
     SPEED_TOLERANCE,
     VERDICTS,
     Check,
-    EntryRef,
     Figure,
     Order,
     Ref,
@@ -64,91 +63,97 @@ RISE_FACTOR = 2.0
 """
 
 _TOLERANCE_RULE = (
-    f"the run's timing tolerance (the larger of {SPEED_TOLERANCE:.0%} and the sentinel's spread)"
+    f"the run's tolerance (the larger of {SPEED_TOLERANCE:.0%} and the sentinel's spread)"
 )
 
 
-def _ceiling(run: Mapping[str, Any], precision: str) -> Mapping[str, Any]:
-    return run["ceilings"]["peak_flops"].get(precision, {})
+def _typed(run: Run | Mapping[str, Any]) -> Run:
+    return run if isinstance(run, Run) else Run.from_mapping(run)
 
 
-def _cache(run: Mapping[str, Any]) -> int | None:
-    return run["device"].get("cache_bytes")
+def _spread(ceiling: Ceiling | None) -> float:
+    return (ceiling.spread or 0.0) if ceiling is not None else 0.0
 
 
-def streams_from_memory(run: Mapping[str, Any], cost: Cost) -> bool:
+def streams_from_memory(run: Run | Mapping[str, Any], cost: Cost) -> bool:
     """``cost`` 的每个 kernel 是否搬运 cache 的 :data:`CACHE_MARGIN` 倍或更多。"""
-    cache = _cache(run)
+    cache = _typed(run).device.cache_bytes
     return cache is None or cost.bytes >= CACHE_MARGIN * cache * max(cost.kernels, 1)
 
 
-def _bandwidth(run: Mapping[str, Any]) -> float | None:
+def _bandwidth(run: Run) -> float | None:
     """测得的内存 roof，前提是 copy 的工作集超出了 cache。"""
-    copy = Cost(0, run["ceilings"]["working_set_bytes"], 0)
-    return runfile.memory_roof(run) if streams_from_memory(run, copy) else None
+    copy = Cost(0, run.ceilings.working_set_bytes, 0)
+    return run.memory_roof if streams_from_memory(run, copy) else None
 
 
-def _probe_ids(run: Mapping[str, Any]) -> set[str]:
+def _probe_ids(run: Run) -> set[str]:
     """属于上限探针的条目：分轮计时的那些（``rounds_s``）；
     有探针之前的 run 除扫描外没有这样的条目。
     """
-    return {e["id"] for e in runfile.results(run) if "rounds_s" in e}
+    return {e.id for e in run.results() if e.rounds_s}
 
 
-def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
-    """run 中某一精度计过时的方阵 GEMM（m = k = n），从小到大；只取扫描，不含专门的峰值探针。"""
-    probes = _probe_ids(run)
-    entries = [
-        e
-        for e in runfile.results(run, "gemm")
-        if e["precision"] == precision
-        and e["shape"]["m"] == e["shape"]["k"] == e["shape"]["n"]
-        and e["id"] not in probes
-    ]
-    return sorted(entries, key=lambda e: e["shape"]["n"])
+@overload
+def square_gemms(run: Run, precision: str) -> list[Entry]: ...
+@overload
+def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]: ...
+def square_gemms(run, precision):
+    """run 中某一精度计过时的方阵 GEMM（m = k = n），从小到大；只取扫描，不含专门的峰值探针。
+
+    给出 :class:`~roofline_book.measure.records.Run` 时返回它的条目；给出 run file 的 mapping
+    时返回 mapping 中的条目。
+    """
+    typed = _typed(run)
+    probes = _probe_ids(typed)
+    entries = sorted(
+        (
+            e
+            for e in typed.results("gemm")
+            if e.precision == precision
+            and e.shape["m"] == e.shape["k"] == e.shape["n"]
+            and e.id not in probes
+        ),
+        key=lambda e: e.shape["n"],
+    )
+    if isinstance(run, Run):
+        return entries
+    raw = {e["id"]: e for e in run["results"]}
+    return [raw[e.id] for e in entries]
 
 
-def _gemm_precisions(run: Mapping[str, Any]) -> list[str]:
-    return [p for p in run["ceilings"]["peak_flops"] if square_gemms(run, p)]
+def _gemm_precisions(run: Run) -> list[str]:
+    return [p for p in run.ceilings.peak_flops if square_gemms(run, p)]
 
 
-def _seconds(entry: Mapping[str, Any]) -> float:
-    return entry["time"]["median_s"]
-
-
-def _by_impl(run: Mapping[str, Any], name: str) -> dict[tuple, dict[str, Mapping[str, Any]]]:
+def _by_impl(run: Run, name: str) -> dict[tuple, dict[str, Entry]]:
     """一个算子计过时的条目，按 (precision, shape) 分组，再按实现索引。"""
-    groups: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for e in runfile.results(run, name):
-        key = (e["precision"], tuple(sorted(e["shape"].items())))
-        groups.setdefault(key, {})[e["impl"]] = e
+    groups: dict[tuple, dict[str, Entry]] = {}
+    for e in run.results(name):
+        key = (e.precision, tuple(sorted(e.shape.items())))
+        groups.setdefault(key, {})[e.impl] = e
     return groups
-
-
-def _by_id(run: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {e["id"]: e for e in runfile.results(run)}
 
 
 def _not_measured(claim: str, rule: str, missing: str) -> Check:
     return Check(claim, "not measured", rule, missing=missing)
 
 
-def _raised(run: Mapping[str, Any], precisions: Iterable[str]) -> list[Figure]:
+def _raised(run: Run, precisions: Iterable[str]) -> list[Figure]:
     """每种精度下比峰值探针更快、使峰值取了它的 GEMM（:func:`ceilings.peak`），各写成一个数字。"""
-    by_id = _by_id(run)
     out = []
     for p in precisions:
         best = ceilings.peak(run, p)
         if best is not None and best.raised:
-            subject = EntryRef.of(by_id[best.entry])
-            out.append(Figure(subject, "above_peak_probe", best.value / best.probe, "fraction"))
+            ratio = best.value / best.probe
+            out.append(Figure(run.entry(best.entry), "above_peak_probe", ratio, "fraction"))
     return out
 
 
 def entry_text(entry_id: str) -> str:
     """按读者写法给出条目的 id：算子、精度、shape（实现）。
 
-    手上只有 id 的调用者用它；有条目时用 :attr:`EntryRef.text`，不必解析字符串。
+    手上只有 id 的调用者用它；有条目时用 :attr:`Entry.text`，不必解析字符串。
 
     Examples
     --------
@@ -164,7 +169,7 @@ def entry_text(entry_id: str) -> str:
     return f"{name} {precision} {shape_text(name, shape)}{tail}"
 
 
-def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
+def large_gemm_is_compute_bound(run: Run) -> Check:
     """每种精度扫描中最大的方阵 GEMM 接近实测峰值，且在 ridge point 右侧。
 
     参照是峰值探针与该精度*其他* GEMM 中最好的一个，所以被判定的条目绝不会就是判定它所用的上限。
@@ -180,7 +185,7 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
         "itself a GEMM: this shows the largest GEMM is as fast as the library's best, not that the "
         "library reaches the hardware's peak (a uniformly slow library passes)"
     )
-    bandwidth = runfile.memory_roof(run)
+    bandwidth = run.memory_roof
     precisions = _gemm_precisions(run)
     if not precisions or bandwidth is None:
         return _not_measured(claim, rule, "gemm_sweep_or_bandwidth")
@@ -190,19 +195,19 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
     seen = []
     for p in precisions:
         largest = square_gemms(run, p)[-1]
-        reference = ceilings.peak(run, p, excluding=largest["id"])
+        reference = ceilings.peak(run, p, excluding=largest.id)
         best = ceilings.peak(run, p)
         if reference is None or best is None:
             continue
         seen.append(p)
-        fraction = rates(largest)[0] / reference.value
-        intensity, ridge = model_cost(largest).intensity, best.value / bandwidth
-        noise = _noise(largest, ceilings=(_ceiling(run, p),), tolerance=tol)
+        fraction = largest.rates[0] / reference.value
+        intensity, ridge = largest.cost.intensity, best.value / bandwidth
+        spread = _spread(run.ceilings.peak_flops.get(p))
+        noise = _noise(largest.timed, spreads=(spread,), tolerance=tol)
         orders += [against(fraction, NEAR_PEAK, noise), _holds(intensity >= ridge)]
-        subject = EntryRef.of(largest)
         figures += [
-            Figure(subject, "achieved_over_peak", fraction, "fraction"),
-            Figure(subject, "intensity", intensity, "FLOP/B"),
+            Figure(largest, "achieved_over_peak", fraction, "fraction"),
+            Figure(largest, "intensity", intensity, "FLOP/B"),
             Figure(Ref("precision", p), "ridge_point", ridge, "FLOP/B"),
         ]
     if not seen:
@@ -211,7 +216,7 @@ def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
+def elementwise_is_memory_bound(run: Run) -> Check:
     """add 和 ReLU 从内存流过时，带宽接近 copy：它们的时间由搬运的字节决定。
 
     只判带宽。它们的 FLOP/s 与矩阵单元峰值之比无论机器怎样都远低于任何阈值（算术强度远在 ridge
@@ -226,34 +231,34 @@ def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
         f"reach >= {NEAR_COPY:.0%} of the copy bandwidth; inconclusive where the ratio lies within "
         f"its spread of the threshold (half the IQRs, the copy's rounds, {_TOLERANCE_RULE})"
     )
-    copy = run["ceilings"]["bandwidth"].get("copy")
+    copy = run.ceilings.bandwidth.get("copy")
     if copy is None or _bandwidth(run) is None:
         return _not_measured(claim, rule, "streaming_copy")
     tol = tolerance(run)
-    copy_entry = _by_id(run)[copy["entry"]]
-    figures: list[Figure] = [Figure(Ref("ceiling", "copy"), "bandwidth", copy["value"], "B/s")]
+    copy_time = run.ceiling_entry(copy).timed
+    figures: list[Figure] = [Figure(Ref("ceiling", "copy"), "bandwidth", copy.value, "B/s")]
     orders: list[Order] = []
     for name in names("elementwise"):
-        for p in sorted({e["precision"] for e in runfile.results(run, name)}):
-            entries = [e for e in runfile.results(run, name) if e["precision"] == p]
-            largest = max(entries, key=lambda e: e["shape"]["numel"])
-            if not streams_from_memory(run, model_cost(largest)):
+        for p in sorted({e.precision for e in run.results(name)}):
+            largest = max(
+                (e for e in run.results(name) if e.precision == p), key=lambda e: e.shape["numel"]
+            )
+            if not streams_from_memory(run, largest.cost):
                 continue
-            bandwidth = rates(largest)[1]
-            to_copy = bandwidth / copy["value"]
-            noise = _noise(largest, copy_entry, ceilings=(copy,), tolerance=tol)
+            bandwidth = largest.rates[1]
+            to_copy = bandwidth / copy.value
+            noise = _noise(largest.timed, copy_time, spreads=(copy.spread,), tolerance=tol)
             orders.append(against(to_copy, NEAR_COPY, noise))
-            subject = EntryRef.of(largest)
             figures += [
-                Figure(subject, "bandwidth", bandwidth, "B/s"),
-                Figure(subject, "bandwidth_over_copy", to_copy, "fraction"),
+                Figure(largest, "bandwidth", bandwidth, "B/s"),
+                Figure(largest, "bandwidth_over_copy", to_copy, "fraction"),
             ]
     if not orders:
         return _not_measured(claim, rule, "streaming_elementwise")
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
+def small_gemm_is_far_from_peak(run: Run) -> Check:
     """小 GEMM（:data:`~roofline_book.measure.suites.SMALL_GEMM`）离峰值很远。"""
     m, k, n = SMALL_GEMM
     claim = f"A small GEMM ({m}x{k} times {k}x{n}) is far from the peak"
@@ -264,26 +269,26 @@ def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
     tol = tolerance(run)
     figures: list[Figure] = []
     orders: list[Order] = []
-    for e in runfile.results(run, "gemm"):
-        if (e["shape"]["m"], e["shape"]["k"], e["shape"]["n"]) != (m, k, n):
+    for e in run.results("gemm"):
+        if (e.shape["m"], e.shape["k"], e.shape["n"]) != (m, k, n):
             continue
-        best = ceilings.peak(run, e["precision"], excluding=e["id"])
+        best = ceilings.peak(run, e.precision, excluding=e.id)
         if best is None:
             continue
-        fraction = rates(e)[0] / best.value
-        noise = _noise(e, ceilings=(_ceiling(run, e["precision"]),), tolerance=tol)
+        fraction = e.rates[0] / best.value
+        spread = _spread(run.ceilings.peak_flops.get(e.precision))
+        noise = _noise(e.timed, spreads=(spread,), tolerance=tol)
         orders.append(against(fraction, FAR_FROM_PEAK, noise, above=False))
-        subject = EntryRef.of(e)
         figures += [
-            Figure(subject, "achieved", rates(e)[0], "FLOP/s"),
-            Figure(subject, "achieved_over_peak", fraction, "fraction"),
+            Figure(e, "achieved", e.rates[0], "FLOP/s"),
+            Figure(e, "achieved_over_peak", fraction, "fraction"),
         ]
     if not figures:
         return _not_measured(claim, rule, "small_gemm")
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
+def gemm_rises_with_n(run: Run) -> Check:
     """方阵 GEMM 的 FLOP/s 从扫描中最小的尺寸到最大的尺寸递增。"""
     claim = "GEMM throughput rises with n"
     rule = (
@@ -298,16 +303,14 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
         sweep = square_gemms(run, p)
         if len(sweep) < 3:
             continue
-        flops = [rates(e)[0] for e in sweep]
+        flops = [e.rates[0] for e in sweep]
         best = max(range(len(sweep)), key=flops.__getitem__)
+        noise = _noise(sweep[0].timed, sweep[-1].timed, tolerance=tol)
         orders += [
-            against(flops[-1] / flops[0], RISE_FACTOR, _noise(sweep[0], sweep[-1], tolerance=tol)),
+            against(flops[-1] / flops[0], RISE_FACTOR, noise),
             _holds(best >= len(sweep) // 2),
         ]
-        figures += [
-            Figure(EntryRef.of(e), "achieved", f, "FLOP/s")
-            for e, f in zip(sweep, flops, strict=True)
-        ]
+        figures += [Figure(e, "achieved", f, "FLOP/s") for e, f in zip(sweep, flops, strict=True)]
         figures.append(
             Figure(Ref("precision", p), "largest_over_smallest", flops[-1] / flops[0], "ratio")
         )
@@ -316,7 +319,7 @@ def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
+def fused_adamw_is_fastest(run: Run) -> Check:
     """每个 AdamW shape 上，fused 比 foreach 快，foreach 比逐张量的 loop 快，都超出计时的离散。"""
     claim = "Fused AdamW is faster than foreach, and foreach faster than the per-tensor loop"
     rule = (
@@ -326,25 +329,20 @@ def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
     tol = tolerance(run)
     figures: list[Figure] = []
     orders: list[Order] = []
-    for _, impls in _by_impl(run, "adamw").items():
+    for impls in _by_impl(run, "adamw").values():
         if not {"loop", "foreach", "fused"} <= impls.keys():
             continue
-        orders += [
-            order(impls["fused"], impls["foreach"], tol),
-            order(impls["foreach"], impls["loop"], tol),
-        ]
-        figures += [
-            Figure(EntryRef.of(impls[impl]), "time", _seconds(impls[impl]), "s")
-            for impl in ("loop", "foreach", "fused")
-        ]
-        ratio = _seconds(impls["loop"]) / _seconds(impls["fused"])
-        figures.append(Figure(EntryRef.of(impls["fused"]), "loop_over_fused_time", ratio, "ratio"))
+        loop, foreach, fused = impls["loop"], impls["foreach"], impls["fused"]
+        orders += [order(fused.timed, foreach.timed, tol), order(foreach.timed, loop.timed, tol)]
+        figures += [Figure(e, "time", e.median_s, "s") for e in (loop, foreach, fused)]
+        ratio = loop.median_s / fused.median_s
+        figures.append(Figure(fused, "loop_over_fused_time", ratio, "ratio"))
     if not orders:
         return _not_measured(claim, rule, "adamw_impls")
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
+def sdpa_beats_materialized(run: Run) -> Check:
     """在最长的序列上，SDPA 比 materialized attention 快。
 
     两者的模型字节数之比列在旁边供读者参考；它是模型的数，不是测量，不参与判定。
@@ -355,70 +353,65 @@ def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
         f"interquartile spans and {_TOLERANCE_RULE} (inconclusive where they overlap); "
         "the ratio of the model's bytes is shown, not judged: it is not a measurement"
     )
-    pairs = _by_impl(run, "attention")
-    both = [(key, p) for key, p in pairs.items() if {"materialized", "sdpa"} <= p.keys()]
-    if not both:
+    pairs = [p for p in _by_impl(run, "attention").values() if {"materialized", "sdpa"} <= p.keys()]
+    if not pairs:
         return _not_measured(claim, rule, "attention_impls")
-    ordered = sorted(both, key=lambda pair: dict(pair[0][1])["seq_q"])
+    pairs.sort(key=lambda p: p["sdpa"].shape["seq_q"])
     figures = []
-    for _, p in ordered:
+    for p in pairs:
         mat, fl = p["materialized"], p["sdpa"]
         figures += [
-            Figure(EntryRef.of(mat), "time", _seconds(mat), "s"),
-            Figure(EntryRef.of(fl), "time", _seconds(fl), "s"),
+            Figure(mat, "time", mat.median_s, "s"),
+            Figure(fl, "time", fl.median_s, "s"),
+            Figure(fl, "materialized_over_sdpa_time", mat.median_s / fl.median_s, "ratio"),
             Figure(
-                EntryRef.of(fl),
-                "materialized_over_sdpa_time",
-                _seconds(mat) / _seconds(fl),
-                "ratio",
-            ),
-            Figure(
-                EntryRef.of(fl),
-                "model_bytes_materialized_over_sdpa",
-                model_cost(mat).bytes / model_cost(fl).bytes,
-                "ratio",
+                fl, "model_bytes_materialized_over_sdpa", mat.cost.bytes / fl.cost.bytes, "ratio"
             ),
         ]
-    mat, fl = ordered[-1][1]["materialized"], ordered[-1][1]["sdpa"]  # the longest sequence
-    return Check(claim, _verdict_of([order(fl, mat, tolerance(run))]), rule, tuple(figures))
+    mat, fl = pairs[-1]["materialized"], pairs[-1]["sdpa"]  # the longest sequence
+    verdict = _verdict_of([order(fl.timed, mat.timed, tolerance(run))])
+    return Check(claim, verdict, rule, tuple(figures))
 
 
-def bf16_beats_fp32(run: Mapping[str, Any]) -> Check:
+def bf16_beats_fp32(run: Run) -> Check:
     """在两种精度都测过的最大方阵尺寸上，BF16 GEMM 比 FP32 的快。"""
     claim = "BF16 GEMMs are faster than FP32 GEMMs"
     rule = (
         "at the largest n timed in both, BF16 is faster beyond both timings' interquartile "
         f"spans and {_TOLERANCE_RULE}; inconclusive where they overlap"
     )
-    fp32 = {e["shape"]["n"]: e for e in square_gemms(run, "fp32")}
-    bf16 = {e["shape"]["n"]: e for e in square_gemms(run, "bf16")}
+    fp32 = {e.shape["n"]: e for e in square_gemms(run, "fp32")}
+    bf16 = {e.shape["n"]: e for e in square_gemms(run, "bf16")}
     common = sorted(fp32.keys() & bf16.keys())
     if not common:
         return _not_measured(claim, rule, "bf16_fp32_pair")
-    n = common[-1]
-    t32, t16 = _seconds(fp32[n]), _seconds(bf16[n])
+    a, b = fp32[common[-1]], bf16[common[-1]]
     figures = (
-        Figure(EntryRef.of(fp32[n]), "time", t32, "s"),
-        Figure(EntryRef.of(bf16[n]), "time", t16, "s"),
-        Figure(EntryRef.of(bf16[n]), "fp32_over_bf16_time", t32 / t16, "ratio"),
+        Figure(a, "time", a.median_s, "s"),
+        Figure(b, "time", b.median_s, "s"),
+        Figure(b, "fp32_over_bf16_time", a.median_s / b.median_s, "ratio"),
     )
-    return Check(claim, _verdict_of([order(bf16[n], fp32[n], tolerance(run))]), rule, figures)
+    return Check(claim, _verdict_of([order(b.timed, a.timed, tolerance(run))]), rule, figures)
 
 
-def bound_seconds(entry: Mapping[str, Any], roofs: predict.Roofs) -> float | None:
+def bound_seconds(entry: Entry, roofs: predict.Roofs) -> float | None:
     """测得的上限允许 ``entry`` 的最短时间（秒）：结论 8 取下界的唯一入口。"""
-    return predict.bound_seconds(entry, roofs)
+    return predict.bound_seconds(entry.as_mapping(), roofs)
 
 
-def _bound_spread(run: Mapping[str, Any], precision: str) -> Mapping[str, Any]:
-    """一个下界可能用到的上限（该精度与 FP32 的峰值、各带宽与各级 cache）中离散最大的那个。"""
-    c = run["ceilings"]
-    used = [c["peak_flops"].get(precision), c["peak_flops"].get("fp32")]
-    used += [*c["bandwidth"].values(), *c.get("cache_bandwidth", {}).values()]
-    return max((u for u in used if u), key=lambda u: u.get("spread") or 0.0, default={})
+def _bound_spread(run: Run, precision: str) -> float:
+    """一个下界可能用到的上限（该精度与 FP32 的峰值、各带宽与各级 cache）中最大的各轮离散。"""
+    c = run.ceilings
+    used: Sequence[Ceiling | None] = [
+        c.peak_flops.get(precision),
+        c.peak_flops.get("fp32"),
+        *c.bandwidth.values(),
+        *c.cache_bandwidth.values(),
+    ]
+    return max((_spread(u) for u in used), default=0.0)
 
 
-def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
+def roofline_bounds_time(run: Run) -> Check:
     """没有条目快过测得上限给出的下界，超出噪声地快过则不成立；同时报告预测的误差。
 
     下界让每个条目受它的工作所用的每种单元的上限约束，也受它的数据必须到达的存储层级约束
@@ -436,17 +429,16 @@ def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
         "its noise (half its IQR, the largest spread among the ceilings a bound uses, "
         f"{_TOLERANCE_RULE}) makes the claim inconclusive, by more, false"
     )
-    if runfile.memory_roof(run) is None:
+    if run.memory_roof is None:
         return _not_measured(claim, rule, "bandwidth")
-    view = ceilings.observed(run)
-    roofs = predict.roofs(view)
+    roofs = predict.roofs(ceilings.observed(run).as_mapping())
     tol = tolerance(run)
     judged = []
-    for e in runfile.results(view):
-        bound = None if e["id"] in roofs.probes else bound_seconds(e, roofs)
+    for e in run.results():
+        bound = None if e.id in roofs.probes else bound_seconds(e, roofs)
         if bound:
-            noise = _noise(e, ceilings=(_bound_spread(run, e["precision"]),), tolerance=tol)
-            judged.append((e, bound / _seconds(e), noise))
+            noise = _noise(e.timed, spreads=(_bound_spread(run, e.precision),), tolerance=tol)
+            judged.append((e, bound / e.median_s, noise))
     if not judged:
         return _not_measured(claim, rule, "bounded_entry")
     orders = [within(ratio, noise) for _, ratio, noise in judged]
@@ -458,11 +450,11 @@ def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
         Figure(everyone, "beat_bound_beyond_noise", orders.count("slower"), "count"),
     ]
     for e, ratio, noise in beaten or [max(judged, key=lambda j: j[1])]:
-        figures.append(Figure(EntryRef.of(e), "bound_over_measured", ratio, "fraction"))
+        figures.append(Figure(e, "bound_over_measured", ratio, "fraction"))
         if ratio > 1:
-            figures.append(Figure(EntryRef.of(e), "noise", noise, "fraction"))
-    figures += _raised(run, run["ceilings"]["peak_flops"])
-    error = predict.median_error(predict.predictions(run))
+            figures.append(Figure(e, "noise", noise, "fraction"))
+    figures += _raised(run, run.ceilings.peak_flops)
+    error = predict.median_error(predict.predictions(run.as_mapping()))
     if error is not None:
         figures.append(Figure(everyone, "prediction_error", error, "fraction"))
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
@@ -472,7 +464,7 @@ WRITE_ALLOCATE_AGREEMENT = 0.15
 """计入 write-allocate 字节后，最快的带宽探针与最慢的相差在这个比例之内时，三个带宽探针算作一致。"""
 
 
-def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
+def write_allocate_explains_bandwidths(run: Run) -> Check:
     """在 CPU 上，计入 write-allocate 读取后，copy、triad 和原地 triad 的带宽趋于一致。"""
     claim = (
         "On this CPU a store to a line not in cache first reads it (write-allocate): counting "
@@ -484,12 +476,10 @@ def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
         "beyond the probes' largest round-to-round spread and "
         f"{_TOLERANCE_RULE} (inconclusive within them)"
     )
-    if run["device"]["type"] != "cpu":
+    if run.device.type != "cpu":
         return _not_measured(claim, rule, "cpu")
-    rates_ = predict.write_allocate_rates(run)
-    if len(rates_) < 3 or not any(
-        "write_allocate_bytes" in e for e in runfile.results(run) if e["name"] == "copy"
-    ):
+    rates_ = predict.write_allocate_rates(run.as_mapping())
+    if len(rates_) < 3 or not any(e.write_allocate_bytes is not None for e in run.results("copy")):
         return _not_measured(claim, rule, "write_allocate_probes")
     plain = [r for r, _ in rates_.values()]
     counted = [w for _, w in rates_.values()]
@@ -505,8 +495,7 @@ def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
         Figure(Ref("run"), "spread_model_bytes", spread_plain, "fraction"),
         Figure(Ref("run"), "spread_write_allocate", spread_counted, "fraction"),
     ]
-    spread = max(run["ceilings"]["bandwidth"][k].get("spread") or 0.0 for k in rates_)
-    noise = spread + tolerance(run)
+    noise = max(_spread(run.ceilings.bandwidth[k]) for k in rates_) + tolerance(run)
     if spread_counted >= spread_plain or spread_counted - noise > WRITE_ALLOCATE_AGREEMENT:
         return Check(claim, "fail", rule, tuple(figures))
     ok = spread_counted + noise <= WRITE_ALLOCATE_AGREEMENT
@@ -527,15 +516,15 @@ CHECKS = (
 """全部检验，按 :func:`check_claims` 运行它们的顺序。"""
 
 
-def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
+def check_claims(run: Run | Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
     """用一次 run 检验本书的每一条结论。
 
     Parameters
     ----------
-    run : Mapping or path
-        一个 run（即 :func:`roofline_book.measure.run.run_suite` 的返回值），或
-        run file 的路径；路径会被读取并按 schema 校验。mapping 则检查自洽性，
-        装了 ``jsonschema`` 时也按 schema 校验。
+    run : Run, Mapping or path
+        一个 :class:`~roofline_book.measure.records.Run`；一个 run 的 mapping（即
+        :func:`roofline_book.measure.run.run_suite` 的返回值），会检查自洽性，装了
+        ``jsonschema`` 时也按 schema 校验；或 run file 的路径，会被读取并按 schema 校验。
 
     Returns
     -------
@@ -545,9 +534,10 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
         放宽到这个变化（:func:`~roofline_book.measure.verdicts.tolerance`）：差别比它小的比较无法判定。
     """
     if isinstance(run, (str, os.PathLike)):
-        run = runfile.read_run(run)
-    else:
+        run = runfile.load_run(run)
+    elif not isinstance(run, Run):
         runfile.validate_run(run, require_schema=False)
+        run = Run.from_mapping(run)
     return [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
 
 

@@ -15,12 +15,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..units import si
-from .cases import OPERATORS, shape_text
+from .records import Entry, Run, Time
 from .suites import SMALL_GEMM
 
 Verdict = Literal["pass", "fail", "inconclusive", "not measured"]
@@ -85,48 +84,6 @@ REF_KINDS: dict[str, str] = {"precision": "{name}", "ceiling": "{name} probe", "
 
 
 @dataclass(frozen=True)
-class EntryRef:
-    """数字所说的那个计时条目：它的 id 与读者所需的结构（算子、精度、实现、shape）。
-
-    Examples
-    --------
-    >>> EntryRef.of({"id": "x", "name": "adamw", "precision": "fp32", "impl": "fused",
-    ...              "shape": {"params": 2**23, "tensors": 8}}).text
-    'adamw fp32 2^23 in 8 (fused)'
-    >>> EntryRef("y", "gemm", "bf16", "mm", (("m", 512), ("k", 512), ("n", 512))).text
-    'gemm bf16 512x512x512'
-    """
-
-    id: str
-    name: str
-    precision: str
-    impl: str
-    shape: tuple[tuple[str, int], ...]
-
-    @classmethod
-    def of(cls, entry: Mapping[str, Any]) -> EntryRef:
-        """run file 中一个条目的引用。"""
-        return cls(
-            entry["id"],
-            entry["name"],
-            entry["precision"],
-            entry["impl"],
-            tuple(entry["shape"].items()),
-        )
-
-    @property
-    def default_impl(self) -> bool:
-        """实现是否就是算子的默认实现（读者写法中不写出）。"""
-        return self.name not in OPERATORS or self.impl == OPERATORS[self.name].impls[0]
-
-    @property
-    def text(self) -> str:
-        """按读者写法给出的条目：算子、精度、shape（不是默认实现时加上实现）。"""
-        tail = "" if self.default_impl else f" ({self.impl})"
-        return f"{self.name} {self.precision} {shape_text(self.name, dict(self.shape))}{tail}"
-
-
-@dataclass(frozen=True)
 class Ref:
     """不是单个条目的数字对象：一种精度的 roofline、一个测得的上限，或整个 run。"""
 
@@ -143,7 +100,10 @@ class Ref:
         return REF_KINDS[self.kind].format(name=self.name)
 
 
-Subject = EntryRef | Ref
+Subject = Entry | Ref
+"""数字说的是谁：run 的一个条目（:class:`~roofline_book.measure.records.Entry`），或一个
+:class:`Ref`。
+"""
 
 
 @dataclass(frozen=True)
@@ -208,7 +168,7 @@ class Figure:
         """
         subject: dict[str, str] = (
             {"entry": self.subject.id}
-            if isinstance(self.subject, EntryRef)
+            if isinstance(self.subject, Entry)
             else {"kind": self.subject.kind, "name": self.subject.name}
         )
         return {
@@ -263,7 +223,7 @@ class Check:
         return "\n".join(lines)
 
 
-def tolerance(run: Mapping[str, Any]) -> float:
+def tolerance(run: Run) -> float:
     """这次 run 的计时余量：:data:`SPEED_TOLERANCE`，或哨兵各检查点之间的离散
     （``max / min - 1``，机器在 run 中快慢变化了多少），取较大者。
 
@@ -271,16 +231,23 @@ def tolerance(run: Mapping[str, Any]) -> float:
 
     Examples
     --------
-    >>> tolerance({}), tolerance({"stability": {"spread": 0.04}})
+    >>> import dataclasses
+    >>> from roofline_book.measure.records import Stability
+    >>> from roofline_book.measure.runfile import load_run
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")  # it records no sentinel
+    >>> def at(drift, spread=None):
+    ...     record = Stability(probe="copy", first_s=1.0, last_s=drift, drift=drift,
+    ...                        spread=spread, stable=False)
+    ...     return dataclasses.replace(run, stability=record)
+    >>> tolerance(run), tolerance(at(1.0, spread=0.04))
     (0.05, 0.05)
-    >>> tolerance({"stability": {"spread": 0.18}}), tolerance({"stability": {"drift": 1.5}})
+    >>> tolerance(at(1.1, spread=0.18)), tolerance(at(1.5))      # an old run: |drift - 1|
     (0.18, 0.5)
     """
-    record = run.get("stability") or {}
-    if "spread" in record:
-        spread = record["spread"]
-    else:
-        spread = abs(record["drift"] - 1) if "drift" in record else 0.0
+    record = run.stability
+    if record is None:
+        return SPEED_TOLERANCE
+    spread = record.spread if record.spread is not None else abs(record.drift - 1)
     return max(SPEED_TOLERANCE, spread)
 
 
@@ -291,22 +258,21 @@ def _verdict(ok: bool) -> Verdict:
 Order = Literal["faster", "slower", "overlap"]
 
 
-def order(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = SPEED_TOLERANCE) -> Order:
-    """计时条目 ``a`` 是否比 ``b`` 快，且超出两者计时的离散。
+def order(a: Time, b: Time, tolerance: float = SPEED_TOLERANCE) -> Order:
+    """计时 ``a`` 是否比 ``b`` 快，且超出两者计时的离散。
 
     每个计时覆盖其中位数加减半个四分位距的区间。``a`` 的区间上端乘以 ``1 + tolerance`` 仍低于
     ``b`` 的区间下端时为 ``"faster"``；反过来为 ``"slower"``；否则两个区间重叠，run 无法给它们排序。
 
     Examples
     --------
-    >>> t = lambda median, iqr: {"time": {"median_s": median, "iqr_s": iqr}}
+    >>> t = lambda median, iqr: Time(median_s=median, iqr_s=iqr, reps=5, inner=1)
     >>> order(t(1.0, 0.1), t(2.0, 0.1)), order(t(2.0, 0.1), t(1.0, 0.1))
     ('faster', 'slower')
     >>> order(t(18.2, 1.1), t(20.1, 1.1))    # 0.15 ms apart, IQRs of a millisecond
     'overlap'
     """
-    ma, ia = a["time"]["median_s"], a["time"]["iqr_s"]
-    mb, ib = b["time"]["median_s"], b["time"]["iqr_s"]
+    ma, ia, mb, ib = a.median_s, a.iqr_s, b.median_s, b.iqr_s
     if (1 + tolerance) * (ma + ia / 2) < mb - ib / 2:
         return "faster"
     if ma - ia / 2 > (1 + tolerance) * (mb + ib / 2):
@@ -314,23 +280,18 @@ def order(a: Mapping[str, Any], b: Mapping[str, Any], tolerance: float = SPEED_T
     return "overlap"
 
 
-def _noise(
-    *entries: Mapping[str, Any],
-    ceilings: tuple[Mapping[str, Any], ...] = (),
-    tolerance: float = SPEED_TOLERANCE,
-) -> float:
-    """这些计时条目（及上限）之比所带的相对离散：每个条目的半个 IQR 除以其中位数、每个上限各轮
-    之间的离散（机器在 run 的其他时候慢了多少），再加上 run 的计时余量 ``tolerance``
-    （:func:`tolerance`）。
+def _noise(*times: Time, spreads: tuple[float | None, ...] = (), tolerance: float) -> float:
+    """这些计时（及上限）之比所带的相对离散：每个计时的半个 IQR 除以其中位数、每个上限各轮
+    之间的离散 ``spreads`` （机器在 run 的其他时候慢了多少），再加上 run 的计时余量
+    ``tolerance`` （:func:`tolerance`）。
 
     Examples
     --------
-    >>> e = {"time": {"median_s": 1.0, "iqr_s": 0.1}}
-    >>> round(_noise(e, ceilings=({"spread": 0.03},)), 3), round(_noise(e, tolerance=0.2), 3)
+    >>> t = Time(median_s=1.0, iqr_s=0.1, reps=5, inner=1)
+    >>> round(_noise(t, spreads=(0.03,), tolerance=0.05), 3), round(_noise(t, tolerance=0.2), 3)
     (0.13, 0.25)
     """
-    spread = sum(c.get("spread") or 0.0 for c in ceilings)
-    return tolerance + spread + sum(e["time"]["iqr_s"] / e["time"]["median_s"] / 2 for e in entries)
+    return tolerance + sum(s or 0.0 for s in spreads) + sum(t.iqr_fraction / 2 for t in times)
 
 
 def against(value: float, threshold: float, noise: float, *, above: bool = True) -> Order:
