@@ -89,8 +89,8 @@ RULES_ZH = {
     ),
     "write_allocate_explains_bandwidths": (
         "三种带宽探针计入 write-allocate 读取后，彼此相差不超过 "
-        f"{claims.WRITE_ALLOCATE_AGREEMENT:.0%}，且比只按模型字节时更接近；"
-        f"相差的幅度离阈值不到探针各轮之间最大的离散再加{_TOL}时无法判定"
+        f"{claims.WRITE_ALLOCATE_AGREEMENT:.0%}，且比只按模型字节时更接近，两者都要超出探针各轮之间"
+        f"最大的离散再加{_TOL}；差别不超过它时无法判定"
     ),
 }
 
