@@ -352,8 +352,12 @@ def test_a_gemm_faster_than_the_peak_probe_raises_the_ceiling_and_says_so():
     assert figures(claims.large_gemm_is_compute_bound(typed(run)))[largest, "above_peak_probe"] == (
         pytest.approx(1 / 0.9)
     )
-    # the bounds use it, the prediction keeps the probe's entry: its timing is the run's
-    assert ceilings.observed(typed(run)).ceilings.peak_flops["fp32"].entry == largest
+    small = figures(claims.small_gemm_is_far_from_peak(typed(run)))
+    assert small[largest, "above_peak_probe"] == pytest.approx(1 / 0.9)
+    # the bounds read the raised value; the recorded entry stays, so the prediction's timing
+    # of the peak does not move
+    seen = ceilings.observed(typed(run)).ceilings.peak_flops["fp32"]
+    assert seen.value == pytest.approx(2 * 1024**3 / 0.02) and seen.entry == largest
 
 
 def test_beating_a_bound_within_the_noise_is_inconclusive():

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..measure import claims, report
-from ..measure.cases import OPERATORS
+from ..measure.cases import OPERATORS, shape_text
 from ..measure.claims import Check, Figure, check_claims
 from ..measure.predict import CACHE_FILL
 from ..measure.records import Entry, Run
@@ -175,7 +175,7 @@ def entry_zh(entry: Entry) -> str:
     if entry.name == "adamw":
         size = f"，{power_text(shape['params'])} 个参数分在 {shape['tensors']} 个张量中"
     else:
-        size = f" {claims.shape_text(entry.name, shape)}"
+        size = f" {shape_text(entry.name, shape)}"
     default = entry.name not in OPERATORS or entry.impl == OPERATORS[entry.name].impls[0]
     tail = "" if default else f"（{entry.impl}）"
     return f"{entry.name} {entry.precision}{size}{tail}"
