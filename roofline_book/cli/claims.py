@@ -12,13 +12,14 @@ def run(args: argparse.Namespace) -> int:
     """``claims`` 子命令。"""
     from ..measure import claims as checks
     from ..measure import predict, runfile
+    from ..measure.verdicts import tolerance
 
     try:
         data = runfile.load_run(args.run)
     except OSError as exc:
         raise UsageError(f"cannot read the run file {args.run!r}: {exc.strerror}") from None
     result = checks.check_claims(data)
-    predictions = predict.predictions(data.as_mapping())
+    predictions = predict.predictions(data)
     kept = [p for p in predictions if not p.excluded]
     stable = None if data.stability is None else data.stability.stable
     median = predict.median_error(predictions)
@@ -32,9 +33,8 @@ def run(args: argparse.Namespace) -> int:
                         "claim": c.claim,
                         "verdict": c.verdict,
                         "rule": c.rule,
-                        "figures": [
-                            {"label": f.label, "value": f.value, "unit": f.unit} for f in c.figures
-                        ],
+                        "figures": [f.as_mapping() for f in c.figures],
+                        "missing": c.missing or None,
                     }
                     for c in result
                 ],
@@ -54,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
                     ],
                 },
                 "stable": stable,
+                "tolerance": tolerance(data),
             }
         )
         return 0
