@@ -42,6 +42,7 @@ extensions = [
     "roofline_build",
     "roofline_notebooks",
     "roofline_pdf",
+    "roofline_fonts",
 ]
 bibtex_bibfiles = ["docs/references.bib"]
 bibtex_default_style = "plain"
@@ -148,8 +149,8 @@ copybutton_prompt_is_regexp = True
 # -- PDF (make pdf: the LaTeX builder, XeLaTeX, xeCJK) --------------------------
 # The same sources, cache and conf as the site: `make pdf` after `make html` runs no
 # notebook again. The glued SVG figures become vector PDFs through rsvg-convert
-# (sphinxcontrib-svg2pdfconverter, Debian's librsvg2-bin); their Chinese text is drawn
-# with the same Noto CJK fonts as the body.
+# (sphinxcontrib-svg2pdfconverter, Debian's librsvg2-bin); their text is drawn with the
+# font files matplotlib laid it out with, which the body uses too (docs/_ext/roofline_fonts.py).
 extensions.append("sphinxcontrib.rsvgconverter")
 # myst-nb's LaTeX priorities know no SVG: without this a figure prints its text/plain repr.
 nb_mime_priority_overrides = [("latex", "image/svg+xml", 15)]
