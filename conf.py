@@ -43,6 +43,7 @@ extensions = [
     "roofline_notebooks",
     "roofline_pdf",
     "roofline_fonts",
+    "roofline_stderr",
 ]
 bibtex_bibfiles = ["docs/references.bib"]
 bibtex_default_style = "plain"
@@ -62,7 +63,9 @@ nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / ".jupyter_cache")
 nb_execution_raise_on_error = True
 nb_execution_timeout = 300
-nb_output_stderr = "warn"
+# Stderr never reaches a page: docs/_ext/roofline_stderr.py fails the build on any cell that
+# wrote to it, naming the page, the cell and the first line.
+nb_output_stderr = "remove"
 nb_merge_streams = True
 # Markdown a cell displays (the claims checklist, the run tables) is parsed as MyST, so its
 # pipe tables render as tables
