@@ -14,6 +14,9 @@ noto-cjk-sans-otc (``plotting.use_cjk_font``). Every reader must see the text in
   points fontconfig (``FONTCONFIG_FILE``) at a configuration that holds these two folders
   only; XeLaTeX loads the same files by path (``docs/_latex/fonts.tex``, the ``@...@`` names
   filled in here).
+
+The kernels' matplotlib has the build's own config and cache folder (``MPLCONFIGDIR``):
+no matplotlibrc or font cache of the user's changes a figure.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import json
 import os
 import pathlib
 import re
+import subprocess
+import sys
 from typing import Any
 
 from docutils import nodes
@@ -81,6 +86,31 @@ def face_index(collection: pathlib.Path, name: str) -> int:
             if font["name"].getDebugName(1) == name:
                 return i
     raise ConfigError(f"{collection} has no face {name!r}")
+
+
+# -- matplotlib in the kernels -------------------------------------------------------------
+
+
+def _matplotlib_home(app: Sphinx, config: Config) -> None:
+    """The kernels' matplotlib reads no matplotlibrc and no font list of the user's: its
+    config and cache folder is the build's own (``_build/matplotlib``). Its font list is
+    made here, before any kernel starts: matplotlib's one-time notice that it is building
+    the font cache then goes to the build's log, not to a cell's stderr, which would fail
+    the build (roofline_stderr)."""
+    folder = pathlib.Path(app.outdir).parent / "matplotlib"
+    folder.mkdir(parents=True, exist_ok=True)
+    os.environ["MPLCONFIGDIR"] = str(folder)
+    if any(folder.glob("fontlist-*.json")):
+        return
+    done = subprocess.run(
+        [sys.executable, "-c", "import matplotlib.font_manager"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise ConfigError(f"matplotlib could not list its fonts: {done.stderr.strip()[-500:]}")
+    logger.info("matplotlib's font list made in %s", folder)
 
 
 # -- PDF ----------------------------------------------------------------------------------
@@ -236,6 +266,7 @@ def _write_web_fonts(app: Sphinx, exception: Exception | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", _matplotlib_home)
     app.connect("config-inited", _latex_fonts)
     app.connect("builder-inited", _fontconfig_for_rsvg)
     app.add_post_transform(InlineFigures)
