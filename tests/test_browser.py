@@ -20,6 +20,8 @@ import pytest
 from conftest import BUILD
 from test_site import PAGES
 
+from roofline_book import plotting
+
 HTML = BUILD / "html"
 SHOTS = BUILD / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -63,11 +65,22 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
+    # The screenshots' body text needs a CJK font, and the machine may have none (CI installs
+    # no font package): Chromium's fontconfig also reads the build's Noto Sans CJK folder.
+    # The figures' text does not depend on it: the site serves its own fonts (see below).
+    conf = tmp_path_factory.mktemp("fontconfig") / "fonts.conf"
+    folder = pathlib.Path(plotting.cjk_font_file()).parent
+    conf.write_text(
+        '<?xml version="1.0"?>\n<fontconfig>\n'
+        '  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n'
+        f"  <dir>{folder}</dir>\n</fontconfig>\n"
+    )
+    env = {**os.environ, "FONTCONFIG_FILE": str(conf)}
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True, env=env)
         yield b
         b.close()
 
