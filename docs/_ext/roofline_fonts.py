@@ -21,6 +21,7 @@ no matplotlibrc or font cache of the user's changes a figure.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import importlib.util
@@ -77,6 +78,7 @@ def latin_folder() -> pathlib.Path:
     return folder / "mpl-data" / "fonts" / "ttf"
 
 
+@functools.cache
 def face_index(collection: pathlib.Path, name: str) -> int:
     """The index of the face called ``name`` in a font collection."""
     from fontTools.ttLib import TTCollection
