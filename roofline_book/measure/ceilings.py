@@ -238,7 +238,7 @@ def _typical_rate(entry: Entry) -> float:
 def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
     """一次 run 测得的各项上限，写成目录设备所给的同一种 :class:`~roofline_book.bounds.Ceilings`。
 
-    - **矩阵单元**：每种精度取 :func:`peak`：峰值探针最好的一轮，以及扫描中每个 GEMM 实际做到的
+    - **矩阵单元**：每种精度取 :func:`~roofline_book.measure.ceilings.peak`：峰值探针最好的一轮，以及扫描中每个 GEMM 实际做到的
       FLOP/s 中更高的一个。测得的上限是 run 在这个单元上见过的最好水平的上界，扫描中的 GEMM 跑赢
       探针时就取它（``sources`` 记下是哪个条目）。``typical=True`` 时取探针各轮的中位数
       （预测用它：单元在各 case 运行时通常的速率）。
