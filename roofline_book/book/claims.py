@@ -15,7 +15,7 @@ from ..measure import claims, report
 from ..measure.cases import OPERATORS, shape_text
 from ..measure.claims import Check, Figure, check_claims
 from ..measure.predict import CACHE_FILL
-from ..measure.records import Entry, Run
+from ..measure.records import Entry, Run, as_run
 from ..measure.registry import power_text
 from ..measure.run import CHECKPOINT_EVERY
 from ..measure.suites import SMALL_GEMM
@@ -264,7 +264,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
-        "tolerance_pct": 100 * tolerance(_as_run(run)),
+        "tolerance_pct": 100 * tolerance(as_run(run)),
         "stability_text": stability_text(run),
         "cache_roofs_text": cache_roofs_text(run),
         "checkpoint_every": CHECKPOINT_EVERY,
@@ -295,7 +295,7 @@ def stability_text(run: Run | Mapping[str, Any]) -> str:
     >>> stability_text(run)
     '这份 run file 没有记录哨兵，每个比较按 5% 的余量判定。'
     """
-    run = _as_run(run)
+    run = as_run(run)
     base = f"{SPEED_TOLERANCE:.0%}"
     if run.stability is None or run.stability.spread is None:
         return f"这份 run file 没有记录哨兵，每个比较按 {base} 的余量判定。"
@@ -309,21 +309,18 @@ def stability_text(run: Run | Mapping[str, Any]) -> str:
     )
 
 
-def _as_run(run: Run | Mapping[str, Any]) -> Run:
-    return run if isinstance(run, Run) else Run.from_mapping(run)
-
-
-def cache_roofs_text(run: Mapping[str, Any]) -> str:
+def cache_roofs_text(run: Run | Mapping[str, Any]) -> str:
     """The run's cache roofs as a Chinese clause ("各级缓存的 roof：L2 45.1 GB/s、L3 17.8 GB/s").
 
     Examples
     --------
-    >>> cache_roofs_text({"ceilings": {"cache_bandwidth": {"L2": {"value": 4.51e10}}}})
-    '各级缓存的 roof：L2 为 45.1 GB/s'
+    >>> from roofline_book.measure.runfile import load_run
+    >>> cache_roofs_text(load_run("tests/data/fixture-cpu-pass.json"))
+    '这份 run file 没有测缓存的 roof'
     """
-    levels = run["ceilings"].get("cache_bandwidth", {})
+    levels = as_run(run).ceilings.cache_bandwidth
     if not levels:
         return "这份 run file 没有测缓存的 roof"
     return "各级缓存的 roof：" + "、".join(
-        f"{level} 为 {c['value'] / 1e9:.1f} GB/s" for level, c in levels.items()
+        f"{level} 为 {c.value / 1e9:.1f} GB/s" for level, c in levels.items()
     )

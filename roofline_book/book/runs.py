@@ -24,8 +24,8 @@ CPU_RUN_ENV = "ROOFLINE_CPU_RUN"
 BENCH_FOLDER = Path("_build") / "bench"
 
 
-def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """一章读取的 CPU run file，由 ``runfile.read_run`` 加载并校验。
+def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
+    """一章读取的 CPU run file，由 :func:`~roofline_book.measure.runfile.load_run` 校验并载入。
 
     按以下顺序查找：``path``；``$ROOFLINE_CPU_RUN`` 指定的文件（本书构建时把它设为测得的 run，
     ``_build/bench/cpu-quick.json``）；否则取工作目录、其上级目录或本包所在 checkout 中
@@ -54,18 +54,18 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     if path is None and os.environ.get(CPU_RUN_ENV):
         path = os.environ[CPU_RUN_ENV]
     if path is not None:
-        run = runfile.read_run(path)
-        if run["device"]["type"] != "cpu":
-            raise ValueError(f"{path}: a run of {run['device']['type']}, not of a CPU")
+        run = runfile.load_run(path)
+        if run.device.type != "cpu":
+            raise ValueError(f"{path}: a run of {run.device.type}, not of a CPU")
         return run
     here = Path.cwd().resolve()
     roots = [here, *here.parents, Path(__file__).resolve().parents[2]]
     folders = [root / BENCH_FOLDER for root in roots]
     for folder in dict.fromkeys(f for f in folders if f.is_dir()):
-        runs = [runfile.read_run(f) for f in sorted(folder.glob("*.json"))]
-        runs = [r for r in runs if r["device"]["type"] == "cpu"]
+        runs = [runfile.load_run(f) for f in sorted(folder.glob("*.json"))]
+        runs = [r for r in runs if r.device.type == "cpu"]
         if runs:
-            return max(runs, key=lambda r: r["date"])
+            return max(runs, key=lambda r: r.date)
     raise FileNotFoundError(
         f"no CPU run file: ${CPU_RUN_ENV} is not set and no {BENCH_FOLDER}/ above "
         f"{here} holds one. Measure this machine first: `make bench` in the repository, "

@@ -238,10 +238,10 @@ def _typical_rate(entry: Entry) -> float:
 def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
     """一次 run 测得的各项上限，写成目录设备所给的同一种 :class:`~roofline_book.bounds.Ceilings`。
 
-    - **矩阵单元**：每种精度取 :func:`~roofline_book.measure.ceilings.peak`：峰值探针最好的一轮，以及扫描中每个 GEMM 实际做到的
-      FLOP/s 中更高的一个。测得的上限是 run 在这个单元上见过的最好水平的上界，扫描中的 GEMM 跑赢
-      探针时就取它（``sources`` 记下是哪个条目）。``typical=True`` 时取探针各轮的中位数
-      （预测用它：单元在各 case 运行时通常的速率）。
+    - **矩阵单元**：每种精度取 :func:`~roofline_book.measure.ceilings.peak`：峰值探针最好的
+      一轮，以及扫描中每个 GEMM 实际做到的 FLOP/s 中更高的一个。测得的上限是 run 在这个单元上见过
+      的最好水平的上界，扫描中的 GEMM 跑赢探针时就取它（``sources`` 记下是哪个条目）。
+      ``typical=True`` 时取探针各轮的中位数（预测用它：单元在各 case 运行时通常的速率）。
     - **向量单元与特殊函数**：run 没有测 lane 速率；取 FP32 峰值的 FLOP/s，当作每秒 lane slot 数。
       FP32 GEMM 与 elementwise 运算在同样的 FMA 单元上运行，一个 FMA 占一个 slot、计 2 FLOP，所以
       这个数是 lane 速率的 2 倍，下界仍是下界。
