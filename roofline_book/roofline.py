@@ -345,8 +345,20 @@ def fraction_of_roof(
 
     >>> fraction_of_roof(40e12, 1.0, 1365.0, 100e12, 1e12)
     0.4
+
+    算术强度为 0 时 roof 是 0 FLOP/s，比例没有定义：
+
+    >>> fraction_of_roof(1e9, 1.0, 0, 100e12, 1e12)
+    Traceback (most recent call last):
+    ...
+    ValueError: intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got 0.0
     """
-    return achieved(flops, seconds) / attainable(intensity, peak_flops, bandwidth)
+    rate = achieved(flops, seconds)
+    if _validate.non_negative("intensity", intensity) == 0:
+        raise ValueError(
+            f"intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got {float(intensity)!r}"
+        )
+    return rate / attainable(intensity, peak_flops, bandwidth)
 
 
 def overhead_fraction(cost: Cost, peak_flops: float, bandwidth: float, overhead: float) -> float:
