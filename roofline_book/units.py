@@ -32,8 +32,8 @@ _SCALE["K"] = 1e3
 _NUMBER = re.compile(
     r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([EPTGMkKmunp]?)\s*([A-Za-z/]*)\s*$"
 )
-#: The units :func:`parse_si` reads, by the quantity each measures. A rate's check
-#: (``quantity=``) compares these, so ``100Tbyte/s`` given for FLOP/s is refused.
+#: :func:`parse_si` 认得的单位，按它们度量的量分组。给出 ``quantity=`` 时按这张表比较，
+#: 所以写给 FLOP/s 的 ``100Tbyte/s`` 会被拒绝。
 UNITS = {
     "FLOP/s": ("FLOP/s", "FLOPS", "flop/s", "OP/s", "OPS"),
     "byte/s": ("B/s", "byte/s", "bytes/s", "Bps"),

@@ -35,8 +35,8 @@ def script(tmp_path):
 def test_json_rows_of_a_good_script(script, capsys):
     assert main(["profile", "--json", "--device", "h100-sxm", script(GOOD), "--n", "16"]) == 0
     out = json.loads(capsys.readouterr().out)
-    (mm,) = [op for op in out["ops"] if op["name"] == "aten::mm"]
-    keys = {"name", "shapes", "calls", "self_time_s", "flops", "bytes", "intensity",
+    (mm,) = [op for op in out["ops"] if op["id"] == "aten::mm"]
+    keys = {"id", "shapes", "calls", "self_time_s", "flops", "bytes", "intensity",
             "fraction_of_roof", "bound"}  # fmt: skip
     assert keys <= set(mm)
     assert mm["shapes"] == [[16, 32], [32, 48]] and mm["calls"] == 2
@@ -46,7 +46,7 @@ def test_json_rows_of_a_good_script(script, capsys):
     assert mm["bound"] == "hbm"  # I = 2*16*32*48 / (4 * 2816) = 4.4 FLOP/byte, left of any ridge
     assert out["args"] == ["--n", "16"] and 0 < out["explained_share"] <= 1
     ops = sorted(out["ops"], key=lambda op: -op["self_time_s"])
-    assert [op["name"] for op in ops] == [op["name"] for op in out["ops"]]  # by time share
+    assert [op["id"] for op in ops] == [op["id"] for op in out["ops"]]  # by time share
 
 
 def test_text_table_and_double_dash(script, capsys, tmp_path):
@@ -63,10 +63,10 @@ def test_run_file_ceilings(script, capsys):
     assert main(["profile", "--device-ceilings", run, "--json", script(GOOD), "--n", "8"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["roof"]["kind"] == "run" and "no vector-unit" in out["roof"]["note"]
-    (mm,) = [op for op in out["ops"] if op["name"] == "aten::mm"]
+    (mm,) = [op for op in out["ops"] if op["id"] == "aten::mm"]
     # the fixture's FP32 GEMM peak over its best bandwidth sets the ridge; 8x16x24 in FP32
     # has I = 2*8*16*24 / (4 * (128 + 384 + 192)) = 2.18 FLOP/byte, under any CPU ridge
-    assert mm["bound"] == "memory"
+    assert mm["bound"] == "dram"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from .common import (
     device_from_args,
     device_json,
     device_line,
-    emit,
+    emit_json,
     number,
     rate_rows,
     text_table,
@@ -57,13 +57,14 @@ def run(args: argparse.Namespace) -> int:
     precision = spec.roof_precision(arguments)
     figures = cost_figures(cost, device, precision)
     if args.json:
-        emit(
+        emit_json(
+            "op",
             {
                 "operator": args.operator,
                 "arguments": arguments,
                 "device": device_json(device, precision),
                 **figures,
-            }
+            },
         )
         return 0
     rows = [
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         *time_rows(figures),
         ("bound", RESOURCE_TEXT[figures["bound"]]),
         *rate_rows(figures, device, precision),
-        ("time lower bound", si(figures["time_lower_bound"], "s")),
+        ("time lower bound", si(figures["time_lower_bound_s"], "s")),
     ]
     print(text_table(None, rows, right=set()))
     return 0

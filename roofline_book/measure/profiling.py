@@ -148,14 +148,16 @@ class Roof:
         return TimeBound(times) if times else None
 
     def as_json(self) -> dict[str, Any]:
+        # the command line's vocabulary (roofline_book.cli.schema): rates _per_s / _Bps, the
+        # run file's main memory is "dram"
         if self.device is not None:
-            return {"kind": "device", "name": self.name}
+            return {"kind": "device", "name": self.name, "key": self.device.key}
         return {
             "kind": "run",
             "name": self.name,
-            "matrix_peaks": dict(self.matrix_peaks or {}),
-            "bandwidth": self.bandwidth,
-            "cache_roof": self.cache_roof,
+            "matrix_peaks_per_s": dict(self.matrix_peaks or {}),
+            "bandwidths_Bps": {"dram": self.bandwidth}
+            | ({} if self.cache_roof is None else {"cache": self.cache_roof}),
             "cache_level": self.cache_level,
             "streams_from_bytes": self.streams_from,
             "threads": self.threads,
@@ -223,7 +225,7 @@ class OpRow:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "name": self.name,
+            "id": self.name,
             "shapes": [list(s) for s in self.shapes],
             "dtypes": list(self.dtypes),
             "calls": self.calls,
@@ -232,10 +234,10 @@ class OpRow:
             "flops": self.flops,
             "bytes": self.bytes,
             "intensity": self.intensity,
-            "achieved_flops": self.achieved_flops,
-            "achieved_bytes": self.achieved_bytes,
+            "achieved_flops_per_s": self.achieved_flops,
+            "achieved_Bps": self.achieved_bytes,
             "fraction_of_roof": self.fraction_of_roof,
-            "bound": self.bound,
+            "bound": "dram" if self.bound == "memory" else self.bound,
             "profiler_flops": self.profiler_flops,
         }
 

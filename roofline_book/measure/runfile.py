@@ -124,6 +124,8 @@ RUN_SCHEMA: dict[str, Any] = {
                 "torch": _TEXT,
                 "cuda": _OPTIONAL_TEXT,
                 "driver": _OPTIONAL_TEXT,
+                # the package version that wrote the run (runs before 0.1.0 lack it)
+                "roofline_book": _TEXT,
             },
         },
         "ceilings": {
