@@ -103,7 +103,10 @@ def _real(name: str, value: object, *, strict: bool) -> float:
             f"{name} must be a finite real number {relation}, "
             f"got {value!r} ({type(value).__name__})"
         )
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond any float
+        raise ValueError(f"{name} must be a finite real number {relation}, got {value!r}") from None
     if not math.isfinite(value) or value < 0 or (strict and value == 0):
         raise ValueError(f"{name} must be a finite real number {relation}, got {value!r}")
     return value

@@ -317,6 +317,8 @@ def attainable_on(
     >>> round(attainable_on(1000, h100) / 1e12, 1), attainable_on(1000, h100, unit="vector") / 1e12
     (1070.5, 133.8)
     """
+    if not isinstance(device, Hardware):
+        raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
     band = device.bandwidth(level)
     if band is None:
         raise ValueError(f"{device.key} has no published {level} bandwidth")
@@ -488,5 +490,5 @@ def square_gemm_size_to_ridge(
     """
     ridge = _validate.positive("ridge", ridge)
     s = bytes_per_element(dtype)
-    s_out = s if out_dtype is None else bytes_per_element(out_dtype)
+    s_out = s if out_dtype is None else bytes_per_element(out_dtype, "out_dtype")
     return (2 * s + s_out) * ridge / 2

@@ -292,6 +292,8 @@ def block_table(
     """
     if not isinstance(device, Hardware):
         raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
+    if not isinstance(config, DecoderConfig):
+        raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
     tile = None
     if sram_bytes is None:
         sram_bytes = device_sram_bytes(device)

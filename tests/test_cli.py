@@ -715,10 +715,12 @@ EDGES = {
     "optimizer flags alone": (("block", "--grad-dtype", "bf16"),
                               "--grad-dtype is an option of the AdamW step: add --optimizer"),
     "adamw int8 weights": (("op", "adamw", "--params", "1M", "--param-dtype", "int8"),
-                           "param_dtype must be a floating-point precision"),
+                           "--param-dtype must be a floating-point precision"),
     "zero intensity point": (("plot", "--out", "x.svg", "--point",
                               "elementwise:1M,flops_per_element=0"), "intensity is 0 FLOP/byte"),
     "empty point": (("plot", "--out", "x.svg", "--point", ""), "--point '': unknown operator ''"),
+    "library error, flag named": (("op", "linear-backward", "--tokens", "4", "--in-features", "0",
+                                   "--out-features", "4"), "--in-features must be an integer >= 1"),
     "unrecognized argument": ((*GEMM, "--bogus", "1"),
                               "unrecognized arguments: --bogus 1 (see 'roofline-book op gemm "),
 }  # fmt: skip

@@ -1,13 +1,16 @@
 """Bad input raises ValueError or TypeError naming the argument; never a wrong number."""
 
 import math
+import re
 import warnings
+from typing import Any, cast
 
 import numpy as np  # numpy scalars and arrays as inputs
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import roofline_book as rb
 from roofline_book import ops
 from roofline_book.dtypes import BYTES, bytes_per_element
 from roofline_book.ops import Cost
@@ -162,7 +165,10 @@ def test_attainable_property(x):
 CALLER_NAMES = {
     "linear_backward tokens": (lambda: ops.linear_backward(0, 16, 32), "tokens must be an"),
     "linear_backward in": (lambda: ops.linear_backward(16, 0, 32), "in_features must be an"),
-    "linear_backward out": (lambda: ops.linear_backward(16, 32, 0.5), "out_features must be an"),
+    "linear_backward out": (
+        lambda: ops.linear_backward(16, 32, 0.5),  # type: ignore[arg-type]
+        "out_features must be an",
+    ),
     "block_ops impl": (
         lambda: block_ops(LLAMA2_7B, attention_impl="bogus"),
         "attention_impl must be one of eager, materialized, flash; got 'bogus'",
@@ -209,3 +215,37 @@ def test_counts_have_no_size_limit():
     huge = ops.gemm(2**62, 2**62, 2**62)
     assert huge.flops == 2 * 2**186 and math.isfinite(huge.intensity)
     assert Cost(2**100, 1, 1).flops == 2**100
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda: ops.gemm(4, 4, 4, out_dtype="bf17"), "out_dtype 'bf17' is not a known precision"),
+        (
+            lambda: ops.rmsnorm(4, 4, weight_dtype=cast(Any, 3)),
+            "weight_dtype must be a precision name",
+        ),
+        (lambda: ops.adamw(10, grad_dtype="x"), "grad_dtype 'x' is not a known precision"),
+        (
+            lambda: ops.adamw(10, param_dtype=cast(Any, None)),
+            "param_dtype must be a precision name",
+        ),
+        (lambda: ops.adamw(10, state_dtype=cast(Any, 2.5)), "state_dtype must be a precision name"),
+        (lambda: ops.add(4, "x"), "dtype 'x' is not a known precision"),
+    ],
+)
+def test_each_precision_argument_is_named(call, message):
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        call()
+
+
+def test_reals_beyond_a_float_and_wrong_types_are_named():
+    from roofline_book.roofline import attainable, attainable_on
+    from roofline_book.tables import block_table
+
+    with pytest.raises(ValueError, match="peak_flops must be a finite real number > 0"):
+        attainable(1.0, 2**2000, 1e12)  # was OverflowError: int too large to convert to float
+    with pytest.raises(TypeError, match="device must be a Hardware, got int"):
+        attainable_on(1.0, 0)  # was AttributeError
+    with pytest.raises(TypeError, match="config must be a DecoderConfig, got float"):
+        block_table(cast(Any, 2.5), rb.hardware("h100-sxm"))

@@ -53,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
     spec = OPERATORS[args.operator]
     given = {a.name: getattr(args, a.name) for a in spec.args if hasattr(args, a.name)}
     device = device_from_args(args)
-    cost, arguments = spec.call(device_defaults(spec, given, device))
+    try:
+        cost, arguments = spec.call(device_defaults(spec, given, device))
+    except (ValueError, TypeError) as exc:  # name the flag the user typed, not the parameter
+        first, _, rest = str(exc).partition(" ")
+        flags = {a.name: a.flag for a in spec.args}
+        raise type(exc)(f"{flags[first]} {rest}" if first in flags else str(exc)) from None
     precision = spec.roof_precision(arguments)
     figures = cost_figures(cost, device, precision)
     if args.json:

@@ -265,7 +265,8 @@ OPERATORS: dict[str, Operator] = {
         ),
     ),
 }
-ALIASES = {"residual_add": ["residual-add"]}
+#: ``op linear-backward`` as well as ``op linear_backward``: the flags are written with hyphens
+ALIASES = {name: [name.replace("_", "-")] for name in OPERATORS if "_" in name}
 
 
 def operator(name: str) -> tuple[str, Operator]:

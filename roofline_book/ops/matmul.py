@@ -68,7 +68,7 @@ def gemm(
     n = _validate.size("n", n)
     batch = _validate.size("batch", batch)
     s_in = bytes_per_element(dtype)
-    s_out = s_in if out_dtype is None else bytes_per_element(out_dtype)
+    s_out = s_in if out_dtype is None else bytes_per_element(out_dtype, "out_dtype")
     return Cost(
         flops=2 * batch * m * k * n,
         bytes_read=batch * s_in * (m * k + k * n),

@@ -229,8 +229,12 @@ def adamw(
         raise ValueError(f"tensors must be <= params ({params}), got {tensors}")
     passes = adamw_passes(impl)
     for name, dtype in (("param_dtype", param_dtype), ("grad_dtype", grad_dtype),
-                        ("model_dtype", model_dtype)):  # fmt: skip
-        if dtype is not None and precision_name(dtype).startswith("int"):
+                        ("state_dtype", state_dtype), ("model_dtype", model_dtype)):  # fmt: skip
+        if dtype is None:
+            if name == "param_dtype":  # the others default to it
+                raise TypeError(f"{name} must be a precision name such as 'fp32', got None")
+            continue
+        if precision_name(dtype, name).startswith("int") and name != "state_dtype":
             # (8-bit optimizers quantize the moments, state_dtype, never the weights)
             raise ValueError(
                 f"{name} must be a floating-point precision (fp32, bf16, fp16, ...): AdamW "
