@@ -9,7 +9,7 @@
 """
 
 from .claims import claims_table, run_highlights, verdict_counts
-from .cli import cli_error, cli_json, run_cli
+from .cli import cli_error, cli_json, json_fields_md, run_cli
 from .devices import (
     cache_frame,
     clock_frame,
@@ -43,6 +43,7 @@ __all__ = [
     "claims_table",
     "cli_error",
     "cli_json",
+    "json_fields_md",
     "cpu_run",
     "verdict_counts",
     "first_size",

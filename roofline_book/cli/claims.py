@@ -5,19 +5,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import UsageError, emit
+from .common import emit_json, read_run_file
 
 
 def run(args: argparse.Namespace) -> int:
     """``claims`` 子命令。"""
     from ..measure import claims as checks
-    from ..measure import predict, runfile
+    from ..measure import predict
     from ..measure.verdicts import tolerance
 
-    try:
-        data = runfile.load_run(args.run)
-    except OSError as exc:
-        raise UsageError(f"cannot read the run file {args.run!r}: {exc.strerror}") from None
+    data = read_run_file(args.run)
     result = checks.check_claims(data)
     predictions = predict.predictions(data)
     kept = [p for p in predictions if not p.excluded]
@@ -25,8 +22,10 @@ def run(args: argparse.Namespace) -> int:
     median = predict.median_error(predictions)
     excluded = [{"id": p.id, "why": p.excluded} for p in predictions if p.excluded]
     if args.json:
-        emit(
+        emit_json(
+            "claims",
             {
+                "run": args.run,
                 "claims": [
                     {
                         "id": c.key,
@@ -47,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
                             "id": p.id,
                             "predicted_s": p.predicted_s,
                             "measured_s": p.measured_s,
-                            "bound_s": p.bound_s,
+                            "time_lower_bound_s": p.bound_s,
                             "level": p.level,
                         }
                         for p in kept
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                 },
                 "stable": stable,
                 "tolerance": tolerance(data),
-            }
+            },
         )
         return 0
     print(checks.format_checks(result))

@@ -192,12 +192,16 @@ class Device(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class Software(Record):
-    """软件版本：Python、torch、CUDA（或 HIP）工具链与驱动（没有时为 None）。"""
+    """软件版本：Python、torch、CUDA（或 HIP）工具链与驱动（没有时为 None），以及写下这个 run 的
+    roofline-book 的版本（较早的 run 没有记下它）。"""
 
     python: str = _field(minLength=1)
     torch: str = _field(minLength=1)
     cuda: str | None = _field(nullable=True)
     driver: str | None = _field(nullable=True)
+    roofline_book: str | None = _field(
+        optional=True, minLength=1, description="the roofline-book version that wrote the run"
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
