@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import pathlib
+import re
+import runpy
+import sys
 
 import pytest
 
@@ -577,3 +582,119 @@ def test_copies_between_dtypes_and_ranges_are_not_operators():
     # the range's own time is not an operator's: the operators' time leaves it out
     assert attribution.operator_time_s == pytest.approx(attribution.total_time_s - step.self_time_s)
     assert attribution.explained == 1.0
+
+
+# --------------------------------------------------------------------------
+# The corpus: scripts written as users write them
+
+CORPUS = pathlib.Path(__file__).parent / "profile_corpus"
+SCRIPTS = [
+    "mlp_train.py",  # Linear, GELU, LayerNorm, cross-entropy, AdamW
+    "gqa_decode.py",  # GQA decode with a KV cache
+    "causal_attention.py",  # a causal attention block forward and backward, fused AdamW
+    "embedding.py",  # an embedding lookup (and its backward)
+    "sibling/train.py",  # prints, and imports a module beside it
+    "weight_init.py",  # normal_/uniform_/zeros_ init, RMSNorm, dropout
+]
+_MATMULS = ("mm", "addmm", "bmm", "baddbmm")
+
+
+def _flop_counter(path: pathlib.Path) -> dict[str, int]:
+    """FlopCounterMode's FLOPs per op for one run of the script, run as profile runs it."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with profiling.as_main(str(path)) as script, FlopCounterMode(display=False) as counter:
+        runpy.run_path(script, run_name="__main__")
+    return {
+        str(op).split(".")[-1]: n for op, n in counter.get_flop_counts().get("Global", {}).items()
+    }
+
+
+@pytest.fixture
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_corpus_is_explained_and_its_matmul_flops_match_flop_counter(script, one_thread):
+    """At least 95% of each script's operator self time is explained, and the modelled matrix
+    FLOPs equal FlopCounterMode's, the independent count.
+
+    FlopCounterMode counts mm/addmm/bmm/baddbmm (2MKN) and, on the CPU, nothing else: zero for
+    the CPU SDPA kernels and for every elementwise op, norm, loss and optimizer step (it has no
+    formula for them). So only the matrix FLOPs can be checked against it; the rest are the
+    package's own conventions, checked by hand arithmetic in the tests above.
+    """
+    path = CORPUS / script
+    attribution = profiling.attribute(profiling.profile_script(str(path)))
+    assert attribution.explained >= 0.95, [
+        (r.name, r.shapes) for r in attribution.rows if r.kind == "unmodelled"
+    ]
+    model_mm = sum(r.flops for r in attribution.modelled() if r.name[6:] in _MATMULS)
+    counted = _flop_counter(path)
+    assert set(counted) <= set(_MATMULS)  # nothing else counted on the CPU, SDPA included
+    assert model_mm == sum(counted.values())
+    assert all(r.fraction_of_roof is None for r in attribution.rows)  # no roof given
+
+
+def test_corpus_rows_that_flop_counter_cannot_see():
+    """What the corpus runs beyond FlopCounterMode's reach, each with a model."""
+    names: set[str] = set()
+    for script in SCRIPTS:
+        attribution = profiling.attribute(profiling.profile_script(str(CORPUS / script)))
+        names |= {r.name for r in attribution.modelled()}
+    assert names >= {
+        "aten::_scaled_dot_product_flash_attention_for_cpu",
+        "aten::_scaled_dot_product_flash_attention_for_cpu_backward",
+        "aten::native_layer_norm_backward", "aten::_log_softmax",
+        "aten::_log_softmax_backward_data", "aten::nll_loss_forward", "aten::nll_loss_backward",
+        "aten::_fused_adamw_", "aten::index_select", "aten::embedding_dense_backward",
+        "aten::uniform_", "aten::normal_", "aten::bernoulli_", "aten::cat", "aten::gelu",
+    }  # fmt: skip
+
+
+# --------------------------------------------------------------------------
+# Scripts run as under `python script.py`
+
+
+def test_script_runs_as_python_runs_it(tmp_path, monkeypatch, capfd):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "helper_mod.py").write_text(
+        "import torch\ndef work():\n    return torch.randn(8, 8) @ torch.randn(8, 8)\n"
+    )
+    (folder / "train.py").write_text(
+        "import os, sys\nfrom helper_mod import work\n"
+        "print('epoch 1', os.getcwd(), __file__, sys.argv[1:])\n"
+        "with open('out.txt', 'w') as f:\n    f.write('x')\n"
+        "os.mkdir('elsewhere')\nos.chdir('elsewhere')\nwork()\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    path_before = sys.path[:]
+    prof = profiling.profile_script("project/train.py", ["--n", "3"])
+    assert any(e.name == "aten::mm" for e in prof.events())
+    out, err = capfd.readouterr()
+    assert out == ""  # the script's prints went to stderr
+    assert f"epoch 1 {tmp_path} {folder / 'train.py'} ['--n', '3']" in err
+    assert (tmp_path / "out.txt").exists()  # relative paths: the caller's working directory
+    assert os.getcwd() == str(tmp_path)  # the script's chdir undone
+    assert sys.path == path_before and "helper_mod" not in sys.modules
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("raise KeyboardInterrupt\n", "raised KeyboardInterrupt"),
+        ("class Stop(BaseException):\n    pass\nraise Stop('now')\n", "raised Stop: now (line 3)"),
+        ("import torch\nwith torch.profiler.profile():\n    torch.ones(2) + 1\n",
+         "a script that starts its own torch.profiler"),
+    ],
+)  # fmt: skip
+def test_scripts_that_stop_are_one_error(tmp_path, text, message):
+    path = tmp_path / "s.py"
+    path.write_text(text)
+    with pytest.raises(profiling.ScriptError, match=re.escape(message)):
+        profiling.profile_script(str(path))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from ..extras import require
@@ -29,8 +30,26 @@ def _roof(args: argparse.Namespace) -> Any:
     return profiling.Roof.from_run(run)
 
 
+def _writable(path: str, flag: str) -> str:
+    """``path`` 的绝对路径（相对于现在的工作目录）；它写不了时给出一行错误。"""
+    full = os.path.abspath(path)
+    folder = os.path.dirname(full)
+    if os.path.isdir(full):
+        raise UsageError(f"{flag}: {path!r} is a folder, not a file")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{flag}: the folder of {path!r} ({folder}) does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(full) and not os.access(full, os.W_OK)):
+        raise UsageError(f"{flag}: cannot write {path!r}: permission denied")
+    return full
+
+
 def run(args: argparse.Namespace) -> int:
-    """``profile`` 子命令。"""
+    """``profile`` 子命令。
+
+    脚本运行之前检查一切：torch 在不在，``--plot`` 要的 matplotlib 在不在，``--plot`` 的路径
+    （相对于调用者的工作目录解析成绝对路径，脚本 ``chdir`` 也不会挪动它）能不能写。
+    """
+    require("torch", "profile")
     from ..measure import profiling
 
     if args.limit < 1:
@@ -38,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     suffix = args.plot.rsplit(".", 1)[-1].lower() if args.plot and "." in args.plot else ""
     if args.plot and suffix not in ("svg", "png"):
         raise UsageError(f"--plot must end in .svg or .png, got {args.plot!r}")
+    plot_path = None
+    if args.plot:
+        require("matplotlib", "profile --plot")
+        plot_path = _writable(args.plot, "--plot")
     roof = _roof(args)
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     try:
@@ -45,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     except profiling.ScriptError as exc:
         raise UsageError(str(exc)) from None
     attribution = profiling.attribute(prof, roof, region=args.region)
-    if args.plot:
-        _plot(attribution, args.plot, suffix)
+    if plot_path is not None:
+        _plot(attribution, plot_path, suffix)
     if args.json:
         emit(attribution.as_json() | {"script": args.script, "args": script_args})
         return 0
@@ -57,7 +80,11 @@ def run(args: argparse.Namespace) -> int:
     left = len(attribution.rows) - args.limit
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
-    print(f"explained by modelled ops: {attribution.explained:.1%} of the self time")
+    outside = max(0.0, attribution.total_time_s - attribution.operator_time_s)
+    print(f"explained by modelled ops: {attribution.explained:.1%} of the operators' self time "
+          f"({attribution.modelled_share:.1%} in modelled kernels, the rest in composite ops "
+          f"above them); {si(outside, 's')} outside any operator "
+          "(record_function ranges, autograd nodes)")  # fmt: skip
     if roof is not None and roof.device is None:
         print("roof: the run file measured no vector-unit ceiling; "
               "non-matrix FLOPs are held to the memory roof only")  # fmt: skip
@@ -67,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{si(roof.bandwidth or 0.0, 'B/s')} (DRAM, bound 'memory') "
                   "from a working set of "
                   f"{si(roof.streams_from or 0.0, 'B')}")  # fmt: skip
-    if args.plot:
-        print(f"wrote {args.plot}")
+    if plot_path is not None:
+        print(f"wrote {plot_path}")
     return 0
 
 
@@ -102,7 +129,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             "Run SCRIPT under torch.profiler (CPU, and CUDA when available) and attribute "
             "every recorded op to the package's models: calls, self time and share, FLOPs "
             "and bytes summed over the calls, intensity, achieved rate, fraction of the "
-            "roof and the bound. Options go before SCRIPT; what follows it is the "
+            "roof and the bound. SCRIPT runs as under 'python SCRIPT': its folder first on "
+            "sys.path, the caller's working directory, and its stdout sent to stderr so that "
+            "stdout holds only the report. Needs torch (the [bench] extra); --plot needs "
+            "matplotlib (the [plot] extra). Options go before SCRIPT; what follows it is the "
             "script's own argv."
         ),
     )

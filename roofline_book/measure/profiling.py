@@ -59,6 +59,7 @@ __all__ = [
     "OpRow",
     "Roof",
     "ScriptError",
+    "as_main",
     "attribute",
     "plot",
     "profile_script",
@@ -622,15 +623,40 @@ def _stdout_to_stderr() -> Iterator[None]:
             os.close(saved)
 
 
+@contextlib.contextmanager
+def as_main(path: str, argv: Sequence[str] = ()) -> Iterator[str]:
+    """准备像 ``python path ARGV...`` 那样运行 ``path``，给出要交给 ``runpy.run_path`` 的绝对路径。
+
+    ``sys.argv = [path, *argv]``；脚本所在的文件夹排在 ``sys.path`` 的最前面（于是能 import 旁边的
+    模块）；工作目录不变（脚本中的相对路径相对于调用者的工作目录，与 ``python`` 一样）；写到 stdout
+    的内容改写到 stderr。退出时 ``sys.argv``、``sys.path`` 与工作目录恢复原样（脚本 ``chdir``
+    过也一样），从脚本文件夹 import 的模块从 ``sys.modules`` 中移除。
+    """
+    script = os.path.abspath(path)
+    folder = os.path.dirname(script)
+    saved_argv, saved_path, cwd = sys.argv[:], sys.path[:], os.getcwd()
+    modules = set(sys.modules)
+    sys.argv = [path, *argv]
+    sys.path.insert(0, folder)
+    try:
+        with _stdout_to_stderr():
+            yield script
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+        os.chdir(cwd)
+        for name in set(sys.modules) - modules:
+            where = getattr(sys.modules[name], "__file__", None) or ""
+            if os.path.dirname(os.path.abspath(where)) == folder:
+                del sys.modules[name]
+
+
 def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = None) -> Any:
     """在 ``torch.profiler`` 下运行 ``path`` 处的 Python 脚本，返回 profile。
 
-    脚本像 ``python path ARGV...`` 那样运行：作为 ``__main__`` （``runpy.run_path``），
-    ``sys.argv = [path, *argv]``，``__file__`` 是它的绝对路径，它所在的文件夹排在 ``sys.path``
-    的最前面（于是能 import 旁边的模块），工作目录不变（脚本中的相对路径相对于调用者的工作目录）。
-    脚本写到 stdout 的内容改写到 stderr，让 stdout 只留给结果（``--json``）。运行之后，
-    ``sys.argv``、``sys.path`` 与工作目录恢复原样（脚本 ``chdir`` 过也一样），从脚本文件夹 import 的
-    模块从 ``sys.modules`` 中移除。
+    脚本像 ``python path ARGV...`` 那样作为 ``__main__`` 运行（:func:`as_main`）：它的文件夹
+    在 ``sys.path`` 最前面，工作目录是调用者的，``__file__`` 是它的绝对路径；它写到 stdout 的
+    内容改写到 stderr，让 stdout 只留给结果（``--json``）。
 
     profiler 记录 CPU 活动，CUDA 可用时也记录 CUDA 活动（``cuda=None``），并记录输入
     shape 和 FLOPs。kineto 自己写到 stderr 的开始、结束提示通过 ``KINETO_LOG_LEVEL``
@@ -646,35 +672,20 @@ def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = N
         raise ScriptError(f"script {path!r} does not exist or is not a file")
     import torch
 
-    script = os.path.abspath(path)
-    folder = os.path.dirname(script)
     use_cuda = torch.cuda.is_available() if cuda is None else cuda
-    saved_argv, saved_path, cwd = sys.argv[:], sys.path[:], os.getcwd()
-    modules = set(sys.modules)
-    sys.argv = [path, *argv]
-    sys.path.insert(0, folder)
-    try:
-        with _stdout_to_stderr(), profiler(cuda=use_cuda) as prof:
-            try:
-                runpy.run_path(script, run_name="__main__")
-            except SystemExit as exc:
-                if exc.code not in (None, 0):
-                    raise ScriptError(f"script {path!r} exited with status {exc.code}") from None
-            except BaseException as exc:  # the user's script: whatever it raises is reported
-                where = _last_frame(exc, script)
-                raise ScriptError(
-                    f"script {path!r} raised {type(exc).__name__}: {exc}{where}"
-                ) from None
-            if use_cuda:
-                torch.cuda.synchronize()
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-        os.chdir(cwd)
-        for name in set(sys.modules) - modules:
-            where = getattr(sys.modules[name], "__file__", None) or ""
-            if os.path.dirname(os.path.abspath(where)) == folder:
-                del sys.modules[name]
+    with as_main(path, argv) as script, profiler(cuda=use_cuda) as prof:
+        try:
+            runpy.run_path(script, run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise ScriptError(f"script {path!r} exited with status {exc.code}") from None
+        except BaseException as exc:  # the user's script: whatever it raises is reported
+            where = _last_frame(exc, script)
+            raise ScriptError(
+                f"script {path!r} raised {type(exc).__name__}: {exc}{where}"
+            ) from None
+        if use_cuda:
+            torch.cuda.synchronize()
     if not any(e.name.startswith("aten::") for e in prof.events()):
         raise ScriptError(
             f"script {path!r} ran no torch operator that the profiler recorded: nothing to "

@@ -1,4 +1,4 @@
-"""Grouped-query attention decode: 8 query heads share 2 K/V heads, a KV cache grows by one token."""
+"""Grouped-query attention decode: 8 query heads share 2 K/V heads; the KV cache grows a token."""
 
 import torch
 import torch.nn.functional as F

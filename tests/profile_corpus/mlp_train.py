@@ -14,7 +14,7 @@ opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
 x = torch.randn(32, 64)
 y = torch.randint(0, 10, (32,))
 
-for step in range(2):
+for _ in range(2):
     opt.zero_grad()
     loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
