@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from roofline_book.measure import atenops, profiling  # noqa: E402
+from roofline_book.ops import Cost  # noqa: E402
 
 
 def _profile(fn):
@@ -122,7 +123,8 @@ def test_sdpa_causal_and_profiler_blind_spot():
     (sdpa,) = [r for r in attribution.modelled() if "flash_attention" in r.name]
     pairs = 16 * 17 // 2  # a causal mask keeps 136 of 256 pairs
     assert sdpa.flops == 2 * pairs * (4 * 8 + 5)  # 2 heads, 4 d + 5 FLOPs per pair
-    assert sdpa.bytes == 2 * 4 * 8 * (3 * 16 + 16)  # Q, K, V read, O written
+    # Q, K, V read, O written; and the FP32 logsumexp of each of the 2 x 16 rows
+    assert sdpa.bytes == 2 * 4 * 8 * (3 * 16 + 16) + 4 * 2 * 16
     assert sdpa.profiler_flops is None  # torch counts no FLOPs for CPU SDPA
 
 
@@ -315,7 +317,9 @@ def test_sdpa_forward_reads_is_causal_by_name(kernel, causal):
     cost = atenops.model(_schema_call(f"_scaled_dot_product_{kernel}", qkv, {"is_causal": causal}))
     pairs = t * (t + 1) // 2 if causal else t * t  # 8,390,656 kept of 16,777,216
     assert cost.flops == b * h * pairs * (4 * d + 5)  # two products and a softmax per pair
-    assert cost == attention(b, h, t, t, d, "bf16", causal=causal)
+    # the flash kernels always write each row's FP32 logsumexp; the others when asked to
+    lse = 4 * b * h * t if "flash" in kernel else 0
+    assert cost == attention(b, h, t, t, d, "bf16", causal=causal) + Cost(0, 0, lse, kernels=0)
 
 
 @pytest.mark.parametrize("kernel", _SDPA_FORWARD)
@@ -333,7 +337,8 @@ def test_sdpa_backward_reads_is_causal_by_name(kernel):
     cost = atenops.model(_schema_call(name, roles, values))
     # kept pairs * (10 d + 4): 2 * 16 * 8,390,656 * 1284 (the review's hand count)
     assert cost.flops == 344_755_273_728
-    assert cost == attention_backward(b, h, t, t, d, "bf16", causal=True)
+    lse = Cost(0, 4 * b * h * t, 0, kernels=0)  # the logsumexp read back
+    assert cost == attention_backward(b, h, t, t, d, "bf16", causal=True) + lse
     no_mask = atenops.model(_schema_call(name, roles, values | {"is_causal": False}))
     assert no_mask.flops == b * h * t * t * (10 * d + 4)  # about twice the causal count
 
@@ -367,7 +372,8 @@ def test_gqa_decode_counts_k_and_v_with_their_own_heads():
     (sdpa,) = [r for r in profiling.attribute(_profile(decode)).modelled() if "attention" in r.name]
     assert sdpa.calls == 3 and sdpa.shapes[1] == (1, 8, 4096, 128)
     # per call: K and V 2 * 8 * 4096 * 128 * 4 = 33,554,432 B; Q and O 2 * 32 * 128 * 4 = 32,768 B
-    assert sdpa.bytes == 3 * (33_554_432 + 32_768) == 100_761_600
+    # (the review's 100,761,600 B for three calls), and the kernel's FP32 logsumexp, 32 rows
+    assert sdpa.bytes == 100_761_600 + 3 * 4 * 32
     assert sdpa.flops == 3 * 32 * 4096 * (4 * 128 + 5)  # every query head meets every key
 
 
@@ -595,6 +601,7 @@ SCRIPTS = [
     "embedding.py",  # an embedding lookup (and its backward)
     "sibling/train.py",  # prints, and imports a module beside it
     "weight_init.py",  # normal_/uniform_/zeros_ init, RMSNorm, dropout
+    "gpt2_block.py",  # the profiling review's GPT-2-style block, with a record_function range
 ]
 _MATMULS = ("mm", "addmm", "bmm", "baddbmm")
 
@@ -698,3 +705,33 @@ def test_scripts_that_stop_are_one_error(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(profiling.ScriptError, match=re.escape(message)):
         profiling.profile_script(str(path))
+
+
+def test_gpt2_block_against_the_reviews_hand_counts(one_thread):
+    """The profiling review's section 3: a GPT-2-style block counted by hand, op by op."""
+    path = CORPUS / "gpt2_block.py"
+    attribution = profiling.attribute(profiling.profile_script(str(path)), region="step")
+
+    def total(name, what="bytes"):
+        return sum(getattr(r, what) for r in _rows(attribution, name))
+
+    assert (total("aten::mm", "flops"), total("aten::mm")) == (1_006_632_960, 18_612_224)
+    assert (total("aten::addmm", "flops"), total("aten::addmm")) == (402_653_184, 7_349_248)
+    cpu = "aten::_scaled_dot_product_flash_attention_for_cpu"
+    assert total(cpu, "flops") == 17_238_528  # kept pairs * (4 d + 5): 8 * 8256 * 261
+    assert total(cpu) == 1_052_672  # Q, K, V, O and the logsumexp (4 KiB)
+    assert total(cpu + "_backward", "flops") == 42_534_912
+    assert total(cpu + "_backward") == 2_101_248  # Q, K, V, O, dO, dQ, dK, dV and L
+    assert total("aten::gelu") == 2_097_152 and total("aten::gelu_backward") == 3_145_728
+    assert total("aten::native_layer_norm") == 1_585_152  # with mean and rstd
+    # the review's 2,374,656 (about) is 3 x 791,552, a dx for each; the first LayerNorm's input
+    # needs no gradient (output_mask[0] is False), so its dx (256 x 256 FP32) is not written
+    assert total("aten::native_layer_norm_backward") == 3 * 791_552 - 4 * 256 * 256
+    assert total("aten::_log_softmax") == 1_048_576
+    assert total("aten::_log_softmax_backward_data") == 1_572_864
+    assert total("aten::sum") == 2_368_512  # the four bias gradients, over dim 0 (E6)
+    # FlopCounterMode counts the matrix products of one step: 1,409,286,144 as the review's
+    assert total("aten::mm", "flops") + total("aten::addmm", "flops") == 1_409_286_144
+    assert attribution.explained >= 0.95
+    (step,) = _rows(attribution, "step")
+    assert step.kind == "range"  # the record_function row is not an unmodelled op (M11)

@@ -51,8 +51,12 @@ def _mask_bytes(call: Call) -> int:
     return sum(nbytes(call.tensor(name)) for name in ("attn_mask", "attn_bias"))
 
 
-def sdpa(impl: str = "flash"):
-    """融合 attention kernel 的前向：Q、K、V 为 (batch, heads, seq, head_dim)，参数按名读。"""
+def sdpa(impl: str = "flash", *, logsumexp: bool = False):
+    """融合 attention kernel 的前向：Q、K、V 为 (batch, heads, seq, head_dim)，参数按名读。
+
+    ``logsumexp``：kernel 总是写出每行的 logsumexp（FP32，反向要用：CPU 与 CUDA 的 flash
+    kernel）；其余的只在 ``compute_log_sumexp=True`` 时写出它。
+    """
 
     def cost(call: Call) -> Cost | None:
         shapes = _qkv(call)
@@ -63,7 +67,8 @@ def sdpa(impl: str = "flash"):
         causal = call.value("is_causal") is True and not masked
         keys = _causal_keys(causal, sq, sk) if impl == "flash" else sk  # unfused: every score
         c = attention(b, h, sq, keys, d, precision, impl=impl, causal=causal, kv_heads=hk)
-        return c + Cost(0, masked, 0, kernels=0)
+        lse = logsumexp or call.value("compute_log_sumexp") is True
+        return c + Cost(0, masked, 4 * b * h * sq if lse else 0, kernels=0)
 
     return cost
 
@@ -78,7 +83,7 @@ def sdpa_backward(call: Call) -> Cost | None:
     causal = call.value("is_causal") is True and not masked
     c = attention_backward(b, h, sq, _causal_keys(causal, sq, sk), d, precision, causal=causal,
                            kv_heads=hk)  # fmt: skip
-    return c + Cost(0, masked, 0, kernels=0)
+    return c + Cost(0, masked + nbytes(call.tensor("logsumexp")), 0, kernels=0)  # L read back
 
 
 def _along(call: Call, arg: str = "self") -> tuple[int, int, str, str] | None:

@@ -86,6 +86,19 @@ def _pointwise(flops: int, special: int = 0, *, tensors: int | None = None):
     return cost
 
 
+#: GELU 的 erf 形式 ``0.5 x (1 + erf(x / sqrt(2)))`` 每个元素的 FLOPs：缩放、erf（NB：一次
+#: 求值计 1，在特殊函数单元上）、加、两次乘。``nn.GELU()`` 默认用它；``approximate="tanh"``
+#: 是 ``roofline_book.ops.GELU_FLOPS_PER_ELEMENT`` 的 tanh 形式。
+GELU_ERF_FLOPS_PER_ELEMENT = 5
+
+
+def _gelu(call: Call) -> Cost | None:
+    """``gelu(self, approximate)``：按记录下的 ``approximate`` 取 erf 形式或 tanh 形式。"""
+    tanh = call.value("approximate") == "tanh"
+    flops = GELU_FLOPS_PER_ELEMENT if tanh else GELU_ERF_FLOPS_PER_ELEMENT
+    return _pointwise(flops, 1)(call)
+
+
 def _write_only(call: Call) -> Cost | None:
     """``fill_``、``zero_`` 与随机数的原地生成（``uniform_``、``normal_``）：只写自己。"""
     inputs = data_tensors(call)
@@ -247,7 +260,6 @@ _UNARY = {  # name: (FLOPs per element, of which special-function evaluations)
     "tanh": (1, 1),
     "sigmoid": (4, 2),
     "silu": (_SILU, 2),
-    "gelu": (GELU_FLOPS_PER_ELEMENT, 1),
 }
 _BINARY = {
     "add": (1, 0),
@@ -303,6 +315,8 @@ def _register() -> dict[str, Callable[[Call], Cost | None]]:
             if table is not _TERNARY or op != "where":
                 for name in (f"_foreach_{op}", f"_foreach_{op}_"):
                     add(f"aten::{name}", layers.foreach(flops, special))
+    for name in ("aten::gelu", "aten::gelu_"):
+        add(name, _gelu)
     for name in VIEWS:
         add(name, lambda c: _NO_WORK)
     add("aten::copy_", _copy)
@@ -341,7 +355,7 @@ def _register() -> dict[str, Callable[[Call], Cost | None]]:
     # fused attention kernels, every argument read by name from its schema
     for kernel in ("flash_attention_for_cpu", "flash_attention", "efficient_attention",
                    "cudnn_attention", "fused_attention_overrideable"):  # fmt: skip
-        add(f"aten::_scaled_dot_product_{kernel}", layers.sdpa())
+        add(f"aten::_scaled_dot_product_{kernel}", layers.sdpa(logsumexp="flash" in kernel))
         add(f"aten::_scaled_dot_product_{kernel}_backward", layers.sdpa_backward)
     add("aten::_scaled_dot_product_attention_math", layers.sdpa("materialized"))
     return models
