@@ -735,3 +735,19 @@ def test_gpt2_block_against_the_reviews_hand_counts(one_thread):
     assert attribution.explained >= 0.95
     (step,) = _rows(attribution, "step")
     assert step.kind == "range"  # the record_function row is not an unmodelled op (M11)
+
+
+def test_an_expanded_input_is_read_once():
+    """``expand`` gives stride 0: the recorded shape says 256 x 128, the data is one row. On the
+    CPU, addmm copies its bias into the output this way (a bias copy counted at full size
+    would double the bound of a large Linear's copy)."""
+    bias, x = torch.randn(128), torch.randn(256, 128)
+    out = torch.empty(256, 128)
+    attribution = profiling.attribute(
+        _profile(lambda: (out.copy_(bias.expand(256, 128)), x * bias.expand(256, 128)))
+    )
+    (copy,) = [r for r in _rows(attribution, "aten::copy_") if r.shapes[0] == (256, 128)]
+    assert copy.shapes[1] == (256, 128)  # what key_averages shows
+    assert (copy.cost.bytes_read, copy.cost.bytes_written) == (4 * 128, 4 * 256 * 128)
+    (mul,) = _rows(attribution, "aten::mul")
+    assert mul.cost.bytes_read == 4 * (256 * 128 + 128) and mul.cost.bytes_written == 4 * 32768

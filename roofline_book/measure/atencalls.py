@@ -38,7 +38,9 @@ class Call:
     ``dtypes`` 是 profiler 给出的字符串（``"float"``、``"c10::BFloat16"``、``"Scalar"``、
     ``"TensorList"``）；``concrete`` 是它保留下来的标量参数（tensor 处为 ``None``）；
     ``lists`` 在 tensor 列表的位置上给出列表中各 tensor 的 (shape, dtype)（profiler 的
-    ``input_shapes`` 不记这些）。``names`` 是每个位置的参数名，不给时从 torch 的 schema 读。
+    ``input_shapes`` 不记这些）；``footprints`` 给出每个 tensor 输入中不同元素的个数，按它的
+    stride 数（``expand`` 出来的维 stride 为 0，那一维的元素只有一份）。``names`` 是每个位置的
+    参数名，不给时从 torch 的 schema 读。
     """
 
     name: str
@@ -47,6 +49,12 @@ class Call:
     concrete: tuple[object, ...] = field(default=(), compare=False)
     lists: tuple[Listed | None, ...] = field(default=(), compare=False)
     argnames: tuple[str, ...] | None = field(default=None, compare=False)
+    footprints: tuple[int | None, ...] = field(default=(), compare=False)
+
+    def distinct(self, index: int) -> int:
+        """第 ``index`` 个输入中不同元素的个数：有 stride 记录时按它，否则是 shape 的元素个数。"""
+        known = self.footprints[index] if index < len(self.footprints) else None
+        return numel(self.shapes[index]) if known is None else known
 
     def names(self) -> tuple[str, ...]:
         """每个记录位置的参数名（从 schema 读）；torch 没有这个算子时为空。"""
@@ -195,9 +203,13 @@ def is_wrapper(call: Call) -> bool:
     overload, _ = _overload(call.name, kinds)
     if not overload:
         return False
+    return _implicit(call.name if overload == "default" else f"{call.name}.{overload}")
+
+
+@functools.cache
+def _implicit(qualified: str) -> bool:
     import torch
 
-    qualified = call.name if overload == "default" else f"{call.name}.{overload}"
     try:
         return torch._C._dispatch_has_kernel_for_dispatch_key(
             qualified, "CompositeImplicitAutograd"

@@ -42,7 +42,7 @@ import math
 from collections.abc import Callable
 
 from ..dtypes import bytes_per_element
-from ..ops import GELU_FLOPS_PER_ELEMENT, Cost, elementwise, gemm
+from ..ops import GELU_FLOPS_PER_ELEMENT, Cost, gemm
 from . import atenlayers as layers
 from .atencalls import (
     WRAPPERS,
@@ -68,20 +68,25 @@ def _pointwise(flops: int, special: int = 0, *, tensors: int | None = None):
     """一个 elementwise 算子：每个 tensor 输入读一次，写出一个广播后 shape 的输出。"""
 
     def cost(call: Call) -> Cost | None:
-        inputs = float_tensors(call)[:tensors]
+        names = call.names()
+        inputs = [
+            (i, shape, precision)
+            for i, (shape, dtype) in enumerate(zip(call.shapes, call.dtypes, strict=False))
+            if (precision := precision_of(dtype)) is not None
+            and not (i < len(names) and names[i] == "out")
+        ][:tensors]
         if not inputs:
             return None
-        out_shape = broadcast([s for s, _ in inputs])
+        out_shape = broadcast([s for _, s, _ in inputs])
         if out_shape is None:
             return None
-        n, precision = numel(out_shape), inputs[0][1]
+        n, precision = numel(out_shape), inputs[0][2]
         if not out_shape:  # only 0-dim tensors: the work, no bytes (see the module's NB)
             return Cost(flops, 0, 0, vector_flops=flops - special, special_flops=special)
-        full = elementwise(
-            n, precision, flops_per_element=flops, special_per_element=special, outputs=1
-        )
-        more = sum(numel(s) * bytes_per_element(p) for s, p in inputs[1:] if s)
-        return full + Cost(0, more, 0, kernels=0)
+        # each input's distinct elements once (an expanded one has fewer than its shape)
+        read = sum(call.distinct(i) * bytes_per_element(p) for i, s, p in inputs if s)
+        return Cost(flops * n, read, n * bytes_per_element(precision),
+                    vector_flops=(flops - special) * n, special_flops=special * n)  # fmt: skip
 
     return cost
 
@@ -108,10 +113,14 @@ def _write_only(call: Call) -> Cost | None:
 
 
 def _copy(call: Call) -> Cost | None:
-    dst, src = call.tensor("self"), call.tensor("src")  # copy_(self, src): each in its dtype
+    """``copy_(self, src)``：读 src 的不同元素（从 ``expand`` 出来的 bias 复制时只有一行），
+    写 self，各按自己的 dtype；0 维的复制不搬运字节。
+    """
+    dst, src = call.tensor("self"), call.tensor("src")
     if dst is None or src is None or itemsize(dst[1]) is None or itemsize(src[1]) is None:
         return None
-    return Cost(0, nbytes(src), nbytes(dst))  # 0-dim: no bytes, no work
+    read = call.distinct(call.names().index("src")) * (itemsize(src[1]) or 0) if src[0] else 0
+    return Cost(0, read, nbytes(dst))
 
 
 def _arange(call: Call) -> Cost | None:

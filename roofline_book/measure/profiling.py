@@ -352,40 +352,53 @@ def _dtype_text(dtype: Any) -> str:
     return _DTYPE_TEXT.get(text, text)
 
 
-def _tensor_lists(prof: Any) -> dict[int, tuple[Listed | None, ...]]:
-    """每个有 tensor 列表输入的算子事件（按 correlation id）：各输入位置上，列表中各 tensor 的
-    (shape, dtype)。
+def _distinct(tensor: Any) -> int | None:
+    """一个 tensor 中不同元素的个数：stride 为 0 的维（``expand`` 出来的）只算一份。"""
+    sizes, strides = list(getattr(tensor, "sizes", ()) or ()), getattr(tensor, "strides", None)
+    if strides is None or len(strides) != len(sizes):
+        return None
+    return math.prod(n for n, step in zip(sizes, strides, strict=True) if step != 0)
 
-    ``key_averages`` 与 ``FunctionEvent.input_shapes`` 对 ``TensorList`` 只记 ``[]``；profiler
-    的事件树（``kineto_results.experimental_event_tree()``）记下了列表中的每个 tensor。
+
+_Inputs = dict[int, tuple[tuple[Listed | None, ...], tuple[int | None, ...]]]
+
+
+def _tree_inputs(prof: Any) -> _Inputs:
+    """每个算子事件（按 correlation id）的 tensor 列表与各 tensor 输入的不同元素个数。
+
+    ``key_averages`` 与 ``FunctionEvent.input_shapes`` 对 ``TensorList`` 只记 ``[]``，也不记
+    stride；profiler 的事件树（``kineto_results.experimental_event_tree()``）记下了列表中的每个
+    tensor，以及每个 tensor 的 stride。
     """
     try:
         stack = list(prof.profiler.kineto_results.experimental_event_tree())
     except (AttributeError, RuntimeError):
         return {}
-    found: dict[int, tuple[Listed | None, ...]] = {}
+    found: _Inputs = {}
     while stack:
         node = stack.pop()
         stack.extend(node.children)
         inputs = getattr(node.extra_fields, "inputs", None) or ()
-        if not any(isinstance(i, list) for i in inputs):
-            continue
-        found[node.correlation_id] = tuple(
+        lists = tuple(
             tuple((tuple(t.sizes), _dtype_text(t.dtype)) for t in i if hasattr(t, "sizes"))
             if isinstance(i, list)
             else None
             for i in inputs
         )
+        distinct = tuple(_distinct(i) if hasattr(i, "sizes") else None for i in inputs)
+        found[node.correlation_id] = (lists, distinct)
     return found
 
 
-def _call(event: Any, lists: dict[int, tuple[Listed | None, ...]] | None = None) -> Call:
+def _call(event: Any, inputs: _Inputs | None = None) -> Call:
+    lists, distinct = (inputs or {}).get(getattr(event, "id", -1), ((), ()))
     return Call(
         event.name,
         _shapes(event),
         tuple(str(d) for d in (getattr(event, "input_dtypes", None) or ())),
         tuple(getattr(event, "concrete_inputs", None) or ()),
-        (lists or {}).get(getattr(event, "id", -1), ()),
+        lists if any(x is not None for x in lists) else (),
+        footprints=distinct,
     )
 
 
@@ -483,8 +496,8 @@ def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None)
     events = _events(prof, region)
     device_clock = any(getattr(e, "self_device_time_total", 0) > 0 for e in events)
     clock = "device" if device_clock else "cpu"
-    lists = _tensor_lists(prof)
-    calls = {id(e): _call(e, lists) for e in events}
+    inputs = _tree_inputs(prof)
+    calls = {id(e): _call(e, inputs) for e in events}
     costs, owner, kinds = _classify(events, calls)
     groups: dict[Call, dict[str, Any]] = {}
 
