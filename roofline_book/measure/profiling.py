@@ -13,9 +13,13 @@ profiler 记下每个算子用了多长时间、跑了几次、输入的 shape �
 
 组合算子与它下面的 kernel（:attr:`OpRow.kind`）：
 
-- 一个算子下面有带模型、做实事的 kernel 时（调用 ``aten::mm`` 的 ``aten::linear``，调用
-  ``aten::clamp_min`` 的 ``aten::relu``），它是 ``"composite"``：自己不配模型，那些 kernel
-  各带各的，所以不会重复计数；它自己的 self time 是派发的开销。
+- ``"composite"``：一个带模型的算子下面运行着带模型的 kernel（``aten::relu`` 交给
+  ``aten::clamp_min`` 去算，``aten::mean`` 交给 ``sum`` 与 ``div_``），或者一个算子没有自己的
+  kernel（torch 把它注册为 ``CompositeImplicitAutograd``，如 ``aten::linear``；或列在
+  :data:`~roofline_book.measure.atencalls.WRAPPERS` 中，如 ``aten::_to_copy``）。它自己不配
+  模型，下面的 kernel 各带各的，所以不会重复计数；它自己的 self time 是派发的开销。一个
+  没有模型、自己又干活的算子（``aten::sort`` 先 ``copy_``，再在自己的 self time 里排序）是
+  ``"unmodelled"``。
 - 一个带模型的 kernel 下面没有模型的子算子（分配、view、它内部调用的 kernel），它们的 self
   time 并入这个 kernel 那一行：模型算的是整个算子的工作，时间也就要算整个算子的时间，不然
   这一行会比它的 roof 还快。
