@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     left = len(attribution.rows) - args.limit
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
-    outside = max(0.0, attribution.total_time_s - attribution.operator_time_s)
+    outside = sum(r.self_time_s for r in attribution.rows if r.kind == "range")
     print(f"explained by modelled ops: {attribution.explained:.1%} of the operators' self time "
           f"({attribution.modelled_share:.1%} in modelled kernels, the rest in composite ops "
           f"above them); {si(outside, 's')} outside any operator "
