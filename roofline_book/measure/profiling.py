@@ -379,7 +379,9 @@ def _tree_inputs(prof: Any) -> _Inputs:
     while stack:
         node = stack.pop()
         stack.extend(node.children)
-        inputs = getattr(node.extra_fields, "inputs", None) or ()
+        inputs = getattr(node.extra_fields, "inputs", None)
+        if not inputs:  # a kernel or runtime event (no inputs): its ids are not an op's
+            continue
         lists = tuple(
             tuple((tuple(t.sizes), _dtype_text(t.dtype)) for t in i if hasattr(t, "sizes"))
             if isinstance(i, list)
