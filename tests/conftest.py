@@ -49,3 +49,9 @@ def glued():
         return cache[page]
 
     return load
+
+
+# The profiling corpus (tests/profile_corpus/) holds programs written as users write them, run
+# by test_profiling.py; they are not test modules, and collecting them would import (and so run)
+# them. A conftest.py of their own would shadow this one's name for `from conftest import ...`.
+collect_ignore = ["profile_corpus"]

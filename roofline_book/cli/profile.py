@@ -31,13 +31,20 @@ def _roof(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``profile`` 子命令。"""
+    """``profile`` 子命令。
+
+    脚本运行之前检查一切：torch 在不在，``--plot`` 要的 matplotlib 在不在，``--plot`` 的路径
+    （相对于调用者的工作目录解析成绝对路径，脚本 ``chdir`` 也不会挪动它）能不能写。
+    """
+    require("torch", "profile")
     from ..measure import profiling
 
     if args.limit < 1:
         raise UsageError(f"--limit must be a whole number >= 1, got {args.limit}")
     plot = None if args.plot is None else output_file(args.plot, "--plot")
     suffix = "" if plot is None else plot.suffix.lower().removeprefix(".")
+    if plot is not None:
+        require("matplotlib", "profile --plot")
     roof = _roof(args)
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     try:
@@ -57,12 +64,16 @@ def run(args: argparse.Namespace) -> int:
     left = len(attribution.rows) - args.limit
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
-    print(f"explained by modelled ops: {attribution.explained:.1%} of the self time")
+    outside = sum(r.self_time_s for r in attribution.rows if r.kind == "range")
+    print(f"explained by modelled ops: {attribution.explained:.1%} of the operators' self time "
+          f"({attribution.modelled_share:.1%} in modelled kernels, the rest in composite ops "
+          f"above them); {si(outside, 's')} outside any operator "
+          "(record_function ranges, autograd nodes)")  # fmt: skip
     if roof is not None:
         print("memory levels (a row is held to the smallest that holds "
               f"{CACHE_MARGIN}x its working set): " + _levels(roof))  # fmt: skip
-    if args.plot:
-        print(f"wrote {args.plot}")
+    if plot is not None:
+        print(f"wrote {plot}")
     return 0
 
 
@@ -106,7 +117,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             "Run SCRIPT under torch.profiler (CPU, and CUDA when available) and attribute "
             "every recorded op to the package's models: calls, self time and share, FLOPs "
             "and bytes summed over the calls, intensity, achieved rate, fraction of the "
-            "roof and the bound. Options go before SCRIPT; what follows it is the "
+            "roof and the bound. SCRIPT runs as under 'python SCRIPT': its folder first on "
+            "sys.path, the caller's working directory, and its stdout sent to stderr so that "
+            "stdout holds only the report. Needs torch (the [bench] extra); --plot needs "
+            "matplotlib (the [plot] extra). Options go before SCRIPT; what follows it is the "
             "script's own argv."
         ),
     )

@@ -359,13 +359,24 @@ SCHEMAS: dict[str, dict] = {
                         "fraction_of_roof": _num("time lower bound / self time", nullable=True),
                         "bound": _str("the binding resource", nullable=True, enum=RESOURCES),
                         "profiler_flops": _int("FLOPs the profiler counted [FLOP]", nullable=True),
+                        "kind": _str(
+                            "model (a model of its own), composite (its work is in the "
+                            "modelled kernels below it), unmodelled, or range "
+                            "(a record_function range or an autograd node)",
+                            enum=["model", "composite", "unmodelled", "range"],
+                        ),  # fmt: skip
                     },
                     "one (op, shapes) row",
                 ),
                 "each (op, shapes), longest self time first",
             ),
             "total_self_time_s": _num("[s]"),
-            "explained_share": _num("share of the self time of modelled ops"),
+            "operator_self_time_s": _num("the operators' self time, ranges left out [s]"),
+            "explained_share": _num(
+                "share of the operators' self time in modelled kernels "
+                "and the composite ops above them"
+            ),  # fmt: skip
+            "modelled_share": _num("share of the operators' self time in modelled kernels"),
             "clock": _str("whose time: cpu or device", enum=["cpu", "device"]),
             "roof": {
                 "type": ["object", "null"],
@@ -405,8 +416,9 @@ SCHEMAS: dict[str, dict] = {
                             ),
                             "figures the verdict rests on",
                         ),
-                        "missing": _str("what the run lacks (a key), if not measured",
-                                        nullable=True),  # fmt: skip
+                        "missing": _str(
+                            "what the run lacks (a key), if not measured", nullable=True
+                        ),  # fmt: skip
                     },
                     "one claim",
                 ),
