@@ -757,3 +757,25 @@ def test_an_expanded_input_is_read_once():
     assert (copy.cost.bytes_read, copy.cost.bytes_written) == (4 * 128, 4 * 256 * 128)
     (mul,) = _rows(attribution, "aten::mul")
     assert mul.cost.bytes_read == 4 * (256 * 128 + 128) and mul.cost.bytes_written == 4 * 32768
+
+
+@pytest.mark.site  # the ceilings this machine measured when the book was built
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_no_corpus_row_beats_the_ceilings_this_machine_measured(script, one_thread):
+    """Every modelled row of every corpus script, held to the build's CPU run (measured on this
+    machine, one thread, as the scripts run here), stays under its roof: its time lower bound
+    over its self time is at most 1 plus the run's own timing tolerance (the 5% the claims use,
+    or the sentinel's spread when the run was unsettled). A row past it means a model that
+    counts work the kernel does not do, or a level rule that holds data to a slower level than
+    the one it sits in."""
+    from roofline_book.book import cpu_run
+    from roofline_book.measure.ceilings import of_run
+    from roofline_book.measure.verdicts import tolerance
+
+    run = cpu_run()
+    attribution = profiling.attribute(profiling.profile_script(str(CORPUS / script)), of_run(run))
+    held = [r for r in attribution.rows if r.fraction_of_roof is not None]
+    assert held  # the run's ceilings hold the modelled rows
+    over = [(r.name, r.shapes, round(r.fraction_of_roof, 3)) for r in held
+            if r.fraction_of_roof > 1 + tolerance(run)]  # fmt: skip
+    assert not over, over
