@@ -238,3 +238,10 @@ def test_a_rank_that_dies_is_a_clear_error(monkeypatch):
     with pytest.raises(RuntimeError, match=r"rank (1 died \(exit code 3\)|0 failed: )"):
         mc.measure(2, "gloo", sizes=(8, 64), ops=("all_reduce",), timeout=30)
     assert time.monotonic() - start < 20
+
+
+def test_cli_timeout_is_one_line_and_exit_1(capsys):
+    status = cli.main(["collectives", "--procs", "2", "--quick", "--timeout", "0.05"])
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    assert err.count("\n") == 1 and "did not finish within 0.05 s" in err and "--timeout" in err
