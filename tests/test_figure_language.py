@@ -45,6 +45,8 @@ ALLOWED = {
     *("linear", "layer", "kernel", "head", "mask", "block"),
     # inference
     *("batch", "token", "tokens", "prefill", "decode", "kv", "cache", "trace"),
+    # collectives: the operation, its algorithms and nccl-tests' bandwidth
+    *("all", "reduce", "ring", "tree", "rank", "busbw", "gloo"),
 }
 
 #: The CLI's page: its figure is the command line's output, in the CLI's language.

@@ -17,7 +17,7 @@
 Examples
 --------
 >>> sorted(SCHEMAS)
-['block', 'claims', 'devices', 'infer', 'op', 'plot', 'profile']
+['block', 'claims', 'collectives', 'devices', 'infer', 'op', 'plot', 'profile']
 >>> SCHEMAS["op"]["properties"]["time_lower_bound_s"]["description"]
 'the largest of time_by_resource_s: the time lower bound [s]'
 """
@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
+from ..collectives import OPS as COLLECTIVE_OPS
 from ..hardware import Hardware, catalog
 from ..ops import Cost
 from ..roofline import main_unit, time_bound, unit_rates
@@ -452,6 +453,45 @@ SCHEMAS: dict[str, dict] = {
             "tolerance": _num("the timing tolerance every comparison of this run uses"),
         },
         "the claims checklist of a run file",
+    ),
+    "collectives": _command(
+        "collectives",
+        {
+            "torch_version": _str("torch that measured"),
+            "backend": _str("torch.distributed backend", enum=["gloo", "nccl"]),
+            "procs": _int("processes (ranks)"),
+            "results": _list(
+                _obj(
+                    {
+                        "op": _str("the collective", enum=list(COLLECTIVE_OPS)),
+                        "bytes": _int("nccl-tests' size: each rank's (larger) buffer [byte]"),
+                        "time_s": _num("median of the samples, each the slowest rank's [s]"),
+                        "iqr_s": _num("interquartile range of the samples [s]"),
+                        "reps": _int("samples"),
+                        "algbw_Bps": _num(
+                            "nccl-tests' algorithm bandwidth, bytes / time_s [byte/s]"
+                        ),
+                        "busbw_Bps": _num("nccl-tests' bus bandwidth, algbw x its factor [byte/s]"),
+                    },
+                    "one collective at one size",
+                ),
+                "every collective at every size",
+            ),
+            "fit": _map(
+                _obj(
+                    {
+                        "alpha_s": _num("fixed time of one operation [s]"),
+                        "beta_Bps": _num(
+                            "fitted bandwidth; null if the time does not grow with size [byte/s]",
+                            nullable=True,
+                        ),
+                    },
+                    "time = alpha_s + bytes x f / beta_Bps, f the ring's share of bytes sent",
+                ),
+                "the alpha-beta fit of each collective",
+            ),
+        },
+        "collectives timed with torch.distributed on this machine",
     ),
 }
 """每个子命令 ``--json`` 的 JSON Schema。"""

@@ -8,6 +8,7 @@
 """
 
 from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed
+from .comm import collective_busbw, collective_times, comm_axes, measured_sizes
 from .marks import log2_axis, memory_hierarchy, reference_line, ridge_line, time_bars, traffic_bars
 from .roofs import (
     achieved_gap,
@@ -50,11 +51,15 @@ __all__ = [
     "cjk_font_file",
     "attention_sweep",
     "ceilings",
+    "collective_busbw",
+    "collective_times",
+    "comm_axes",
     "device_rooflines",
     "gemm_intensity",
     "level_intensities",
     "log2_axis",
     "measured",
+    "measured_sizes",
     "memory_hierarchy",
     "placed",
     "points",
