@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .. import __version__
 from ..hardware import Hardware
 from ..inference import (
     Precisions,
@@ -19,6 +20,8 @@ from ..inference import (
     step_time,
     weight_bytes,
 )
+from ..parallel import GPUS_PER_NODE, Split, device_ops
+from ..parallel import infer as infer_split
 from ..roofline import time_bound
 from ..serving import MEMORY_RESERVE, activation_peak, max_batch
 from ..units import si
@@ -74,14 +77,26 @@ def run(args: argparse.Namespace) -> int:
         )
     if prompt > context:
         raise UsageError(f"--prompt ({prompt}) must be <= --context ({context})")
-    fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
-    per_sequence = kv_cache_bytes(config, context, p)
+    split = _split(args, config, device)
+    group = None
+    if split.devices > 1 or split.ep > 1:
+        group = infer_split(
+            config, device, split, batch=1, context=context, prompt=prompt, precisions=p
+        )
+        fits = group.max_batch
+        weights_here = group.weight_bytes_per_device
+        per_sequence = group.kv_bytes_per_sequence_per_device
+    else:
+        fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
+        weights_here = weight_bytes(config, p)
+        per_sequence = kv_cache_bytes(config, context, p)
+    where = device.key if group is None else f"{split.devices} x {device.key}"
     if fits is not None and args.batch > fits:
         raise UsageError(
-            f"--batch {args.batch} does not fit on {device.key} at --context {context}: "
-            f"at most {fits} sequence(s) (weights {si(weight_bytes(config, p), 'B')}, "
-            f"activations about {si(activation_peak(config, p), 'B')}, "
-            f"KV cache {si(per_sequence, 'B')} per sequence, "
+            f"--batch {args.batch} does not fit on {where} at --context {context}: "
+            f"at most {fits} sequence(s) (weights {si(weights_here, 'B')} per device, "
+            f"activations about {si(activation_peak(config, p) // split.tp, 'B')}, "
+            f"KV cache {si(per_sequence, 'B')} per sequence per device, "
             f"of {si(device.memory_capacity or 0, 'B')} with {MEMORY_RESERVE:.0%} left unused)"
         )
     prefill = step_ops(config, args.batch, prompt, prompt, p)
@@ -89,7 +104,19 @@ def run(args: argparse.Namespace) -> int:
     t_prefill, t_decode = step_time(prefill, device, p), step_time(decode, device, p)
     f_prefill = step_floor(config, args.batch, prompt, prompt, device, p).seconds
     f_decode = step_floor(config, args.batch, 1, context, device, p).seconds
+    prefill_s, decode_s = t_prefill.seconds, t_decode.seconds
+    communication = latency = 0.0
+    if group is not None:
+        group = infer_split(
+            config, device, split, batch=args.batch, context=context, prompt=prompt, precisions=p
+        )
+        prefill_s, decode_s = group.prefill.seconds, group.decode.seconds
+        t_prefill = step_time(device_ops(config, split, args.batch, prompt, prompt, p), device, p)
+        t_decode = step_time(device_ops(config, split, args.batch, 1, context, p), device, p)
+        f_prefill, f_decode = group.prefill.floor_s, group.decode.floor_s
+        communication, latency = group.decode.communication_s, group.decode.latency_s
     figures: dict[str, Any] = {
+        "roofline_book_version": __version__,
         "model": config.key,
         "parameters": config.parameters(),
         "active_parameters": config.parameters(active=True),
@@ -107,15 +134,30 @@ def run(args: argparse.Namespace) -> int:
         "sliding_window": config.sliding_window,
         "local_layers": config.local_layers,
         "kv_cache_bytes_per_token": kv_bytes_per_token(config, p),
-        "kv_cache_bytes_per_sequence": per_sequence,
-        "kv_cache_bytes": args.batch * per_sequence,
+        "kv_cache_bytes_per_sequence": kv_cache_bytes(config, context, p),
+        "kv_cache_bytes": args.batch * kv_cache_bytes(config, context, p),
+        "kv_cache_bytes_per_sequence_per_device": per_sequence,
         "weight_bytes": weight_bytes(config, p),
         "activation_peak_bytes": activation_peak(config, p),
-        "prefill_time_lower_bound_s": t_prefill.seconds,
-        "decode_time_lower_bound_s": t_decode.seconds,
+        "devices": split.devices,
+        "tp": split.tp,
+        "pp": split.pp,
+        "ep": split.ep,
+        "weight_bytes_per_device": weights_here,
+        "communication_time_s": communication,
+        "communication_latency_s": latency,
+        "prefill_communication_time_s": 0.0 if group is None else group.prefill.communication_s,
+        "interconnect": {
+            "link": device.link or None,
+            "link_bandwidth_Bps": device.link_bandwidth,
+            "link_latency_s": device.link_latency,
+            "link_reduces": device.link_reduces,
+        },
+        "prefill_time_lower_bound_s": prefill_s,
+        "decode_time_lower_bound_s": decode_s,
         "prefill_floor_s": f_prefill,
         "decode_floor_s": f_decode,
-        "decode_tokens_per_s": args.batch / t_decode.seconds,
+        "decode_tokens_per_s": args.batch / decode_s,
         "decode_tokens_per_s_floor": args.batch / f_decode,
         "max_batch": fits,
         "decode_batch_to_ridge": decode_batch_to_ridge(config, device, p),
@@ -127,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
                 "device": device.key,
                 "prefill_by_op_s": dict(t_prefill.by_op),
                 "decode_by_op_s": dict(t_decode.by_op),
+                "by_op_per": "device" if group is not None else "model",
             }
         )
         return 0
@@ -142,29 +185,80 @@ def run(args: argparse.Namespace) -> int:
         f"{p.activations}, KV cache {p.kv}{window}"
     )
     print(f"device: {device_line(device, p.activations)}")
+    if group is not None:
+        print(
+            f"split: {split.devices} devices (TP {split.tp}, PP {split.pp}, EP {split.ep}) over "
+            f"{device.link}, {si(device.link_bandwidth or 0, 'B/s')} per direction"
+        )
     kind = config.layer_kind(0)
     which = "" if config.local_layers in (0, config.layers) else f" (layer 0, {kind})"
     for title, new, ctx in (("prefill", prompt, prompt), ("decode step", 1, context)):
         print()
-        print(f"one layer{which}, {title}:")
-        print(text_table(_HEADER, _rows(layer_ops(config, args.batch, new, ctx, p), device, p),
-                         right={1, 2, 3, 5}))  # fmt: skip
+        unsplit = "" if group is None else ", before the split"
+        print(f"one layer{which}{unsplit}, {title}:")
+        print(
+            text_table(
+                _HEADER,
+                _rows(layer_ops(config, args.batch, new, ctx, p), device, p),
+                right={1, 2, 3, 5},
+            )
+        )
+    if group is not None:
+        print()
+        print("one decode step, communication (whole model):")
+        rows = [
+            (
+                c.what,
+                str(c.count),
+                si(c.nbytes, "B"),
+                str(c.devices),
+                c.link,
+                si(c.time.bandwidth_s, "s"),
+                si(c.time.latency_s, "s"),
+            )
+            for c in group.decode.comms
+        ]
+        head = ("collective", "times", "bytes each", "devices", "link", "bandwidth", "latency")
+        print(text_table(head, rows, right={1, 2, 3, 5, 6}))
     print()
     lines = [
         ("weights", si(figures["weight_bytes"], "B")),
         ("KV cache per token", si(figures["kv_cache_bytes_per_token"], "B")),
-        ("KV cache per sequence", si(per_sequence, "B")),
+        ("KV cache per sequence", si(figures["kv_cache_bytes_per_sequence"], "B")),
         ("KV cache, whole batch", si(figures["kv_cache_bytes"], "B")),
         ("largest batch that fits", "-" if fits is None else str(fits)),
-        ("prefill, kernel by kernel", si(t_prefill.seconds, "s") + " (lower bound)"),
+        ("prefill, kernel by kernel", si(prefill_s, "s") + " (lower bound)"),
         ("prefill, any implementation", si(f_prefill, "s") + " (lower bound)"),
-        ("decode step, kernel by kernel", si(t_decode.seconds, "s") + " (lower bound)"),
+        ("decode step, kernel by kernel", si(decode_s, "s") + " (lower bound)"),
         ("decode step, any implementation", si(f_decode, "s") + " (lower bound)"),
         ("decode tokens per second", f"{figures['decode_tokens_per_s']:,.0f} (upper bound)"),
         ("decode batch to the ridge", f"{figures['decode_batch_to_ridge']:.0f}"),
     ]
+    if group is not None:
+        lines[1:1] = [("weights per device", si(weights_here, "B"))]
+        lines[5:5] = [("KV cache per sequence per device", si(per_sequence, "B"))]
+        lines += [
+            ("decode communication, bandwidth", si(communication, "s") + " (in the bound)"),
+            ("decode communication, latency", si(latency, "s") + " (not in the bound)"),
+        ]
     print(text_table(None, lines, right=set()))
     return 0
+
+
+def _split(args: argparse.Namespace, config, device: Hardware) -> Split:
+    """``--tp --pp --ep`` 的切分；不允许的切分是一行写明参数的错误。"""
+    try:
+        split = Split(tp=args.tp, pp=args.pp, ep=args.ep)
+        split.check(config)
+    except ValueError as exc:
+        raise UsageError(f"--{exc}") from None
+    if (split.devices > 1 or split.ep > 1) and device.link_bandwidth is None:
+        raise UsageError(
+            f"--tp/--pp/--ep need a catalog device with an interconnect; {device.key} has none"
+        )
+    if split.tp > GPUS_PER_NODE:
+        raise UsageError(f"--tp {split.tp} must fit in one node of {GPUS_PER_NODE} GPUs")
+    return split
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -216,5 +310,27 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="store the embedding table and the LM head in the weights' format (default BF16)",
     )
     infer.add_argument("--kv-dtype", default="bf16", help="KV cache (bf16)")
+    split = infer.add_argument_group("split over devices")
+    split.add_argument(
+        "--tp",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="tensor parallel: devices each layer is split over (1)",
+    )
+    split.add_argument(
+        "--pp",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="pipeline parallel: stages the layers are split into (1)",
+    )
+    split.add_argument(
+        "--ep",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="expert parallel: devices of the TP group the experts spread over (1)",
+    )
     add_device_arguments(infer)
     infer.set_defaults(handler=run)
