@@ -538,6 +538,58 @@ __all__ = [
     "dp_tokens_to_hide",
     "inference_comms",
     "infer",
+    "strategy_intensities",
     "tp_width_to_hide",
     "weight_bytes_per_device",
 ]
+
+
+def strategy_intensities(
+    config: ModelConfig,
+    tokens: int,
+    *,
+    dp: int = 8,
+    tp: int = 8,
+    pp: int = 4,
+    reduces: bool = False,
+    dtype: str = "bf16",
+) -> dict[str, float]:
+    """每种并行方式每块设备每送出一个字节所做的 FLOPs（FLOP/byte），一步训练、每块设备 ``tokens``
+    个 token。
+
+    送出的字节是 ring 集合通信每块设备发出的量（``reduces`` 时 all-reduce 取交换芯片归约的
+    ``(n-1)/n``）：
+
+    - ``"DP"``：``6 N T`` 对 16 位梯度 ``2 P`` 字节的 all-reduce；
+    - ``"FSDP"``：``6 N T`` 对两次权重 all-gather 加一次梯度 reduce-scatter；
+    - ``"TP"``：一层的 ``6 x 2 x (层的矩阵权重) / tp x T`` 对每层 forward、backward 各 2 次
+      ``T x h`` 激活的 all-reduce；
+    - ``"PP"``：一个 stage 的 ``6 N T / pp`` 对送出的激活与收回的梯度各 ``T x h``。
+
+    Examples
+    --------
+    >>> from roofline_book.inference import model
+    >>> i = strategy_intensities(model("llama-3-8b"), 4096, dp=64)
+    >>> round(i["DP"] / 4096, 2)                 # 6 N / (2 x 63/64 x 2 P) per token
+    1.42
+    """
+    tokens = _validate.size("tokens", tokens)
+    c, a = config, bytes_per_element(dtype)
+    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
+    grads = a * c.parameters()
+
+    def sent(op: str, nbytes: float, devices: int) -> float:
+        if op == "all_reduce" and reduces:
+            op = "reduce_scatter"
+        return collective_time(op, nbytes, devices, 1.0, 0.0).bandwidth_s  # bytes at 1 B/s
+
+    step = 6 * n * tokens
+    fsdp = 2 * sent("all_gather", grads, dp) + sent("reduce_scatter", grads, dp)
+    layer = 6 * c.layer_matrix_parameters(active=True) * tokens / tp
+    act = tokens * c.hidden * a
+    return {
+        "DP": step / sent("all_reduce", grads, dp),
+        "FSDP": step / fsdp,
+        "TP": layer / (4 * sent("all_reduce", act, tp)),
+        "PP": step / pp / (2 * sent("send_recv", act, 2)),
+    }
