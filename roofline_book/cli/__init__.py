@@ -21,6 +21,9 @@ Subcommands
     在 profiler 下运行一个 PyTorch 脚本，把记录下的每个 op 对应到模型，并与一条 roof 对照。
 ``bench``
     :mod:`roofline_book.measure` 的 benchmark suite。
+``collectives``
+    在本机启动几个 ``torch.distributed`` 进程，测集合通信的 algbw、busbw 与 alpha-beta 拟合
+    （:mod:`roofline_book.measure.collectives`）。
 
 每个子命令是本包的一个模块，含一个添加其选项的 ``add_parser(sub, common)`` 和一个给出回答的
 ``run(args)``；:data:`SUBCOMMANDS` 按 ``--help`` 显示的顺序列出它们。
@@ -65,11 +68,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..extras import MissingExtra
-from . import bench, block, claims, devices, infer, op, plot, profile, train
+from . import bench, block, claims, collectives, devices, infer, op, plot, profile, train
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
 
-SUBCOMMANDS = (op, block, infer, train, devices, plot, profile, bench, claims)
+SUBCOMMANDS = (op, block, infer, train, devices, plot, profile, bench, collectives, claims)
 """各子命令的模块，按帮助列出它们的顺序。"""
 
 __all__ = ["EXIT_USAGE", "OPERATORS", "PROG", "build_parser", "main", "parse_point", "parse_size"]
