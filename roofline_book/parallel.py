@@ -323,7 +323,7 @@ class ParallelStep:
 
     @property
     def share(self) -> float:
-        """通信带宽项占 :attr:`seconds` 的比例。"""
+        """通信带宽项占 ``seconds`` 的比例。"""
         return self.communication_s / self.seconds
 
 

@@ -36,8 +36,8 @@ ADAM_BYTES_PER_PARAMETER = 12
 """混合精度 Adam 的优化器状态：FP32 主权重、一阶矩、二阶矩，各 4 字节（ZeRO 论文的 K = 12）。"""
 
 ACTIVATION_BYTES_PER_LAYER = 34
-"""Korthikanti et al. 2022（arXiv:2205.05198）表 2：每层每个 token 每个 hidden 元素保存的激活
-字节数；16 位激活、TP 加 sequence parallel 时为 ``34 / t``，不存 attention 分数（FlashAttention
+"""每层每个 token 每个 hidden 元素保存的激活字节数（Korthikanti et al. 2022，arXiv 2205.05198，
+表 2）；16 位激活、TP 加 sequence parallel 时为 ``34 / t``，不存 attention 分数（FlashAttention
 重算它们）。"""
 
 

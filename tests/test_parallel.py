@@ -321,3 +321,22 @@ def test_a_ring_only_bound_on_h100_is_beaten_by_nvls():
     assert allowed == pytest.approx(NVLINK) and allowed < 480e9
     reduces = bus_bandwidth("all_reduce", nbytes / all_reduce(nbytes, 8, H100).bandwidth_s, 8)
     assert reduces == pytest.approx(2 * NVLINK) and reduces > 480e9
+
+
+def test_comm_roofline_places_each_strategy_on_each_link():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from roofline_book.plotting import comm_roofline
+
+    fig, ax = plt.subplots()
+    comm_roofline(ax, H100, {"NVLink": NVLINK, "IB": NDR}, {"TP": 3000.0})
+    # one point per (link, strategy): min(P, B x I) in TFLOP/s; 3000 FLOP/byte is right of the
+    # NVLink ridge (2379) and left of the InfiniBand one (21410)
+    # (the two ridge-point markers are scatters too: the strategy's are the last of each link)
+    points = [tuple(map(float, c.get_offsets()[0])) for c in ax.collections]
+    assert (3000.0, pytest.approx(H100.peak_flops("bf16") / 1e12)) in points
+    assert (3000.0, pytest.approx(NDR * 3000 / 1e12)) in points
+    plt.close(fig)

@@ -31,7 +31,7 @@ def comm_roofline(
     Parameters
     ----------
     ax : matplotlib.axes.Axes
-    device : Hardware
+    device : roofline_book.device.Hardware
         设备，取它 ``dtype`` 的矩阵单元峰值。
     links : mapping of str to float
         图例标签 -> 每个方向的链路带宽（byte/s）。
@@ -60,15 +60,17 @@ def comm_roofline(
             intensity_range=intensity_range,
             unit=unit,
         )
-        for name, intensity in (strategies or {}).items():
+        ranked = sorted((strategies or {}).items(), key=lambda item: item[1])
+        for j, (name, intensity) in enumerate(ranked):
             y = attainable(intensity, peak, bandwidth) / _scale(unit)
             drawn.append(ax.scatter([intensity], [y], color=color, s=22, zorder=5))
-            if i == len(links) - 1:
+            if i == len(links) - 1:  # neighbours' labels alternate below and above the roof
+                below = j % 2 == 0
                 drawn.append(
                     ax.annotate(
                         name,
                         (intensity, y),
-                        xytext=(3, -10),
+                        xytext=(3, -11 if below else 5),
                         textcoords="offset points",
                         fontsize=8,
                         color=PALETTE["black"],
