@@ -474,10 +474,12 @@ def dp_tokens_to_hide(
     latency: float = 0.0,
     dtype: str = "bf16",
 ) -> float:
-    """每块设备每步至少要处理多少 token，``6 N`` 的计算才盖得住 16 位梯度的 ring all-reduce。
+    """每块设备每步至少要处理多少 token，backward 的计算才盖得住 16 位梯度的 ring all-reduce。
 
-    ``6 N T / peak = t_allreduce(2 P bytes)``，解出 ``T`` （``P`` 是全部权重，``N`` 是矩阵乘法的
-    权重）；ring 时 ``T = 2 (n-1)/n x 2 P / (6 N) x peak / B = (2/3) (n-1)/n (P / N) peak / B``。
+    梯度在 backward 中产生，all-reduce 只能与 backward（每个 token ``4 N`` FLOPs）重叠：
+    ``4 N T / peak = t_allreduce(2 P bytes)``，解出 ``T`` （``P`` 是全部权重，``N`` 是矩阵乘法的
+    权重）；ring 时 ``T = 2 (n-1)/n x 2 P / (4 N) x peak / B = (n-1)/n (P / N) peak / B``，``n``
+    很大、``P = N`` 时就是 JAX scaling book 的 ``C / W``。
 
     Examples
     --------
@@ -487,13 +489,13 @@ def dp_tokens_to_hide(
     >>> m = model("llama-3-8b")
     >>> p, n = m.parameters(), 32 * m.layer_matrix_parameters() + 128256 * 4096
     >>> t = dp_tokens_to_hide(m, h100, 64, 50e9)
-    >>> round(t), round(2 / 3 * 63 / 64 * p / n * h100.peak_flops("bf16") / 50e9)
-    (15034, 15034)
+    >>> round(t), round(63 / 64 * p / n * h100.peak_flops("bf16") / 50e9)
+    (22551, 22551)
     """
     c = config
     n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
     t = collective_time("all_reduce", 2 * c.parameters(), dp, bandwidth, latency)
-    return t.seconds * device.peak_flops(dtype) / (6 * n)
+    return t.seconds * device.peak_flops(dtype) / (4 * n)
 
 
 def tp_width_to_hide(
@@ -560,7 +562,7 @@ def strategy_intensities(
     送出的字节是 ring 集合通信每块设备发出的量（``reduces`` 时 all-reduce 取交换芯片归约的
     ``(n-1)/n``）：
 
-    - ``"DP"``：``6 N T`` 对 16 位梯度 ``2 P`` 字节的 all-reduce；
+    - ``"DP"``：backward 的 ``4 N T`` （梯度只能与它重叠）对 16 位梯度 ``2 P`` 字节的 all-reduce；
     - ``"FSDP"``：``6 N T`` 对两次权重 all-gather 加一次梯度 reduce-scatter；
     - ``"TP"``：一层的 ``6 x 2 x (层的矩阵权重) / tp x T`` 对每层 forward、backward 各 2 次
       ``T x h`` 激活的 all-reduce；
@@ -570,8 +572,8 @@ def strategy_intensities(
     --------
     >>> from roofline_book.inference import model
     >>> i = strategy_intensities(model("llama-3-8b"), 4096, dp=64)
-    >>> round(i["DP"] / 4096, 2)                 # 6 N / (2 x 63/64 x 2 P) per token
-    1.42
+    >>> round(i["DP"] / 4096, 3)                 # 4 N / (2 x 63/64 x 2 P) per token
+    0.949
     """
     tokens = _validate.size("tokens", tokens)
     c, a = config, bytes_per_element(dtype)
@@ -588,7 +590,7 @@ def strategy_intensities(
     layer = 6 * c.layer_matrix_parameters(active=True) * tokens / tp
     act = tokens * c.hidden * a
     return {
-        "DP": step / sent("all_reduce", grads, dp),
+        "DP": 4 * n * tokens / sent("all_reduce", grads, dp),
         "FSDP": step / fsdp,
         "TP": layer / (4 * sent("all_reduce", act, tp)),
         "PP": step / pp / (2 * sent("send_recv", act, 2)),

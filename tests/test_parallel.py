@@ -230,10 +230,41 @@ def test_communication_roofline_by_hand():
     # over InfiniBand the width must be 9x larger: Llama-3-70B's 28672 / 8 = 3584 falls short
     assert tp_width_to_hide(H100, 8, NDR) == pytest.approx(9 * w)
     assert 28672 / 8 > w and 28672 / 8 < tp_width_to_hide(H100, 8, NDR)
-    # DP over InfiniBand: 6N T / peak = 2 x 63/64 x 2P / 50e9
+    # DP over InfiniBand: the backward's 4N T / peak = 2 x 63/64 x 2P / 50e9
     n = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 128256 * 4096
     t = dp_tokens_to_hide(LLAMA8, H100, 64, NDR)
-    assert t == pytest.approx(2 * 63 / 64 * 2 * LLAMA8.parameters() / NDR * peak / (6 * n))
+    assert t == pytest.approx(2 * 63 / 64 * 2 * LLAMA8.parameters() / NDR * peak / (4 * n))
+
+
+def test_the_scaling_books_gpu_thresholds():
+    """JAX scaling book, "How to Think About GPUs" (jax-ml/scaling-book gpus.md @ 1a55377),
+    "Rooflines for LLM Scaling on GPUs": with C = 990e12 and W = 450e9 (H100, in a node), data
+    parallelism needs a per-GPU token batch above C / W = 2200, and tensor parallelism a
+    per-rank MLP width F / Y above the same 2200 (2475 with the node's 400e9 beyond it).
+    Its arithmetic drops (n-1)/n and the embeddings (P = N): take n large and a tied, tiny
+    vocabulary, and the package gives its numbers."""
+    from roofline_book.hardware import adhoc
+    from roofline_book.inference import adhoc_model
+
+    h100_book = adhoc("scaling book H100", 990e12, 3.35e12)
+    mlp = adhoc_model(
+        "mlp",
+        hidden=8192,
+        layers=80,
+        heads=64,
+        kv_heads=8,
+        ffn=28672,
+        vocab=8,
+        tied_embeddings=True,
+    )
+    n = 10**6
+    assert dp_tokens_to_hide(mlp, h100_book, n, 450e9) == pytest.approx(2200, rel=1e-3)
+    assert dp_tokens_to_hide(mlp, h100_book, n, 400e9) == pytest.approx(2475, rel=1e-3)
+    # TP: 2 matrices of the MLP (their W_in, W_out) against AllGather + ReduceScatter of the
+    # activations, the same bytes as a ring all-reduce
+    assert tp_width_to_hide(h100_book, n, 450e9, gated=False) == pytest.approx(2200, rel=1e-3)
+    # "For F = 28000 like LLaMA-3, this is about 11-way TP": 28672 / 2475 = 11.6
+    assert 11 < 28672 / tp_width_to_hide(h100_book, n, 400e9, gated=False) < 12
 
 
 def test_the_done_when_models_answer_on_8_h100_and_8_h20():

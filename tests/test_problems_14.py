@@ -43,8 +43,8 @@ def test_the_communication_roofline(glued):
     g = glued(CH14)
     assert g["i_nvlink"] == pytest.approx(PEAK / NVLINK)
     assert g["i_ib"] == pytest.approx(PEAK / NDR)
-    # DP over InfiniBand: 6 N T / peak = 2 x 63/64 x 2 P / 50e9
-    assert g["t_dp"] == pytest.approx(2 * 63 / 64 * 2 * P8 / NDR * PEAK / (6 * N8))
+    # DP over InfiniBand: the backward's 4 N T / peak = 2 x 63/64 x 2 P / 50e9
+    assert g["t_dp"] == pytest.approx(2 * 63 / 64 * 2 * P8 / NDR * PEAK / (4 * N8))
     # TP 8 MLP width: 6 h w / peak = (n-1)/n x 2 h / B with an NVSwitch that reduces, the ring's
     # 2 (n-1)/n x 2 h / B over InfiniBand
     assert g["w_nvlink"] == pytest.approx(PEAK * (7 / 8 * 2 / NVLINK) / 6)
@@ -60,7 +60,7 @@ def test_problem_answers(glued):
     assert g["ans1_w"] == pytest.approx(w / 1e9)
     assert 1.9 < g["ans1_ratio"] < 2.05  # two stages of 4 devices, one after the other
     # 2. DP all on NVLink: the same arithmetic at 450 GB/s, 9 times fewer tokens
-    assert g["ans2"] == pytest.approx(2 * 63 / 64 * 2 * P8 / NVLINK * PEAK / (6 * N8))
+    assert g["ans2"] == pytest.approx(2 * 63 / 64 * 2 * P8 / NVLINK * PEAK / (4 * N8))
     assert g["ans2_ratio"] == pytest.approx(9)
     # 3. 16 bytes a weight by ZeRO stage over 64 devices, plus 34 s h bytes a layer of activations
     act = 34 * 4096 * 4096 * 32
