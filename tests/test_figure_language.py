@@ -45,6 +45,8 @@ ALLOWED = {
     *("linear", "layer", "kernel", "head", "mask", "block"),
     # inference
     *("batch", "token", "tokens", "prefill", "decode", "kv", "cache", "trace"),
+    # many devices: the links and the splits, as the book names them
+    *("nvlink", "infiniband", "ndr", "pcie", "fsdp", "zero"),
 }
 
 #: The CLI's page: its figure is the command line's output, in the CLI's language.
