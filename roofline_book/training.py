@@ -208,12 +208,16 @@ def train(
         inside = max(1, per_node // (sp.tp * sp.pp))
         if sp.dp <= inside:
             t, link = all_reduce(grads, sp.dp, device), device.link
-        else:
-            inside = min(inside, sp.dp)
+        elif sp.dp % inside == 0:  # whole nodes: inside the node, then across
             t = hierarchical_all_reduce(
                 grads, inside, sp.dp // inside, bw, lat, nic.bandwidth, nic.latency
             )
             link = nic.key
+        else:  # ranks that do not fill whole nodes: one ring, as fast as its slowest link
+            t, link = (
+                collective_time("all_reduce", grads, sp.dp, nic.bandwidth, nic.latency),
+                nic.key,
+            )
         what = {
             0: ("DP gradient all-reduce", "all_reduce", 1),
             1: ("DP gradient all-reduce", "all_reduce", 1),

@@ -371,3 +371,13 @@ def test_comm_roofline_places_each_strategy_on_each_link():
     assert (3000.0, pytest.approx(H100.peak_flops("bf16") / 1e12)) in points
     assert (3000.0, pytest.approx(NDR * 3000 / 1e12)) in points
     plt.close(fig)
+
+
+def test_dp_ranks_that_do_not_fill_whole_nodes_ring_over_the_network():
+    # 12 ranks are a node and a half: one ring at the NIC's 50 GB/s; ZeRO-3 moves 1.5x an
+    # all-reduce (two weight all-gathers and a gradient reduce-scatter)
+    step = train(LLAMA8, H100, TrainSplit(dp=12, zero=3), batch=96, seq=4096)
+    (c,) = step.comms
+    g = 2 * LLAMA8.parameters()
+    assert c.link == "ib-ndr"
+    assert c.time.bandwidth_s == pytest.approx(1.5 * 2 * 11 / 12 * g / NDR)
