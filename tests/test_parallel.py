@@ -381,3 +381,11 @@ def test_dp_ranks_that_do_not_fill_whole_nodes_ring_over_the_network():
     g = 2 * LLAMA8.parameters()
     assert c.link == "ib-ndr"
     assert c.time.bandwidth_s == pytest.approx(1.5 * 2 * 11 / 12 * g / NDR)
+
+
+def test_the_latency_term_stays_out_of_the_bound():
+    """A one-shot all-reduce of 4 KiB on 8 H100 takes 5.7 us (sglang#2904, in the published
+    measurements): less than NCCL's ring latency alone, 14 x 0.47 us = 6.58 us, so a bound with
+    the latency term in it would be beaten; the bandwidth term (8 ns) is not."""
+    t = all_reduce(4096, 8, H100)
+    assert t.latency_s == pytest.approx(6.58e-6) and t.latency_s > 5.7e-6 > t.bandwidth_s

@@ -172,6 +172,13 @@ def _all_reduce_busbw(device: Hardware, c: Mapping[str, Any]) -> Limit:
     return Limit(bus_bandwidth("all_reduce", nbytes / seconds, n), True, f"bound {seconds:.4g} s")
 
 
+def _all_reduce_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """``parallel.all_reduce`` on the catalog's link: its bandwidth term is a time lower bound
+    (the latency term is not: one-shot kernels beat NCCL's ring latency)."""
+    seconds = all_reduce(c["bytes"], c["devices"], device).bandwidth_s
+    return Limit(seconds, False, "all-reduce bandwidth term")
+
+
 #: Row kind -> the function that computes its limit.
 KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "attention_forward": _attention_forward,
@@ -182,6 +189,7 @@ KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "prefill": _prefill,
     "capacity": _capacity,
     "all_reduce_busbw": _all_reduce_busbw,
+    "all_reduce_time": _all_reduce_time,
 }
 
 
