@@ -45,7 +45,7 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", 
 ALGORITHMS = ("ring", "tree")
 """``ring``：每个 rank 只与邻居交换，步数随 n 线性增长，带宽最省；``tree``：binomial tree，
 步数为 ``ceil(log2 n)`` 量级，但每一层都要把整块 buffer 传一遍。只有 all-reduce 与
-broadcast 有 tree 形式；其余操作的唯一算法也记作 ``ring``（all-to-all 是两两交换，
+broadcast 有 tree 形式；其余操作的唯一算法也记作 ``ring`` （all-to-all 是两两交换，
 send/recv 是一跳）。"""
 
 TREE_OPS = ("all_reduce", "broadcast")
@@ -107,6 +107,16 @@ def _real(name: str, value: object, *, strict: bool) -> float:
     if not math.isfinite(number) or number < 0 or (strict and number == 0):
         raise ValueError(f"{name} must be a finite real number {relation}, got {value!r}")
     return number
+
+
+def _algorithm(op: str, algorithm: object) -> str:
+    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
+    if algorithm == "tree" and op not in TREE_OPS:
+        raise ValueError(
+            f"algorithm 'tree' is modelled only for {', '.join(TREE_OPS)}; {op} has only 'ring'"
+        )
+    return algorithm
 
 
 def _steps(op: str, n: int, algorithm: str) -> tuple[int, float]:
@@ -200,14 +210,60 @@ def collective_time(
     n = _devices("devices", devices)
     beta = _real("bandwidth", bandwidth, strict=True)
     alpha = _real("latency", latency, strict=False)
-    if not isinstance(algorithm, str) or algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm must be one of {', '.join(ALGORITHMS)}; got {algorithm!r}")
-    if algorithm == "tree" and op not in TREE_OPS:
-        raise ValueError(
-            f"algorithm 'tree' is modelled only for {', '.join(TREE_OPS)}; {op} has only 'ring'"
-        )
-    steps, share = _steps(op, n, algorithm)
+    steps, share = _steps(op, n, _algorithm(op, algorithm))
     return CommTime(latency_s=steps * alpha, bandwidth_s=share * size / beta)
+
+
+def half_bandwidth_bytes(
+    op: str, devices: int, bandwidth: float, latency: float, *, algorithm: str = "ring"
+) -> float:
+    """延迟项与带宽项相等时的 size（byte）：``S_half = k alpha B / f``。
+
+    小于它的消息主要在付延迟，大于它的主要在付带宽；在这个 size 上，ring 的 busbw 正好是链路
+    带宽的一半（Hockney 的“半性能长度” n_1/2）。``devices == 1`` 时没有通信，返回 0。
+
+    Examples
+    --------
+    8 个 rank 的 ring all-reduce，每步 2 us、每个方向 400 GB/s：
+    ``14 x 2e-6 x 400e9 / 1.75`` = 6.4 MB：
+
+    >>> half_bandwidth_bytes("all_reduce", 8, 400e9, 2e-6) / 1e6
+    6.4
+    """
+    op = _op(op)
+    n = _devices("devices", devices)
+    beta = _real("bandwidth", bandwidth, strict=True)
+    alpha = _real("latency", latency, strict=False)
+    steps, share = _steps(op, n, _algorithm(op, algorithm))
+    return steps * alpha * beta / share if share > 0 else 0.0
+
+
+def crossover_bytes(op: str, devices: int, bandwidth: float, latency: float) -> float | None:
+    """tree 与 ring 用时相等的 size（byte）；比它小的消息 tree 更快，比它大的 ring 更快。
+
+    由 ``k_ring alpha + f_ring S/B = k_tree alpha + f_tree S/B`` 得
+    ``S = (k_ring - k_tree) alpha B / (f_tree - f_ring)``。两者步数或份额相同（n <= 2 的
+    broadcast）、没有正的交点时返回 None。
+
+    Examples
+    --------
+    16 个 rank 的 all-reduce，每步 5 us、每个方向 50 GB/s：ring 30 步、份额 30/16，tree 8 步、
+    份额 8，交点为 ``22 x 5e-6 x 50e9 / (8 - 1.875)`` 字节：
+
+    >>> round(crossover_bytes("all_reduce", 16, 50e9, 5e-6))
+    897959
+    """
+    op = _op(op)
+    if op not in TREE_OPS:
+        raise ValueError(f"op must be one of {', '.join(TREE_OPS)} (those with a tree); got {op!r}")
+    n = _devices("devices", devices)
+    beta = _real("bandwidth", bandwidth, strict=True)
+    alpha = _real("latency", latency, strict=False)
+    k_ring, f_ring = _steps(op, n, "ring")
+    k_tree, f_tree = _steps(op, n, "tree")
+    if f_tree <= f_ring or k_ring <= k_tree or alpha == 0:
+        return None
+    return (k_ring - k_tree) * alpha * beta / (f_tree - f_ring)
 
 
 def bus_factor(op: str, devices: int) -> float:

@@ -18,6 +18,8 @@ from roofline_book.collectives import (
     bus_bandwidth,
     bus_factor,
     collective_time,
+    crossover_bytes,
+    half_bandwidth_bytes,
     hierarchical_all_reduce,
 )
 
@@ -191,3 +193,33 @@ def test_bad_input_names_the_argument(call, match):
 def test_devices_must_be_an_integer(devices):
     with pytest.raises(TypeError, match="devices must be an integer"):
         collective_time("all_reduce", 1, devices, 1e9, 0)
+
+
+def test_half_bandwidth_size_by_hand():
+    # ring all-reduce, n = 4, alpha = 10 us, B = 100 GB/s: k = 6, f = 1.5
+    # S_half = 6 x 10e-6 x 100e9 / 1.5 = 4 MB; there the two terms are equal (60 us each) and
+    # busbw is half the link
+    s = half_bandwidth_bytes("all_reduce", 4, 100 * GB, 10 * US)
+    assert s == pytest.approx(4e6)
+    t = collective_time("all_reduce", s, 4, 100 * GB, 10 * US)
+    assert t.latency_s == pytest.approx(t.bandwidth_s) == pytest.approx(60e-6)
+    busbw = bus_bandwidth("all_reduce", algorithm_bandwidth(s, t.seconds), 4)
+    assert busbw == pytest.approx(50 * GB)
+    # tree, n = 8: k = 6, f = 6 -> S_half = alpha x B = 1 MB
+    assert half_bandwidth_bytes("all_reduce", 8, 100 * GB, 10 * US, algorithm="tree") == (
+        pytest.approx(1e6)
+    )
+    assert half_bandwidth_bytes("all_gather", 1, 100 * GB, 10 * US) == 0.0
+
+
+def test_crossover_by_hand():
+    # the same case as test_tree_beats_ring_only_for_small_messages
+    assert crossover_bytes("all_reduce", 16, 50 * GB, 5 * US) == pytest.approx(
+        22 * 5e-6 * 50e9 / 6.125
+    )
+    # broadcast on 8: ring 7 steps, f 1; tree 3 steps, f 3 -> S = 4 alpha B / 2
+    assert crossover_bytes("broadcast", 8, 50 * GB, 5 * US) == pytest.approx(4 * 5e-6 * 50e9 / 2)
+    # two ranks: a broadcast's ring and tree are the same single hop
+    assert crossover_bytes("broadcast", 2, 50 * GB, 5 * US) is None
+    with pytest.raises(ValueError, match="those with a tree"):
+        crossover_bytes("all_gather", 8, 50 * GB, 5 * US)

@@ -47,6 +47,8 @@ ALLOWED = {
     *("batch", "token", "tokens", "prefill", "decode", "kv", "cache", "trace"),
     # many devices: the links and the splits, as the book names them
     *("nvlink", "infiniband", "ndr", "pcie", "fsdp", "zero"),
+    # collectives: the operation, its algorithms and nccl-tests' bandwidth
+    *("all", "reduce", "ring", "tree", "rank", "busbw", "gloo"),
 }
 
 #: The CLI's page: its figure is the command line's output, in the CLI's language.

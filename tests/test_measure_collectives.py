@@ -185,6 +185,12 @@ def _hang_on_rank_one(dist, op, buf, rank, procs):
     mc_run_op(dist, op, buf, rank, procs)
 
 
+def _exit_on_rank_one(dist, op, buf, rank, procs):
+    if rank == 1:
+        os._exit(3)
+    mc_run_op(dist, op, buf, rank, procs)
+
+
 mc_run_op = mc._run_op
 
 
@@ -205,3 +211,37 @@ def test_ranks_that_hang_are_stopped_at_the_timeout(monkeypatch):
     with pytest.raises(TimeoutError, match="did not finish within 3 s"):
         mc.measure(2, "gloo", sizes=(8, 64), ops=("all_reduce",), timeout=3)
     assert time.monotonic() - start < 15
+
+
+def test_the_fit_is_the_model_with_alpha_spread_over_the_steps():
+    # all-reduce on 2 ranks: 2 steps, so 300 us of fixed time is 150 us a step; at 1 MB the
+    # fit gives 300 us + 1e6 / 2e9 s = 800 us, and so does collective_time with 150 us a step
+    from roofline_book.collectives import collective_time
+
+    fit = mc.Fit(alpha_s=300e-6, beta_Bps=2e9)
+    assert fit.step_latency("all_reduce", 2) == pytest.approx(150e-6)
+    assert fit.seconds("all_reduce", 1e6, 2) == pytest.approx(800e-6)
+    model = collective_time("all_reduce", 1e6, 2, 2e9, fit.step_latency("all_reduce", 2))
+    assert model.seconds == pytest.approx(800e-6)
+    # all-gather on 4: 3 steps, f = 3/4
+    fit = mc.Fit(alpha_s=300e-6, beta_Bps=1e9)
+    model = collective_time("all_gather", 4e6, 4, 1e9, fit.step_latency("all_gather", 4))
+    assert model.seconds == pytest.approx(300e-6 + 3e6 / 1e9) == fit.seconds("all_gather", 4e6, 4)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the ranks fork only on Linux")
+def test_a_rank_that_dies_is_a_clear_error(monkeypatch):
+    # rank 1 exits without a word; either it is seen dead first, or rank 0 is seen failing on
+    # the connection rank 1 left: one line, a rank named, never a hang
+    monkeypatch.setattr(mc, "_run_op", _exit_on_rank_one)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"rank (1 died \(exit code 3\)|0 failed: )"):
+        mc.measure(2, "gloo", sizes=(8, 64), ops=("all_reduce",), timeout=30)
+    assert time.monotonic() - start < 20
+
+
+def test_cli_timeout_is_one_line_and_exit_1(capsys):
+    status = cli.main(["collectives", "--procs", "2", "--quick", "--timeout", "0.05"])
+    out, err = capsys.readouterr()
+    assert (status, out) == (1, "")
+    assert err.count("\n") == 1 and "did not finish within 0.05 s" in err and "--timeout" in err

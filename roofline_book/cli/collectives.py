@@ -71,7 +71,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--backend {args.backend}: {exc}") from None
     try:
         result = measured.measure(args.procs, args.backend, quick=args.quick, timeout=args.timeout)
-    except (RuntimeError, TimeoutError) as exc:
+    except TimeoutError as exc:
+        print(f"roofline-book collectives: {exc} (allow more with --timeout)", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:
         print(f"roofline-book collectives: {exc}", file=sys.stderr)
         return 1
     if args.json:

@@ -37,6 +37,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import __version__, _validate
 from ..collectives import OPS, algorithm_bandwidth, bus_bandwidth, collective_time
 from .timing import MIN_SAMPLES, Timing
@@ -79,7 +81,7 @@ class Point:
         nccl-tests 的 size，byte。
     procs : int
         rank 数。
-    timing : Timing
+    timing : roofline_book.measure.timing.Timing
         每个样本是各 rank 中最慢的那个的时间，s。
     """
 
@@ -92,6 +94,12 @@ class Point:
     def time_s(self) -> float:
         """时间的中位数，s。"""
         return self.timing.median_s
+
+    @property
+    def quartiles_s(self) -> tuple[float, float]:
+        """样本的第一与第三四分位数，s（两者之差即 ``timing.iqr_s``）。"""
+        q1, q3 = np.percentile(self.timing.samples_s, [25, 75])
+        return float(q1), float(q3)
 
     @property
     def algbw_Bps(self) -> float:
@@ -123,13 +131,28 @@ class Fit:
     Attributes
     ----------
     alpha_s : float
-        与大小无关的时间，s（>= 0）。
+        整次操作中与大小无关的时间，s（>= 0）；模型每一步的延迟见 :meth:`step_latency`。
     beta_Bps : float or None
         每个方向的带宽，byte/s；时间不随大小增长（扫描太短）时为 None。
     """
 
     alpha_s: float
     beta_Bps: float | None
+
+    def step_latency(self, op: str, procs: int) -> float:
+        """``alpha`` 摊到 ring 模型的每一步（``alpha / k``），s：
+        :func:`~roofline_book.collectives.collective_time` 的 ``latency``。
+
+        以它和 ``beta_Bps`` 调用 ``collective_time(op, S, procs, beta_Bps, step_latency)``，
+        给出的时间与 :meth:`seconds` 相同。
+
+        Examples
+        --------
+        >>> Fit(alpha_s=3e-4, beta_Bps=2e9).step_latency("all_reduce", 2)   # 2 (n - 1) = 2 steps
+        0.00015
+        """
+        steps = collective_time(op, 1.0, procs, 1.0, 1.0).latency_s
+        return self.alpha_s / steps
 
     def seconds(self, op: str, nbytes: float, procs: int) -> float:
         """拟合给出的 ``op`` 在 ``nbytes`` 上的时间，s。"""
@@ -168,7 +191,7 @@ class Measurement:
 
 
 def model_share(op: str, procs: int) -> float:
-    """ring 模型中每个 rank 发出的字节占 size 的份额 ``f``（拟合中 size 的系数）。
+    """ring 模型中每个 rank 发出的字节占 size 的份额 ``f`` （拟合中 size 的系数）。
 
     Examples
     --------
@@ -337,22 +360,39 @@ def _rank(
     torch.set_num_threads(1)  # the ranks share this machine's cores
     if sys.platform.startswith("linux"):
         os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # stay on this host's loopback
+    _join_and_time(dist, torch, rank, procs, backend, port, sizes, ops, budget, timeout, out)
+
+
+def _join_and_time(
+    dist: Any,
+    torch: Any,
+    rank: int,
+    procs: int,
+    backend: str,
+    port: int,
+    sizes: tuple[int, ...],
+    ops: tuple[str, ...],
+    budget: float,
+    timeout: float,
+    out: str,
+) -> None:
+    """加入进程组，检查并计时每个操作；出错时在 ``out`` 旁留下带时间的记录，再抛出。"""
     device = torch.device("cpu")
     kwargs: dict[str, Any] = {}
     if backend == "nccl":
         device = torch.device("cuda", rank)
         torch.cuda.set_device(device)
         kwargs["device_id"] = device
-    dist.init_process_group(
-        backend,
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=procs,
-        # past the parent's deadline, so a hung peer is reported by the parent as a timeout
-        timeout=timedelta(seconds=timeout + 60),
-        **kwargs,
-    )
     try:
+        dist.init_process_group(
+            backend,
+            init_method=f"tcp://127.0.0.1:{port}",
+            rank=rank,
+            world_size=procs,
+            # past the parent's deadline, so a hung peer is reported by the parent as a timeout
+            timeout=timedelta(seconds=timeout + 60),
+            **kwargs,
+        )
         rows = []
         for op in ops:
             _check(torch, dist, op, rank, procs, device)
@@ -362,8 +402,16 @@ def _rank(
         if rank == 0:
             Path(out).write_text(repr(rows))
         dist.barrier()
+    except BaseException as exc:
+        # the first rank to fail on its own is the cause; its peers fail after it (a reset
+        # connection), so each leaves a note with the time, before the group is torn down, and
+        # the parent reports the earliest
+        note = f"{time.time()!r}\n{type(exc).__name__}: {' '.join(str(exc).split())}"
+        Path(f"{out}.rank{rank}.error").write_text(note)
+        raise
     finally:
-        dist.destroy_process_group()
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 # --- the parent -----------------------------------------------------------------------------
@@ -459,7 +507,7 @@ def measure(
     with tempfile.TemporaryDirectory(prefix="roofline-collectives-") as folder:
         out = os.path.join(folder, "rows")
         args = (procs, backend, free_port(), chosen, ops, budget, timeout, out)
-        _launch(mp, _rank, args, procs, _start_method(backend), timeout)
+        _launch(mp, _rank, args, procs, _start_method(backend), timeout, out)
         rows = _read_rows(Path(out))
     points = tuple(
         Point(op, nbytes, procs, Timing(tuple(samples), inner=1)) for op, nbytes, samples in rows
@@ -479,10 +527,33 @@ def _read_rows(path: Path) -> list[tuple[str, int, tuple[float, ...]]]:
     return list(ast.literal_eval(path.read_text()))
 
 
+def _first_failure(out: str, procs: int) -> tuple[int, str] | None:
+    """各 rank 留下的失败记录中最早的一条：(rank, 原因)。"""
+    notes = []
+    for rank in range(procs):
+        path = Path(f"{out}.rank{rank}.error")
+        if path.exists():
+            when, _, reason = path.read_text().partition("\n")
+            notes.append((float(when), rank, reason))
+    if not notes:
+        return None
+    _, rank, reason = min(notes)
+    return rank, reason
+
+
 def _launch(
-    mp: Any, fn: Callable[..., None], args: tuple, procs: int, method: str, timeout: float
+    mp: Any,
+    fn: Callable[..., None],
+    args: tuple,
+    procs: int,
+    method: str,
+    timeout: float,
+    out: str,
 ) -> None:
-    """启动 ``procs`` 个 rank 并等它们结束；出错、死掉或超时时结束其余的 rank 并抛出。"""
+    """启动 ``procs`` 个 rank 并等它们结束；出错、死掉或超时时结束其余的 rank 并抛出。
+
+    一个 rank 出错时，它的同伴随后也会失败（连接被重置）；报告的是最先失败的那个 rank。
+    """
     with warnings.catch_warnings():
         # Python 3.12+ warns on fork() in a process with threads (a Jupyter kernel has some); the
         # ranks touch no lock of those threads: they run torch.distributed and exit
@@ -496,9 +567,12 @@ def _launch(
                     f"the {procs} ranks did not finish within {timeout:g} s; they were stopped"
                 )
     except mp.ProcessRaisedException as exc:
-        last = [line for line in str(exc).strip().splitlines() if line.strip()]
-        reason = last[-1].strip() if last else "an exception"
-        raise RuntimeError(f"rank {exc.error_index} failed: {reason}") from None
+        time.sleep(0.2)  # let the peers that failed after it leave their notes
+        first = _first_failure(out, procs)
+        if first is None:
+            last = [line for line in str(exc).strip().splitlines() if line.strip()]
+            first = (exc.error_index, last[-1].strip() if last else "an exception")
+        raise RuntimeError(f"rank {first[0]} failed: {first[1]}") from None
     except mp.ProcessExitedException as exc:
         how = f"signal {exc.signal_name}" if exc.signal_name else f"exit code {exc.exit_code}"
         raise RuntimeError(f"rank {exc.error_index} died ({how})") from None

@@ -7,7 +7,8 @@ fonts-noto-cjk）。同一设备、同一精度在每张图里颜色相同（:da
 """
 
 from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed
-from .comm import comm_roofline
+from .comm import collective_busbw, collective_times, comm_axes, measured_sizes
+from .links import comm_roofline
 from .marks import log2_axis, memory_hierarchy, reference_line, ridge_line, time_bars, traffic_bars
 from .roofs import (
     achieved_gap,
@@ -43,12 +44,16 @@ __all__ = [
     "achieved_gap",
     "attention_sweep",
     "ceilings",
+    "collective_busbw",
+    "collective_times",
+    "comm_axes",
     "comm_roofline",
     "device_rooflines",
     "gemm_intensity",
     "level_intensities",
     "log2_axis",
     "measured",
+    "measured_sizes",
     "memory_hierarchy",
     "placed",
     "points",

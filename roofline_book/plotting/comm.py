@@ -1,81 +1,152 @@
-"""通信的 roofline：横轴是每送出一个字节做的 FLOPs，斜线是链路带宽，平顶是矩阵单元的峰值。"""
+"""集合通信的图：alpha-beta 模型给出的时间与 busbw 随消息大小的曲线，以及实测的点。
+
+横轴是 nccl-tests 的 size（每个 rank 的 buffer，byte），双对数坐标：小消息处时间是平的（延迟项
+``k alpha``），大消息处随 size 线性上升（带宽项 ``f S / B``）。
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 
 from .. import _validate
-from ..hardware import Hardware
-from ..roofline import attainable
-from .roofs import roofline
-from .style import PALETTE, _scale, text
+from ..collectives import algorithm_bandwidth, bus_bandwidth, collective_time
+from .style import PALETTE, text
 
 
-def comm_roofline(
+def _sizes(sizes: Sequence[float]) -> list[float]:
+    values = [_validate.positive("sizes", s) for s in sizes]
+    if not values:
+        raise ValueError("sizes must hold at least one size")
+    return values
+
+
+def comm_axes(ax, *, busbw: bool = False) -> None:
+    """双对数坐标，横轴为每个 rank 的消息大小，纵轴为时间（``busbw`` 时为 busbw，GB/s）。"""
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(text("message size axis"))
+    ax.set_ylabel(text("busbw axis" if busbw else "comm time axis"))
+
+
+def collective_times(
     ax,
-    device: Hardware,
-    links: Mapping[str, float],
-    strategies: Mapping[str, float] | None = None,
+    op: str,
+    sizes: Sequence[float],
+    devices: int,
+    bandwidth: float,
+    latency: float,
     *,
-    dtype: str = "bf16",
-    colors: Mapping[str, str] | None = None,
-    intensity_range: tuple[float, float] = (10.0, 1e6),
-    unit: str = "TFLOP/s",
+    algorithm: str = "ring",
+    label: str | None = None,
+    color: str = PALETTE["blue"],
+    linestyle: str = "-",
+    linewidth: float = 1.4,
 ):
-    """每条链路一条 roof ``min(P, B x I)``，``I`` 为每送出一个字节的 FLOPs；在每条 roof 上标出
-    各并行方式的 ``I``。
-
-    计算与通信完全重叠时，一块设备能达到的算力不超过这条 roof：``I`` 在 ridge point
-    （:func:`roofline_book.parallel.critical_intensity`）左侧时，通信决定时间。
+    """:func:`~roofline_book.collectives.collective_time` 在 ``sizes`` 上的时间，画成一条线。
 
     Parameters
     ----------
     ax : matplotlib.axes.Axes
-    device : roofline_book.device.Hardware
-        设备，取它 ``dtype`` 的矩阵单元峰值。
-    links : mapping of str to float
-        图例标签 -> 每个方向的链路带宽（byte/s）。
-    strategies : mapping of str to float, optional
-        标签 -> 每送出一个字节的 FLOPs（:func:`roofline_book.parallel.strategy_intensities`），
-        画在每条 roof 上。
-    colors : mapping of str to str, optional
-        链路标签 -> 颜色。
+    op, devices, bandwidth, latency, algorithm
+        同 :func:`~roofline_book.collectives.collective_time` （byte/s 与 s）。
+    sizes : sequence of float
+        每个 rank 的 buffer，byte，> 0。
 
     Returns
     -------
-    list of matplotlib artists
+    matplotlib.lines.Line2D
     """
-    peak = device.peak_flops(dtype)
-    palette = [PALETTE["blue"], PALETTE["vermillion"], PALETTE["green"], PALETTE["purple"]]
-    drawn = []
-    for i, (label, bandwidth) in enumerate(links.items()):
-        _validate.positive(f"links[{label!r}]", bandwidth)
-        color = (colors or {}).get(label, palette[i % len(palette)])
-        drawn += roofline(
-            ax,
-            peak,
-            bandwidth,
-            label=label,
-            color=color,
-            intensity_range=intensity_range,
-            unit=unit,
-        )
-        ranked = sorted((strategies or {}).items(), key=lambda item: item[1])
-        for j, (name, intensity) in enumerate(ranked):
-            y = attainable(intensity, peak, bandwidth) / _scale(unit)
-            drawn.append(ax.scatter([intensity], [y], color=color, s=22, zorder=5))
-            if i == len(links) - 1:  # neighbours' labels alternate below and above the roof
-                below = j % 2 == 0
-                drawn.append(
-                    ax.annotate(
-                        name,
-                        (intensity, y),
-                        xytext=(3, -11 if below else 5),
-                        textcoords="offset points",
-                        fontsize=8,
-                        color=PALETTE["black"],
-                    )
-                )
-    ax.set_xlabel(text("comm intensity axis"))
-    ax.set_ylabel(text("attainable axis", unit=unit))
-    return drawn
+    xs = _sizes(sizes)
+    ys = [
+        collective_time(op, s, devices, bandwidth, latency, algorithm=algorithm).seconds for s in xs
+    ]
+    (line,) = ax.plot(xs, ys, color=color, linestyle=linestyle, linewidth=linewidth, label=label)
+    comm_axes(ax)
+    return line
+
+
+def collective_busbw(
+    ax,
+    op: str,
+    sizes: Sequence[float],
+    devices: int,
+    bandwidth: float,
+    latency: float,
+    *,
+    algorithm: str = "ring",
+    label: str | None = None,
+    color: str = PALETTE["blue"],
+    linestyle: str = "-",
+    linewidth: float = 1.4,
+):
+    """模型给出的 busbw（GB/s）随 size 的变化：大消息时趋于 ``bandwidth``，小消息时受延迟压低。
+
+    参数同 :func:`collective_times`。
+
+    Returns
+    -------
+    matplotlib.lines.Line2D
+    """
+    xs = _sizes(sizes)
+    ys = []
+    for s in xs:
+        seconds = collective_time(op, s, devices, bandwidth, latency, algorithm=algorithm).seconds
+        ys.append(bus_bandwidth(op, algorithm_bandwidth(s, seconds), devices) / 1e9)
+    (line,) = ax.plot(xs, ys, color=color, linestyle=linestyle, linewidth=linewidth, label=label)
+    comm_axes(ax, busbw=True)
+    return line
+
+
+def measured_sizes(
+    ax,
+    sizes: Sequence[float],
+    values: Sequence[float],
+    quartiles: Sequence[tuple[float, float]] | None = None,
+    *,
+    label: str | None = None,
+    color: str = PALETTE["vermillion"],
+    marker: str = "o",
+):
+    """实测的点：每个 size 一个值（时间 s，或 busbw GB/s），竖线从第一到第三四分位数。
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    sizes : sequence of float
+        每个 rank 的 buffer，byte，> 0。
+    values : sequence of float
+        每个 size 的中位数（与纵轴同单位），>= 0。
+    quartiles : sequence of (float, float), optional
+        每个 size 的第一与第三四分位数；不给时不画竖线。
+
+    Returns
+    -------
+    matplotlib.container.ErrorbarContainer
+    """
+    xs = _sizes(sizes)
+    ys = [_validate.non_negative("values", v) for v in values]
+    if len(ys) != len(xs):
+        raise ValueError(f"values must have one entry per size ({len(xs)}), got {len(ys)}")
+    yerr = None
+    if quartiles is not None:
+        spans = [tuple(_validate.non_negative("quartiles", q) for q in pair) for pair in quartiles]
+        if len(spans) != len(xs) or any(len(pair) != 2 for pair in spans):
+            raise ValueError(f"quartiles must hold one (q1, q3) pair per size ({len(xs)})")
+        yerr = [
+            [max(0.0, y - q1) for y, (q1, _) in zip(ys, spans, strict=True)],
+            [max(0.0, q3 - y) for y, (_, q3) in zip(ys, spans, strict=True)],
+        ]
+    return ax.errorbar(
+        xs,
+        ys,
+        yerr=yerr,
+        fmt=marker,
+        color=color,
+        markersize=4,
+        markeredgecolor="white",
+        markeredgewidth=0.5,
+        elinewidth=0.8,
+        capsize=0,
+        label=label,
+        zorder=5,
+    )
