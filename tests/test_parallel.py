@@ -389,3 +389,18 @@ def test_the_latency_term_stays_out_of_the_bound():
     the latency term in it would be beaten; the bandwidth term (8 ns) is not."""
     t = all_reduce(4096, 8, H100)
     assert t.latency_s == pytest.approx(6.58e-6) and t.latency_s > 5.7e-6 > t.bandwidth_s
+
+
+def test_bad_input_names_the_argument():
+    from roofline_book.hardware import adhoc
+
+    with pytest.raises((TypeError, ValueError), match="tp"):
+        Split(tp=0)
+    with pytest.raises((TypeError, ValueError), match="bandwidth"):
+        critical_intensity(H100, 0)
+    with pytest.raises((TypeError, ValueError), match="tokens"):
+        training_flops(LLAMA8, 0, 4096)
+    with pytest.raises(ValueError, match="no interconnect"):
+        infer(LLAMA70, adhoc("mine", 1e15, 3e12), Split(tp=8))
+    with pytest.raises(ValueError, match=r"tp \(16\) must fit in one node of 8 GPUs"):
+        infer(LLAMA70, H100, Split(tp=16))
