@@ -247,6 +247,8 @@ def attainable_on(
     >>> round(attainable_on(1000, h100) / 1e12, 1), attainable_on(1000, h100, unit="vector") / 1e12
     (1070.5, 133.8)
     """
+    if not isinstance(device, Hardware):
+        raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
     band = device.bandwidth(level)
     if band is None:
         raise ValueError(f"{device.key} has no published {level} bandwidth")
@@ -275,8 +277,20 @@ def fraction_of_roof(
 
     >>> fraction_of_roof(40e12, 1.0, 1365.0, 100e12, 1e12)
     0.4
+
+    算术强度为 0 时 roof 是 0 FLOP/s，比例没有定义：
+
+    >>> fraction_of_roof(1e9, 1.0, 0, 100e12, 1e12)
+    Traceback (most recent call last):
+    ...
+    ValueError: intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got 0.0
     """
-    return achieved(flops, seconds) / attainable(intensity, peak_flops, bandwidth)
+    rate = achieved(flops, seconds)
+    if _validate.non_negative("intensity", intensity) == 0:
+        raise ValueError(
+            f"intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got {float(intensity)!r}"
+        )
+    return rate / attainable(intensity, peak_flops, bandwidth)
 
 
 def overhead_fraction(cost: Cost, peak_flops: float, bandwidth: float, overhead: float) -> float:
@@ -406,5 +420,5 @@ def square_gemm_size_to_ridge(
     """
     ridge = _validate.positive("ridge", ridge)
     s = bytes_per_element(dtype)
-    s_out = s if out_dtype is None else bytes_per_element(out_dtype)
+    s_out = s if out_dtype is None else bytes_per_element(out_dtype, "out_dtype")
     return (2 * s + s_out) * ridge / 2

@@ -35,8 +35,8 @@ def script(tmp_path):
 def test_json_rows_of_a_good_script(script, capsys):
     assert main(["profile", "--json", "--device", "h100-sxm", script(GOOD), "--n", "16"]) == 0
     out = json.loads(capsys.readouterr().out)
-    (mm,) = [op for op in out["ops"] if op["name"] == "aten::mm"]
-    keys = {"name", "shapes", "calls", "self_time_s", "flops", "bytes", "intensity",
+    (mm,) = [op for op in out["ops"] if op["id"] == "aten::mm"]
+    keys = {"id", "shapes", "calls", "self_time_s", "flops", "bytes", "intensity",
             "fraction_of_roof", "bound"}  # fmt: skip
     assert keys <= set(mm)
     assert mm["shapes"] == [[16, 32], [32, 48]] and mm["calls"] == 2
@@ -48,7 +48,7 @@ def test_json_rows_of_a_good_script(script, capsys):
     assert mm["bound"] == "l2"
     assert out["args"] == ["--n", "16"] and 0 < out["explained_share"] <= 1
     ops = sorted(out["ops"], key=lambda op: -op["self_time_s"])
-    assert [op["name"] for op in ops] == [op["name"] for op in out["ops"]]  # by time share
+    assert [op["id"] for op in ops] == [op["id"] for op in out["ops"]]  # by time share
 
 
 def test_text_table_and_double_dash(script, capsys, tmp_path):
@@ -68,7 +68,7 @@ def test_run_file_ceilings(script, capsys):
     assert roof["name"].endswith("(measured 2026-01-01T00:00:00Z)")
     assert [lv["name"] for lv in roof["levels"]] == ["l2", "dram"]
     assert roof["levels"][0]["bandwidth_Bps"] is None  # the fixture measured no cache roof
-    (mm,) = [op for op in out["ops"] if op["name"] == "aten::mm"]
+    (mm,) = [op for op in out["ops"] if op["id"] == "aten::mm"]
     # 8x16x24 in FP32 moves 2.8 kB, which the fixture's 16 MiB cache holds and whose rate it
     # did not measure: no memory term, and the matrix peak alone holds the row
     assert mm["bound"] == "matrix"

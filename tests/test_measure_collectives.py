@@ -50,6 +50,18 @@ def test_the_json_has_every_collective_at_every_quick_size(quick_json):
         assert r["time_s"] > 0 and r["reps"] >= 5
 
 
+def test_the_json_matches_its_schema(quick_json):
+    jsonschema = pytest.importorskip("jsonschema")
+    from roofline_book.cli.schema import SCHEMAS
+
+    validator = jsonschema.Draft202012Validator(SCHEMAS["collectives"])
+    errors = [
+        f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(quick_json)
+    ]
+    assert not errors, errors[:5]
+    assert quick_json["command"] == "collectives"
+
+
 def test_bandwidths_follow_nccl_tests(quick_json):
     # doc/PERFORMANCE.md: algbw = S / t; busbw = algbw x 2(n-1)/n for all-reduce (1 at n = 2),
     # x (n-1)/n for all-gather, reduce-scatter and all-to-all (1/2 at n = 2), x 1 otherwise
@@ -127,6 +139,7 @@ def test_fit_bad_input():
     "kwargs,match",
     [
         ({"procs": 1}, "procs must be an integer >= 2"),
+        ({"procs": 65}, "procs must be at most 64"),
         ({"backend": "mpi"}, "backend must be one of gloo, nccl"),
         ({"ops": ("gather",)}, "ops must be one of all_reduce"),
         ({"sizes": (8, 8)}, "two different sizes"),
@@ -150,7 +163,14 @@ def test_nccl_without_enough_gpus():
 @pytest.mark.parametrize(
     "argv,expected",
     [
-        (("--procs", "1"), "--procs must be an integer >= 2, got 1"),
+        (
+            ("--procs", "1"),
+            "--procs must be an integer from 2 to 64 (processes on this host), got 1",
+        ),
+        (("--procs", "65"), "--procs must be an integer from 2 to 64"),
+        (("--procs", "two"), "argument --procs: invalid int value: 'two'"),
+        (("--timeout", "inf"), "--timeout must be a finite number of seconds > 0, got inf"),
+        (("--timeout", "nan"), "--timeout must be"),
         (("--backend", "mpi"), "invalid choice: 'mpi'"),
         (("--timeout", "0"), "--timeout must be"),
     ],

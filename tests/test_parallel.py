@@ -289,8 +289,9 @@ def test_infer_tp_json(capsys):
     r = infer(LLAMA70, H100, Split(tp=8))
     assert out["devices"] == 8 and out["weight_bytes_per_device"] == r.weight_bytes_per_device
     assert out["communication_time_s"] == pytest.approx(r.decode.communication_s)
-    assert out["decode_time_lower_bound_s"] == pytest.approx(r.decode.seconds)
-    assert out["prefill_time_lower_bound_s"] == pytest.approx(r.prefill.seconds)
+    assert out["decode"]["time_lower_bound_s"] == pytest.approx(r.decode.seconds)
+    assert out["prefill"]["time_lower_bound_s"] == pytest.approx(r.prefill.seconds)
+    assert out["decode"]["any_implementation_time_lower_bound_s"] == pytest.approx(r.decode.floor_s)
     assert out["max_batch"] == r.max_batch
     assert out["interconnect"]["link_bandwidth_Bps"] == NVLINK
     assert "roofline_book_version" in out
@@ -319,6 +320,16 @@ def test_train_json(capsys):
     assert out["memory_bytes_per_device"] == pytest.approx(step.memory_bytes)
     assert out["mfu_upper_bound"] == pytest.approx(step.mfu)
     assert out["fits"] is True and out["dp"] == 64
+    jsonschema = pytest.importorskip("jsonschema")
+    from roofline_book.cli.schema import SCHEMAS
+
+    errors = list(jsonschema.Draft202012Validator(SCHEMAS["train"]).iter_errors(out))
+    assert not errors, [e.message for e in errors[:3]]
+    split = _json(
+        capsys, "infer", "--model", "mixtral-8x7b", "--device", "h20", "--tp", "8", "--ep", "8"
+    )
+    errors = list(jsonschema.Draft202012Validator(SCHEMAS["infer"]).iter_errors(split))
+    assert not errors, [e.message for e in errors[:3]]
 
 
 @pytest.mark.parametrize(

@@ -148,35 +148,29 @@ def test_region_keeps_only_ops_inside():
 
 
 def test_a_run_files_ceilings_hold_each_unit_and_level():
+    import copy
+
+    from test_predict import DRAM, PASS, PEAK32
+
     from roofline_book import add, gemm
     from roofline_book.measure.ceilings import of_run
 
-    roofs = of_run(
-        {
-            "device": {"type": "cpu", "name": "cpu", "threads": 1},
-            "date": "2026-01-01",
-            "ceilings": {
-                "peak_flops": {"fp32": {"value": 1e11, "entry": "gemm"}},
-                "bandwidth": {
-                    "copy": {"value": 1e10, "entry": "copy"},
-                    "triad": {"value": 2e10, "entry": "triad"},
-                },
-            },
-        }
-    )
+    run = copy.deepcopy(PASS)
+    run["device"]["cache_bytes"] = None  # no cache reported: DRAM is the only level
+    roofs = of_run(run)
     big = profiling.row_bound(gemm(1024, 1024, 1024, "fp32"), roofs, "fp32")
-    # 2 * 1024**3 / 1e11 = 21.5 ms against 12 MiB / 2e10 = 0.63 ms: the matrix ceiling
+    # 2 * 1024**3 FLOP at the 107 GFLOP/s peak: 20 ms, against 12 MiB at 32.2 GB/s: 0.4 ms
     assert big.resource == "matrix"
-    assert big.seconds == pytest.approx(2 * 1024**3 / 1e11)
+    assert big.seconds == pytest.approx(2 * 1024**3 / PEAK32)
     small = profiling.row_bound(add(1000, "fp32"), roofs, "fp32")
-    # no cache reported: its 12 kB come from DRAM at the best bandwidth; 1000 adds take
-    # 1000 lane slots at the FP32 peak taken as slots per second
+    # its 12 kB from DRAM at the best bandwidth probe (line fills counted); its 1000 adds
+    # take 1000 lane slots at the FP32 peak taken as slots per second
     assert dict(small.by_resource) == {
-        "dram": pytest.approx(12_000 / 2e10),
-        "vector": pytest.approx(1000 / 1e11),
+        "dram": pytest.approx(12_000 / DRAM),
+        "vector": pytest.approx(1000 / PEAK32),
     }
     # a precision the run did not measure: no bound rather than a partial one
-    assert profiling.row_bound(gemm(64, 64, 64, "bf16"), roofs, "bf16") is None
+    assert profiling.row_bound(gemm(64, 64, 64, "fp16"), roofs, "fp16") is None
 
 
 def test_a_run_files_ceilings_hold_data_to_the_smallest_level_that_holds_it():

@@ -7,12 +7,13 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from typing import Any
 
 from ..collectives import OPS
 from ..extras import require
-from ..measure.collectives import BACKENDS
+from ..measure.collectives import BACKENDS, MAX_PROCS
 from ..units import si
 from .common import UsageError, emit, text_table
 
@@ -32,7 +33,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument(
-        "--procs", type=int, default=2, metavar="N", help="processes (ranks), >= 2 (default: 2)"
+        "--procs",
+        type=int,
+        default=2,
+        metavar="N",
+        help=f"processes (ranks), 2 to {MAX_PROCS} (default: 2)",
     )
     parser.add_argument(
         "--backend", choices=BACKENDS, default="gloo", help="torch.distributed backend"
@@ -58,10 +63,13 @@ def run(args: argparse.Namespace) -> int:
     0：已测量。2：什么也没测，因为输入有误（``--procs`` 小于 2、后端在这台机器上不能用、缺少
     torch）；stderr 上的一行写明原因。1：某个 rank 出错、死掉或超时（stderr 上的一行写明）。
     """
-    if args.procs < 2:
-        raise UsageError(f"--procs must be an integer >= 2, got {args.procs}")
-    if not args.timeout > 0:
-        raise UsageError(f"--timeout must be a number of seconds > 0, got {args.timeout:g}")
+    if not 2 <= args.procs <= MAX_PROCS:
+        raise UsageError(
+            f"--procs must be an integer from 2 to {MAX_PROCS} (processes on this host), "
+            f"got {args.procs}"
+        )
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout must be a finite number of seconds > 0, got {args.timeout:g}")
     require("torch", "collectives")
     from ..measure import collectives as measured  # torch is imported in its functions
 

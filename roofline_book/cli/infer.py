@@ -5,22 +5,24 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import __version__
 from ..hardware import Hardware
 from ..inference import (
+    OP_KEYS,
     Precisions,
+    StepOp,
     decode_batch_to_ridge,
     kv_bytes_per_token,
     kv_cache_bytes,
     layer_ops,
     model,
     models,
+    step_entries,
     step_floor,
     step_ops,
     step_time,
     weight_bytes,
 )
-from ..parallel import GPUS_PER_NODE, Split, device_ops
+from ..parallel import GPUS_PER_NODE, Split
 from ..parallel import infer as infer_split
 from ..roofline import time_bound
 from ..serving import MEMORY_RESERVE, activation_peak, max_batch
@@ -29,9 +31,11 @@ from .common import (
     RESOURCE_TEXT,
     UsageError,
     add_device_arguments,
+    cost_figures,
     device_from_args,
+    device_json,
     device_line,
-    emit,
+    emit_json,
     number,
     parse_size,
     text_table,
@@ -69,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
         zero_point=args.zero_point,
         quantize_embeddings=args.quantize_embeddings,
     )
+    for flag in ("batch", "context", "prompt"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag} must be a whole number >= 1, got {value}")
     context = args.context if args.context is not None else min(4096, config.max_context)
     prompt = args.prompt if args.prompt is not None else context
     if context > config.max_context:
@@ -79,24 +87,24 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--prompt ({prompt}) must be <= --context ({context})")
     split = _split(args, config, device)
     group = None
+    per_sequence = kv_cache_bytes(config, context, p)
     if split.devices > 1 or split.ep > 1:
         group = infer_split(
             config, device, split, batch=1, context=context, prompt=prompt, precisions=p
         )
         fits = group.max_batch
         weights_here = group.weight_bytes_per_device
-        per_sequence = group.kv_bytes_per_sequence_per_device
+        kv_here = group.kv_bytes_per_sequence_per_device
     else:
         fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
-        weights_here = weight_bytes(config, p)
-        per_sequence = kv_cache_bytes(config, context, p)
+        weights_here, kv_here = weight_bytes(config, p), per_sequence
     where = device.key if group is None else f"{split.devices} x {device.key}"
     if fits is not None and args.batch > fits:
         raise UsageError(
             f"--batch {args.batch} does not fit on {where} at --context {context}: "
             f"at most {fits} sequence(s) (weights {si(weights_here, 'B')} per device, "
             f"activations about {si(activation_peak(config, p) // split.tp, 'B')}, "
-            f"KV cache {si(per_sequence, 'B')} per sequence per device, "
+            f"KV cache {si(kv_here, 'B')} per sequence per device, "
             f"of {si(device.memory_capacity or 0, 'B')} with {MEMORY_RESERVE:.0%} left unused)"
         )
     prefill = step_ops(config, args.batch, prompt, prompt, p)
@@ -105,18 +113,16 @@ def run(args: argparse.Namespace) -> int:
     f_prefill = step_floor(config, args.batch, prompt, prompt, device, p).seconds
     f_decode = step_floor(config, args.batch, 1, context, device, p).seconds
     prefill_s, decode_s = t_prefill.seconds, t_decode.seconds
-    communication = latency = 0.0
+    communication = latency = prefill_communication = 0.0
     if group is not None:
         group = infer_split(
             config, device, split, batch=args.batch, context=context, prompt=prompt, precisions=p
         )
         prefill_s, decode_s = group.prefill.seconds, group.decode.seconds
-        t_prefill = step_time(device_ops(config, split, args.batch, prompt, prompt, p), device, p)
-        t_decode = step_time(device_ops(config, split, args.batch, 1, context, p), device, p)
         f_prefill, f_decode = group.prefill.floor_s, group.decode.floor_s
         communication, latency = group.decode.communication_s, group.decode.latency_s
+        prefill_communication = group.prefill.communication_s
     figures: dict[str, Any] = {
-        "roofline_book_version": __version__,
         "model": config.key,
         "parameters": config.parameters(),
         "active_parameters": config.parameters(active=True),
@@ -134,43 +140,66 @@ def run(args: argparse.Namespace) -> int:
         "sliding_window": config.sliding_window,
         "local_layers": config.local_layers,
         "kv_cache_bytes_per_token": kv_bytes_per_token(config, p),
-        "kv_cache_bytes_per_sequence": kv_cache_bytes(config, context, p),
-        "kv_cache_bytes": args.batch * kv_cache_bytes(config, context, p),
-        "kv_cache_bytes_per_sequence_per_device": per_sequence,
+        "kv_cache_bytes_per_sequence": per_sequence,
+        "kv_cache_bytes": args.batch * per_sequence,
         "weight_bytes": weight_bytes(config, p),
         "activation_peak_bytes": activation_peak(config, p),
+        "max_batch": fits,
+        "decode_batch_to_ridge": decode_batch_to_ridge(config, device, p),
         "devices": split.devices,
         "tp": split.tp,
         "pp": split.pp,
         "ep": split.ep,
         "weight_bytes_per_device": weights_here,
+        "kv_cache_bytes_per_sequence_per_device": kv_here,
         "communication_time_s": communication,
         "communication_latency_s": latency,
-        "prefill_communication_time_s": 0.0 if group is None else group.prefill.communication_s,
+        "prefill_communication_time_s": prefill_communication,
         "interconnect": {
             "link": device.link or None,
             "link_bandwidth_Bps": device.link_bandwidth,
             "link_latency_s": device.link_latency,
             "link_reduces": device.link_reduces,
         },
-        "prefill_time_lower_bound_s": prefill_s,
-        "decode_time_lower_bound_s": decode_s,
-        "prefill_floor_s": f_prefill,
-        "decode_floor_s": f_decode,
-        "decode_tokens_per_s": args.batch / decode_s,
-        "decode_tokens_per_s_floor": args.batch / f_decode,
-        "max_batch": fits,
-        "decode_batch_to_ridge": decode_batch_to_ridge(config, device, p),
     }
     if args.json:
-        emit(
+        precision = p.activations
+        prefill_steps = step_entries(config, args.batch, prompt, prompt, p)
+        decode_steps = step_entries(config, args.batch, 1, context, p)
+
+        def layer(new: int, ctx: int) -> list[dict[str, Any]]:
+            return [
+                {"id": OP_KEYS[name], "name": name} | cost_figures(cost, device, precision)
+                for name, cost in layer_ops(config, args.batch, new, ctx, p)
+            ]
+
+        def whole(entries: list[StepOp]) -> list[dict[str, Any]]:
+            return [
+                {"id": e.key, "name": e.name, "layers": e.layers, "layer_kind": e.layer_kind}
+                | cost_figures(e.cost, device, precision)
+                for e in entries
+            ]
+
+        emit_json(
+            "infer",
             figures
             | {
-                "device": device.key,
-                "prefill_by_op_s": dict(t_prefill.by_op),
-                "decode_by_op_s": dict(t_decode.by_op),
-                "by_op_per": "device" if group is not None else "model",
-            }
+                "device": device_json(device, precision),
+                "prefill": {
+                    "time_lower_bound_s": prefill_s,
+                    "any_implementation_time_lower_bound_s": f_prefill,
+                    "layer_ops": layer(prompt, prompt),
+                    "ops": whole(prefill_steps),
+                },
+                "decode": {
+                    "time_lower_bound_s": decode_s,
+                    "any_implementation_time_lower_bound_s": f_decode,
+                    "tokens_per_s": args.batch / decode_s,
+                    "any_implementation_tokens_per_s": args.batch / f_decode,
+                    "layer_ops": layer(1, context),
+                    "ops": whole(decode_steps),
+                },
+            },
         )
         return 0
     window = ""
@@ -196,13 +225,8 @@ def run(args: argparse.Namespace) -> int:
         print()
         unsplit = "" if group is None else ", before the split"
         print(f"one layer{which}{unsplit}, {title}:")
-        print(
-            text_table(
-                _HEADER,
-                _rows(layer_ops(config, args.batch, new, ctx, p), device, p),
-                right={1, 2, 3, 5},
-            )
-        )
+        print(text_table(_HEADER, _rows(layer_ops(config, args.batch, new, ctx, p), device, p),
+                         right={1, 2, 3, 5}))  # fmt: skip
     if group is not None:
         print()
         print("one decode step, communication (whole model):")
@@ -224,19 +248,19 @@ def run(args: argparse.Namespace) -> int:
     lines = [
         ("weights", si(figures["weight_bytes"], "B")),
         ("KV cache per token", si(figures["kv_cache_bytes_per_token"], "B")),
-        ("KV cache per sequence", si(figures["kv_cache_bytes_per_sequence"], "B")),
+        ("KV cache per sequence", si(per_sequence, "B")),
         ("KV cache, whole batch", si(figures["kv_cache_bytes"], "B")),
         ("largest batch that fits", "-" if fits is None else str(fits)),
         ("prefill, kernel by kernel", si(prefill_s, "s") + " (lower bound)"),
         ("prefill, any implementation", si(f_prefill, "s") + " (lower bound)"),
         ("decode step, kernel by kernel", si(decode_s, "s") + " (lower bound)"),
         ("decode step, any implementation", si(f_decode, "s") + " (lower bound)"),
-        ("decode tokens per second", f"{figures['decode_tokens_per_s']:,.0f} (upper bound)"),
+        ("decode tokens per second", f"{args.batch / decode_s:,.0f} (upper bound)"),
         ("decode batch to the ridge", f"{figures['decode_batch_to_ridge']:.0f}"),
     ]
     if group is not None:
         lines[1:1] = [("weights per device", si(weights_here, "B"))]
-        lines[5:5] = [("KV cache per sequence per device", si(per_sequence, "B"))]
+        lines[5:5] = [("KV cache per sequence per device", si(kv_here, "B"))]
         lines += [
             ("decode communication, bandwidth", si(communication, "s") + " (in the bound)"),
             ("decode communication, latency", si(latency, "s") + " (not in the bound)"),

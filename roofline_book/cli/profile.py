@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..bounds import CACHE_MARGIN
 from ..extras import require
 from ..hardware import hardware
 from ..units import si
-from .common import UsageError, emit
+from .common import UsageError, emit_json, output_file, read_run_file
 
 
 def _roof(args: argparse.Namespace) -> Any:
     from ..bounds import Ceilings
-    from ..measure import ceilings, runfile
+    from ..measure import ceilings
 
     if args.device_ceilings is not None and args.device is not None:
         raise UsageError("give either --device-ceilings RUN.json or --device NAME, not both")
@@ -22,12 +23,7 @@ def _roof(args: argparse.Namespace) -> Any:
         return Ceilings.of(hardware(args.device))
     if args.device_ceilings is None:
         return None
-    try:
-        run = runfile.read_run(args.device_ceilings)
-    except OSError as exc:
-        raise UsageError(
-            f"--device-ceilings: cannot read the run file {args.device_ceilings!r}: {exc.strerror}"
-        ) from None
+    run = read_run_file(args.device_ceilings, "--device-ceilings: the run file")
     try:
         return ceilings.of_run(run)
     except ValueError as exc:
@@ -40,9 +36,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.limit < 1:
         raise UsageError(f"--limit must be a whole number >= 1, got {args.limit}")
-    suffix = args.plot.rsplit(".", 1)[-1].lower() if args.plot and "." in args.plot else ""
-    if args.plot and suffix not in ("svg", "png"):
-        raise UsageError(f"--plot must end in .svg or .png, got {args.plot!r}")
+    plot = None if args.plot is None else output_file(args.plot, "--plot")
+    suffix = "" if plot is None else plot.suffix.lower().removeprefix(".")
     roof = _roof(args)
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     try:
@@ -50,10 +45,10 @@ def run(args: argparse.Namespace) -> int:
     except profiling.ScriptError as exc:
         raise UsageError(str(exc)) from None
     attribution = profiling.attribute(prof, roof, region=args.region)
-    if args.plot:
-        _plot(attribution, args.plot, suffix)
+    if plot is not None:
+        _plot(attribution, plot, suffix)
     if args.json:
-        emit(attribution.as_json() | {"script": args.script, "args": script_args})
+        emit_json("profile", {"script": args.script, "args": script_args} | attribution.as_json())
         return 0
     where = "no roof (give --device-ceilings or --device)" if roof is None else roof.name
     print(f"{args.script}: {si(attribution.total_time_s, 's')} of {attribution.clock} self time, "
@@ -81,7 +76,7 @@ def _levels(ceilings: Any) -> str:
     return ", ".join(out)
 
 
-def _plot(attribution: Any, out: str, suffix: str) -> None:
+def _plot(attribution: Any, out: Path, suffix: str) -> None:
     from ..measure import profiling
 
     matplotlib = require("matplotlib", "profile --plot")

@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .. import __version__
 from ..inference import model, models
 from ..parallel import GPUS_PER_NODE
 from ..training import TrainSplit, train, training_flops
 from ..units import si
-from .common import UsageError, device_from_args, emit, parse_size, text_table
+from .common import UsageError, device_from_args, emit_json, parse_size, text_table
 
 
 def _split(args: argparse.Namespace) -> TrainSplit:
@@ -49,7 +48,6 @@ def run(args: argparse.Namespace) -> int:
     memory = step.memory_bytes
     capacity = device.memory_capacity
     figures: dict[str, Any] = {
-        "roofline_book_version": __version__,
         "model": config.key,
         "device": device.key,
         "gpus": split.devices,
@@ -82,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                 "bytes": c.nbytes,
                 "devices": c.devices,
                 "link": c.link,
-                "bandwidth_time_s": c.time.bandwidth_s,
+                "transfer_time_s": c.time.bandwidth_s,
                 "latency_time_s": c.time.latency_s,
                 "overlaps": c.overlaps,
             }
@@ -90,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         ],
     }
     if args.json:
-        emit(figures)
+        emit_json("train", figures)
         return 0
     print(
         f"{config.name} on {split.devices} x {device.key} (DP {split.dp}, TP {split.tp}, "

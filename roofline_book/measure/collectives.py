@@ -65,6 +65,9 @@ QUICK_BUDGET_S = 0.001
 FULL_BUDGET_S = 0.05
 """完整扫描时每个 (操作, size) 计时约持续的秒数。"""
 
+MAX_PROCS = 64
+"""一次测量最多的进程数：它们都在这一台主机上。"""
+
 ELEMENT_BYTES = 4
 """计时用 float32 tensor（nccl-tests 的默认 ``-d float``）。"""
 
@@ -179,6 +182,7 @@ class Measurement:
         """``roofline-book collectives --json`` 打印的内容。"""
         return {
             "roofline_book_version": __version__,
+            "command": "collectives",
             "torch_version": self.torch_version,
             "backend": self.backend,
             "procs": self.procs,
@@ -465,7 +469,7 @@ def measure(
     Parameters
     ----------
     procs : int
-        进程数，>= 2。
+        进程数，2 到 :data:`MAX_PROCS`。
     backend : {"gloo", "nccl"}
         nccl 需要每个进程一块 CUDA GPU。
     quick : bool
@@ -489,6 +493,8 @@ def measure(
         超过 ``timeout``。
     """
     procs = _validate.size("procs", procs, minimum=2)
+    if procs > MAX_PROCS:
+        raise ValueError(f"procs must be at most {MAX_PROCS} (processes on this host); got {procs}")
     ops = tuple(_validate.choice("ops", op, OPS) for op in ops)
     if not ops:
         raise ValueError(f"ops must name at least one of {', '.join(OPS)}")

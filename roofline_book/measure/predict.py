@@ -33,12 +33,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..bounds import COMPUTE_RESOURCES, Ceilings, bound
+from ..bounds import COMPUTE_RESOURCES, Ceilings, TimeBound, bound
 from ..ops import Cost
-from . import runfile
 from .cases import OPERATORS
 from .ceilings import of_run
-from .runfile import model_cost
+from .records import Entry, Run, as_run
 from .suites import CACHE_PROBE_FRACTION
 
 CACHE_FILL = 1 / CACHE_PROBE_FRACTION
@@ -55,44 +54,39 @@ ELEMENTWISE_FAMILIES = ("elementwise", "norm")
 """
 
 
-def _running(entry: Mapping[str, Any]) -> Cost:
+def _running(entry: Entry) -> Cost:
     """条目的实现实际运行的内容：记录下的 ``implementation``，没有时取模型。"""
-    return Cost(**entry["implementation"]) if "implementation" in entry else model_cost(entry)
+    return entry.implementation or entry.cost
 
 
-def _traffic(entry: Mapping[str, Any], cost: Cost) -> int:
-    """``cost`` 搬运的字节数加上条目的 write-allocate 字节数。"""
-    return cost.bytes + entry.get("write_allocate_bytes", 0)
-
-
-def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+def write_allocate_rates(run: Run | Mapping[str, Any]) -> dict[str, tuple[float, float]]:
     """每个带宽探针按模型字节数算出的速率，以及计入 write-allocate 字节后的速率
     （byte/s）：``{kind: (model, with write-allocate)}``。"""
-    by_id = {e["id"]: e for e in runfile.results(run)}
+    run = as_run(run)
     out = {}
-    for kind, ceiling in run["ceilings"]["bandwidth"].items():
-        entry = by_id[ceiling["entry"]]
-        seconds = entry["time"]["median_s"]
-        out[kind] = (ceiling["value"], _traffic(entry, model_cost(entry)) / seconds)
+    for kind, ceiling in run.ceilings.bandwidth.items():
+        entry = run.entry(ceiling.entry)
+        traffic = entry.cost.bytes + (entry.write_allocate_bytes or 0)
+        out[kind] = (ceiling.value, traffic / entry.median_s)
     return out
 
 
-def probe_ids(run: Mapping[str, Any]) -> frozenset[str]:
+def probe_ids(run: Run | Mapping[str, Any]) -> frozenset[str]:
     """本身就是上限的条目：各上限的探针，以及分轮计时的每个条目。"""
-    ceilings = run["ceilings"]
-    groups = ("peak_flops", "bandwidth", "cache_bandwidth", "vector_flops")
-    ids = {c["entry"] for group in groups for c in ceilings.get(group, {}).values()}
-    return frozenset(ids | {e["id"] for e in runfile.results(run) if "rounds_s" in e})
+    run = as_run(run)
+    c = run.ceilings
+    groups = (c.peak_flops, c.bandwidth, c.cache_bandwidth, c.vector_flops)
+    ids = {ceiling.entry for group in groups for ceiling in group.values()}
+    return frozenset(ids | {e.id for e in run.results() if e.rounds_s})
 
 
-def bound_seconds(entry: Mapping[str, Any], ceilings: Ceilings) -> float | None:
+def bound_seconds(entry: Entry, ceilings: Ceilings) -> float | None:
     """测得的上限所允许的一个条目的最短时间（秒）；它的精度没有测得峰值、或没有上限约束它时为 None。
 
     ``ceilings`` 是 :func:`~roofline_book.measure.ceilings.of_run` 给出的上限。
     """
     try:
-        t = bound(model_cost(entry), ceilings, entry["precision"],
-                  resident=not entry.get("l2_flush"))  # fmt: skip
+        t = bound(entry.cost, ceilings, entry.precision, resident=not entry.l2_flush)
     except ValueError:  # a precision the run measured no peak for
         return None
     return None if t is None else t.seconds
@@ -110,50 +104,51 @@ class Expected:
     write_allocate: bool
 
 
-def expected(run: Mapping[str, Any]) -> Expected:
+def expected(run: Run | Mapping[str, Any]) -> Expected:
     """预测用的上限：``of_run(run, typical=True)``，去掉没有测过带宽的层级。"""
+    run = as_run(run)
     typical = of_run(run, typical=True)
     measured = tuple(level for level in typical.levels if level.bandwidth is not None)
     return Expected(
         dataclasses.replace(typical, levels=measured),
-        {p: c["value"] for p, c in run["ceilings"].get("vector_flops", {}).items()},
+        {p: c.value for p, c in run.ceilings.vector_flops.items()},
         {kind: wa for kind, (_, wa) in write_allocate_rates(run).items()},
-        run["device"]["type"] == "cpu",
+        run.device.type == "cpu",
     )
 
 
-def _stream_rate(entry: Mapping[str, Any], x: Expected) -> float | None:
+def _stream_rate(entry: Entry, x: Expected) -> float | None:
     """与条目数据流模式相同的带宽探针的 DRAM 速率：原地（没有 write-allocate 字节）时取原地 triad；
     非原地时，每个输出一个输入取 copy，更多输入取 triad。
     """
-    if x.write_allocate and not entry.get("write_allocate_bytes"):
+    if x.write_allocate and not entry.write_allocate_bytes:
         return x.streams.get("triad_inplace")
-    cost = model_cost(entry)
+    cost = entry.cost
     return x.streams.get("copy" if cost.bytes_read <= cost.bytes_written else "triad")
 
 
-def _expected_bound(entry: Mapping[str, Any], x: Expected):
+def _expected_bound(entry: Entry, x: Expected) -> TimeBound | None:
     """条目在预测所用上限下的各项时间；它的精度没有测得峰值时为 None。"""
-    impl, precision = _running(entry), entry["precision"]
+    impl, precision = _running(entry), entry.precision
     c = x.ceilings
-    family = OPERATORS[entry["name"]].family
+    family = OPERATORS[entry.name].family
     if family in ELEMENTWISE_FAMILIES and precision in x.vector:
         for unit in ("vector", "special"):
             c = c.with_rate(unit, precision, x.vector[precision])
     stream = _stream_rate(entry, x)
     if stream is not None:
         c = c.with_bandwidth(c.memory.name, stream)
-    written = impl.bytes_written + (entry.get("write_allocate_bytes", 0) if x.write_allocate else 0)
-    traffic = dataclasses.replace(impl, bytes_written=written)
-    model = model_cost(entry)
+    fills = (entry.write_allocate_bytes or 0) if x.write_allocate else 0
+    traffic = dataclasses.replace(impl, bytes_written=impl.bytes_written + fills)
+    model = entry.cost
     try:
-        return bound(traffic, c, precision, resident=not entry.get("l2_flush"), fill=CACHE_FILL,
+        return bound(traffic, c, precision, resident=not entry.l2_flush, fill=CACHE_FILL,
                      working_set=model.bytes / max(model.kernels, 1))  # fmt: skip
     except ValueError:
         return None
 
 
-def roof_seconds(entry: Mapping[str, Any], x: Expected) -> float | None:
+def roof_seconds(entry: Entry, x: Expected) -> float | None:
     """条目预测中的 roofline 部分（秒）：不含固定开销。各计算单元的时间相加，与内存时间取大者。"""
     t = _expected_bound(entry, x)
     if t is None:
@@ -162,19 +157,19 @@ def roof_seconds(entry: Mapping[str, Any], x: Expected) -> float | None:
     return max(compute, t.memory)
 
 
-def expected_level(entry: Mapping[str, Any], x: Expected) -> str:
+def expected_level(entry: Entry, x: Expected) -> str:
     """预测让条目受约束的存储层级：它的各内存项中时间最长的一个。"""
     t = _expected_bound(entry, x)
     memory = {r: v for r, v in (t.by_resource.items() if t else ()) if r not in COMPUTE_RESOURCES}
     return max(memory, key=memory.__getitem__) if memory else x.ceilings.memory.name
 
 
-def _kernels(entry: Mapping[str, Any]) -> int:
+def _kernels(entry: Entry) -> int:
     return max(_running(entry).kernels, 1)
 
 
 def overhead_fit(
-    run: Mapping[str, Any], x: Expected | None = None
+    run: Run | Mapping[str, Any], x: Expected | None = None
 ) -> tuple[dict[tuple[str, str], float], float, list[str]]:
     """每个 kernel 的固定开销（秒）：按算子和精度分别给出，另有一个总体值。
 
@@ -190,22 +185,23 @@ def overhead_fit(
         ``(per_operator, overall, fitted)``：``per_operator[(name, precision)]``
         与 ``overall`` 的单位是秒；``fitted`` 是它们所依据的条目的 id。
     """
+    run = as_run(run)
     x = x or expected(run)
     probes = probe_ids(run)
-    smallest: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for e in runfile.results(run):
-        if e["id"] in probes or e["name"] not in _FIT_OPERATORS:
+    smallest: dict[tuple[str, str], Entry] = {}
+    for e in run.results():
+        if e.id in probes or e.name not in _FIT_OPERATORS:
             continue
-        key = (e["name"], e["precision"])
-        if key not in smallest or model_cost(e).bytes < model_cost(smallest[key]).bytes:
+        key = (e.name, e.precision)
+        if key not in smallest or e.cost.bytes < smallest[key].cost.bytes:
             smallest[key] = e
     per: dict[tuple[str, str], float] = {}
     for key, e in smallest.items():
         roof = roof_seconds(e, x)
         if roof is not None:
-            per[key] = max(0.0, e["time"]["median_s"] - roof) / _kernels(e)
+            per[key] = max(0.0, e.median_s - roof) / _kernels(e)
     overall = statistics.median(per.values()) if per else 0.0
-    return per, overall, [e["id"] for e in smallest.values()]
+    return per, overall, [e.id for e in smallest.values()]
 
 
 _FIT_OPERATORS = ("gemm", "add", "relu")
@@ -230,25 +226,24 @@ class Prediction:
         return abs(self.predicted_s - self.measured_s) / self.measured_s
 
 
-def predictions(run: Mapping[str, Any]) -> list[Prediction]:
+def predictions(run: Run | Mapping[str, Any]) -> list[Prediction]:
     """每个计过时、且其精度测得了峰值的条目的预测。"""
-    if not run["ceilings"]["bandwidth"]:
+    run = as_run(run)
+    if not run.ceilings.bandwidth:
         return []
     x, ceilings, probes = expected(run), of_run(run), probe_ids(run)
     per, overall, fitted = overhead_fit(run, x)
     out = []
-    for e in runfile.results(run):
+    for e in run.results():
         roof = roof_seconds(e, x)
         if roof is None:
             continue
-        excluded = (
-            "ceiling" if e["id"] in probes else "fits the fixed cost" if e["id"] in fitted else ""
-        )
+        excluded = "ceiling" if e.id in probes else "fits the fixed cost" if e.id in fitted else ""
         out.append(
             Prediction(
-                e["id"],
-                roof + _kernels(e) * per.get((e["name"], e["precision"]), overall),
-                e["time"]["median_s"],
+                e.id,
+                roof + _kernels(e) * per.get((e.name, e.precision), overall),
+                e.median_s,
                 bound_seconds(e, ceilings),
                 expected_level(e, x),
                 excluded,

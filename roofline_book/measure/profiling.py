@@ -115,7 +115,7 @@ class OpRow:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "name": self.name,
+            "id": self.name,
             "shapes": [list(s) for s in self.shapes],
             "dtypes": list(self.dtypes),
             "calls": self.calls,
@@ -124,10 +124,10 @@ class OpRow:
             "flops": self.flops,
             "bytes": self.bytes,
             "intensity": self.intensity,
-            "achieved_flops": self.achieved_flops,
-            "achieved_bytes": self.achieved_bytes,
+            "achieved_flops_per_s": self.achieved_flops,
+            "achieved_Bps": self.achieved_bytes,
             "fraction_of_roof": self.fraction_of_roof,
-            "bound": self.bound,
+            "bound": "dram" if self.bound == "memory" else self.bound,
             "profiler_flops": self.profiler_flops,
         }
 
@@ -256,7 +256,7 @@ def ceilings_json(ceilings: Ceilings) -> dict[str, Any]:
     return {
         "name": ceilings.name,
         "rates": [
-            {"unit": unit, "precision": precision, "value": value}
+            {"unit": unit, "precision": precision, "rate_per_s": value}
             for (unit, precision), value in ceilings.rates.items()
         ],
         "levels": [

@@ -294,6 +294,11 @@ def attention(
         raise TypeError(f"tile must be a FlashTile or None, got {type(tile).__name__}")
     s = bytes_per_element(dtype)
     bh = batch * heads
+    _validate.elements(
+        "batch * heads * seq * head_dim (Q, K, V)", bh * max(seq_q, seq_k) * head_dim
+    )
+    if impl != "flash":
+        _validate.elements("batch * heads * seq_q * seq_k (the score matrix)", bh * seq_q * seq_k)
 
     if impl == "materialized":
         scores = gemm(seq_q, head_dim, seq_k, dtype, batch=bh)
@@ -400,6 +405,10 @@ def attention_backward(
     sram_bytes = _validate.size("sram_bytes", sram_bytes)
     s = bytes_per_element(dtype)
     bh, scores = batch * heads, batch * heads * seq_q * seq_k
+    _validate.elements(
+        "batch * heads * seq * head_dim (Q, K, V)", bh * max(seq_q, seq_k) * head_dim
+    )
+    _validate.elements("batch * heads * seq_q * seq_k (the score matrix)", scores)
 
     by_p = gemm(seq_k, seq_q, head_dim, dtype, batch=bh)  # dV = P^T dO (dK = dS^T Q alike)
     dp = gemm(seq_q, head_dim, seq_k, dtype, batch=bh)  # dP = dO V^T

@@ -2,8 +2,9 @@
 
 作图函数接收一个 matplotlib ``Axes``，返回画出的对象，因此能放进任何图里。
 图上的文字（坐标轴、roof 的名称、图例）默认是英文（命令行用），书中是中文
-（:func:`set_language`、:data:`TEXTS`），中文需要 CJK 字体（Debian 的
-fonts-noto-cjk）。同一设备、同一精度在每张图里颜色相同（:data:`ROOF_COLORS`）。
+（:func:`set_language`、:data:`TEXTS`），汉字的字体来自 PyPI 的 noto-cjk-sans-otc
+（extra ``zh``，:func:`use_cjk_font`）。
+同一设备、同一精度在每张图里颜色相同（:data:`ROOF_COLORS`）。
 """
 
 from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed
@@ -22,19 +23,25 @@ from .roofs import (
     square_gemm_fraction,
 )
 from .style import (
+    CJK_FONT,
+    CJK_FONTS,
     PALETTE,
     PRECISION_COLORS,
     ROOF_COLORS,
     TEXTS,
     UNITS,
+    cjk_font_file,
     roof_color,
     set_language,
     setup_notebook,
     text,
+    use_cjk_font,
     use_style,
 )
 
 __all__ = [
+    "CJK_FONT",
+    "CJK_FONTS",
     "PALETTE",
     "PRECISION_COLORS",
     "RESOURCE_COLORS",
@@ -42,6 +49,7 @@ __all__ = [
     "TEXTS",
     "UNITS",
     "achieved_gap",
+    "cjk_font_file",
     "attention_sweep",
     "ceilings",
     "collective_busbw",
@@ -68,5 +76,6 @@ __all__ = [
     "text",
     "time_bars",
     "traffic_bars",
+    "use_cjk_font",
     "use_style",
 ]

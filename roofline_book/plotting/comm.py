@@ -116,7 +116,7 @@ def measured_sizes(
         每个 rank 的 buffer，byte，> 0。
     values : sequence of float
         每个 size 的中位数（与纵轴同单位），>= 0。
-    quartiles : sequence of (float, float), optional
+    quartiles : sequence of tuple, optional
         每个 size 的第一与第三四分位数；不给时不画竖线。
 
     Returns
