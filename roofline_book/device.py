@@ -33,6 +33,9 @@ COMPUTE_UNITS = ("matrix", "vector", "special")
 MEMORY_LEVELS = ("hbm", "l2")
 """有带宽上限的存储层级：主存，以及（有公开数字时的）L2 cache。"""
 
+LINKS = ("nvlink", "infinity-fabric", "pcie")
+"""节点内 GPU 之间的互连：NVLink（经 NVSwitch）、AMD Infinity Fabric（XGMI），或只有 PCIe。"""
+
 
 @dataclass(frozen=True)
 class Source:
@@ -54,6 +57,38 @@ class Source:
 
 
 USER_SOURCE = Source("user", "supplied by the caller (not a datasheet)")
+
+
+@dataclass(frozen=True)
+class Network:
+    """节点之间的一种网络：每块 GPU 一个 NIC 时，每块 GPU 在节点外的带宽与每步延迟。
+
+    Attributes
+    ----------
+    key, name : str
+        目录中的键（``"ib-ndr"``）与全名。
+    bandwidth : float
+        一个 NIC 端口 **每个方向** 的带宽（byte/s）：400 Gb/s 为 50e9 byte/s。
+    latency : float
+        集合通信模型每一步所用的延迟（秒），出处或假设见 ``sources``、``derivations``。
+    sources : mapping of str to Source
+        ``"bandwidth"`` 与 ``"latency"`` 的出处。
+    derivations : mapping of str to str
+        换算或假设。
+    """
+
+    key: str
+    name: str
+    bandwidth: float
+    latency: float
+    sources: Mapping[str, Source] = field(default_factory=dict)
+    derivations: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _validate.positive("bandwidth", self.bandwidth)
+        _validate.positive("latency", self.latency)
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "derivations", MappingProxyType(dict(self.derivations)))
 
 
 def peak_key(dtype: Precision) -> str:
@@ -173,6 +208,18 @@ class Hardware:
         每个 SM 的 FP32 lane 数，是推算 ``special_peak`` 所用的公开数字之一。
     sfu_per_sm_per_clock : int or None
         每个 SM 每个时钟周期的特殊函数结果数，是推算 ``special_peak`` 所用的公开数字之一。
+    link : str
+        节点内与其他 GPU 的互连，:data:`LINKS` 之一；不知道时为 ``""``。
+    link_bandwidth : float or None
+        这块 GPU 所有互连链路合起来 **每个方向** 的带宽（byte/s）。NVIDIA 印出的 NVLink 数字
+        （H100 的 900 GB/s）是两个方向之和，每个方向是它的一半；只有 PCIe 时是 PCIe 一个方向的带宽。
+    link_latency : float or None
+        集合通信模型每一步（一次相邻设备间的传递）所用的延迟（秒）。
+    link_reduces : bool
+        交换芯片能在网络中做归约（NVLink SHARP，NCCL 的 NVLS）：all-reduce 时每块 GPU 只需送出并收回
+        一份数据，而不是 ring 的两份。
+    pcie_generation, pcie_lanes : int or None
+        主机接口的 PCIe 代数与 lane 数。
     firmness : str
         设备出处的可靠程度：``"vendor"`` （datasheet、白皮书）或 ``"secondary"``；
         自定义设备为 ``""``。
@@ -210,6 +257,12 @@ class Hardware:
     fp32_lanes_per_sm: int | None = None
     sfu_per_sm_per_clock: int | None = None
     clock_hz: float | None = None
+    link: str = ""
+    link_bandwidth: float | None = None
+    link_latency: float | None = None
+    link_reduces: bool = False
+    pcie_generation: int | None = None
+    pcie_lanes: int | None = None
     firmness: str = ""
     sources: Mapping[str, Source] = field(default_factory=dict)
     compared_sources: Mapping[str, tuple[Source, ...]] = field(default_factory=dict)
@@ -228,9 +281,23 @@ class Hardware:
         ):
             for precision, value in peaks.items():
                 _validate.positive(f"{label}[{precision!r}]", value)
-        for name in ("special_peak", "l2_bandwidth", "memory_capacity", "clock_hz"):
+        for name in (
+            "special_peak",
+            "l2_bandwidth",
+            "memory_capacity",
+            "clock_hz",
+            "link_bandwidth",
+            "link_latency",
+        ):
             if getattr(self, name) is not None:
                 _validate.positive(name, getattr(self, name))
+        if self.link:
+            _validate.choice("link", self.link, LINKS)
+        if not isinstance(self.link_reduces, bool):
+            raise TypeError(f"link_reduces must be true or false, got {self.link_reduces!r}")
+        for name in ("pcie_generation", "pcie_lanes"):
+            if getattr(self, name) is not None:
+                _validate.size(name, getattr(self, name))
         for precision, sparse in self.sparse_peaks.items():
             dense = self.dense_peaks.get(precision)
             if dense is not None and sparse < dense:

@@ -42,8 +42,9 @@ from importlib import resources
 from types import MappingProxyType
 
 from . import _validate
-from .device import ANY_PRECISION, USER_SOURCE, Hardware, Source, peak_key
+from .device import ANY_PRECISION, USER_SOURCE, Hardware, Network, Source, peak_key
 from .device import COMPUTE_UNITS as COMPUTE_UNITS  # re-exported: the catalog's vocabulary
+from .device import LINKS as LINKS
 from .device import MEMORY_LEVELS as MEMORY_LEVELS
 from .device import Ceiling as Ceiling
 
@@ -149,6 +150,12 @@ _FIELDS = {
     "register_file_per_sm": "register_file_per_sm",
     "sms": "sms",
     "clock_hz": "clock_hz",
+    "link": "link",
+    "link_bandwidth": "link_bandwidth",
+    "link_latency": "link_latency",
+    "link_reduces": "link_reduces",
+    "pcie_generation": "pcie_generation",
+    "pcie_lanes": "pcie_lanes",
 }
 #: Hardware 的字段 -> 其出处所用的名称（沿用只有一条 roof 时的目录）。
 _SOURCE_NAMES = {"dense_peaks": "peak_flops", "sparse_peaks": "peak_flops_sparse"}
@@ -279,14 +286,7 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
     ValueError: mine.toml: device 'gpu' has an unknown key 'shared_memory_per_SM'; allowed: ...
     """
     data = tomllib.loads(text)
-    for table in data:
-        if table not in ("sources", "devices"):
-            raise ValueError(f"{origin}: unknown table {table!r}; allowed: sources, devices")
-    known = tuple(sorted(f.name for f in dataclasses.fields(Source) if f.name != "key"))
-    sources = {}
-    for key, entry in data.get("sources", {}).items():
-        _validate.known_keys(f"{origin}: source {key!r}", entry, known)
-        sources[key] = Source(key=key, **entry)
+    sources = _catalog_sources(data, origin)
     devices = {}
     for key, entry in data.get("devices", {}).items():
         where = f"{origin}: device {key!r}"
@@ -339,6 +339,67 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
     return MappingProxyType(devices)
 
 
+_TABLES = ("sources", "devices", "networks")
+
+
+def _catalog_sources(data: Mapping, origin: str) -> dict[str, Source]:
+    """目录的各表名都认识，再读出 ``[sources]``。"""
+    for table in data:
+        if table not in _TABLES:
+            raise ValueError(f"{origin}: unknown table {table!r}; allowed: {', '.join(_TABLES)}")
+    known = tuple(sorted(f.name for f in dataclasses.fields(Source) if f.name != "key"))
+    sources = {}
+    for key, entry in data.get("sources", {}).items():
+        _validate.known_keys(f"{origin}: source {key!r}", entry, known)
+        sources[key] = Source(key=key, **entry)
+    return sources
+
+
+_NETWORK_FIGURES = ("bandwidth", "latency")
+
+
+def load_networks(text: str, origin: str = "<text>") -> Mapping[str, Network]:
+    """从目录文本的 ``[networks.KEY]`` 表中读出节点之间的网络。
+
+    每个网络有 ``name``、``bandwidth`` （一个 NIC 端口每个方向的 byte/s）、``latency`` （秒），
+    以及这两个数字的 ``sources``（和可选的 ``derivations``）。
+
+    Examples
+    --------
+    >>> lines = ['[sources.mine]', 'title = "my NIC"', '[networks.nic]', 'name = "My NIC"',
+    ...          'bandwidth = 25e9', 'latency = 3e-6',
+    ...          '[networks.nic.sources]', 'bandwidth = "mine"', 'latency = "mine"']
+    >>> load_networks("\\n".join(lines))["nic"].bandwidth
+    25000000000.0
+    >>> load_networks("\\n".join(lines[:-1]), "mine.toml")
+    Traceback (most recent call last):
+    ...
+    ValueError: mine.toml: network 'nic': latency names no known source
+    """
+    data = tomllib.loads(text)
+    sources = _catalog_sources(data, origin)
+    out = {}
+    for key, entry in data.get("networks", {}).items():
+        where = f"{origin}: network {key!r}"
+        _validate.known_keys(where, entry, ("name", *_NETWORK_FIGURES, "sources", "derivations"))
+        cited = entry.get("sources", {})
+        _validate.known_keys(f"{where}: sources", cited, _NETWORK_FIGURES)
+        for figure in _NETWORK_FIGURES:
+            if figure not in entry:
+                raise ValueError(f"{where}: {figure} is missing")
+            if cited.get(figure) not in sources:
+                raise ValueError(f"{where}: {figure} names no known source")
+        out[key] = Network(
+            key=key,
+            name=entry["name"],
+            bandwidth=entry["bandwidth"],
+            latency=entry["latency"],
+            sources={f: sources[cited[f]] for f in _NETWORK_FIGURES},
+            derivations=dict(entry.get("derivations", {})),
+        )
+    return MappingProxyType(out)
+
+
 #: 包内目录所在的位置，错误信息按这个名字称呼它。
 CATALOG_FILE = "roofline_book/data/hardware.toml"
 
@@ -352,8 +413,39 @@ def catalog() -> Mapping[str, Hardware]:
     >>> list(catalog())[:3]
     ['a100-sxm', 'a800-sxm', 'h100-sxm']
     """
-    text = resources.files(__package__).joinpath("data/hardware.toml").read_text("utf-8")
-    return load_catalog(text, CATALOG_FILE)
+    return load_catalog(_catalog_text(), CATALOG_FILE)
+
+
+def _catalog_text() -> str:
+    return resources.files(__package__).joinpath("data/hardware.toml").read_text("utf-8")
+
+
+@functools.cache
+def networks() -> Mapping[str, Network]:
+    """目录中节点之间的网络，按键索引。
+
+    Examples
+    --------
+    >>> list(networks())
+    ['ib-ndr', 'roce-400g']
+    """
+    return load_networks(_catalog_text(), CATALOG_FILE)
+
+
+def network(name: str) -> Network:
+    """按键取目录中的网络（``"ib-ndr"``、``"roce-400g"``）。
+
+    Examples
+    --------
+    >>> network("IB NDR").bandwidth / 1e9      # 400 Gb/s, one direction
+    50.0
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a network name such as 'ib-ndr', got {name!r}")
+    key = "-".join(name.strip().lower().replace("_", " ").split())
+    if key not in networks():
+        raise ValueError(f"unknown network {name!r}; allowed: {', '.join(networks())}")
+    return networks()[key]
 
 
 def hardware(name: str) -> Hardware:

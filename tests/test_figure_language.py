@@ -45,6 +45,8 @@ ALLOWED = {
     *("linear", "layer", "kernel", "head", "mask", "block"),
     # inference
     *("batch", "token", "tokens", "prefill", "decode", "kv", "cache", "trace"),
+    # many devices: the links and the splits, as the book names them
+    *("nvlink", "infiniband", "ndr", "pcie", "fsdp", "zero"),
     # collectives: the operation, its algorithms and nccl-tests' bandwidth
     *("all", "reduce", "ring", "tree", "rank", "busbw", "gloo"),
 }

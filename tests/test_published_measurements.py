@@ -23,8 +23,10 @@ from typing import Any
 import pytest
 
 from roofline_book import attention, elementwise, gemm, hardware, time_bound
+from roofline_book.collectives import bus_bandwidth
 from roofline_book.hardware import Hardware
 from roofline_book.inference import Precisions, model, step_ops, step_time
+from roofline_book.parallel import all_reduce
 from roofline_book.tables import device_sram_bytes
 
 DATA = Path(__file__).parent / "data" / "published_measurements.toml"
@@ -162,6 +164,21 @@ def _capacity(device: Hardware, c: Mapping[str, Any]) -> Limit:
     return Limit(device.memory_capacity, True, "catalog memory_capacity")
 
 
+def _all_reduce_busbw(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """``parallel.all_reduce`` on the catalog's link, its bandwidth term: the busbw it allows
+    (nccl-tests: algbw = bytes / time, busbw = algbw x 2(n-1)/n)."""
+    n, nbytes = c["devices"], c["bytes"]
+    seconds = all_reduce(nbytes, n, device).bandwidth_s
+    return Limit(bus_bandwidth("all_reduce", nbytes / seconds, n), True, f"bound {seconds:.4g} s")
+
+
+def _all_reduce_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """``parallel.all_reduce`` on the catalog's link: its bandwidth term is a time lower bound
+    (the latency term is not: one-shot kernels beat NCCL's ring latency)."""
+    seconds = all_reduce(c["bytes"], c["devices"], device).bandwidth_s
+    return Limit(seconds, False, "all-reduce bandwidth term")
+
+
 #: Row kind -> the function that computes its limit.
 KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "attention_forward": _attention_forward,
@@ -171,6 +188,8 @@ KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "generation": _generation,
     "prefill": _prefill,
     "capacity": _capacity,
+    "all_reduce_busbw": _all_reduce_busbw,
+    "all_reduce_time": _all_reduce_time,
 }
 
 

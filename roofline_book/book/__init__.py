@@ -13,6 +13,7 @@ from .cli import cli_error, cli_json, json_fields_md, run_cli
 from .devices import (
     cache_frame,
     clock_frame,
+    links_frame,
     peaks_frame,
     sources_frame,
     sparse_frame,
@@ -51,6 +52,7 @@ __all__ = [
     "glue_figure",
     "glue_profile",
     "glue_scaling",
+    "links_frame",
     "markdown_table",
     "peaks_frame",
     "plain",

@@ -243,6 +243,55 @@ def cache_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
     ).set_index("设备")
 
 
+#: 互连的种类，按表格中的说法。
+LINK_ZH = {
+    "nvlink": "NVLink（NVSwitch）",
+    "infinity-fabric": "Infinity Fabric",
+    "pcie": "只有 PCIe",
+}
+
+
+def links_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
+    """每个设备与同一节点内其他 GPU 之间的互连：种类、每个方向的带宽、每步延迟、能否在网络中归约。
+
+    Returns
+    -------
+    pandas.DataFrame
+        文字单元格，按 ``设备`` 索引；未知的数字为 ``"—"``。
+
+    Examples
+    --------
+    带宽按每个方向写：H100 的 NVLink 是 NVIDIA 印出的 900 GB/s 的一半。
+
+    >>> row = links_frame().loc["h100-sxm"]
+    >>> row["互连"], row["每个方向"], row["两个方向合计"], row["交换芯片归约"]
+    ('NVLink（NVSwitch）', '450 GB/s', '900 GB/s', '是')
+    >>> links_frame().loc["rtx-4090", "PCIe"]
+    'Gen 4 x16'
+    """
+    import pandas as pd
+
+    def rate(value: float | None) -> str:
+        return si(value, "B/s") if value else MISSING
+
+    return pd.DataFrame(
+        [
+            {
+                "设备": key,
+                "互连": LINK_ZH.get(dev.link, MISSING),
+                "每个方向": rate(dev.link_bandwidth),
+                "两个方向合计": rate(2 * dev.link_bandwidth if dev.link_bandwidth else None),
+                "每步延迟": si(dev.link_latency, "s") if dev.link_latency else MISSING,
+                "交换芯片归约": "是" if dev.link_reduces else "否",
+                "PCIe": f"Gen {dev.pcie_generation} x{dev.pcie_lanes}"
+                if dev.pcie_generation
+                else MISSING,
+            }
+            for key, dev in _devices(devices).items()
+        ]
+    ).set_index("设备")
+
+
 def sources_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
     """每个设备的每个数字来自哪里：文献、日期、可靠性、URL、口径。
 

@@ -11,6 +11,8 @@ Subcommands
 ``block``
     一个 Transformer decoder block 的各算子（加上 ``--optimizer`` 时还有对其权重做的一步 AdamW），
     写成表格。
+``train``
+    一步训练在多块 GPU 上（DP、TP、PP、ZeRO/FSDP）：每种通信、每块设备的内存、时间下界与 MFU 上限。
 ``devices``
     硬件目录：dense 峰值、ridge point 与出处。
 ``plot``
@@ -66,11 +68,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..extras import MissingExtra
-from . import bench, block, claims, collectives, devices, infer, op, plot, profile
+from . import bench, block, claims, collectives, devices, infer, op, plot, profile, train
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
 
-SUBCOMMANDS = (op, block, infer, devices, plot, profile, bench, collectives, claims)
+SUBCOMMANDS = (op, block, infer, train, devices, plot, profile, bench, collectives, claims)
 """各子命令的模块，按帮助列出它们的顺序。"""
 
 __all__ = ["EXIT_USAGE", "OPERATORS", "PROG", "build_parser", "main", "parse_point", "parse_size"]

@@ -22,6 +22,8 @@ from ..inference import (
     step_time,
     weight_bytes,
 )
+from ..parallel import GPUS_PER_NODE, Split
+from ..parallel import infer as infer_split
 from ..roofline import time_bound
 from ..serving import MEMORY_RESERVE, activation_peak, max_batch
 from ..units import si
@@ -83,14 +85,26 @@ def run(args: argparse.Namespace) -> int:
         )
     if prompt > context:
         raise UsageError(f"--prompt ({prompt}) must be <= --context ({context})")
-    fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
+    split = _split(args, config, device)
+    group = None
     per_sequence = kv_cache_bytes(config, context, p)
+    if split.devices > 1 or split.ep > 1:
+        group = infer_split(
+            config, device, split, batch=1, context=context, prompt=prompt, precisions=p
+        )
+        fits = group.max_batch
+        weights_here = group.weight_bytes_per_device
+        kv_here = group.kv_bytes_per_sequence_per_device
+    else:
+        fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
+        weights_here, kv_here = weight_bytes(config, p), per_sequence
+    where = device.key if group is None else f"{split.devices} x {device.key}"
     if fits is not None and args.batch > fits:
         raise UsageError(
-            f"--batch {args.batch} does not fit on {device.key} at --context {context}: "
-            f"at most {fits} sequence(s) (weights {si(weight_bytes(config, p), 'B')}, "
-            f"activations about {si(activation_peak(config, p), 'B')}, "
-            f"KV cache {si(per_sequence, 'B')} per sequence, "
+            f"--batch {args.batch} does not fit on {where} at --context {context}: "
+            f"at most {fits} sequence(s) (weights {si(weights_here, 'B')} per device, "
+            f"activations about {si(activation_peak(config, p) // split.tp, 'B')}, "
+            f"KV cache {si(kv_here, 'B')} per sequence per device, "
             f"of {si(device.memory_capacity or 0, 'B')} with {MEMORY_RESERVE:.0%} left unused)"
         )
     prefill = step_ops(config, args.batch, prompt, prompt, p)
@@ -98,6 +112,16 @@ def run(args: argparse.Namespace) -> int:
     t_prefill, t_decode = step_time(prefill, device, p), step_time(decode, device, p)
     f_prefill = step_floor(config, args.batch, prompt, prompt, device, p).seconds
     f_decode = step_floor(config, args.batch, 1, context, device, p).seconds
+    prefill_s, decode_s = t_prefill.seconds, t_decode.seconds
+    communication = latency = prefill_communication = 0.0
+    if group is not None:
+        group = infer_split(
+            config, device, split, batch=args.batch, context=context, prompt=prompt, precisions=p
+        )
+        prefill_s, decode_s = group.prefill.seconds, group.decode.seconds
+        f_prefill, f_decode = group.prefill.floor_s, group.decode.floor_s
+        communication, latency = group.decode.communication_s, group.decode.latency_s
+        prefill_communication = group.prefill.communication_s
     figures: dict[str, Any] = {
         "model": config.key,
         "parameters": config.parameters(),
@@ -122,6 +146,21 @@ def run(args: argparse.Namespace) -> int:
         "activation_peak_bytes": activation_peak(config, p),
         "max_batch": fits,
         "decode_batch_to_ridge": decode_batch_to_ridge(config, device, p),
+        "devices": split.devices,
+        "tp": split.tp,
+        "pp": split.pp,
+        "ep": split.ep,
+        "weight_bytes_per_device": weights_here,
+        "kv_cache_bytes_per_sequence_per_device": kv_here,
+        "communication_time_s": communication,
+        "communication_latency_s": latency,
+        "prefill_communication_time_s": prefill_communication,
+        "interconnect": {
+            "link": device.link or None,
+            "link_bandwidth_Bps": device.link_bandwidth,
+            "link_latency_s": device.link_latency,
+            "link_reduces": device.link_reduces,
+        },
     }
     if args.json:
         precision = p.activations
@@ -147,15 +186,15 @@ def run(args: argparse.Namespace) -> int:
             | {
                 "device": device_json(device, precision),
                 "prefill": {
-                    "time_lower_bound_s": t_prefill.seconds,
+                    "time_lower_bound_s": prefill_s,
                     "any_implementation_time_lower_bound_s": f_prefill,
                     "layer_ops": layer(prompt, prompt),
                     "ops": whole(prefill_steps),
                 },
                 "decode": {
-                    "time_lower_bound_s": t_decode.seconds,
+                    "time_lower_bound_s": decode_s,
                     "any_implementation_time_lower_bound_s": f_decode,
-                    "tokens_per_s": args.batch / t_decode.seconds,
+                    "tokens_per_s": args.batch / decode_s,
                     "any_implementation_tokens_per_s": args.batch / f_decode,
                     "layer_ops": layer(1, context),
                     "ops": whole(decode_steps),
@@ -175,13 +214,36 @@ def run(args: argparse.Namespace) -> int:
         f"{p.activations}, KV cache {p.kv}{window}"
     )
     print(f"device: {device_line(device, p.activations)}")
+    if group is not None:
+        print(
+            f"split: {split.devices} devices (TP {split.tp}, PP {split.pp}, EP {split.ep}) over "
+            f"{device.link}, {si(device.link_bandwidth or 0, 'B/s')} per direction"
+        )
     kind = config.layer_kind(0)
     which = "" if config.local_layers in (0, config.layers) else f" (layer 0, {kind})"
     for title, new, ctx in (("prefill", prompt, prompt), ("decode step", 1, context)):
         print()
-        print(f"one layer{which}, {title}:")
+        unsplit = "" if group is None else ", before the split"
+        print(f"one layer{which}{unsplit}, {title}:")
         print(text_table(_HEADER, _rows(layer_ops(config, args.batch, new, ctx, p), device, p),
                          right={1, 2, 3, 5}))  # fmt: skip
+    if group is not None:
+        print()
+        print("one decode step, communication (whole model):")
+        rows = [
+            (
+                c.what,
+                str(c.count),
+                si(c.nbytes, "B"),
+                str(c.devices),
+                c.link,
+                si(c.time.bandwidth_s, "s"),
+                si(c.time.latency_s, "s"),
+            )
+            for c in group.decode.comms
+        ]
+        head = ("collective", "times", "bytes each", "devices", "link", "bandwidth", "latency")
+        print(text_table(head, rows, right={1, 2, 3, 5, 6}))
     print()
     lines = [
         ("weights", si(figures["weight_bytes"], "B")),
@@ -189,15 +251,38 @@ def run(args: argparse.Namespace) -> int:
         ("KV cache per sequence", si(per_sequence, "B")),
         ("KV cache, whole batch", si(figures["kv_cache_bytes"], "B")),
         ("largest batch that fits", "-" if fits is None else str(fits)),
-        ("prefill, kernel by kernel", si(t_prefill.seconds, "s") + " (lower bound)"),
+        ("prefill, kernel by kernel", si(prefill_s, "s") + " (lower bound)"),
         ("prefill, any implementation", si(f_prefill, "s") + " (lower bound)"),
-        ("decode step, kernel by kernel", si(t_decode.seconds, "s") + " (lower bound)"),
+        ("decode step, kernel by kernel", si(decode_s, "s") + " (lower bound)"),
         ("decode step, any implementation", si(f_decode, "s") + " (lower bound)"),
-        ("decode tokens per second", f"{args.batch / t_decode.seconds:,.0f} (upper bound)"),
+        ("decode tokens per second", f"{args.batch / decode_s:,.0f} (upper bound)"),
         ("decode batch to the ridge", f"{figures['decode_batch_to_ridge']:.0f}"),
     ]
+    if group is not None:
+        lines[1:1] = [("weights per device", si(weights_here, "B"))]
+        lines[5:5] = [("KV cache per sequence per device", si(kv_here, "B"))]
+        lines += [
+            ("decode communication, bandwidth", si(communication, "s") + " (in the bound)"),
+            ("decode communication, latency", si(latency, "s") + " (not in the bound)"),
+        ]
     print(text_table(None, lines, right=set()))
     return 0
+
+
+def _split(args: argparse.Namespace, config, device: Hardware) -> Split:
+    """``--tp --pp --ep`` 的切分；不允许的切分是一行写明参数的错误。"""
+    try:
+        split = Split(tp=args.tp, pp=args.pp, ep=args.ep)
+        split.check(config)
+    except ValueError as exc:
+        raise UsageError(f"--{exc}") from None
+    if (split.devices > 1 or split.ep > 1) and device.link_bandwidth is None:
+        raise UsageError(
+            f"--tp/--pp/--ep need a catalog device with an interconnect; {device.key} has none"
+        )
+    if split.tp > GPUS_PER_NODE:
+        raise UsageError(f"--tp {split.tp} must fit in one node of {GPUS_PER_NODE} GPUs")
+    return split
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -249,5 +334,27 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         help="store the embedding table and the LM head in the weights' format (default BF16)",
     )
     infer.add_argument("--kv-dtype", default="bf16", help="KV cache (bf16)")
+    split = infer.add_argument_group("split over devices")
+    split.add_argument(
+        "--tp",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="tensor parallel: devices each layer is split over (1)",
+    )
+    split.add_argument(
+        "--pp",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="pipeline parallel: stages the layers are split into (1)",
+    )
+    split.add_argument(
+        "--ep",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="expert parallel: devices of the TP group the experts spread over (1)",
+    )
     add_device_arguments(infer)
     infer.set_defaults(handler=run)

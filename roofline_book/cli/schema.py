@@ -17,7 +17,7 @@
 Examples
 --------
 >>> sorted(SCHEMAS)
-['block', 'claims', 'collectives', 'devices', 'infer', 'op', 'plot', 'profile']
+['block', 'claims', 'collectives', 'devices', 'infer', 'op', 'plot', 'profile', 'train']
 >>> SCHEMAS["op"]["properties"]["time_lower_bound_s"]["description"]
 'the largest of time_by_resource_s: the time lower bound [s]'
 """
@@ -254,6 +254,36 @@ SCHEMAS: dict[str, dict] = {
             "activation_peak_bytes": _int("estimated activation peak [byte]"),
             "max_batch": _int("largest batch that fits; null without a capacity", nullable=True),
             "decode_batch_to_ridge": _num("batch at which decode's MLP GEMM reaches the ridge"),
+            "devices": _int("devices of the group, tp x pp (1 unsplit)"),
+            "tp": _int("tensor-parallel devices"),
+            "pp": _int("pipeline stages"),
+            "ep": _int("expert-parallel devices (of the TP group)"),
+            "weight_bytes_per_device": _int("weights on the device that holds most [byte]"),
+            "kv_cache_bytes_per_sequence_per_device": _int(
+                "one sequence's KV cache on one device [byte]"
+            ),
+            "communication_time_s": _num(
+                "a decode step's collectives, whole model, their bandwidth terms (in the "
+                "decode bound) [s]"
+            ),
+            "communication_latency_s": _num(
+                "a decode step's collectives, their alpha terms (not in the bound) [s]"
+            ),
+            "prefill_communication_time_s": _num("the prefill's collectives, bandwidth terms [s]"),
+            "interconnect": _obj(
+                {
+                    "link": _str("nvlink, infinity-fabric or pcie", nullable=True),
+                    "link_bandwidth_Bps": _num(
+                        "the device's links together, per direction [byte/s]", nullable=True
+                    ),
+                    "link_latency_s": _num("per collective step [s]", nullable=True),
+                    "link_reduces": {
+                        "type": "boolean",
+                        "description": "the switch reduces in the network (NVLink SHARP)",
+                    },
+                },
+                "the catalog's GPU-to-GPU link",
+            ),
             "device": DEVICE,
             "prefill": _phase({}),
             "decode": _phase(
@@ -453,6 +483,53 @@ SCHEMAS: dict[str, dict] = {
             "tolerance": _num("the timing tolerance every comparison of this run uses"),
         },
         "the claims checklist of a run file",
+    ),
+    "train": _command(
+        "train",
+        {
+            "model": _str("catalog key of the model"),
+            "device": _str("catalog key of the device"),
+            "gpus": _int("devices, dp x tp x pp"),
+            "dp": _int("data-parallel replicas"),
+            "tp": _int("tensor-parallel devices"),
+            "pp": _int("pipeline stages"),
+            "zero": _int("ZeRO stage (3 is FSDP)"),
+            "batch": _int("sequences per step, all devices"),
+            "seq": _int("tokens per sequence"),
+            "tokens": _int("tokens per step, all devices"),
+            "recompute": {"type": "boolean", "description": "full activation recompute"},
+            "step_flops": _num("the step's FLOPs, recompute included [FLOP]"),
+            "model_flops": _num("6N per token plus attention, no recompute [FLOP]"),
+            "compute_time_s": _num("one device's FLOPs at the matrix peak, with the bubble [s]"),
+            "pipeline_bubble": _num("(p - 1) / (m + p - 1)"),
+            "communication_time_s": _num("every collective's bandwidth term, summed [s]"),
+            "communication_latency_s": _num("every collective's alpha term, summed [s]"),
+            "step_time_lower_bound_s": _num("compute and each link's traffic overlapped [s]"),
+            "step_time_exposed_tp_s": _num("with the TP all-reduces on the critical path [s]"),
+            "mfu_upper_bound": _num("model FLOPs / (devices x peak x the bound)"),
+            "memory_bytes_per_device": _num("weights, gradients, optimizer, activations [byte]"),
+            "memory_bytes_per_device_by_part": _map(_num("[byte]"), "memory by part"),
+            "memory_capacity_bytes": _num("the device's memory [byte]", nullable=True),
+            "fits": {"type": ["boolean", "null"], "description": "memory fits the capacity"},
+            "communication": _list(
+                _obj(
+                    {
+                        "what": _str("the collective's role"),
+                        "op": _str("the collective", enum=list(COLLECTIVE_OPS)),
+                        "count": _int("times per step"),
+                        "bytes": _num("each time, each device's buffer [byte]"),
+                        "devices": _int("devices taking part"),
+                        "link": _str("nvlink, pcie, a network key, ..."),
+                        "transfer_time_s": _num("bandwidth term, all times [s]"),
+                        "latency_time_s": _num("alpha term, all times [s]"),
+                        "overlaps": {"type": "boolean", "description": "can overlap compute"},
+                    },
+                    "one collective of the step",
+                ),
+                "the step's communication",
+            ),
+        },
+        "a training step over many devices",
     ),
     "collectives": _command(
         "collectives",

@@ -9,6 +9,7 @@
 
 from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed
 from .comm import collective_busbw, collective_times, comm_axes, measured_sizes
+from .links import comm_roofline
 from .marks import log2_axis, memory_hierarchy, reference_line, ridge_line, time_bars, traffic_bars
 from .roofs import (
     achieved_gap,
@@ -54,6 +55,7 @@ __all__ = [
     "collective_busbw",
     "collective_times",
     "comm_axes",
+    "comm_roofline",
     "device_rooflines",
     "gemm_intensity",
     "level_intensities",

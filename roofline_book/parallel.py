@@ -1,0 +1,597 @@
+"""多块 GPU 上的 roofline：推理的 TP、PP、EP，训练的 DP、ZeRO/FSDP、TP、PP，以及通信的 roofline。
+
+一种切分把每块设备的工作（FLOPs、HBM 字节）除以它的份数，同时加上设备之间必须搬运的字节。通信
+的代价来自 :mod:`roofline_book.collectives` 的 alpha-beta 模型：带宽项（字节除以每个方向的链路
+带宽）计入时间下界；延迟项（每一步 alpha）单独列出，不计入下界，因为 one-shot all-reduce kernel
+（TensorRT-LLM、vLLM 的 custom all-reduce）与 NVLink SHARP 把小消息的延迟压到 ring 模型之下。
+
+链路：一个节点内（至多 ``per_node`` 块 GPU）走设备的 ``link_bandwidth``（NVLink、Infinity Fabric
+或 PCIe），跨节点走一个 NIC（:func:`roofline_book.hardware.network`）。交换芯片能在网络中归约
+（``link_reduces``，NVLink SHARP）时，all-reduce 的带宽项取每块设备只送出、收回 ``(n-1)/n`` 份
+数据的下限，与 reduce-scatter 相同；否则取 ring 的 ``2(n-1)/n``，这是不在网络中归约的任何算法的
+下限。
+
+Examples
+--------
+Llama-3-70B 在 8 块 H100 上做 TP=8：每块设备存 1/8 的权重。
+
+>>> from roofline_book import hardware
+>>> from roofline_book.inference import model
+>>> s = infer(model("llama-3-70b"), hardware("h100-sxm"), Split(tp=8), batch=1, context=4096)
+>>> round(s.weight_bytes_per_device / 1e9, 2)
+17.64
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import _validate
+from .collectives import CommTime, collective_time
+from .decoders import ModelConfig
+from .device import Hardware, Network
+from .dtypes import bytes_per_element
+from .hardware import network
+from .inference import (
+    _keys_read,
+    kv_cache_bytes,
+    layer_ops,
+    step_ops,
+    step_time,
+    step_traffic,
+)
+from .ops import ZERO, Cost
+from .quantization import Precisions
+from .roofline import time_bound
+from .serving import MEMORY_RESERVE, activation_peak
+
+GPUS_PER_NODE = 8
+"""一个 HGX/DGX 节点的 GPU 数：NVLink（或 PCIe）连起来的一组。"""
+
+DEFAULT_NETWORK = "ib-ndr"
+"""节点之间默认的网络：每块 GPU 一个 400 Gb/s InfiniBand NDR 端口（DGX H100 的做法）。"""
+
+
+def _link(device: Hardware) -> tuple[float, float]:
+    if device.link_bandwidth is None or device.link_latency is None:
+        raise ValueError(f"{device.key} has no interconnect in the catalog; give one with a link")
+    return device.link_bandwidth, device.link_latency
+
+
+def all_reduce(nbytes: float, devices: int, device: Hardware) -> CommTime:
+    """``devices`` 块 ``device`` 在节点内 all-reduce ``nbytes`` 字节（每块设备的缓冲区）的时间。
+
+    带宽项：交换芯片会归约时取 reduce-scatter 的 ``(n-1)/n x nbytes / B``，否则取 ring 的
+    ``2(n-1)/n x nbytes / B``；延迟项总取 ring 的 ``2(n-1) alpha``。
+
+    Examples
+    --------
+    8 块 H100 all-reduce 16 KiB：NVLink SHARP 让每块设备送出 7/8 x 16384 字节，450 GB/s：
+
+    >>> from roofline_book import hardware
+    >>> t = all_reduce(16384, 8, hardware("h100-sxm"))
+    >>> round(t.bandwidth_s * 1e9, 1), round(t.latency_s * 1e6, 2)   # 14336 / 450e9; 14 x 0.47
+    (31.9, 6.58)
+    """
+    bw, lat = _link(device)
+    ring = collective_time("all_reduce", nbytes, devices, bw, lat)
+    if not device.link_reduces:
+        return ring
+    switch = collective_time("reduce_scatter", nbytes, devices, bw, lat)
+    return CommTime(latency_s=ring.latency_s, bandwidth_s=switch.bandwidth_s)
+
+
+@dataclass(frozen=True)
+class Split:
+    """推理的切分：``tp`` 块设备切每一层（Megatron），``pp`` 个流水线 stage，MoE 的 expert 分在
+    ``ep`` 块设备上（``ep`` 整除 ``tp``：expert 并行用同一组设备，attention 仍按 TP 切）。"""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "ep"):
+            _validate.size(name, getattr(self, name))
+        if self.tp % self.ep:
+            raise ValueError(
+                f"ep ({self.ep}) must divide tp ({self.tp}): experts spread over the TP group"
+            )
+
+    @property
+    def devices(self) -> int:
+        """整组的设备数，``tp x pp``。"""
+        return self.tp * self.pp
+
+    def check(self, config: ModelConfig) -> None:
+        """这个模型能否这样切；不能时的 ValueError 写出是哪个参数。
+
+        Examples
+        --------
+        >>> from roofline_book.inference import model
+        >>> Split(tp=3).check(model("llama-3-70b"))
+        Traceback (most recent call last):
+        ...
+        ValueError: tp (3) must divide the model's 64 attention heads
+        """
+        if config.heads % self.tp:
+            raise ValueError(
+                f"tp ({self.tp}) must divide the model's {config.heads} attention heads"
+            )
+        if self.tp > config.kv_heads and self.tp % config.kv_heads:
+            raise ValueError(
+                f"tp ({self.tp}) above the {config.kv_heads} KV heads must be a multiple of them"
+            )
+        if config.ffn % self.tp:
+            raise ValueError(f"tp ({self.tp}) must divide the MLP width ({config.ffn})")
+        if self.pp > config.layers:
+            raise ValueError(f"pp ({self.pp}) must be at most the model's {config.layers} layers")
+        if self.ep > 1 and config.experts == 1:
+            raise ValueError(
+                f"ep ({self.ep}) needs a mixture-of-experts model; {config.key} is dense"
+            )
+        if config.experts % self.ep:
+            raise ValueError(f"ep ({self.ep}) must divide the model's {config.experts} experts")
+
+    def kv_shards(self, config: ModelConfig) -> int:
+        """KV head 分成几份：``min(tp, kv_heads)``；``tp`` 更大时每个 KV head 在 ``tp / kv_heads``
+        块设备上各存一份。"""
+        return min(self.tp, config.kv_heads)
+
+
+def _shard(cost: Cost, flops: int, nbytes: int) -> Cost:
+    """``cost`` 的 FLOPs 除以 ``flops``，字节除以 ``nbytes``（向下取整，下界只会更低）。"""
+    return Cost(
+        cost.flops // flops,
+        cost.bytes_read // nbytes,
+        cost.bytes_written // nbytes,
+        cost.kernels,
+        vector_flops=cost.vector_flops // flops,
+        special_flops=cost.special_flops // flops,
+        vector_fma_flops=cost.vector_fma_flops // (2 * flops) * 2,
+    )
+
+
+def device_ops(
+    config: ModelConfig,
+    split: Split,
+    batch: int,
+    new: int,
+    context: int,
+    precisions: Precisions | None = None,
+) -> list[tuple[str, Cost]]:
+    """整个模型一步的算子，每个算子是一块设备上的那一份，所有 stage 依次排开（一个 batch 走完每个
+    stage：PP 不缩短一步的时间）。
+
+    TP 把每个算子的 FLOPs 与字节除以 ``tp``（norm 与 residual 按 sequence parallel 也分开），只有
+    KV cache 的字节除以 ``min(tp, kv_heads)``：``tp`` 超过 KV head 数时，KV head 被复制。
+
+    Examples
+    --------
+    >>> from roofline_book.inference import model
+    >>> m = model("llama-3-70b")
+    >>> one = dict(device_ops(m, Split(), 1, 1, 4096))
+    >>> eight = dict(device_ops(m, Split(tp=8), 1, 1, 4096))
+    >>> one["QKV projection (x 80)"].bytes // eight["QKV projection (x 80)"].bytes
+    8
+    """
+    p = precisions or Precisions()
+    split.check(config)
+    tp, kvs = split.tp, split.kv_shards(config)
+    s_kv = bytes_per_element(p.kv)
+    kinds: dict[str, list[int]] = {}
+    for i in range(config.layers):
+        kinds.setdefault(config.layer_kind(i), []).append(i)
+    totals: dict[str, Cost] = {}
+    for _, idx in kinds.items():
+        for name, cost in layer_ops(config, batch, new, context, p, layer=idx[0]):
+            if name == "attention":
+                keys = _keys_read(new, context, config.window(idx[0]))
+                kv = batch * 2 * s_kv * config.kv_dim * keys
+                rest = Cost(
+                    cost.flops,
+                    cost.bytes_read - kv,
+                    cost.bytes_written,
+                    cost.kernels,
+                    vector_flops=cost.vector_flops,
+                    special_flops=cost.special_flops,
+                )
+                part = _shard(rest, tp, tp) + Cost(0, kv // kvs, 0, 0)
+            elif name == "KV cache write":
+                part = _shard(cost, 1, kvs)
+            else:
+                part = _shard(cost, tp, tp)
+            totals[name] = totals.get(name, ZERO) + part * len(idx)
+    whole = step_ops(config, batch, new, context, p)
+    ops = [("embedding", _shard(whole[0][1], tp, tp))]
+    ops += [(f"{name} (x {config.layers})", cost) for name, cost in totals.items()]
+    ops += [(name, _shard(cost, tp, tp)) for name, cost in whole[-2:]]
+    return ops
+
+
+@dataclass(frozen=True)
+class Comm:
+    """一次集合通信在一步中的总代价。"""
+
+    what: str
+    op: str
+    count: int
+    nbytes: float
+    """每次、每块设备的缓冲区（byte）。"""
+    devices: int
+    link: str
+    time: CommTime
+    """``count`` 次合计。"""
+    overlaps: bool = False
+    """能否与计算重叠（数据依赖允许时）。"""
+
+
+def _times(t: CommTime, count: int) -> CommTime:
+    return CommTime(latency_s=t.latency_s * count, bandwidth_s=t.bandwidth_s * count)
+
+
+def inference_comms(
+    config: ModelConfig,
+    split: Split,
+    batch: int,
+    new: int,
+    device: Hardware,
+    precisions: Precisions | None = None,
+    *,
+    per_node: int = GPUS_PER_NODE,
+    net: Network | None = None,
+) -> list[Comm]:
+    """一步推理中的通信：每层 TP 的 all-reduce（attention 输出与 MLP 输出各一次；EP 时 MoE 的 MLP
+    换成 dispatch 与 combine 两次 all-to-all），vocab-parallel embedding 的 all-reduce、LM head 的
+    logits all-gather，以及 ``pp - 1`` 次 stage 之间的 hand-off。"""
+    p = precisions or Precisions()
+    a = bytes_per_element(p.activations)
+    tokens, h, tp = batch * new, config.hidden, split.tp
+    act = tokens * h * a
+    bw, lat = _link(device)
+    out: list[Comm] = []
+    if tp > 1:
+        if tp > per_node:
+            raise ValueError(f"tp ({tp}) must fit in one node of {per_node} GPUs")
+        moe = config.experts > 1 and split.ep > 1
+        layers = config.layers * (1 if moe else 2) + 1
+        ar = all_reduce(act, tp, device)
+        out.append(
+            Comm(
+                "TP all-reduce of the activations",
+                "all_reduce",
+                layers,
+                act,
+                tp,
+                device.link,
+                _times(ar, layers),
+            )
+        )
+        if moe:
+            sent = tokens * config.experts_per_token * h * a / split.ep
+            t = collective_time("all_to_all", sent, split.ep, bw, lat)
+            n = 2 * config.layers
+            out.append(
+                Comm(
+                    "EP all-to-all (dispatch, combine)",
+                    "all_to_all",
+                    n,
+                    sent,
+                    split.ep,
+                    device.link,
+                    _times(t, n),
+                )
+            )
+        logits = batch * config.vocab * a
+        t = collective_time("all_gather", logits, tp, bw, lat)
+        out.append(Comm("LM head logits all-gather", "all_gather", 1, logits, tp, device.link, t))
+    if split.pp > 1:
+        across = split.devices > per_node
+        nic = net or network(DEFAULT_NETWORK)
+        link, b, alpha = (nic.key, nic.bandwidth, nic.latency) if across else (device.link, bw, lat)
+        t = collective_time("send_recv", act, 2, b, alpha)
+        n = split.pp - 1
+        out.append(Comm("PP stage hand-off", "send_recv", n, act, 2, link, _times(t, n)))
+    return out
+
+
+@dataclass(frozen=True)
+class ParallelStep:
+    """一步推理在一组设备上的下界。
+
+    ``device_s``：一块设备上算子一个接一个的时间（:func:`roofline_book.inference.step_time`）。
+    ``seconds`` = ``device_s`` 加通信的带宽项（kernel 一个接一个，通信也是 kernel）；
+    ``floor_s`` = 一块设备上任何实现（融合、重叠）的下界 ``device_floor_s`` 与通信带宽项中大的一个
+    （通信与计算完全重叠）；``latency_s`` 是通信的延迟项，
+    不计入两者。
+    """
+
+    device_s: float
+    device_floor_s: float
+    communication_s: float
+    latency_s: float
+    comms: tuple[Comm, ...]
+
+    @property
+    def seconds(self) -> float:
+        return self.device_s + self.communication_s
+
+    @property
+    def floor_s(self) -> float:
+        return max(self.device_floor_s, self.communication_s)
+
+    @property
+    def share(self) -> float:
+        """通信带宽项占 ``seconds`` 的比例。"""
+        return self.communication_s / self.seconds
+
+
+@dataclass(frozen=True)
+class ParallelInference:
+    """一组设备上的推理：每块设备的内存、最大 batch、prefill 与 decode 一步的下界。"""
+
+    split: Split
+    weight_bytes_per_device: int
+    kv_bytes_per_sequence_per_device: int
+    activation_bytes_per_device: int
+    capacity: float | None
+    max_batch: int | None
+    prefill: ParallelStep
+    decode: ParallelStep
+
+
+def weight_bytes_per_device(
+    config: ModelConfig, split: Split, precisions: Precisions | None = None
+) -> int:
+    """权重最多的那块设备上的权重字节数（byte）。
+
+    每层的权重除以 ``tp``，但 K、V 投影只除以 ``min(tp, kv_heads)``（被复制的 KV head 连同权重一起
+    复制）；每个 stage 有 ``ceil(layers / pp)`` 层；embedding 与 LM head 按词表切成 ``tp`` 份，``pp
+    > 1`` 时分别在第一个与最后一个 stage，取大的一个。
+
+    Examples
+    --------
+    >>> from roofline_book.inference import model, weight_bytes
+    >>> m = model("llama-3-70b")
+    >>> round(weight_bytes_per_device(m, Split(tp=8)) / 1e9, 2), round(weight_bytes(m) / 8e9, 2)
+    (17.64, 17.64)
+    """
+    p = precisions or Precisions()
+    split.check(config)
+    c, h = config, config.hidden
+    kv = p.weight_bytes(2 * h * c.kv_dim)
+    layer = p.weight_bytes(c.layer_matrix_parameters()) - kv
+    norms = p.table_bytes(2 * h)
+    per_layer = layer // split.tp + kv // split.kv_shards(c) + norms
+    table = p.table_bytes(c.vocab * h) // split.tp
+    tables = table * (1 if c.tied_embeddings else 2) if split.pp == 1 else table
+    layers = math.ceil(c.layers / split.pp)
+    return layers * per_layer + tables + p.table_bytes(h)
+
+
+def _step(config, split, batch, new, context, device, p, per_node, net) -> ParallelStep:
+    ops = device_ops(config, split, batch, new, context, p)
+    comms = inference_comms(config, split, batch, new, device, p, per_node=per_node, net=net)
+    total = sum((cost for _, cost in ops), ZERO)
+    # the compulsory traffic of the whole step, divided by tp: KV heads replicated when tp
+    # exceeds them move more than this, so the floor stays below every implementation
+    traffic = step_traffic(config, batch, new, context, p) // split.tp
+    floor = Cost(
+        total.flops,
+        traffic,
+        0,
+        1,
+        vector_flops=total.vector_flops,
+        special_flops=total.special_flops,
+        vector_fma_flops=total.vector_fma_flops,
+    )
+    return ParallelStep(
+        device_s=step_time(ops, device, p).seconds,
+        device_floor_s=time_bound(floor, device, p.activations).seconds,
+        communication_s=sum(c.time.bandwidth_s for c in comms),
+        latency_s=sum(c.time.latency_s for c in comms),
+        comms=tuple(comms),
+    )
+
+
+def infer(
+    config: ModelConfig,
+    device: Hardware,
+    split: Split,
+    *,
+    batch: int = 1,
+    context: int = 4096,
+    prompt: int | None = None,
+    precisions: Precisions | None = None,
+    per_node: int = GPUS_PER_NODE,
+    net: Network | None = None,
+    reserve: float = MEMORY_RESERVE,
+) -> ParallelInference:
+    """按 ``split`` 切开的 ``config`` 在 ``split.devices`` 块设备上的内存、最大 batch 与下界。
+
+    最大 batch 对整组而言：每块设备 ``(1 - reserve) x capacity`` 减去它的权重与激活峰值的 ``1/tp``，
+    余下的除以每条序列在这块设备上的 KV cache（它的 stage 的层、``1 / min(tp, kv_heads)`` 的 KV
+    head）。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> from roofline_book.inference import model
+    >>> r = infer(model("llama-3-70b"), hardware("h100-sxm"), Split(tp=8))
+    >>> r.decode.communication_s < 0.01 * r.decode.seconds     # bandwidth: a sliver
+    True
+    >>> r.decode.latency_s > 0.2 * r.decode.seconds            # latency: not a sliver
+    True
+    """
+    p = precisions or Precisions()
+    split.check(config)
+    prompt = context if prompt is None else _validate.size("prompt", prompt)
+    weights = weight_bytes_per_device(config, split, p)
+    layers = math.ceil(config.layers / split.pp)
+    kv = kv_cache_bytes(config, context, p) * layers // config.layers // split.kv_shards(config)
+    act = activation_peak(config, p) // split.tp
+    fits = None
+    if device.memory_capacity is not None:
+        free = (1 - reserve) * device.memory_capacity - weights - act
+        fits = max(0, math.floor(free / kv))
+    args = (device, p, per_node, net)
+    return ParallelInference(
+        split=split,
+        weight_bytes_per_device=weights,
+        kv_bytes_per_sequence_per_device=kv,
+        activation_bytes_per_device=act,
+        capacity=device.memory_capacity,
+        max_batch=fits,
+        prefill=_step(config, split, batch, prompt, prompt, *args),
+        decode=_step(config, split, batch, 1, context, *args),
+    )
+
+
+# --------------------------------------------------------------------------- the roofline
+
+
+def critical_intensity(device: Hardware, bandwidth: float, dtype: str = "bf16") -> float:
+    """通信的 ridge point：每送出一个字节要做多少 FLOPs，计算才盖得住通信（FLOP/byte）。
+
+    ``peak / bandwidth``，``bandwidth`` 为每个方向的链路带宽。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> h100 = hardware("h100-sxm")
+    >>> round(critical_intensity(h100, h100.link_bandwidth))      # 1070.5 T / 450 G
+    2379
+    """
+    return device.peak_flops(dtype) / _validate.positive("bandwidth", bandwidth)
+
+
+def dp_tokens_to_hide(
+    config: ModelConfig,
+    device: Hardware,
+    dp: int,
+    bandwidth: float,
+    latency: float = 0.0,
+    dtype: str = "bf16",
+) -> float:
+    """每块设备每步至少要处理多少 token，backward 的计算才盖得住 16 位梯度的 ring all-reduce。
+
+    梯度在 backward 中产生，all-reduce 只能与 backward（每个 token ``4 N`` FLOPs）重叠：
+    ``4 N T / peak = t_allreduce(2 P bytes)``，解出 ``T`` （``P`` 是全部权重，``N`` 是矩阵乘法的
+    权重）；ring 时 ``T = 2 (n-1)/n x 2 P / (4 N) x peak / B = (n-1)/n (P / N) peak / B``，``n``
+    很大、``P = N`` 时就是 JAX scaling book 的 ``C / W``。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> from roofline_book.inference import model
+    >>> h100 = hardware("h100-sxm")
+    >>> m = model("llama-3-8b")
+    >>> p, n = m.parameters(), 32 * m.layer_matrix_parameters() + 128256 * 4096
+    >>> t = dp_tokens_to_hide(m, h100, 64, 50e9)
+    >>> round(t), round(63 / 64 * p / n * h100.peak_flops("bf16") / 50e9)
+    (22551, 22551)
+    """
+    c = config
+    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
+    t = collective_time("all_reduce", 2 * c.parameters(), dp, bandwidth, latency)
+    return t.seconds * device.peak_flops(dtype) / (4 * n)
+
+
+def tp_width_to_hide(
+    device: Hardware,
+    tp: int,
+    bandwidth: float,
+    *,
+    gated: bool = True,
+    dtype: str = "bf16",
+    reduces: bool = False,
+) -> float:
+    """TP 切开的 MLP 每块设备的宽度（``ffn / tp``）至少要多大，矩阵乘法才盖得住它的 all-reduce。
+
+    一个 token 在 MLP 上每块设备做 ``2 x mats x h x w`` FLOPs（``mats`` = 3 个门控矩阵或 2 个），
+    all-reduce 的是它的 ``h`` 个激活：两者都与 ``h`` 成正比，阈值
+    ``w* = peak x t_AR(a) / (2 mats)``，``t_AR(a)`` 为每个 hidden 元素的 all-reduce 时间。
+    低于 ``w*``，TP 受 all-reduce 限制。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> h100 = hardware("h100-sxm")
+    >>> round(tp_width_to_hide(h100, 8, 450e9))   # 1070.5e12 x (2 x 7/8 x 2 / 450e9) / 6
+    1388
+    """
+    a = bytes_per_element(dtype)
+    op = "reduce_scatter" if reduces else "all_reduce"
+    per_element = collective_time(op, a, tp, bandwidth, 0.0).bandwidth_s
+    return device.peak_flops(dtype) * per_element / (2 * (3 if gated else 2))
+
+
+__all__ = [
+    "DEFAULT_NETWORK",
+    "GPUS_PER_NODE",
+    "Comm",
+    "ParallelInference",
+    "ParallelStep",
+    "Split",
+    "all_reduce",
+    "critical_intensity",
+    "device_ops",
+    "dp_tokens_to_hide",
+    "inference_comms",
+    "infer",
+    "strategy_intensities",
+    "tp_width_to_hide",
+    "weight_bytes_per_device",
+]
+
+
+def strategy_intensities(
+    config: ModelConfig,
+    tokens: int,
+    *,
+    dp: int = 8,
+    tp: int = 8,
+    pp: int = 4,
+    reduces: bool = False,
+    dtype: str = "bf16",
+) -> dict[str, float]:
+    """每种并行方式每块设备每送出一个字节所做的 FLOPs（FLOP/byte），一步训练、每块设备 ``tokens``
+    个 token。
+
+    送出的字节是 ring 集合通信每块设备发出的量（``reduces`` 时 all-reduce 取交换芯片归约的
+    ``(n-1)/n``）：
+
+    - ``"DP"``：backward 的 ``4 N T`` （梯度只能与它重叠）对 16 位梯度 ``2 P`` 字节的 all-reduce；
+    - ``"FSDP"``：``6 N T`` 对两次权重 all-gather 加一次梯度 reduce-scatter；
+    - ``"TP"``：一层的 ``6 x 2 x (层的矩阵权重) / tp x T`` 对每层 forward、backward 各 2 次
+      ``T x h`` 激活的 all-reduce；
+    - ``"PP"``：一个 stage 的 ``6 N T / pp`` 对送出的激活与收回的梯度各 ``T x h``。
+
+    Examples
+    --------
+    >>> from roofline_book.inference import model
+    >>> i = strategy_intensities(model("llama-3-8b"), 4096, dp=64)
+    >>> round(i["DP"] / 4096, 3)                 # 4 N / (2 x 63/64 x 2 P) per token
+    0.949
+    """
+    tokens = _validate.size("tokens", tokens)
+    c, a = config, bytes_per_element(dtype)
+    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
+    grads = a * c.parameters()
+
+    def sent(op: str, nbytes: float, devices: int) -> float:
+        if op == "all_reduce" and reduces:
+            op = "reduce_scatter"
+        return collective_time(op, nbytes, devices, 1.0, 0.0).bandwidth_s  # bytes at 1 B/s
+
+    step = 6 * n * tokens
+    fsdp = 2 * sent("all_gather", grads, dp) + sent("reduce_scatter", grads, dp)
+    layer = 6 * c.layer_matrix_parameters(active=True) * tokens / tp
+    act = tokens * c.hidden * a
+    return {
+        "DP": 4 * n * tokens / sent("all_reduce", grads, dp),
+        "FSDP": step / fsdp,
+        "TP": layer / (4 * sent("all_reduce", act, tp)),
+        "PP": step / pp / (2 * sent("send_recv", act, 2)),
+    }
