@@ -28,7 +28,7 @@ from typing import Any, overload
 from ..bounds import Ceilings
 from ..ops import Cost
 from . import ceilings, predict, runfile
-from .cases import OPERATORS, names, shape_text
+from .cases import names
 from .records import Ceiling, Entry, Run
 from .suites import CACHE_MARGIN, SMALL_GEMM
 from .verdicts import (
@@ -149,25 +149,6 @@ def _raised(run: Run, precisions: Iterable[str]) -> list[Figure]:
             ratio = best.value / best.probe
             out.append(Figure(run.entry(best.entry), "above_peak_probe", ratio, "fraction"))
     return out
-
-
-def entry_text(entry_id: str) -> str:
-    """按读者写法给出条目的 id：算子、精度、shape（实现）。
-
-    手上只有 id 的调用者用它；有条目时用 :attr:`Entry.text`，不必解析字符串。
-
-    Examples
-    --------
-    >>> entry_text("gemm/bf16/mm/m=512,k=512,n=512")
-    'gemm bf16 512x512x512'
-    >>> entry_text("adamw/fp32/fused/params=8388608,tensors=8")
-    'adamw fp32 2^23 in 8 (fused)'
-    """
-    name, precision, impl, sizes = entry_id.split("/", 3)
-    shape = {k: int(v) for k, v in (part.split("=") for part in sizes.split(","))}
-    default = OPERATORS[name].impls[0] if name in OPERATORS else impl
-    tail = f" ({impl})" if impl != default else ""
-    return f"{name} {precision} {shape_text(name, shape)}{tail}"
 
 
 def large_gemm_is_compute_bound(run: Run) -> Check:
