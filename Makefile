@@ -12,7 +12,7 @@ ES5     := $(BUILD)/npm/node_modules/mathjax/es5
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax html pdf test doctest bench lint dist livehtml clean distclean
+.PHONY: all venv mathjax html pdf check test doctest bench lint dist livehtml clean distclean
 
 all: html
 
@@ -51,7 +51,19 @@ pdf: html
 	cp $(BUILD)/latex/$(PDF_NAME) $(BUILD)/pdf/$(PDF_NAME)
 	cp $(BUILD)/pdf/$(PDF_NAME) $(BUILD)/html/$(PDF_NAME)
 
-# Package tests and doctests, then checks of the built site (pages, links, browser) and PDF.
+# The contributor's loop, under a minute and with no book built: lint, imports, types, and
+# every test and doctest that needs no built site, PDF or fresh install (markers `site` and
+# `install`). mypy checks on one core while pytest runs on the other.
+check: $(VENV)/.installed
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy $(LINTED) & types=$$!; \
+	  $(PY) -m pytest -q -m "not site and not install"; tests=$$?; \
+	  wait $$types && exit $$tests
+
+# Everything: the book and PDF built, lint, then every test (the built site's and the PDF's,
+# the browser's and the fresh install's included).
 test: html pdf lint
 	$(PY) -m pytest
 
