@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -124,3 +125,64 @@ def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):
 def test_a_kernel_that_dies_stops_the_build_naming_the_page(tmp_path):
     _, stderr = _failed_build(tmp_path, "import os\nos._exit(3)")
     assert "b.md: executing the notebook failed (DeadKernelError)" in stderr
+
+
+def test_every_failing_page_is_reported(tmp_path):
+    book = _book(tmp_path)
+    (book / "a.md").write_text(_page("A", "raise KeyError('a fails')"))
+    (book / "b.md").write_text(_page("B", "x = 1\nx / 0  # b fails"))
+    done = _build(book)
+    assert done.returncode != 0
+    assert "2 of 2 notebooks failed" in done.stderr
+    assert "a.md: executing the notebook failed (CellExecutionError)" in done.stderr
+    assert "KeyError" in done.stderr and "a fails" in done.stderr
+    assert "b.md: executing the notebook failed (CellExecutionError)" in done.stderr
+    assert "ZeroDivisionError" in done.stderr
+
+
+def test_the_execution_options_hold(tmp_path):
+    """Run through myst-nb's client: a temporary folder as the kernel's cwd
+    (nb_execution_in_temp), a notebook's own ``execution: allow_errors`` metadata, and its
+    own timeout, each as myst-nb would honour them during the read."""
+    book = _book(tmp_path)
+    with (book / "conf.py").open("a") as conf:
+        conf.write("nb_execution_in_temp = True\nsuppress_warnings = ['mystnb.exec']\n")
+    (book / "a.md").write_text(_page("A", "import os\nprint('cwd', os.getcwd())"))
+    allowed = FRONT.replace("---\njupytext", "---\nexecution:\n  allow_errors: true\njupytext")
+    (book / "b.md").write_text(
+        _page("B", "1 / 0").replace(FRONT, allowed)
+        + "\n```{code-cell} ipython3\nprint('ran on')\n```\n"
+    )
+    done = _build(book)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(": executed in ") == 2
+    assert "Executing notebook" not in done.stdout + done.stderr  # the read ran none again
+    a = (book / "_build" / "a.html").read_text("utf-8")
+    (cwd,) = re.findall(r"cwd (\S+)", a)
+    assert pathlib.Path(cwd) != book and not pathlib.Path(cwd).exists()  # a temporary folder
+    b = (book / "_build" / "b.html").read_text("utf-8")
+    assert "ZeroDivisionError" in b and "ran on" in b  # the error shown, the next cell run
+
+    timed = FRONT.replace("---\njupytext", "---\nexecution:\n  timeout: 1\njupytext")
+    (book / "b.md").write_text(_page("B", "import time\ntime.sleep(5)").replace(FRONT, timed))
+    slow = _build(book)
+    assert slow.returncode != 0
+    assert "b.md: executing the notebook failed (CellTimeoutError)" in slow.stderr
+
+
+def _executor():
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import roofline_notebooks
+    finally:
+        sys.path.pop(0)
+    return roofline_notebooks
+
+
+def test_an_unsupported_myst_nb_is_refused_by_name(monkeypatch):
+    executor = _executor()
+    executor._check_versions()  # the installed versions are the supported ones
+    versions = {"myst-nb": "1.5.0", "jupyter-cache": "1.0.1"}
+    monkeypatch.setattr(executor, "version", versions.__getitem__)
+    with pytest.raises(Exception, match=r"needs myst-nb>=1\.4,<1\.5 .*found 1\.5\.0"):
+        executor._check_versions()
