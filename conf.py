@@ -74,6 +74,8 @@ nb_execution_show_tb = True
 # newer than their cached outputs.
 roofline_root = str(ROOT)
 roofline_cpu_run = str(ROOT / "_build" / "bench" / "cpu-quick.json")
+# GPU run files copied into the repository; the CUDA appendix shows each one.
+roofline_gpu_runs = str(ROOT / "docs" / "data")
 roofline_run_pages = (
     "09-achieved-performance.md",
     "10-profiling.md",

@@ -21,7 +21,7 @@ from .devices import (
 from .notebook import glue, glue_figure, plain, preamble
 from .profiling import attribution_frame, glue_profile, glue_scaling
 from .rows import first_size, share
-from .runs import cpu_run, show_run
+from .runs import cpu_run, gpu_runs, show_run
 from .tables import (
     RESOURCE_ZH,
     bound_frame,
@@ -44,6 +44,7 @@ __all__ = [
     "cli_error",
     "cli_json",
     "cpu_run",
+    "gpu_runs",
     "verdict_counts",
     "first_size",
     "glue",
