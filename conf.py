@@ -94,10 +94,7 @@ nitpick_ignore_regex = [
     ("py:class", r"(torch|numpy|matplotlib|pandas|collections\.abc)\..*"),
     ("py:class", r"Precision|optional|array_like|matplotlib artists|mapping|default .*"),
     ("py:class", r"(os|pathlib|argparse)\..*|callable|sequence|path|Cost|set of int"),
-    # measurement is documented by its entry points only
-    ("py:class", r"(roofline_book\.measure\.\w+\.)?(Suite|Prepared|Figure|Check|Case|Operator)"),
-    ("py:(data|func|exc|class|meth|mod|attr)", r"~?roofline_book\.measure\..*"),
-    ("py:(data|func|exc|class)", r"(roofline_book\.)?(\w+\.)?[A-Z_]+|os\..*"),
+    ("py:(data|func|exc|class)", r"os\..*"),
 ]
 
 # -- HTML ---------------------------------------------------------------------

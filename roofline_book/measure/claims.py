@@ -1,6 +1,6 @@
 """本书的定性结论，用一次实测的 run 来检验。
 
-每条结论成为一个 :class:`Check`：它所依据的数字（取自 run file，见
+每条结论成为一个 :class:`~roofline_book.measure.verdicts.Check`：它所依据的数字（取自 run file，见
 :mod:`roofline_book.measure.runfile`），以及判定：``"pass"``、``"fail"``，或 run 中缺少
 这条结论所需的数据时为 ``"not measured"``。阈值就是下面那些具名常量；改动其中一个，
 所有判定随之改变。
@@ -485,7 +485,7 @@ def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]
 
     Returns
     -------
-    list of Check
+    list of roofline_book.measure.verdicts.Check
         每条结论一项，顺序与 :data:`CHECKS` 相同。漂移探针判定为不稳定的 run
         （``run["stability"]["stable"]`` 为假）中，没有结论通过或不通过：
         每一条都是无法判定。

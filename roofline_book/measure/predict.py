@@ -66,8 +66,8 @@ class Roofs:
         向量单元的 FLOP/s：FP32 峰值（见模块说明）。
     dram : float or None
         DRAM 带宽（byte/s）：最好的带宽探针，计入 write-allocate 字节。
-    levels : tuple of (str, int, float)
-        测过 roof 的 cache 层级，从小到大：名称、字节数、byte/s。
+    levels : tuple
+        ``(str, int, float)`` 的序列：测过 roof 的 cache 层级，从小到大：名称、字节数、byte/s。
     unprobed : tuple of int
         没有 roof 的更快层级（L1）的大小（byte）。
     last_level : int or None

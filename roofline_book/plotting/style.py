@@ -28,7 +28,8 @@ ROOF_COLORS = {
 }
 
 PRECISION_COLORS = {d: c for (key, d), c in ROOF_COLORS.items() if key == "h100-sxm"}
-"""H100 SXM 各精度的颜色（取自 :data:`ROOF_COLORS`），供只画这块设备的图使用。"""
+"""H100 SXM 各精度的颜色（取自 :data:`~roofline_book.plotting.style.ROOF_COLORS`
+），供只画这块设备的图使用。"""
 
 #: y 轴可用的各个单位及其倍率。
 UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "FLOP/s": 1.0}
@@ -169,8 +170,9 @@ def setup_notebook(language: str = "en") -> None:
     """本书的样式，加上可复现的内嵌 SVG 输出（不写日期，固定 hash salt）。
 
     在 notebook 或 IPython kernel 中调用；在它们之外只应用样式。
-    ``language="zh"`` 让图上的文字用中文（:data:`TEXTS`），并加上 CJK 字体
-    （:data:`CJK_FONTS`）。
+    ``language="zh"`` 让图上的文字用中文（:data:`~roofline_book.plotting.style.TEXTS`
+    ），并加上 CJK 字体
+    （:data:`~roofline_book.plotting.style.CJK_FONTS`）。
     """
     use_style()
     set_language(language)
@@ -191,7 +193,8 @@ def setup_notebook(language: str = "en") -> None:
 
 
 def roof_color(device: str, precision: str) -> str:
-    """``device`` 在 ``precision`` 下的 roof 的颜色（:data:`ROOF_COLORS`）。
+    """``device`` 在 ``precision`` 下的 roof 的颜色（
+    :data:`~roofline_book.plotting.style.ROOF_COLORS`）。
 
     Examples
     --------
