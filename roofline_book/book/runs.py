@@ -218,4 +218,6 @@ def show_run(run: Mapping[str, Any]) -> None:
     else:
         display(against_table(run, sheet))
     display(claims_table(run))
-    display(results_table(run))
+    # a caption numbers the table, so the PDF's continued pages name it (表 B.1 – 接上页)
+    caption = f"{run['device']['name']}：每个条目的计时，与它在自己的算术强度处达到的 roof 比例"
+    display(Markdown(f"```{{table}} {caption}\n{results_table(run).data}\n```"))
