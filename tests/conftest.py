@@ -57,7 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     def reads_the_book(item: pytest.Item) -> bool:
         info = getattr(item, "_fixtureinfo", None)  # a test module may define its own `glued`
-        defs = info.name2fixturedefs.get("glued", ()) if info is not None else ()
+        defs = list(info.name2fixturedefs.get("glued", ())) if info is not None else []
         return bool(defs) and defs[-1].func is glued.__wrapped__  # type: ignore[attr-defined]
 
     unmarked = [

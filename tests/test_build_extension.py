@@ -46,7 +46,9 @@ def test_the_package_digest_follows_content_not_file_times(tmp_path):
 
 
 def _first_cell(page: pathlib.Path) -> str:
-    return re.search(r"```\{code-cell\} ipython3\n(.*?)```", page.read_text("utf-8"), re.S)[1]
+    match = re.search(r"```\{code-cell\} ipython3\n(.*?)```", page.read_text("utf-8"), re.S)
+    assert match, page
+    return match[1]
 
 
 def test_the_cuda_appendix_finds_the_gpu_runs_from_its_own_folder(tmp_path):

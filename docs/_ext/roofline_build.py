@@ -140,6 +140,7 @@ def _prepare(app: Sphinx) -> None:
     from jupyter_cache import get_cache
 
     _compile_package(pathlib.Path(app.config.roofline_root))
+    _DROPPED.clear()  # a second build in the same process starts afresh
 
     cache = get_cache(app.config.nb_execution_cache_path)
     records = cache.list_cache_records()  # creates the database

@@ -135,7 +135,7 @@ def _jobs(
     return sorted(jobs, key=lambda j: -j.expected)
 
 
-class _PageLogger(std_logging.LoggerAdapter):  # type: ignore[type-arg]
+class _PageLogger(std_logging.LoggerAdapter):
     """What myst-nb's client logs about one page: its progress at Sphinx's verbose level
     (``-v``), its warnings as myst-nb's own (``mystnb.exec``), located at the page."""
 
