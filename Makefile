@@ -12,7 +12,7 @@ ES5     := $(BUILD)/npm/node_modules/mathjax/es5
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax html pdf check test doctest bench lint dist livehtml clean distclean
+.PHONY: all venv mathjax html pdf check check-types check-tests check-subprocess-tests test doctest bench lint dist livehtml clean distclean
 
 all: html
 
@@ -53,14 +53,27 @@ pdf: html
 
 # The contributor's loop, under a minute and with no book built: lint, imports, types, and
 # every test and doctest that needs no built site, PDF or fresh install (markers `site` and
-# `install`). mypy checks on one core while pytest runs on the other.
+# `install`), in three jobs side by side: types, the tests that start Sphinx or kernels in
+# subprocesses (their output shown when they end), and the rest.
+CHECK_MARKERS := -m "not site and not install"
+CHECK_SUBPROCESS := tests/test_notebook_execution.py tests/test_shown_code.py \
+  tests/test_build_extension.py
 check: $(VENV)/.installed
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/mypy $(LINTED) & types=$$!; \
-	  $(PY) -m pytest -q -m "not site and not install"; tests=$$?; \
-	  wait $$types && exit $$tests
+	$(MAKE) --no-print-directory -j3 check-types check-tests check-subprocess-tests
+
+check-types:
+	$(VENV)/bin/mypy $(LINTED)
+
+check-tests:
+	$(PY) -m pytest -q $(CHECK_MARKERS) $(addprefix --ignore=,$(CHECK_SUBPROCESS))
+
+check-subprocess-tests:
+	@mkdir -p $(BUILD)
+	@$(PY) -m pytest -q $(CHECK_MARKERS) $(CHECK_SUBPROCESS) > $(BUILD)/check-subprocess.log 2>&1; \
+	  status=$$?; echo "== $(CHECK_SUBPROCESS)"; cat $(BUILD)/check-subprocess.log; exit $$status
 
 # Everything: the book and PDF built, lint, then every test (the built site's and the PDF's,
 # the browser's and the fresh install's included).
