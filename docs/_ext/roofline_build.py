@@ -130,8 +130,8 @@ def _runs_changed(app: Sphinx) -> float:
     its folder (the folder's own time changes when a file is added or removed)."""
     run = pathlib.Path(app.config.roofline_cpu_run)
     times = [run.stat().st_mtime]
-    gpu = pathlib.Path(app.config.roofline_gpu_runs)
-    if gpu.is_dir():
+    gpu = pathlib.Path(app.config.roofline_gpu_runs) if app.config.roofline_gpu_runs else None
+    if gpu is not None and gpu.is_dir():
         times += [gpu.stat().st_mtime, *(f.stat().st_mtime for f in gpu.glob("*.json"))]
     return max(times)
 
