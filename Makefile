@@ -1,4 +1,4 @@
-# The one interface: make html, make pdf, make test, make bench.
+# The one interface: make html, make pdf, make check (the fast loop), make test, make bench.
 PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
