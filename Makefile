@@ -12,14 +12,46 @@ ES5     := $(BUILD)/npm/node_modules/mathjax/es5
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax html pdf check check-types check-tests check-subprocess-tests test doctest bench lint dist livehtml clean distclean
+.PHONY: all venv mathjax html pdf check check-types check-tests check-subprocess-tests test \
+	doctest bench lint dist livehtml clean distclean html-tools pdf-tools
 
 all: html
 
-# The build environment: exact pins from requirements.txt, the package editable.
+# What a fresh machine must have (README, "Before the two commands"), checked before any
+# step starts: a missing one stops make with one line that names it.
+need = $(if $(shell command -v $(1) 2>/dev/null),,$(error $(1) not found: $(2)))
+need_tex = $(if $(shell kpsewhich $(1) 2>/dev/null),,$(error TeX file $(1) not found: install $(2)))
+PYTHON_OK = $(shell $(PYTHON) -c 'import sys; print(sys.hexversion >= 0x30B0000 or "")' 2>/dev/null)
+VENV_OK = $(shell $(PYTHON) -c 'import ensurepip, venv; print(1)' 2>/dev/null)
+
+html-tools:
+	$(call need,$(PYTHON),install Python 3.11 or newer (or set PYTHON=...))
+	$(if $(PYTHON_OK),,$(error $(PYTHON) is older than Python 3.11: install 3.11 or newer (or set PYTHON=...)))
+	$(if $(wildcard $(PY))$(VENV_OK),,$(error $(PYTHON) cannot create a virtual environment: install its venv module (Debian: python3-venv)))
+	$(if $(wildcard $(MATHJAX)/tex-chtml.js),,$(call need,node,install Node.js and npm (Debian: nodejs npm); MathJax comes from the npm registry))
+	$(if $(wildcard $(MATHJAX)/tex-chtml.js),,$(call need,npm,install npm (Debian: npm); MathJax comes from the npm registry))
+	@:
+
+pdf-tools:
+	$(call need,xelatex,install XeLaTeX (Debian: texlive-xetex))
+	$(call need,latexmk,install latexmk (Debian: latexmk))
+	$(call need,rsvg-convert,install rsvg-convert (Debian: librsvg2-bin))
+	$(call need_tex,xeCJK.sty,Debian's texlive-lang-chinese)
+	$(call need_tex,needspace.sty,Debian's texlive-latex-extra)
+	$(call need_tex,texgyrepagella-regular.otf,Debian's tex-gyre)
+	$(call need_tex,texgyrepagella-math.otf,Debian's fonts-texgyre-math)
+	@:
+
+# The build environment: exact pins from requirements.txt, the package editable. torch is
+# pinned to its CPU build (requirements.txt: torch==X+cpu), which PyPI does not carry (its
+# torch is the CUDA build, several GB): it comes from PyTorch's CPU index first. Where pip
+# already finds that wheel (a local wheel folder), `make html TORCH_INDEX=` skips the index.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(if $(TORCH_INDEX),$(VENV)/bin/pip install --quiet --extra-index-url $(TORCH_INDEX) \
+	  "$$(grep '^torch==' requirements.txt)")
 	$(VENV)/bin/pip install --quiet -r requirements.txt
 	$(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
@@ -37,14 +69,14 @@ $(MATHJAX)/tex-chtml.js:
 
 mathjax: $(MATHJAX)/tex-chtml.js
 
-html: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
+html: html-tools $(VENV)/.installed $(MATHJAX)/tex-chtml.js
 	$(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html
 
 # The whole book as one PDF: the LaTeX builder on the same sources, conf and notebook
 # cache as html (so no notebook runs twice), then XeLaTeX; into _build/pdf and the site.
 # -E rereads every page (from the cache: seconds), so a changed extension always shows.
 PDF_NAME := roofline-book.pdf
-pdf: html
+pdf: pdf-tools html
 	$(SPHINX) -E $(SPHINXOPTS) -c . -b latex docs $(BUILD)/latex
 	$(MAKE) -C $(BUILD)/latex all-pdf LATEXMKOPTS="-halt-on-error -interaction=nonstopmode -quiet"
 	mkdir -p $(BUILD)/pdf
@@ -77,7 +109,7 @@ check-subprocess-tests:
 
 # Everything: the book and PDF built, lint, then every test (the built site's and the PDF's,
 # the browser's and the fresh install's included).
-test: html pdf lint
+test: pdf-tools html pdf lint
 	$(PY) -m pytest
 
 doctest: $(VENV)/.installed
@@ -103,7 +135,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy $(LINTED)
 
-livehtml: $(VENV)/.installed $(MATHJAX)/tex-chtml.js
+livehtml: html-tools $(VENV)/.installed $(MATHJAX)/tex-chtml.js
 	$(VENV)/bin/sphinx-autobuild -c . docs $(BUILD)/html --watch roofline_book --watch docs/_ext \
 	  --ignore "*.ipynb" --ignore "$(BUILD)/*" --re-ignore "jupyter_execute/.*"
 

@@ -42,6 +42,8 @@ extensions = [
     "roofline_build",
     "roofline_notebooks",
     "roofline_pdf",
+    "roofline_fonts",
+    "roofline_stderr",
 ]
 bibtex_bibfiles = ["docs/references.bib"]
 bibtex_default_style = "plain"
@@ -61,7 +63,9 @@ nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / ".jupyter_cache")
 nb_execution_raise_on_error = True
 nb_execution_timeout = 300
-nb_output_stderr = "warn"
+# Stderr never reaches a page: docs/_ext/roofline_stderr.py fails the build on any cell that
+# wrote to it, naming the page, the cell and the first line.
+nb_output_stderr = "remove"
 nb_merge_streams = True
 # Markdown a cell displays (the claims checklist, the run tables) is parsed as MyST, so its
 # pipe tables render as tables
@@ -147,8 +151,8 @@ copybutton_prompt_is_regexp = True
 # -- PDF (make pdf: the LaTeX builder, XeLaTeX, xeCJK) --------------------------
 # The same sources, cache and conf as the site: `make pdf` after `make html` runs no
 # notebook again. The glued SVG figures become vector PDFs through rsvg-convert
-# (sphinxcontrib-svg2pdfconverter, Debian's librsvg2-bin); their Chinese text is drawn
-# with the same Noto CJK fonts as the body.
+# (sphinxcontrib-svg2pdfconverter, Debian's librsvg2-bin); their text is drawn with the
+# font files matplotlib laid it out with, which the body uses too (docs/_ext/roofline_fonts.py).
 extensions.append("sphinxcontrib.rsvgconverter")
 # myst-nb's LaTeX priorities know no SVG: without this a figure prints its text/plain repr.
 nb_mime_priority_overrides = [("latex", "image/svg+xml", 15)]

@@ -16,8 +16,8 @@ entries that already carry measured bytes are not replaced unless ``--force``.
 from __future__ import annotations
 
 import argparse
-import copy
 import csv
+import dataclasses
 import io
 import re
 import sys
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from roofline_book.measure import runfile
+from roofline_book.measure.records import MeasuredBytes, Run, as_run
 
 READ, WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 _RANGE = re.compile(r"rb\|([^|]+)\|")
@@ -103,13 +104,13 @@ def parse_ncu_csv(text: str) -> dict[str, dict[str, int]]:
 
 
 def merge_dram_bytes(
-    run: Mapping[str, Any],
+    run: Run | Mapping[str, Any],
     measured: Mapping[str, Mapping[str, int]],
     *,
     tool: str = "ncu",
     force: bool = False,
-) -> dict[str, Any]:
-    """A copy of ``run`` with ``measured_dram_bytes`` in each entry ``measured`` names.
+) -> Run:
+    """``run`` with ``measured_dram_bytes`` in each entry ``measured`` names (a new Run).
 
     Raises
     ------
@@ -117,25 +118,23 @@ def merge_dram_bytes(
         If ``measured`` names an id the run lacks or an entry that was not timed,
         or an entry already has measured bytes and ``force`` is false.
     """
-    merged = copy.deepcopy(dict(run))
-    index = {e["id"]: e for e in merged["results"]}
+    run = as_run(run)
+    entries = list(run.entries)
+    where = {e.id: i for i, e in enumerate(entries)}
     for entry_id, counts in measured.items():
-        entry = index.get(entry_id)
-        if entry is None:
+        if entry_id not in where:
             raise ValueError(f"measured bytes for {entry_id!r}, which the run does not have")
-        if entry["status"] != "ok":
-            raise ValueError(
-                f"measured bytes for {entry_id!r}, which has status {entry['status']!r}"
-            )
-        if "measured_dram_bytes" in entry and not force:
+        entry = entries[where[entry_id]]
+        if not entry.ok:
+            raise ValueError(f"measured bytes for {entry_id!r}, which has status {entry.status!r}")
+        if entry.measured_dram_bytes is not None and not force:
             raise ValueError(f"{entry_id!r} already has measured_dram_bytes (use --force)")
-        entry["measured_dram_bytes"] = {
-            "read": counts["read"],
-            "written": counts["written"],
-            "kernels": counts["kernels"],
-            "tool": tool,
-        }
-    runfile.validate_run(merged, require_schema=False)
+        bytes_ = MeasuredBytes(
+            read=counts["read"], written=counts["written"], kernels=counts["kernels"], tool=tool
+        )
+        entries[where[entry_id]] = dataclasses.replace(entry, measured_dram_bytes=bytes_)
+    merged = dataclasses.replace(run, entries=tuple(entries))
+    runfile.validate_run(merged.as_mapping(), require_schema=False)
     return merged
 
 

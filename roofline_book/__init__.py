@@ -17,6 +17,7 @@ True
 'hbm'
 """
 
+from .bounds import Ceilings, Level, TimeBound
 from .dtypes import BYTES, bytes_per_element, precision_name
 from .hardware import EXAMPLE, Ceiling, Hardware, Source, adhoc, catalog, hardware
 from .ops import (
@@ -44,7 +45,6 @@ from .ops import (
     tiled_gemm,
 )
 from .roofline import (
-    TimeBound,
     achieved,
     attainable,
     attainable_on,
@@ -74,6 +74,8 @@ __all__ = [
     "Pass",
     "Row",
     "Source",
+    "Ceilings",
+    "Level",
     "TimeBound",
     "achieved",
     "adamw",

@@ -11,12 +11,70 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .units import MAX_SIZE
+
 
 def size(name: str, value: object, *, minimum: int = 1) -> int:
-    """``value`` 是 >= ``minimum`` 的整数时，以 Python ``int`` 返回。
+    """``value`` 是 >= ``minimum`` 且 <= :data:`~roofline_book.units.MAX_SIZE` 的整数时，以 Python
+    ``int`` 返回。
 
     拒绝布尔值、float（即使是 ``4096.0``）、字符串和 NaN：尺寸是元素的个数，
-    悄悄转换会掩盖调用方的 bug。
+    悄悄转换会掩盖调用方的 bug。大于 ``2**63 - 1`` 的尺寸不是任何 tensor 的尺寸，它们的乘积
+    也写不成 float，同样拒绝。
+
+    Examples
+    --------
+    >>> size("m", 2**64)
+    Traceback (most recent call last):
+    ...
+    ValueError: m must be an integer from 1 to 2**63 - 1 (a tensor size is an int64), got 2**64
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be an integer >= {minimum}, got {value!r} ({type(value).__name__})"
+        )
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    if value > MAX_SIZE:
+        shown = (
+            f"2**{value.bit_length() - 1}"
+            if value == 1 << (value.bit_length() - 1)
+            else (f"about 2**{value.bit_length() - 1}")
+        )
+        raise ValueError(
+            f"{name} must be an integer from {minimum} to 2**63 - 1 "
+            f"(a tensor size is an int64), got {shown}"
+        )
+    return value
+
+
+def elements(what: str, value: int) -> int:
+    """一个 tensor 的元素个数 ``value`` 不超过 ``2**63 - 1``；``what`` 写明它由哪些参数相乘而来。
+
+    各尺寸都合法时，它们的乘积仍可能大于任何 tensor 能有的元素个数；报错时指出调用方给出的参数，
+    而不是内部某个函数的参数。
+
+    Examples
+    --------
+    >>> elements("batch * seq_q * seq_k", 2**81)
+    Traceback (most recent call last):
+    ...
+    ValueError: batch * seq_q * seq_k must be at most 2**63 - 1 elements (...), got about 2**81
+    """
+    if value > MAX_SIZE:
+        raise ValueError(
+            f"{what} must be at most 2**63 - 1 elements (a tensor size is an int64), "
+            f"got about 2**{value.bit_length() - 1}"
+        )
+    return value
+
+
+def count(name: str, value: object, *, minimum: int = 0) -> int:
+    """``value`` 是 >= ``minimum`` 的整数时，以 Python ``int`` 返回；没有上限。
+
+    用于 FLOPs、字节数这类由尺寸相乘得到的计数：它们可以远大于任何一个 tensor 的尺寸
+    （:func:`size` 的上限）。布尔值、float 和字符串照样拒绝。
     """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -45,7 +103,10 @@ def _real(name: str, value: object, *, strict: bool) -> float:
             f"{name} must be a finite real number {relation}, "
             f"got {value!r} ({type(value).__name__})"
         )
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond any float
+        raise ValueError(f"{name} must be a finite real number {relation}, got {value!r}") from None
     if not math.isfinite(value) or value < 0 or (strict and value == 0):
         raise ValueError(f"{name} must be a finite real number {relation}, got {value!r}")
     return value

@@ -57,13 +57,15 @@ _ALIASES = {
 Precision = Union[str, "torch.dtype"]
 
 
-def precision_name(dtype: Precision) -> str:
+def precision_name(dtype: Precision, name: str = "dtype") -> str:
     """把字符串或 ``torch.dtype`` 形式的精度换成规范名称。
 
     Parameters
     ----------
     dtype : str or torch.dtype
         ``"bf16"``, ``"BF16"``, ``"bfloat16"``, ``torch.bfloat16``, ...
+    name : str
+        错误信息中的参数名（``"out_dtype"``、``"grad_dtype"`` ……）。
 
     Returns
     -------
@@ -88,25 +90,27 @@ def precision_name(dtype: Precision) -> str:
         text = dtype
     else:
         raise TypeError(
-            f"dtype must be a precision name such as 'bf16' or a torch.dtype, got {dtype!r}"
+            f"{name} must be a precision name such as 'bf16' or a torch.dtype, got {dtype!r}"
         )
     key = text.strip().lower()
     key = _ALIASES.get(key, key)
     if key not in BYTES:
         raise ValueError(
-            f"dtype {dtype!r} is not a known precision; allowed: {', '.join(BYTES)} "
+            f"{name} {dtype!r} is not a known precision; allowed: {', '.join(BYTES)} "
             "(aliases such as 'bfloat16', 'float32', 'half' and torch dtypes work too)"
         )
     return key
 
 
-def bytes_per_element(dtype: Precision) -> int:
+def bytes_per_element(dtype: Precision, name: str = "dtype") -> int:
     """``dtype`` 的一个元素在内存中占的字节数（byte）。
 
     Parameters
     ----------
     dtype : str or torch.dtype
         精度名称或 ``torch.dtype``。
+    name : str
+        错误信息中的参数名。
 
     Returns
     -------
@@ -123,4 +127,4 @@ def bytes_per_element(dtype: Precision) -> int:
     >>> bytes_per_element(torch.float16), bytes_per_element(torch.float64)
     (2, 8)
     """
-    return BYTES[precision_name(dtype)]
+    return BYTES[precision_name(dtype, name)]

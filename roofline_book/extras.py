@@ -1,7 +1,8 @@
 """可选依赖：导入一个，或用一行说明该装哪个 extra。
 
 模型只需要 NumPy（文本表格还要 ``tabulate``）。作图需要 matplotlib，DataFrame 需要 pandas，
-测量需要 torch，读 run file 需要 jsonschema；每项都有包的一个 extra，按它启用的功能命名。
+测量需要 torch，读 run file 需要 jsonschema，图上的中文需要 Noto Sans CJK SC 字体
+（``noto_cjk_sans_otc``）；每项都有包的一个 extra，按它启用的功能命名。
 
 Examples
 --------
@@ -25,13 +26,14 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "table": ("pandas",),
     "report": ("pandas", "matplotlib", "jsonschema"),
     "bench": ("torch", "tqdm", "jsonschema"),
+    "zh": ("matplotlib", "noto_cjk_sans_otc"),
 }
 """``pip install 'roofline-book[EXTRA]'`` 的每个 extra 及其带来的模块；``pyproject.toml`` 声明的
 与此相同（有测试保证两者一致）。
 """
 
 _FOR_MODULE = {"matplotlib": "plot", "pandas": "table", "jsonschema": "report", "torch": "bench",
-               "tqdm": "bench"}  # fmt: skip
+               "tqdm": "bench", "noto_cjk_sans_otc": "zh"}  # fmt: skip
 
 
 class MissingExtra(ImportError):

@@ -250,6 +250,113 @@ def _kinds(config: ModelConfig) -> dict[str, list[int]]:
     return kinds
 
 
+#: 各算子的稳定标识（命令行 ``--json`` 中的 ``id``），按 :func:`layer_ops` 与 :func:`step_ops`
+#: 给出的名字（不带层数）查找：显示用的名字可以改写，标识不变。
+OP_KEYS = {
+    "embedding": "embedding",
+    "attention norm": "attention_norm",
+    "QKV projection": "qkv_projection",
+    "KV cache write": "kv_cache_write",
+    "attention": "attention",
+    "output projection": "output_projection",
+    "residual add": "residual_add",
+    "MLP norm": "mlp_norm",
+    "router": "router",
+    "experts up": "experts_up",
+    "MLP up (gate, up)": "mlp_up",
+    "MLP up": "mlp_up",
+    "activation (GELU)": "activation",
+    "activation (SwiGLU)": "activation",
+    "activation (GeGLU)": "activation",
+    "MLP down": "mlp_down",
+    "experts down": "experts_down",
+    "residual add (MLP)": "mlp_residual_add",
+    "final norm": "final_norm",
+    "LM head": "lm_head",
+}
+
+
+@dataclass(frozen=True)
+class StepOp:
+    """一步中的一个算子：名字、稳定标识、它代表的层数与层的种类，以及这些层合起来的代价。"""
+
+    name: str
+    """算子在一层（或整个模型）中的名字，例如 ``"attention"``、``"LM head"``。"""
+    layers: int | None
+    """代价合计了多少层；不在层内的算子（embedding、final norm、LM head）为 None。"""
+    layer_kind: str | None
+    """local 层与 global 层不同的算子所属的那一种（``"local"``、``"global"``），否则为 None。"""
+    cost: Cost
+
+    @property
+    def key(self) -> str:
+        """稳定标识（:data:`OP_KEYS`），local/global 不同的算子加上 ``_local``、``_global``。"""
+        key = OP_KEYS[self.name]
+        return key if self.layer_kind is None else f"{key}_{self.layer_kind}"
+
+    @property
+    def label(self) -> str:
+        """显示用的名字，带层数：``"attention (x 32)"``、``"attention, sliding window (x 21)"``。"""
+        if self.layers is None:
+            return self.name
+        kind = {"local": ", sliding window", "global": ", global"}.get(self.layer_kind or "", "")
+        return f"{self.name}{kind} (x {self.layers})"
+
+
+def step_entries(
+    config: ModelConfig,
+    batch: int,
+    new: int,
+    context: int,
+    precisions: Precisions | None = None,
+    *,
+    logits: int = 1,
+) -> list[StepOp]:
+    """:func:`step_ops` 的各项，带稳定标识与层数（:class:`StepOp`）。
+
+    Examples
+    --------
+    >>> [(e.key, e.layers) for e in step_entries(model("llama-2-7b"), 1, 1, 4096)][:3]
+    [('embedding', None), ('attention_norm', 32), ('qkv_projection', 32)]
+    >>> [e.key for e in step_entries(model("gemma-2-9b"), 1, 1, 8192) if e.name == "attention"]
+    ['attention_local', 'attention_global']
+    """
+    p = precisions or Precisions()
+    batch, new, context = _check_step(batch, new, context)
+    logits = _validate.size("logits", logits)
+    if logits > new:
+        raise ValueError(f"logits ({logits}) must be <= new ({new})")
+    if context > config.max_context:
+        raise ValueError(
+            f"context ({context}) must be <= the model's context window ({config.max_context})"
+        )
+    a = bytes_per_element(p.activations)
+    tokens = batch * new
+    embed = Cost(0, p.table_bytes(tokens * config.hidden), a * tokens * config.hidden, 1)
+    by_kind = {
+        kind: (len(idx), layer_ops(config, batch, new, context, p, layer=idx[0]))
+        for kind, idx in _kinds(config).items()
+    }
+    entries = [StepOp("embedding", None, None, embed)]
+    first = next(iter(by_kind.values()))[1]
+    for j, (name, cost) in enumerate(first):
+        if all(layer[j][1] == cost for _, layer in by_kind.values()):
+            entries.append(StepOp(name, config.layers, None, cost * config.layers))
+            continue
+        for kind, (n, layer) in by_kind.items():
+            entries.append(StepOp(name, n, kind, layer[j][1] * n))
+    entries += [
+        StepOp("final norm", None, None, rmsnorm(tokens, config.hidden, p.activations)),
+        StepOp(
+            "LM head",
+            None,
+            None,
+            _linear(batch * logits, config.hidden, config.vocab, p, table=True),
+        ),
+    ]
+    return entries
+
+
 def step_ops(
     config: ModelConfig,
     batch: int,
@@ -273,36 +380,8 @@ def step_ops(
     >>> [n for n, _ in step_ops(model("gemma-2-9b"), 1, 1, 8192) if n.startswith("attention,")]
     ['attention, sliding window (x 21)', 'attention, global (x 21)']
     """
-    p = precisions or Precisions()
-    batch, new, context = _check_step(batch, new, context)
-    logits = _validate.size("logits", logits)
-    if logits > new:
-        raise ValueError(f"logits ({logits}) must be <= new ({new})")
-    if context > config.max_context:
-        raise ValueError(
-            f"context ({context}) must be <= the model's context window ({config.max_context})"
-        )
-    a = bytes_per_element(p.activations)
-    tokens = batch * new
-    embed = Cost(0, p.table_bytes(tokens * config.hidden), a * tokens * config.hidden, 1)
-    by_kind = {
-        kind: (len(idx), layer_ops(config, batch, new, context, p, layer=idx[0]))
-        for kind, idx in _kinds(config).items()
-    }
-    ops = [("embedding", embed)]
-    first = next(iter(by_kind.values()))[1]
-    for j, (name, cost) in enumerate(first):
-        if all(layer[j][1] == cost for _, layer in by_kind.values()):
-            ops.append((f"{name} (x {config.layers})", cost * config.layers))
-            continue
-        for kind, (n, layer) in by_kind.items():
-            label = "sliding window" if kind == "local" else "global"
-            ops.append((f"{name}, {label} (x {n})", layer[j][1] * n))
-    ops += [
-        ("final norm", rmsnorm(tokens, config.hidden, p.activations)),
-        ("LM head", _linear(batch * logits, config.hidden, config.vocab, p, table=True)),
-    ]
-    return ops
+    entries = step_entries(config, batch, new, context, precisions, logits=logits)
+    return [(e.label, e.cost) for e in entries]
 
 
 @dataclass(frozen=True)

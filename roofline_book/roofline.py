@@ -10,7 +10,7 @@ kernel 最快只能达到
 真实设备的 roof 不止两条：每种计算单元和精度（矩阵单元、向量单元、特殊函数单元）各有一条
 水平线，每个存储层级（HBM、L2）各有一条斜线。:func:`time_bound` 在目录设备上用
 :class:`~roofline_book.ops.Cost` 用到的每一个上限来约束它：时间下界是各资源所需时间中
-最大的那个，下界同时指出是哪种资源。
+最大的那个，下界同时指出是哪种资源。规则只有一处：:func:`roofline_book.bounds.bound`。
 
 Examples
 --------
@@ -25,22 +25,17 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Literal
 
 import numpy as np
 
 from . import _validate
+from .bounds import COMPUTE_RESOURCES as COMPUTE_RESOURCES
+from .bounds import MEMORY_RESOURCES as MEMORY_RESOURCES
+from .bounds import Bound, Ceilings, TimeBound
+from .bounds import bound as _bound
 from .dtypes import Precision, bytes_per_element
-from .hardware import COMPUTE_UNITS, MEMORY_LEVELS, Hardware
+from .hardware import Hardware
 from .ops import Cost
-
-Bound = Literal["memory", "compute"]
-
-COMPUTE_RESOURCES = ("compute", *COMPUTE_UNITS)
-MEMORY_RESOURCES = ("memory", *MEMORY_LEVELS)
 
 
 def ridge_point(peak_flops: float, bandwidth: float) -> float:
@@ -107,64 +102,6 @@ def bound(intensity: float, peak_flops: float, bandwidth: float) -> Bound:
     return "memory" if intensity < ridge_point(peak_flops, bandwidth) else "compute"
 
 
-@dataclass(frozen=True)
-class TimeBound:
-    """kernel 运行时间的下界，它用到的每种资源一个（秒）。
-
-    Attributes
-    ----------
-    by_resource : mapping of str to float
-        每种资源所需的秒数：矩阵 FLOPs 除以矩阵单元的峰值，向量 lane slot 数除以 lane 速率，特殊函数
-        求值次数除以它们的速率（``"matrix"``、``"vector"``、``"special"``；两条 roof 的模型中为
-        ``"compute"``），或字节数除以某个层级的带宽（``"hbm"``、``"l2"``；两条 roof 的模型中为
-        ``"memory"``）。
-
-    Examples
-    --------
-    >>> t = TimeBound({"matrix": 2e-3, "hbm": 1e-3})
-    >>> t.seconds, t.resource, t.bound
-    (0.002, 'matrix', 'compute')
-    """
-
-    by_resource: Mapping[str, float]
-
-    def __post_init__(self) -> None:
-        known = COMPUTE_RESOURCES + MEMORY_RESOURCES
-        if not self.by_resource:
-            raise ValueError("by_resource must name at least one resource")
-        for name, seconds in self.by_resource.items():
-            if name not in known:
-                raise ValueError(f"resource must be one of {', '.join(known)}; got {name!r}")
-            _validate.non_negative(f"by_resource[{name!r}]", seconds)
-        object.__setattr__(self, "by_resource", MappingProxyType(dict(self.by_resource)))
-
-    @property
-    def seconds(self) -> float:
-        """各时间中最大的一个，任何 kernel 都无法更快（秒）。"""
-        return max(self.by_resource.values())
-
-    @property
-    def resource(self) -> str:
-        """决定下界的资源；相等时算 compute，与 ridge point 上的约定相同。"""
-        order = [r for r in COMPUTE_RESOURCES + MEMORY_RESOURCES if r in self.by_resource]
-        return max(order, key=lambda r: (self.by_resource[r], -order.index(r)))
-
-    @property
-    def compute(self) -> float:
-        """最大的计算时间，即内存不花时间时的时间（秒）。"""
-        return max((v for r, v in self.by_resource.items() if r in COMPUTE_RESOURCES), default=0.0)
-
-    @property
-    def memory(self) -> float:
-        """最大的内存时间，即运算不花时间时的时间（秒）。"""
-        return max((v for r, v in self.by_resource.items() if r in MEMORY_RESOURCES), default=0.0)
-
-    @property
-    def bound(self) -> Bound:
-        """下界由存储层级还是计算单元决定。"""
-        return "memory" if self.resource in MEMORY_RESOURCES else "compute"
-
-
 def time_lower_bound(cost: Cost, peak_flops: float, bandwidth: float) -> TimeBound:
     """kernel 时间的两个下界 ``FLOPs / P`` 与 ``bytes / B``：两条 roof 的模型。
 
@@ -195,12 +132,16 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
     （:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`：一个 FMA 或其他任何运算各占一
     个），除以 lane 速率，即厂商按 FMA 计的向量峰值的一半
     （:meth:`Hardware.vector_op_rate <roofline_book.device.Hardware.vector_op_rate>`，有公开数字时
-    用 packed 16 位运算）；特殊函数求值次数除以它们的速率。全部按设备唯一的时钟计。内存：必需字节数
-    除以 HBM 带宽，假定 L2 为冷（输入来自 HBM，输出写回 HBM）。重读（``Cost.reread_bytes``）只有在
-    footprint 装不进 L2 时才算在 HBM 上；每个字节，无论是否重读，都经过 L2，设备有 L2 带宽时就按它计
-    入。各单元与各层级同时工作，所以 kernel 至少需要这些时间中最大的一个。所有运算只有一个峰值的设备
-    （不给 ``vector`` 的 :func:`roofline_book.hardware.adhoc`）只有一种计算资源 ``"compute"``，所有
-    FLOPs 共用。
+    用 packed 16 位运算）；特殊函数求值次数除以它们的速率。全部按设备唯一的时钟计。内存按冷启动
+    计：必需字节来自 HBM（输入来自 HBM，输出写回 HBM），途经 L2，设备有 L2 带宽时也按它计入；重读
+    （``Cost.reread_bytes``）来自装得下它们 footprint 的最小层级（L2 装得下至多
+    :data:`~roofline_book.bounds.CACHE_MARGIN` 倍容量时就在 L2，否则在 HBM）。各单元与各层级同时
+    工作，所以 kernel 至少需要这些时间中最大的一个。所有运算只有一个峰值的设备（不给 ``vector`` 的
+    :func:`roofline_book.hardware.adhoc`）只有一种计算资源 ``"compute"``，所有 FLOPs 共用。
+
+    这就是 :func:`roofline_book.bounds.bound` 用 :meth:`Ceilings.of(device)
+    <roofline_book.bounds.Ceilings.of>` 给出的下界；数据可能已在 cache 中时
+    （profiler 中的算子），用 ``bound(..., resident=True)``。
 
     Examples
     --------
@@ -230,26 +171,15 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
     >>> fa.resource, sorted(fa.by_resource)
     ('matrix', ['hbm', 'l2', 'matrix', 'special', 'vector'])
     """
-    if not isinstance(cost, Cost):
-        raise TypeError(f"cost must be a roofline_book.Cost, got {type(cost).__name__}")
     if not isinstance(device, Hardware):
         raise TypeError(f"device must be a roofline_book.Hardware, got {type(device).__name__}")
-    if device.vector_peaks:
-        times = {}
-        if cost.matrix_flops:
-            times["matrix"] = cost.matrix_flops / device.ceiling("matrix", dtype)
-        if cost.vector_flops:
-            times["vector"] = cost.vector_slots / device.vector_op_rate(dtype)
-        if cost.special_flops:
-            times["special"] = cost.special_flops / device.ceiling("special", dtype)
-    else:  # one peak for every unit (an ad-hoc device): the FLOPs queue on it together
-        times = {"compute": cost.flops / device.peak_flops(dtype)}
-    cached = device.l2_cache is None or cost.reread_footprint <= device.l2_cache
-    hbm_bytes = cost.bytes + (0 if cached else cost.reread_bytes)
-    times["hbm"] = hbm_bytes / device.memory_bandwidth
-    if device.l2_bandwidth is not None:
-        times["l2"] = (cost.bytes + cost.reread_bytes) / device.l2_bandwidth
-    return TimeBound(times)
+    if not isinstance(cost, Cost):
+        raise TypeError(f"cost must be a roofline_book.Cost, got {type(cost).__name__}")
+    if cost.flops:
+        device.peak_flops(dtype)  # the catalog's own message for a precision it has no peak for
+    result = _bound(cost, Ceilings.of(device), dtype)
+    assert result is not None  # a cold start always reaches the main memory, which has a bandwidth
+    return result
 
 
 def unit_rates(cost: Cost, time: TimeBound) -> dict[str, float]:
@@ -317,6 +247,8 @@ def attainable_on(
     >>> round(attainable_on(1000, h100) / 1e12, 1), attainable_on(1000, h100, unit="vector") / 1e12
     (1070.5, 133.8)
     """
+    if not isinstance(device, Hardware):
+        raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
     band = device.bandwidth(level)
     if band is None:
         raise ValueError(f"{device.key} has no published {level} bandwidth")
@@ -345,8 +277,20 @@ def fraction_of_roof(
 
     >>> fraction_of_roof(40e12, 1.0, 1365.0, 100e12, 1e12)
     0.4
+
+    算术强度为 0 时 roof 是 0 FLOP/s，比例没有定义：
+
+    >>> fraction_of_roof(1e9, 1.0, 0, 100e12, 1e12)
+    Traceback (most recent call last):
+    ...
+    ValueError: intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got 0.0
     """
-    return achieved(flops, seconds) / attainable(intensity, peak_flops, bandwidth)
+    rate = achieved(flops, seconds)
+    if _validate.non_negative("intensity", intensity) == 0:
+        raise ValueError(
+            f"intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got {float(intensity)!r}"
+        )
+    return rate / attainable(intensity, peak_flops, bandwidth)
 
 
 def overhead_fraction(cost: Cost, peak_flops: float, bandwidth: float, overhead: float) -> float:
@@ -476,5 +420,5 @@ def square_gemm_size_to_ridge(
     """
     ridge = _validate.positive("ridge", ridge)
     s = bytes_per_element(dtype)
-    s_out = s if out_dtype is None else bytes_per_element(out_dtype)
+    s_out = s if out_dtype is None else bytes_per_element(out_dtype, "out_dtype")
     return (2 * s + s_out) * ridge / 2

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from . import _validate
 from .dtypes import Precision
 from .extras import require
 from .hardware import Hardware
@@ -198,8 +199,8 @@ def readable_frame(rows: Iterable[Row], digits: int = 3):
     >>> df.loc["gemm", "FLOPs"].replace("\\u00a0", " "), df.loc["add", "I [FLOP/B]"]
     ('137 GFLOP', '0.17')
     """
-    pd = require("pandas", "table_frame")
-
+    pd = require("pandas", "readable_frame")
+    digits = _validate.size("digits", digits)
     df = table_frame(rows)
 
     def unit(value: float, name: str) -> str:
@@ -291,6 +292,8 @@ def block_table(
     """
     if not isinstance(device, Hardware):
         raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
+    if not isinstance(config, DecoderConfig):
+        raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
     tile = None
     if sram_bytes is None:
         sram_bytes = device_sram_bytes(device)

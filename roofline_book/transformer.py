@@ -22,6 +22,7 @@ from . import _validate
 from .dtypes import Precision, precision_name
 from .ops import (
     ADAMW_IMPLS,
+    ATTENTION_IMPLS,
     DEFAULT_SRAM_BYTES,
     Cost,
     FlashTile,
@@ -101,6 +102,25 @@ class DecoderConfig:
 LLAMA2_7B = DecoderConfig(batch=1, seq=4096, hidden=4096, heads=32, ffn=11008)
 
 
+#: :func:`block_ops` 与 :func:`optimizer_ops` 各算子的稳定标识（命令行 ``--json`` 中的 ``id``），
+#: 按显示用的名字查找：名字可以改写，标识不变。attention 的实现另有一个字段，不进标识。
+BLOCK_OP_KEYS = {
+    "attention norm (RMSNorm)": "attention_norm",
+    "QKV projection": "qkv_projection",
+    "rotary embedding (RoPE)": "rope",
+    **{f"attention ({impl})": "attention" for impl in ATTENTION_IMPLS},
+    "output projection": "output_projection",
+    "residual add": "residual_add",
+    "MLP norm (RMSNorm)": "mlp_norm",
+    "MLP gate projection": "mlp_gate_projection",
+    "MLP up projection": "mlp_up_projection",
+    "activation (SwiGLU)": "activation",
+    "MLP down projection": "mlp_down_projection",
+    "residual add (MLP)": "mlp_residual_add",
+    **{f"AdamW ({impl})": f"adamw_{impl}" for impl in ADAMW_IMPLS},
+}
+
+
 def block_ops(
     config: DecoderConfig,
     *,
@@ -126,6 +146,7 @@ def block_ops(
     """
     if not isinstance(config, DecoderConfig):
         raise TypeError(f"config must be a DecoderConfig, got {type(config).__name__}")
+    attention_impl = _validate.choice("attention_impl", attention_impl, ATTENTION_IMPLS)
     t, h, f, s = config.tokens, config.hidden, config.ffn, config.dtype
     attn = attention(
         config.batch,

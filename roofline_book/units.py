@@ -30,9 +30,18 @@ _PREFIXES = (
 _SCALE = {p: v for p, v in _PREFIXES if p}
 _SCALE["K"] = 1e3
 _NUMBER = re.compile(
-    r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([EPTGMkKmunp]?)\s*"
-    r"(FLOP/s|FLOPS|FLOP|B/s|byte/s|bytes|byte|B|OP/s|s)?\s*$"
+    r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([EPTGMkKmunp]?)\s*([A-Za-z/]*)\s*$"
 )
+#: :func:`parse_si` 认得的单位，按它们度量的量分组。给出 ``quantity=`` 时按这张表比较，
+#: 所以写给 FLOP/s 的 ``100Tbyte/s`` 会被拒绝。
+UNITS = {
+    "FLOP/s": ("FLOP/s", "FLOPS", "flop/s", "OP/s", "OPS"),
+    "byte/s": ("B/s", "byte/s", "bytes/s", "Bps"),
+    "FLOP": ("FLOP", "flop", "OP"),
+    "byte": ("B", "byte", "bytes"),
+    "s": ("s",),
+}
+_QUANTITY = {unit: quantity for quantity, units in UNITS.items() for unit in units}
 
 
 def si(value: float, unit: str = "", digits: int = 4) -> str:
@@ -107,28 +116,53 @@ def sci(value: float, digits: int = 3) -> str:
     return f"{mantissa:.{digits - 1}f} × 10{str(exponent).translate(_SUPERSCRIPT)}"
 
 
-def parse_si(text: str, name: str = "value") -> float:
+def parse_si(text: str, name: str = "value", *, quantity: str | None = None) -> float:
     """把 ``"989.5T"``、``"3.35TB/s"``、``"2e12"`` 这样的写法读成 float。
+
+    Parameters
+    ----------
+    text : str
+        一个数，可带 SI 前缀（k、M、G、T、P、E 及 m、u、n、p）和单位（:data:`UNITS`）。
+    name : str
+        错误信息中的参数名。
+    quantity : str, optional
+        ``text`` 应当度量的量（:data:`UNITS` 的一个键，如 ``"FLOP/s"``）。给出时，写了单位的
+        ``text`` 必须是这个量的单位：``100TB/s`` 不会被当作 FLOP/s。
 
     Raises
     ------
     ValueError
-        读不懂时抛出，错误信息写明 ``name`` 和可接受的写法。
+        读不懂，或单位与 ``quantity`` 不符时抛出，错误信息写明 ``name`` 和可接受的写法。
 
     Examples
     --------
     >>> parse_si("100 TFLOP/s"), parse_si("64k")
     (100000000000000.0, 64000.0)
+    >>> parse_si("1Tbyte/s", "peak", quantity="FLOP/s")
+    Traceback (most recent call last):
+    ...
+    ValueError: peak: '1Tbyte/s' is in byte/s; this takes FLOP/s (e.g. 989.5T or 989.5TFLOP/s)
     """
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a string such as '989.5T', got {text!r}")
+    if quantity is not None and quantity not in UNITS:
+        raise ValueError(f"quantity must be one of {', '.join(UNITS)}; got {quantity!r}")
     match = _NUMBER.match(text)
-    if not match:
+    unit = match[3] if match else ""
+    if not match or (unit and unit not in _QUANTITY):
+        units = ", ".join(UNITS[quantity] if quantity else _QUANTITY)
         raise ValueError(
             f"{name}: cannot read {text!r}; write a number with an optional SI prefix "
-            "(k, M, G, T, P, E) and unit, e.g. 989.5T, 3.35TB/s or 2e12"
+            f"(k, M, G, T, P, E) and unit ({units}), e.g. 989.5T, 3.35TB/s or 2e12"
         )
-    number, prefix, _ = match.groups()
+    if quantity is not None and unit and _QUANTITY[unit] != quantity:
+        flops = quantity == "FLOP/s"
+        plain, example = ("989.5T", "989.5TFLOP/s") if flops else ("3.35T", "3.35TB/s")
+        raise ValueError(
+            f"{name}: {text!r} is in {_QUANTITY[unit]}; this takes {quantity} "
+            f"(e.g. {plain} or {example})"
+        )
+    number, prefix = match[1], match[2]
     return float(number) * _SCALE.get(prefix, 1.0)
 
 
@@ -149,12 +183,18 @@ _SIZE_SCALE = {
 SIZE_FORMS = "e.g. 4096, 1_048_576, 4k (= 4000), 4Ki (= 4096) or 2^20"
 """:func:`parse_size` 接受的写法，错误信息和帮助文字照此列出。"""
 
+MAX_SIZE = 2**63 - 1
+"""尺寸的上限：PyTorch 的 tensor 维度和元素个数是 int64，大于它的尺寸不是任何 tensor 的尺寸；
+有了它，尺寸的乘积（FLOPs、字节数）也总能写成 float。"""
+_MISPLACED_UNDERSCORE = re.compile(r"(^|\D)_|_(\D|$)")
+
 
 def parse_size(text: str) -> int:
     """读一个尺寸：>= 0 的整数，可以直接写，可以带 SI 或二进制后缀，也可以写成幂。
 
     ``k`` 表示 1000，``Ki`` 表示 1024；算出来不是整数的值会被拒绝，
-    不会四舍五入。
+    不会四舍五入。下划线只能像 Python 那样夹在数字之间；``0^0`` 没有定义；大于
+    :data:`MAX_SIZE` 的尺寸不是任何 tensor 的尺寸，一律拒绝。
 
     Raises
     ------
@@ -172,16 +212,23 @@ def parse_size(text: str) -> int:
     ...
     ValueError: expected a whole number (e.g. ...), got '1.0001k'
     """
-    flat = str(text).strip().replace("_", "")
+    stripped = str(text).strip()
+    if _MISPLACED_UNDERSCORE.search(stripped):  # as in Python: 1_000, never _1 or 1__0
+        raise ValueError(f"expected a whole number ({SIZE_FORMS}), got {text!r}")
+    flat = stripped.replace("_", "")
     power = _POWER.match(flat)
+    value: Fraction | int | None = None
     if power:
         base, exponent = int(power[1]), int(power[2])
-        if base > 1 and exponent * math.log10(base) > 300:
-            raise ValueError(f"{text!r} is too large a size")
-        return base**exponent
-    match = _SIZE.match(flat)
-    if match:
+        if base == 0 and exponent == 0:
+            raise ValueError(f"{text!r} is undefined (0^0); write the size itself")
+        if base > 1 and exponent * math.log10(base) > 64:
+            raise ValueError(f"{text!r} is too large a size (at most 2^63 - 1)")
+        value = base**exponent
+    elif match := _SIZE.match(flat):
         value = Fraction(match[1]) * _SIZE_SCALE[match[2] or ""]
-        if value.denominator == 1:
-            return int(value)
-    raise ValueError(f"expected a whole number ({SIZE_FORMS}), got {text!r}")
+    if value is None or (isinstance(value, Fraction) and value.denominator != 1):
+        raise ValueError(f"expected a whole number ({SIZE_FORMS}), got {text!r}")
+    if value > MAX_SIZE:
+        raise ValueError(f"{text!r} is too large a size (at most 2^63 - 1)")
+    return int(value)

@@ -51,6 +51,12 @@ def glued():
     return load
 
 
+# The profiling corpus (tests/profile_corpus/) holds programs written as users write them, run
+# by test_profiling.py; they are not test modules, and collecting them would import (and so run)
+# them. A conftest.py of their own would shadow this one's name for `from conftest import ...`.
+collect_ignore = ["profile_corpus"]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that reads the built book must say so (``site``): `make check` leaves those out
     and runs on a clone that was never built."""

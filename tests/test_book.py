@@ -166,9 +166,9 @@ def test_cpu_run_reads_the_variable_else_the_newest_run_in_build_bench(tmp_path,
     (tmp_path / "docs").mkdir()
     monkeypatch.chdir(tmp_path / "docs")  # a page's folder, below the checkout's root
     monkeypatch.delenv(runs.CPU_RUN_ENV, raising=False)
-    assert book.cpu_run()["date"] == "2026-01-02T00:00:00Z"  # the newest, not the last name
+    assert book.cpu_run().date == "2026-01-02T00:00:00Z"  # the newest, not the last name
     monkeypatch.setenv(runs.CPU_RUN_ENV, str(bench / "b.json"))
-    assert book.cpu_run()["date"] == "2025-12-31T00:00:00Z"  # the build's choice comes first
+    assert book.cpu_run().date == "2025-12-31T00:00:00Z"  # the build's choice comes first
     monkeypatch.delenv(runs.CPU_RUN_ENV)
     monkeypatch.setattr(runs, "BENCH_FOLDER", pathlib.Path("no-such-folder"))
     with pytest.raises(FileNotFoundError, match=r"`make bench`.*roofline-book bench --quick"):

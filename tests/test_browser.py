@@ -20,6 +20,8 @@ import pytest
 from conftest import BUILD
 from test_site import PAGES
 
+from roofline_book import plotting
+
 HTML = BUILD / "html"
 SHOTS = BUILD / "screenshots"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -63,11 +65,22 @@ def server():
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
+    # The screenshots' body text needs a CJK font, and the machine may have none (CI installs
+    # no font package): Chromium's fontconfig also reads the build's Noto Sans CJK folder.
+    # The figures' text does not depend on it: the site serves its own fonts (see below).
+    conf = tmp_path_factory.mktemp("fontconfig") / "fonts.conf"
+    folder = pathlib.Path(plotting.cjk_font_file()).parent
+    conf.write_text(
+        '<?xml version="1.0"?>\n<fontconfig>\n'
+        '  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n'
+        f"  <dir>{folder}</dir>\n</fontconfig>\n"
+    )
+    env = {**os.environ, "FONTCONFIG_FILE": str(conf)}
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True, env=env)
         yield b
         b.close()
 
@@ -134,6 +147,14 @@ def test_page_in_browser(browser, server, name):
             assert box and box["width"] > 50 and box["height"] > 50 and natural > 0, (
                 f"{name}: figure {i} not visible"
             )
+        figures = page.locator("article .roofline-figure svg")  # written into the page
+        for i in range(figures.count()):
+            figure = figures.nth(i)
+            figure.scroll_into_view_if_needed()
+            box = figure.bounding_box()
+            article = page.locator("article").bounding_box()
+            assert box and box["width"] > 50 and box["height"] > 50, f"{name}: figure {i} hidden"
+            assert article and box["width"] <= article["width"] + 1, f"{name}: figure {i} too wide"
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"{name.replace('/', '__')}.png"), full_page=True)
         assert not p.outside, f"{name}: requests left 127.0.0.1: {p.outside}"
@@ -177,7 +198,7 @@ def test_figures_legible_in_dark_mode(browser, server):
         page.evaluate("() => document.documentElement.setAttribute('data-theme', 'dark')")
         assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
         background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
-        img = page.locator("article img").first
+        img = page.locator("article .roofline-figure svg").first
         img.scroll_into_view_if_needed()
         shot = Image.open(io.BytesIO(img.screenshot())).convert("L")
         lo, hi = shot.getextrema()
@@ -187,5 +208,54 @@ def test_figures_legible_in_dark_mode(browser, server):
         assert light > 0.6, f"figure background is not light in dark mode ({light:.2f})"
         assert hi - lo > 150, f"too little contrast in the figure ({lo}..{hi})"
         assert background != "rgb(255, 255, 255)", "the page itself did not turn dark"
+    finally:
+        p.close()
+
+
+_PROBE = """pattern => {
+  const texts = [...document.querySelectorAll("article .roofline-figure svg text")];
+  const text = texts.find(e => new RegExp(pattern).test(e.textContent));
+  text.setAttribute("data-font-probe", "");
+  return text.textContent;
+}"""
+
+
+def _fonts_of(page, cdp, pattern: str) -> tuple[str, list[dict]]:
+    """The first figure text matching ``pattern`` and the fonts Chromium drew it with
+    (DevTools' platform fonts: family, and whether the page loaded it)."""
+    text = page.evaluate(_PROBE, pattern)
+    root = cdp.send("DOM.getDocument", {"depth": -1})["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "[data-font-probe]"})
+    page.evaluate(
+        "() => document.querySelector('[data-font-probe]').removeAttribute('data-font-probe')"
+    )
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node["nodeId"]})["fonts"]
+    return text, [{k: f[k] for k in ("familyName", "isCustomFont")} for f in fonts]
+
+
+def test_figure_text_is_drawn_in_the_sites_own_fonts(browser, server):
+    """The figures' text is set in the font files matplotlib laid it out with, which the site
+    serves itself (``_static/fonts``): not in whatever the reader's system has."""
+    p = _Page(browser, server)
+    try:
+        fonts: list[str] = []
+        p.page.on(
+            "requestfinished", lambda r: fonts.append(r.url) if "/figures-" in r.url else None
+        )
+        page = p.open("chapters/04-roofline.html")
+        page.evaluate("() => document.fonts.ready")
+        assert sorted(fonts) == [
+            f"{server}/_static/fonts/figures-cjk.woff2",
+            f"{server}/_static/fonts/figures-latin.woff2",
+        ], fonts
+        cdp = p.context.new_cdp_session(page)
+        cdp.send("DOM.enable")
+        cdp.send("CSS.enable")
+        text, used = _fonts_of(page, cdp, "[\\u4e00-\\u9fff]")  # e.g. 算术强度 I [FLOP/byte]
+        assert {f["familyName"] for f in used} == {"DejaVu Sans", "Noto Sans CJK SC"}, (text, used)
+        assert all(f["isCustomFont"] for f in used), (text, used)  # no glyph from the system
+        text, used = _fonts_of(page, cdp, "^[A-Za-z ]+$")
+        assert used == [{"familyName": "DejaVu Sans", "isCustomFont": True}], (text, used)
+        assert not p.outside and not p.errors, (p.outside, p.errors)
     finally:
         p.close()

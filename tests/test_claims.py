@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_book.measure import claims, predict
+from roofline_book.measure import ceilings, claims, predict, verdicts
+from roofline_book.measure.records import Entry, Run
+from roofline_book.measure.verdicts import Ref
 
 DATA = Path(__file__).parent / "data"
 PASS = DATA / "fixture-cpu-pass.json"
@@ -24,12 +26,21 @@ def load(path: Path = PASS) -> dict:
     return json.loads(path.read_text())
 
 
-def verdicts(run) -> dict[str, str]:
+def judged(run) -> dict[str, str]:
     return dict(zip(NAMES, (c.verdict for c in claims.check_claims(run)), strict=True))
 
 
-def figures(check: claims.Check) -> dict[str, float]:
-    return {f.label: f.value for f in check.figures}
+def typed(run: dict) -> Run:
+    return Run.from_mapping(run)
+
+
+def _key(subject: Entry | Ref) -> str:
+    return subject.id if isinstance(subject, Entry) else f"{subject.kind}:{subject.name}"
+
+
+def figures(check: claims.Check) -> dict[tuple[str, str], float]:
+    """A check's figures by (subject, quantity): an entry's id, or "kind:name" for a Ref."""
+    return {(_key(f.subject), f.quantity): f.value for f in check.figures}
 
 
 def entry(run: dict, entry_id: str) -> dict:
@@ -37,16 +48,19 @@ def entry(run: dict, entry_id: str) -> dict:
 
 
 def retime(run: dict, entry_id: str, seconds: float) -> dict:
-    entry(run, entry_id)["time"]["median_s"] = seconds
+    """The run with one entry's median set to ``seconds``, its IQR scaled with it."""
+    time = entry(run, entry_id)["time"]
+    time["iqr_s"] *= seconds / time["median_s"]
+    time["median_s"] = seconds
     return run
 
 
 def test_every_claim_holds_on_the_passing_fixture():
-    assert set(verdicts(PASS).values()) == {"pass"}
+    assert set(judged(PASS).values()) == {"pass"}
 
 
 def test_the_failing_fixture_fails_exactly_its_three_claims():
-    got = verdicts(FAIL)
+    got = judged(FAIL)
     assert {name for name, v in got.items() if v == "fail"} == {
         "elementwise_is_memory_bound",
         "small_gemm_is_far_from_peak",
@@ -59,13 +73,14 @@ def test_the_failing_fixture_fails_exactly_its_three_claims():
 
 
 def test_small_gemm_figures():
-    check = claims.small_gemm_is_far_from_peak(load(FAIL))
+    check = claims.small_gemm_is_far_from_peak(typed(load(FAIL)))
     got = figures(check)
+    fp32, bf16 = "gemm/fp32/mm/m=32,k=128,n=128", "gemm/bf16/mm/m=32,k=128,n=128"
     peak = 2 * 1024**3 / 0.02  # the 1024^3 FP32 GEMM in 20 ms
-    assert got["fp32: achieved"] == 2 * 32 * 128 * 128 / 0.00001
-    assert got["fp32: achieved / peak"] == pytest.approx(2 * 32 * 128 * 128 / 0.00001 / peak)
-    assert got["fp32: achieved / peak"] > claims.FAR_FROM_PEAK
-    assert got["bf16: achieved / peak"] < claims.FAR_FROM_PEAK
+    assert got[fp32, "achieved"] == 2 * 32 * 128 * 128 / 0.00001
+    assert got[fp32, "achieved_over_peak"] == pytest.approx(2 * 32 * 128 * 128 / 0.00001 / peak)
+    assert got[fp32, "achieved_over_peak"] > claims.FAR_FROM_PEAK
+    assert got[bf16, "achieved_over_peak"] < claims.FAR_FROM_PEAK
 
 
 def test_elementwise_threshold_is_the_named_constant_beyond_the_noise():
@@ -79,28 +94,32 @@ def test_elementwise_threshold_is_the_named_constant_beyond_the_noise():
         run = load()
         seconds = add_bytes / (fraction * claims.NEAR_COPY * copy_bw)
         entry(run, add_id)["time"].update(median_s=seconds, iqr_s=0.05 * seconds)
-        return claims.elementwise_is_memory_bound(run)
+        return claims.elementwise_is_memory_bound(typed(run))
 
     assert at(1.15).verdict == "pass"  # 1.15 x 0.9 clears the threshold
     assert at(1.01).verdict == "inconclusive"  # inside the noise: no verdict
     check = at(0.85)  # 0.85 x 1.1 misses it
     assert check.verdict == "fail"
-    assert figures(check)["add fp32 n=2^24: bandwidth / copy"] == pytest.approx(0.85 * 0.7)
+    assert figures(check)[add_id, "bandwidth_over_copy"] == pytest.approx(0.85 * 0.7)
 
 
 def test_an_operator_faster_than_its_bound_fails_it():
     # the relu streams (128 MiB >= 4 x the 16 MiB cache): held to DRAM, 32.2 GB/s
-    run = retime(load(), "relu/fp32/clamp_min/numel=16777216", 0.003)  # 44.7 GB/s
-    check = claims.roofline_bounds_time(run)
+    relu = "relu/fp32/clamp_min/numel=16777216"
+    run = retime(load(), relu, 0.003)  # 44.7 GB/s
+    check = claims.roofline_bounds_time(typed(run))
     assert check.verdict == "fail"
-    assert figures(check)["of those, faster than the bound allows"] == 1
+    got = figures(check)
+    assert got["run:", "beat_bound"] == got["run:", "beat_bound_beyond_noise"] == 1
+    # 2 x 4 x 2^24 B = 134,217,728 B at 2^35 B / 1.0667 s = 32.21 GB/s: 4.167 ms, in 3 ms
+    assert got[relu, "bound_over_measured"] == pytest.approx(134_217_728 / 32.212_254_72e9 / 0.003)
     # an add that fits in the cache, with no cache roof measured, is held to the peak only:
     # 192 KiB in 1 us beats DRAM, and 2^14 FLOP in 1 us is far below 107 GFLOP/s
     run = retime(load(), "add/fp32/add/numel=16384", 1e-6)
-    assert claims.roofline_bounds_time(run).verdict == "pass"
+    assert claims.roofline_bounds_time(typed(run)).verdict == "pass"
     # ... but faster than the peak allows fails: 2^14 FLOP in 0.1 us is 164 GFLOP/s
     run = retime(load(), "add/fp32/add/numel=16384", 1e-7)
-    assert claims.roofline_bounds_time(run).verdict == "fail"
+    assert claims.roofline_bounds_time(typed(run)).verdict == "fail"
 
 
 def test_what_a_run_lacks_is_not_measured():
@@ -113,7 +132,7 @@ def test_what_a_run_lacks_is_not_measured():
             e["status"], e["reason"] = "skipped", "no bf16 here"
             del e["time"], e["check"], e["l2_flush"]
     del run["ceilings"]["peak_flops"]["bf16"]
-    got = verdicts(run)
+    got = judged(run)
     assert got["fused_adamw_is_fastest"] == "not measured"
     assert got["bf16_beats_fp32"] == "not measured"
     assert got["gemm_rises_with_n"] == "pass"  # fp32 alone
@@ -122,7 +141,7 @@ def test_what_a_run_lacks_is_not_measured():
 def test_ceilings_inside_the_cache_measure_no_bandwidth_claim():
     run = load()
     run["device"]["cache_bytes"] = 2**30  # the 256 MiB copy now fits in cache
-    got = verdicts(run)
+    got = judged(run)
     assert got["elementwise_is_memory_bound"] == "not measured"
     assert got["roofline_bounds_time"] == "pass"  # held to the peaks, no memory term
     assert got["large_gemm_is_compute_bound"] == "pass"
@@ -130,9 +149,9 @@ def test_ceilings_inside_the_cache_measure_no_bandwidth_claim():
 
 def test_gemm_that_stops_rising_fails():
     run = retime(load(), "gemm/fp32/mm/m=1024,k=1024,n=1024", 0.2)  # 10x slower at the top
-    check = claims.gemm_rises_with_n(run)
+    check = claims.gemm_rises_with_n(typed(run))
     assert check.verdict == "fail"
-    assert figures(check)["fp32: largest / smallest"] == pytest.approx(
+    assert figures(check)["precision:fp32", "largest_over_smallest"] == pytest.approx(
         (2 * 1024**3 / 0.2) / (2 * 256**3 / 0.001)
     )
 
@@ -140,15 +159,17 @@ def test_gemm_that_stops_rising_fails():
 def test_slower_sdpa_and_bf16_fail_and_a_tie_is_inconclusive():
     mat = "attention/fp32/materialized/batch=1,heads=4,seq_q=1024,seq_k=1024,head_dim=64"
     # SDPA takes 15 +- 0.375 ms: materialized at 10 ms is clearly faster, at 15 ms a tie
-    assert claims.sdpa_beats_materialized(retime(load(), mat, 0.010)).verdict == "fail"
-    assert claims.sdpa_beats_materialized(retime(load(), mat, 0.015)).verdict == "inconclusive"
+    assert claims.sdpa_beats_materialized(typed(retime(load(), mat, 0.010))).verdict == "fail"
+    assert (
+        claims.sdpa_beats_materialized(typed(retime(load(), mat, 0.015))).verdict == "inconclusive"
+    )
     bf16 = "gemm/bf16/mm/m=1024,k=1024,n=1024"
     peak = {"value": 2 * 512**3 / 0.0015, "entry": "gemm/bf16/mm/m=512,k=512,n=512"}
     for seconds, verdict in ((0.0195, "inconclusive"), (0.03, "fail")):
         # FP32 takes 20 +- 0.5 ms: 19.5 ms is within the spans, 30 ms clearly slower
         run = retime(load(), bf16, seconds)
         run["ceilings"]["peak_flops"]["bf16"] = peak
-        assert claims.bf16_beats_fp32(run).verdict == verdict
+        assert claims.bf16_beats_fp32(typed(run)).verdict == verdict
 
 
 def test_timings_inside_each_others_spread_are_inconclusive():
@@ -157,10 +178,10 @@ def test_timings_inside_each_others_spread_are_inconclusive():
     for impl, median in (("loop", 0.02015), ("foreach", 0.0200), ("fused", 0.015)):
         e = entry(run, f"adamw/fp32/{impl}/params=4194304,tensors=8")
         e["time"]["median_s"], e["time"]["iqr_s"] = median, 0.012
-    assert claims.fused_adamw_is_fastest(run).verdict == "inconclusive"
+    assert claims.fused_adamw_is_fastest(typed(run)).verdict == "inconclusive"
     # and a clear inversion still fails, noise or not
     entry(run, "adamw/fp32/fused/params=4194304,tensors=8")["time"]["median_s"] = 0.2
-    assert claims.fused_adamw_is_fastest(run).verdict == "fail"
+    assert claims.fused_adamw_is_fastest(typed(run)).verdict == "fail"
 
 
 def test_check_claims_reads_and_validates_paths(tmp_path):
@@ -178,32 +199,56 @@ def test_check_claims_reads_and_validates_paths(tmp_path):
 
 
 def test_check_and_figure_text():
-    check = claims.Check(
-        "claim", "pass", "rule", (claims.Figure("rate", 2.5e9, "FLOP/s"), claims.Figure("x", 0.5))
+    rate = claims.Figure(Ref("precision", "fp32"), "achieved", 2.5e9, "FLOP/s")
+    check = claims.Check("claim", "pass", "rule", (rate, claims.Figure(Ref("run"), "noise", 0.5)))
+    assert str(check) == (
+        "[pass] claim\n    rule: rule\n    fp32: achieved: 2.5 GFLOP/s\n"
+        "    run: noise of the comparison: 0.5"
     )
-    assert str(check) == "[pass] claim\n    rule: rule\n    rate: 2.5 GFLOP/s\n    x: 0.5"
+    missing = claims.Check("claim", "not measured", "rule", missing="cpu")
+    assert str(missing) == "[not measured] claim\n    rule: rule (not measured: not a CPU run)"
     with pytest.raises(
         ValueError, match="verdict must be one of pass, fail, inconclusive, not measured"
     ):
         claims.Check("claim", "maybe", "rule")
+    with pytest.raises(ValueError, match="missing must be a key of MISSING; got 'no cpu'"):
+        claims.Check("claim", "not measured", "rule", missing="no cpu")
+    with pytest.raises(ValueError, match="quantity must be a key of QUANTITIES"):
+        claims.Figure(Ref("run"), "fp32: achieved", 1.0)
+    with pytest.raises(ValueError, match="kind must be one of precision, ceiling, run"):
+        Ref("entry", "x")
     with pytest.raises(TypeError, match="checks must be Check objects"):
         claims.format_checks(["pass"])
 
 
-def test_an_unstable_run_neither_passes_nor_fails():
+def test_an_unstable_run_is_judged_with_its_measured_spread():
+    # the sentinel moved 50% over the run: every comparison allows 50% instead of 5%, so the
+    # close calls become inconclusive and the wide ones still stand
     run = load()
-    run["stability"] = {
-        "probe": run["results"][0]["id"],
-        "first_s": 0.01,
-        "last_s": 0.015,
-        "drift": 1.5,
-        "stable": False,
-    }
-    got = verdicts(run)
-    assert set(got.values()) <= {"inconclusive", "not measured"}
-    assert got["large_gemm_is_compute_bound"] == "inconclusive"
-    run["stability"]["stable"], run["stability"]["drift"] = True, 1.02
-    assert verdicts(run) == verdicts(load())  # a stable run is judged as before
+    probe = run["results"][0]["id"]
+    run["stability"] = {"probe": probe, "first_s": 1, "last_s": 1.5, "drift": 1.5, "stable": False}
+    assert verdicts.tolerance(typed(run)) == 0.5
+    got = judged(run)
+    # SDPA at 15 +- 0.375 ms against 20 +- 0.5: 1.5 x 15.4 = 23.1 > 19.5, no longer ordered
+    assert got["sdpa_beats_materialized"] == "inconclusive"
+    # fused 15 ms against foreach 40 ms: 1.5 x 15.4 = 23.1 < 39, still clearly faster, but
+    # foreach 40 against loop 50: 1.5 x 41 = 61.5 > 48.75, inside the spread
+    assert got["fused_adamw_is_fastest"] == "inconclusive"
+    # BF16 10 ms against FP32 20 ms: 1.5 x 10.25 = 15.4 < 19.5, still faster beyond the spread
+    assert got["bf16_beats_fp32"] == "pass"
+    assert "fail" not in got.values()
+    run["stability"].update(last_s=1.02, drift=1.02, stable=True)
+    assert judged(run) == judged(load())  # within the 5% floor: judged as a run with no record
+
+
+def test_stability_uses_the_verdicts_tolerance():
+    # 1.0 to 1.06 s is a 6% spread: more than the 5% the verdicts allow, so not stable
+    record = ceilings.stability("copy", [1.0, 1.06, 1.02])
+    assert record["spread"] == pytest.approx(0.06) and record["stable"] is False
+    assert verdicts.tolerance(typed(load() | {"stability": record})) == pytest.approx(0.06)
+    record = ceilings.stability("copy", [1.0, 1.04])
+    assert record["stable"] is True
+    assert verdicts.tolerance(typed(load() | {"stability": record})) == 0.05
 
 
 def test_claims_command_json_and_text(tmp_path, capsys):
@@ -228,28 +273,29 @@ def test_claims_command_json_and_text(tmp_path, capsys):
 def test_large_gemm_is_judged_against_other_measurements():
     # the run's peak is its best GEMM, the 1024^3 one here: judged against itself it could
     # not fail; against the other sizes (512^3 at 89 GFLOP/s) a slow 1024^3 fails
-    assert claims.large_gemm_is_compute_bound(load()).verdict == "pass"
-    slow = retime(load(), "gemm/fp32/mm/m=1024,k=1024,n=1024", 0.05)  # 43 GFLOP/s
-    check = claims.large_gemm_is_compute_bound(slow)
+    assert claims.large_gemm_is_compute_bound(typed(load())).verdict == "pass"
+    largest = "gemm/fp32/mm/m=1024,k=1024,n=1024"
+    slow = retime(load(), largest, 0.05)  # 43 GFLOP/s
+    check = claims.large_gemm_is_compute_bound(typed(slow))
     assert check.verdict == "fail"
     ratio = (2 * 1024**3 / 0.05) / (2 * 512**3 / 0.003)
-    assert figures(check)["fp32 n=1024: achieved / peak"] == pytest.approx(ratio)
+    assert figures(check)[largest, "achieved_over_peak"] == pytest.approx(ratio)
 
 
 def test_write_allocate_claim_on_the_three_probes():
     # the fixture's probes move 32.2 GB/s each once line fills are counted: the claim holds
-    check = claims.write_allocate_explains_bandwidths(load())
+    check = claims.write_allocate_explains_bandwidths(typed(load()))
     assert check.verdict == "pass"
     got = figures(check)
-    assert got["probes: spread, with write-allocate"] == pytest.approx(0.0, abs=1e-9)
-    assert got["probes: spread, model bytes"] == pytest.approx(32.2 / 21.47 - 1, rel=1e-3)
+    assert got["run:", "spread_write_allocate"] == pytest.approx(0.0, abs=1e-9)
+    assert got["run:", "spread_model_bytes"] == pytest.approx(32.2 / 21.47 - 1, rel=1e-3)
     # a copy at 2^28 + 2^27 bytes in 20 ms (20.1 GB/s) leaves a 60% gap the fills do not close
     slow = retime(load(), "copy/fp32/copy_/numel=33554432", 0.02)
     slow["ceilings"]["bandwidth"]["copy"]["value"] = 2**28 / 0.02
-    assert claims.write_allocate_explains_bandwidths(slow).verdict == "fail"
+    assert claims.write_allocate_explains_bandwidths(typed(slow)).verdict == "fail"
     gpu = load()
     gpu["device"]["type"] = "cuda"
-    assert claims.write_allocate_explains_bandwidths(gpu).verdict == "not measured"
+    assert claims.write_allocate_explains_bandwidths(typed(gpu)).verdict == "not measured"
 
 
 def test_the_chinese_checklist_is_one_table_per_claim_and_escapes_pipes():
@@ -267,3 +313,88 @@ def test_the_chinese_checklist_is_one_table_per_claim_and_escapes_pipes():
     assert book.verdict_counts(load()) == "9 条结论中 9 条成立，没有一条不成立。"
     failing = book.verdict_counts(load(FAIL))
     assert failing.startswith("9 条结论中 6 条成立，3 条不成立：") and failing.count("；") == 2
+
+
+def test_every_key_is_worded_in_english_and_chinese():
+    from roofline_book.book import claims as zh
+
+    assert zh.QUANTITIES_ZH.keys() == verdicts.QUANTITIES.keys()
+    assert zh.MISSING_ZH.keys() == verdicts.MISSING.keys()
+    assert zh.REF_KINDS_ZH.keys() == verdicts.REF_KINDS.keys()
+    assert zh.CLAIMS_ZH.keys() == zh.RULES_ZH.keys() == set(NAMES)
+    gpu = load()
+    gpu["device"]["type"] = "cuda"
+    for run in (load(), load(FAIL), gpu):
+        for check in claims.check_claims(run):
+            assert zh.claim_zh(check) and zh.rule_zh(check)
+            for f in check.figures:
+                subject, quantity, _ = zh.figure_zh(f)
+                assert quantity == zh.QUANTITIES_ZH[f.quantity]
+                if isinstance(f.subject, Entry):  # worded from the entry's fields
+                    assert subject.startswith(f"{f.subject.name} {f.subject.precision}")
+    missing = claims.check_claims(gpu)[-1]
+    assert zh.rule_zh(missing).endswith("这次 run 缺少数据：不是 CPU 上的 run")
+
+
+def test_a_gemm_faster_than_the_peak_probe_raises_the_ceiling_and_says_so():
+    # the recorded FP32 peak is 90% of what the 1024^3 GEMM reached (2^31 FLOP in 20 ms is
+    # 107.4 GFLOP/s): held to the probe, that GEMM would beat its own bound by 1 / 0.9 = 1.11x
+    run = load()
+    largest = "gemm/fp32/mm/m=1024,k=1024,n=1024"
+    run["ceilings"]["peak_flops"]["fp32"]["value"] = 0.9 * 2 * 1024**3 / 0.02
+    best = ceilings.peak(typed(run), "fp32")
+    assert best is not None and best.raised and best.entry == largest
+    assert best.value == pytest.approx(2 * 1024**3 / 0.02)
+    check = claims.roofline_bounds_time(typed(run))
+    got = figures(check)
+    assert check.verdict == "pass" and got["run:", "beat_bound"] == 0
+    assert got[largest, "above_peak_probe"] == pytest.approx(1 / 0.9)
+    assert figures(claims.large_gemm_is_compute_bound(typed(run)))[largest, "above_peak_probe"] == (
+        pytest.approx(1 / 0.9)
+    )
+    small = figures(claims.small_gemm_is_far_from_peak(typed(run)))
+    assert small[largest, "above_peak_probe"] == pytest.approx(1 / 0.9)
+    # the bounds read the raised value; the prediction times the peak probe's own rounds, so
+    # the edited record does not move it
+    roofs = ceilings.of_run(typed(run))
+    assert roofs.rate("matrix", "fp32") == pytest.approx(2 * 1024**3 / 0.02)
+    assert roofs.sources["matrix", "fp32"] == largest
+    typical = ceilings.of_run(typed(run), typical=True).rate("matrix", "fp32")
+    assert typical == pytest.approx(2 * 1024**3 / 0.02)
+
+
+def test_beating_a_bound_within_the_noise_is_inconclusive():
+    # the relu's bound is 134,217,728 B at 32.21 GB/s = 4.167 ms; at 1.03x that, with a 5% IQR
+    # (2.5% each way) and the 5% tolerance, it lies inside its 7.5% of noise
+    relu = "relu/fp32/clamp_min/numel=16777216"
+    bound = 134_217_728 / 32.212_254_72e9
+    check = claims.roofline_bounds_time(typed(retime(load(), relu, bound / 1.03)))
+    got = figures(check)
+    assert check.verdict == "inconclusive"
+    assert got["run:", "beat_bound"] == 1 and got["run:", "beat_bound_beyond_noise"] == 0
+    assert got[relu, "bound_over_measured"] == pytest.approx(1.03)
+    assert got[relu, "noise"] == pytest.approx(0.075)
+    # 1.10x is beyond it
+    assert claims.roofline_bounds_time(typed(retime(load(), relu, bound / 1.10))).verdict == "fail"
+
+
+def test_the_elementwise_claim_judges_bandwidth_not_flops():
+    # against a peak 1000x lower the adds' FLOP/s would be far above 5% of it: the claim
+    # is about the bytes, and stays as it was
+    run = load()
+    for c in run["ceilings"]["peak_flops"].values():
+        c["value"] /= 1000
+    assert claims.elementwise_is_memory_bound(typed(run)).verdict == "pass"
+    assert {f.quantity for f in claims.elementwise_is_memory_bound(typed(run)).figures} == {
+        "bandwidth",
+        "bandwidth_over_copy",
+    }
+
+
+def test_the_sdpa_claim_judges_time_not_the_models_bytes():
+    run = load()
+    sdpa = "attention/fp32/sdpa/batch=1,heads=4,seq_q=1024,seq_k=1024,head_dim=64"
+    entry(run, sdpa)["model"]["bytes_read"] *= 100  # the model says SDPA moves more
+    check = claims.sdpa_beats_materialized(typed(run))
+    assert check.verdict == "pass"  # 15 ms against 20 ms decides it
+    assert figures(check)[sdpa, "model_bytes_materialized_over_sdpa"] < 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 import re
@@ -64,18 +66,18 @@ def test_op_gemm_json_equals_the_library():
     assert out["bytes_written"] == cost.bytes_written == 2 * 4096**2
     assert out["bytes"] == cost.bytes
     assert out["intensity"] == cost.intensity
-    assert out["attainable"] == pytest.approx(rb.attainable(cost.intensity, peak, band))
-    assert out["attainable"] == pytest.approx(989.4e12 * 1980 / 1830)  # the 1980 MHz clock
+    assert out["attainable_per_s"] == pytest.approx(rb.attainable(cost.intensity, peak, band))
+    assert out["attainable_per_s"] == pytest.approx(989.4e12 * 1980 / 1830)  # the 1980 MHz clock
     time = rb.time_bound(cost, H100, "bf16")
     # every resource the GEMM uses, the largest of them is the bound and names it
-    assert out["time_by_resource"] == {
+    assert out["time_by_resource_s"] == {
         "matrix": cost.flops / peak,
         "hbm": cost.bytes / band,
         "l2": cost.bytes / H100.bandwidth("l2"),
     }
     assert out["bound"] == time.resource == "matrix" and out["bound_kind"] == "compute"
-    assert (out["time_compute"], out["time_memory"]) == (time.compute, time.memory)
-    assert out["time_lower_bound"] == time.seconds == max(out["time_by_resource"].values())
+    assert (out["time_compute_s"], out["time_memory_s"]) == (time.compute, time.memory)
+    assert out["time_lower_bound_s"] == time.seconds == max(out["time_by_resource_s"].values())
     assert out["device"]["key"] == "h100-sxm"  # the default device
     assert out["device"]["ridge_point"] == H100.ridge_point("bf16")
     assert out["arguments"] == {
@@ -95,12 +97,12 @@ def test_op_add_on_the_example_device():
     assert out["flops"] == 2**20
     assert out["bytes"] == cost.bytes == 6 * 2**20
     assert out["intensity"] == cost.intensity == pytest.approx(1 / 6)
-    assert out["attainable"] == rb.attainable(cost.intensity, 100e12, 1e12)
-    assert out["attainable"] == pytest.approx(1e12 / 6)
+    assert out["attainable_per_s"] == rb.attainable(cost.intensity, 100e12, 1e12)
+    assert out["attainable_per_s"] == pytest.approx(1e12 / 6)
     # an ad-hoc device has one compute peak that every unit shares
-    assert out["time_by_resource"] == {"compute": 2**20 / 100e12, "hbm": 6 * 2**20 / 1e12}
+    assert out["time_by_resource_s"] == {"compute": 2**20 / 100e12, "hbm": 6 * 2**20 / 1e12}
     assert out["bound"] == "hbm"
-    assert out["time_lower_bound"] == 6 * 2**20 / 1e12
+    assert out["time_lower_bound_s"] == 6 * 2**20 / 1e12
     assert out["device"]["ridge_point"] == rb.ridge_point(100e12, 1e12) == 100.0
 
 
@@ -154,13 +156,13 @@ def test_every_operator_equals_the_library(case, call):
     a100 = rb.hardware("a100-sxm")
     precision = out["device"]["precision"]
     time = rb.time_bound(cost, a100, precision)
-    assert out["time_by_resource"] == dict(time.by_resource)
-    assert (out["bound"], out["time_lower_bound"]) == (time.resource, time.seconds)
+    assert out["time_by_resource_s"] == dict(time.by_resource)
+    assert (out["bound"], out["time_lower_bound_s"]) == (time.resource, time.seconds)
     # the attainable rate is that of the unit doing most FLOPs, its FLOPs over the bound
     unit = max(cost.flops_by_unit, key=lambda u: cost.flops_by_unit[u])
     assert out["attainable_unit"] == unit
-    assert out["attainable"] == cost.flops_by_unit[unit] / time.seconds
-    assert out["attainable"] <= a100.ceiling(unit, precision)
+    assert out["attainable_per_s"] == cost.flops_by_unit[unit] / time.seconds
+    assert out["attainable_per_s"] <= a100.ceiling(unit, precision)
 
 
 def test_every_public_operator_is_registered():
@@ -264,7 +266,7 @@ def test_added_operators_by_hand(case, call):
     out = json.loads(stdout)
     got = (out["flops"], out["bytes_read"], out["bytes_written"], out["kernels"])
     assert got + (out["reread_bytes"],) == counts
-    assert out["time_lower_bound"] == pytest.approx(_h100_time(**units))
+    assert out["time_lower_bound_s"] == pytest.approx(_h100_time(**units))
 
 
 def test_adamw_roof_is_the_parameter_precision(call):
@@ -272,7 +274,7 @@ def test_adamw_roof_is_the_parameter_precision(call):
     assert status == 0
     out = json.loads(stdout)
     assert out["device"]["precision"] == "fp32"
-    assert out["device"]["peak_flops"] == H100.peak_flops("fp32") == 67e12
+    assert out["device"]["peaks_per_s"]["matrix"] == H100.peak_flops("fp32") == 67e12
 
 
 def test_op_table_is_aligned_with_si_units():
@@ -299,17 +301,17 @@ def test_op_table_is_aligned_with_si_units():
 def test_block_json_equals_the_transformer_tables():
     out = run_json("block", "--optimizer", "--grad-dtype", "bf16", "--model-dtype", "bf16")
     rows = block_table(LLAMA2_7B, H100)
-    assert [r["name"] for r in out["rows"]] == [r.name for r in rows]
-    for got, row in zip(out["rows"], rows, strict=True):
+    assert [r["name"] for r in out["ops"]] == [r.name for r in rows]
+    for got, row in zip(out["ops"], rows, strict=True):
         assert (got["flops"], got["bytes"]) == (row.cost.flops, row.cost.bytes)
-        assert got["time_lower_bound"] == row.time.seconds
+        assert got["time_lower_bound_s"] == row.time.seconds
         assert (got["bound"], got["share"]) == (row.resource, row.share)
-        assert got["time_by_resource"] == dict(row.time.by_resource)
+        assert got["time_by_resource_s"] == dict(row.time.by_resource)
     assert out["config"]["parameters"] == LLAMA2_7B.parameters == 202_383_360
     opt = optimizer_table(LLAMA2_7B, H100, grad_dtype="bf16", model_dtype="bf16")
-    got_opt = {r["name"]: r for r in out["optimizer"]["rows"]}
+    got_opt = {r["name"]: r for r in out["optimizer"]["ops"]}
     assert got_opt["AdamW (loop)"]["kernels"] == 56  # 8 passes x 7 tensors
-    assert [r["bytes"] for r in out["optimizer"]["rows"]] == [r.cost.bytes for r in opt]
+    assert [r["bytes"] for r in out["optimizer"]["ops"]] == [r.cost.bytes for r in opt]
 
 
 def test_block_custom_config_on_an_adhoc_device():
@@ -320,9 +322,9 @@ def test_block_custom_config_on_an_adhoc_device():
     )
     config = DecoderConfig(batch=2, seq=2000, hidden=2048, heads=16, ffn=5632)
     rows = block_table(config, rb.adhoc("x", 100e12, 1e12), attention_impl="materialized")
-    assert [r["time_lower_bound"] for r in out["rows"]] == [r.time.seconds for r in rows]
-    assert out["rows"][3]["name"] == "attention (materialized)"  # after QKV and RoPE
-    assert out["rows"][3]["kernels"] == 3
+    assert [r["time_lower_bound_s"] for r in out["ops"]] == [r.time.seconds for r in rows]
+    assert out["ops"][3]["name"] == "attention (materialized)"  # after QKV and RoPE
+    assert out["ops"][3]["kernels"] == 3
 
 
 def test_block_table_text():
@@ -346,9 +348,9 @@ def test_devices_json_dense_peaks_and_ridge_points():
     devices = {d["key"]: d for d in out["devices"]}
     assert list(devices) == list(rb.catalog())
     h100 = devices["h100-sxm"]
-    assert h100["dense_peaks"]["bf16"] == pytest.approx(989.4e12 * 1980 / 1830)
+    assert h100["matrix_peaks_per_s"]["bf16"] == pytest.approx(989.4e12 * 1980 / 1830)
     assert h100["ridge_points"]["bf16"] == pytest.approx(989.4e12 * 1980 / 1830 / 3.35e12)
-    assert h100["clock_hz"] == 1.98e9 and h100["memory_capacity"] == 81559 * 2**20
+    assert h100["clock_hz"] == 1.98e9 and h100["memory_capacity_bytes"] == 81559 * 2**20
     assert h100["memory_capacity_basis"] == "driver"
     assert "sparse_peaks" not in h100 and "peak_flops_sparse" not in h100["sources"]
     assert h100["sources"]["peak_flops"]["title"] == H100.source("peak_flops").title
@@ -421,8 +423,8 @@ def test_plot_svg_with_points(tmp_path):
     assert [p["label"] for p in out["points"]] == ["gemm 4096x4096x4096", "add 1048576"]
     gemm, add = out["points"]
     assert gemm["flops"] == rb.gemm(4096, 4096, 4096).flops
-    assert gemm["attainable"] == 100e12 and gemm["bound"] == "compute"
-    assert add["attainable"] == rb.attainable(rb.add(2**20).intensity, 100e12, 1e12)
+    assert gemm["attainable_per_s"] == 100e12 and gemm["bound"] == "compute"
+    assert add["attainable_per_s"] == rb.attainable(rb.add(2**20).intensity, 100e12, 1e12)
 
 
 def test_plot_png_on_a_catalog_device(tmp_path):
@@ -562,10 +564,13 @@ def test_infer_json_by_hand():
     # streams from HBM once per token
     streamed = 2 * 6_738_415_616 - 2 * 32000 * 4096 + 4096 * kv
     h100 = rb.hardware("h100-sxm")  # the catalog's figures are inputs; test_hardware checks them
-    assert out["decode_time_lower_bound_s"] == pytest.approx(
+    assert out["decode"]["time_lower_bound_s"] == pytest.approx(
         streamed / h100.memory_bandwidth, rel=0.01
     )
-    assert out["decode_floor_s"] <= out["decode_time_lower_bound_s"]
+    assert (
+        out["decode"]["any_implementation_time_lower_bound_s"]
+        <= out["decode"]["time_lower_bound_s"]
+    )
     # vLLM's rule: 0.9 of the memory, less the weights and the activation peak (an MLP of
     # 8192 tokens and 256 rows of FP32 logits)
     act = 2 * 8192 * (4096 + 3 * 11008) + 4 * 256 * 32000
@@ -575,8 +580,12 @@ def test_infer_json_by_hand():
     # prefill: at least the weight GEMMs' 2 x (weights - embedding) x 4096 FLOPs at the
     # matrix peak, and not much more (attention and the small operators add about a tenth)
     gemm_s = 2 * (6_738_415_616 - 32000 * 4096) * 4096 / h100.peak_flops("bf16")
-    assert gemm_s < out["prefill_time_lower_bound_s"] < 1.25 * gemm_s
-    assert gemm_s < out["prefill_floor_s"] < out["prefill_time_lower_bound_s"]
+    assert gemm_s < out["prefill"]["time_lower_bound_s"] < 1.25 * gemm_s
+    assert (
+        gemm_s
+        < out["prefill"]["any_implementation_time_lower_bound_s"]
+        < out["prefill"]["time_lower_bound_s"]
+    )
 
 
 def test_infer_sliding_window_and_embeddings():
@@ -669,3 +678,279 @@ def test_op_help_lines_are_english_plain_text():
         line = spec.summary
         assert line == SUMMARIES[spec.func.__name__], name
         assert not re.search(r"[\u4e00-\u9fff]|``|:func:|:data:", line), (name, line)
+
+
+# --------------------------------------------------------------------------
+# The command line's edges (the new-user review's Part B): every bad value gets one line that
+# names the flag and what it takes, exit status 2, no traceback, before any work is done
+
+EDGES = {
+    # a rate's unit must measure the quantity the flag takes
+    "bytes/s as FLOP/s": ((*GEMM, "--peak", "100Tbyte/s", "--bandwidth", "1T"),
+                          "--peak: '100Tbyte/s' is in byte/s; this takes FLOP/s"),
+    "bytes as FLOP/s": ((*GEMM, "--peak", "100Tbytes", "--bandwidth", "1T"),
+                        "--peak: '100Tbytes' is in byte; this takes FLOP/s"),
+    "seconds as FLOP/s": ((*GEMM, "--peak", "100Ts", "--bandwidth", "1T"),
+                          "--peak: '100Ts' is in s; this takes FLOP/s"),
+    "seconds as byte/s": ((*GEMM, "--peak", "100T", "--bandwidth", "1Ts"),
+                          "--bandwidth: '1Ts' is in s; this takes byte/s"),
+    "OP/s as byte/s": ((*GEMM, "--peak", "100T", "--bandwidth", "1TOP/s"),
+                       "--bandwidth: '1TOP/s' is in FLOP/s; this takes byte/s"),
+    "negative rate": ((*GEMM, "--peak", "-1T", "--bandwidth", "1T"),
+                      "--peak: expected a rate > 0 in FLOP/s, got '-1T'"),
+    # sizes: as Python writes integers, and no larger than a tensor can be
+    "huge sizes": (("op", "gemm", "--m", "2^400", "--k", "2^400", "--n", "2^400"),
+                   "--m: '2^400' is too large a size (at most 2^63 - 1)"),
+    "0^0": (("op", "gemm", "--m", "0^0", "--k", "4", "--n", "4"), "--m: '0^0' is undefined"),
+    "leading underscore": (("op", "add", "--numel", "_1"), "--numel: expected a whole number"),
+    # an empty device is not the default one
+    "empty device": (("op", "add", "--numel", "1", "--device", ""), "unknown device ''; allowed"),
+    "devices, empty device": (("devices", "--device", ""), "unknown device ''; allowed"),
+    # the flag the user typed, not the library's parameter
+    "infer prompt 0": (("infer", "--model", "llama-3-8b", "--prompt", "0"),
+                       "--prompt must be a whole number >= 1, got 0"),
+    "infer context 0": (("infer", "--model", "llama-3-8b", "--context", "0"), "--context"),
+    "block attention": (("block", "--attention", "bogus"),
+                        "--attention must be one of eager, materialized, flash; got 'bogus'"),
+    "optimizer flags alone": (("block", "--grad-dtype", "bf16"),
+                              "--grad-dtype is an option of the AdamW step: add --optimizer"),
+    "adamw int8 weights": (("op", "adamw", "--params", "1M", "--param-dtype", "int8"),
+                           "--param-dtype must be a floating-point precision"),
+    "zero intensity point": (("plot", "--out", "x.svg", "--point",
+                              "elementwise:1M,flops_per_element=0"), "intensity is 0 FLOP/byte"),
+    "empty point": (("plot", "--out", "x.svg", "--point", ""), "--point '': unknown operator ''"),
+    "library error, flag named": (("op", "linear-backward", "--tokens", "4", "--in-features", "0",
+                                   "--out-features", "4"), "--in-features must be an integer >= 1"),
+    "unrecognized argument": ((*GEMM, "--bogus", "1"),
+                              "unrecognized arguments: --bogus 1 (see 'roofline-book op gemm "),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", EDGES, ids=list(EDGES))
+def test_edges_are_one_line_naming_the_flag(case, call, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv, expected = EDGES[case]
+    status, stdout, stderr = call(*argv)
+    assert (status, stdout) == (2, "")
+    assert len(stderr.splitlines()) == 1 and expected in stderr, stderr
+    assert not list(tmp_path.iterdir())  # refused before writing anything
+
+
+def test_unwritable_output_paths_fail_first_in_one_line(tmp_path):
+    (tmp_path / "adir.svg").mkdir()
+    (tmp_path / "afile").write_text("")
+    cases = {
+        "/nonexistent/x.svg": "--out '/nonexistent/x.svg': the folder '/nonexistent' does not",
+        "adir.svg": "--out 'adir.svg' is a folder; give a file name",
+        "afile/x.svg": "--out 'afile/x.svg': the folder '" + str(tmp_path / "afile"),
+    }
+    for out, expected in cases.items():
+        done = subprocess.run(
+            [sys.executable, "-m", "roofline_book", "plot", "--out", out, "--point", "add:1M"],
+            capture_output=True, text=True, cwd=tmp_path, timeout=60, check=False,
+            env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        )  # fmt: skip
+        assert (done.returncode, done.stdout) == (2, ""), done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+        assert expected in done.stderr
+
+
+def test_unreadable_run_files_name_the_file(tmp_path, call):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    utf16 = tmp_path / "utf16.json"
+    utf16.write_bytes(b"\xff\xfe{}")
+    status, _, err = call("claims", str(deep))
+    assert status == 2 and f"'{deep}': its JSON nests too deeply" in err
+    status, _, err = call("claims", str(utf16))
+    assert status == 2 and f"'{utf16}': not UTF-8 text (byte 0 is 0xff)" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_help_has_no_rest_markup():
+    from roofline_book.cli.operators import OPERATORS
+
+    commands = [(), ("op",), *[("op", name) for name in OPERATORS], ("block",), ("infer",),
+                ("devices",), ("plot",), ("profile",), ("bench",), ("claims",)]  # fmt: skip
+    for command in commands:
+        done = run(*command, "--help")
+        assert done.returncode == 0, command
+        assert not re.search(r"``|:[a-z]+:`", done.stdout), (command, done.stdout)
+
+
+def test_plain_text_renders_rest_roles():
+    from roofline_book.cli.common import plain_text
+
+    text = ":func:`add`, :data:`~roofline_book.ops.GELU_FLOPS_PER_ELEMENT`, ``C = A @ B``"
+    assert plain_text(text) == "add, GELU_FLOPS_PER_ELEMENT, C = A @ B"
+    assert plain_text(":func:`the sum <roofline_book.ops.add>`") == "add"
+
+
+def test_op_attention_arguments_reproduce_the_figures_through_the_api():
+    # The CLI's sram_bytes and tile default to the device's (the API has no device, so its
+    # sram_bytes defaults to A100's 192 KiB): --json lists every argument it passed, and the API
+    # called with them gives the same figures, bit for bit.
+    out = run_json("op", "attention", "--batch", "1", "--heads", "32", "--seq-q", "4096",
+                   "--head-dim", "128", "--causal")  # fmt: skip
+    arguments = dict(out["arguments"])
+    assert arguments["sram_bytes"] == H100.shared_memory_per_sm == 228 * 1024
+    if isinstance(arguments.get("tile"), dict):
+        arguments["tile"] = rb.ops.FlashTile(**arguments["tile"])
+    cost = rb.attention(**arguments)
+    assert (out["flops"], out["bytes"], out["reread_bytes"]) == (
+        cost.flops, cost.bytes, cost.reread_bytes
+    )  # fmt: skip
+    # and the API's own default differs, which the help says
+    assert rb.attention(1, 32, 4096, 4096, 128, causal=True).reread_bytes != out["reread_bytes"]
+    assert "default:" in run("op", "attention", "--help").stdout
+
+
+# --------------------------------------------------------------------------
+# One JSON vocabulary (the review's Part C): every output validates against its schema in
+# roofline_book/cli/schema.py, carries the version, and names a quantity the same way everywhere
+
+
+def _profile_script(tmp_path: Path) -> str:
+    script = tmp_path / "mm.py"
+    script.write_text("import torch\ntorch.randn(64, 64) @ torch.randn(64, 64)\n")
+    return str(script)
+
+
+def main_json(*args: str) -> dict:
+    """``cli.main(args + --json)`` in this process (no interpreter start): its parsed stdout."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main([*args, "--json"])
+    assert (status, err.getvalue()) == (0, ""), err.getvalue()
+    return json.loads(out.getvalue())
+
+
+def json_outputs(tmp_path: Path) -> dict[str, list[dict]]:
+    """The real --json output of every command, a few ways each."""
+    fixture = str(ROOT / "tests" / "data" / "fixture-cpu-pass.json")
+    svg = str(tmp_path / "p.svg")
+    out = {
+        "op": [main_json(*GEMM), main_json("op", "attention", "--batch", "1", "--heads", "8",
+                                         "--seq-q", "512", "--head-dim", "64"),
+               main_json("op", "add", "--numel", "1M", "--peak", "1T", "--bandwidth", "1T")],
+        "block": [main_json("block", "--optimizer", "--grad-dtype", "bf16", "--model-dtype",
+                           "bf16"), main_json("block", "--peak", "1T", "--bandwidth", "1T")],
+        "infer": [main_json("infer", "--model", "gemma-2-9b", "--context", "8192"),
+                  main_json("infer", "--model", "mixtral-8x7b", "--device", "h200-sxm")],
+        "devices": [main_json("devices", "--sparse"), main_json("devices", "--device", "h100-sxm")],
+        "plot": [main_json("plot", "--out", svg, "--point", "gemm:64,64,64", "--point", "add:1M")],
+        "claims": [main_json("claims", fixture)],
+    }  # fmt: skip
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        script = _profile_script(tmp_path)  # options go before the script, --json too
+        out["profile"] = []
+        for roof in (("--device", "h100-sxm"), ("--device-ceilings", fixture)):
+            done = run("profile", "--json", *roof, script)
+            assert done.returncode == 0, done.stderr
+            out["profile"].append(json.loads(done.stdout))
+    return out
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory):
+    return json_outputs(tmp_path_factory.mktemp("json"))
+
+
+def test_every_json_output_matches_its_schema(outputs):
+    jsonschema = pytest.importorskip("jsonschema")
+    from roofline_book.cli.schema import SCHEMAS
+
+    assert set(outputs) <= set(SCHEMAS)
+    for command, docs in outputs.items():
+        validator = jsonschema.Draft202012Validator(SCHEMAS[command])
+        jsonschema.Draft202012Validator.check_schema(SCHEMAS[command])
+        for doc in docs:
+            errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in
+                      validator.iter_errors(doc)]  # fmt: skip
+            assert not errors, (command, errors[:5])
+            assert doc["roofline_book_version"] == rb.__version__
+            assert doc["command"] == command
+
+
+def _keys(schema: dict, where: str = "", parent: str = ""):
+    """(key, its schema, its path, the key of the object holding it), recursively."""
+    for key, sub in schema.get("properties", {}).items():
+        yield key, sub, f"{where}/{key}", parent
+        yield from _keys(sub, f"{where}/{key}", key)
+        if isinstance(sub.get("items"), dict):
+            yield from _keys(sub["items"], f"{where}/{key}[]", key)
+        if isinstance(sub.get("additionalProperties"), dict):
+            yield "*", sub["additionalProperties"], f"{where}/{key}/*", key
+
+
+def test_json_keys_carry_their_unit():
+    # seconds end in _s, rates in _per_s (FLOP/s, evaluations/s, 1/s) or _Bps (byte/s), and
+    # every key with a time or rate unit says so; a key means one quantity in every output
+    from roofline_book.cli.schema import SCHEMAS
+
+    meaning: dict[str, str] = {}
+    for schema in SCHEMAS.values():
+        for key, sub, where, parent in _keys(schema):
+            text = sub.get("description", "")
+            found = re.search(r"\[([^\];]+)", text)
+            unit = found[1] if found else ""
+            named = (key, parent)  # a mapping's values take the unit its key names
+            if unit == "s":
+                assert any(k.endswith("_s") for k in named), where
+            if unit.startswith(("FLOP/s", "evaluations/s", "1/s")):
+                assert any(k.endswith("_per_s") for k in named), where
+            if unit == "byte/s":
+                assert any(k.endswith("_Bps") for k in named), where
+            if key.endswith("_s") and not key.endswith("_per_s"):
+                assert unit in ("s", ""), where
+            if key.endswith("_per_s") and key != "*":
+                assert unit.endswith("/s") or not unit, where
+            if key.endswith("flops"):  # a count; its rate is ..._per_s
+                assert unit == "FLOP", where
+            if "bandwidth" in key:  # a rate: _Bps
+                assert key.endswith("_Bps"), where
+            if unit and key != "*":
+                assert meaning.setdefault(key, unit) == unit, (where, unit, meaning[key])
+    assert meaning["time_lower_bound_s"] == "s" and meaning["bytes"] == "byte"
+
+
+def test_device_is_one_object_everywhere(outputs):
+    from roofline_book.cli.schema import DEVICE
+
+    devices = [doc["device"] for command in ("op", "block", "infer", "plot")
+               for doc in outputs[command]]  # fmt: skip
+    devices += [doc["optimizer"]["device"] for doc in outputs["block"] if "optimizer" in doc]
+    assert all(set(d) == set(DEVICE["properties"]) for d in devices)
+    h100 = outputs["op"][0]["device"]
+    assert h100["peaks_per_s"]["matrix"] == H100.peak_flops("bf16")
+    assert h100["bandwidths_Bps"] == {"hbm": H100.memory_bandwidth, "l2": H100.l2_bandwidth}
+
+
+def test_operator_ids_are_stable_identifiers(outputs):
+    # not display labels, never with a layer count: the same id on every model
+    ident = re.compile(r"^[a-z][a-z0-9_]*$")
+    infer = outputs["infer"]
+    for doc in infer:
+        for phase in ("prefill", "decode"):
+            ids = [op["id"] for op in doc[phase]["ops"]]
+            assert all(ident.match(i) for i in ids), ids
+            assert len(ids) == len(set(ids))
+            assert doc[phase]["time_lower_bound_s"] == pytest.approx(
+                sum(op["time_lower_bound_s"] for op in doc[phase]["ops"])
+            )
+    gemma = {op["id"]: op for op in infer[0]["prefill"]["ops"]}
+    assert gemma["attention_local"]["layers"] == gemma["attention_global"]["layers"] == 21
+    assert gemma["qkv_projection"]["layers"] == 42 and gemma["lm_head"]["layers"] is None
+    mixtral = {op["id"] for op in infer[1]["decode"]["ops"]}
+    assert {"router", "experts_up", "experts_down", "qkv_projection"} <= mixtral
+    block = outputs["block"][0]
+    assert [op["id"] for op in block["ops"]][:4] == [
+        "attention_norm", "qkv_projection", "rope", "attention"
+    ]  # fmt: skip
+    assert [op["id"] for op in block["optimizer"]["ops"]] == [
+        "adamw_loop", "adamw_foreach", "adamw_fused"
+    ]  # fmt: skip

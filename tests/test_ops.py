@@ -3,7 +3,7 @@
 import pytest
 
 from roofline_book import ops
-from roofline_book.ops import Cost, adamw, add, attention, gemm, rmsnorm
+from roofline_book.ops import Cost, adamw, add, attention, attention_backward, gemm, rmsnorm
 
 
 def test_gemm_square_4096_bf16():
@@ -410,3 +410,34 @@ def test_rope_grouped_query_and_bad_input():
         rope(1, 1, 3)
     with pytest.raises(TypeError, match="kv_heads"):
         rope(1, 1, 2, kv_heads=1.0)
+
+
+def test_attention_kv_heads_count_k_and_v_once_per_kv_head():
+    """GQA decode (the profiling review's E2): Hq = 32, Hkv = 8, S = 4096, d = 128, FP32."""
+    gqa = attention(1, 32, 1, 4096, 128, "fp32", kv_heads=8)
+    # K and V: 2 * 8 * 4096 * 128 * 4 = 33,554,432 B; Q and O: 2 * 32 * 1 * 128 * 4 = 32,768 B
+    assert gqa.bytes == 33_554_432 + 32_768 and 3 * gqa.bytes == 100_761_600
+    mha = attention(1, 32, 1, 4096, 128, "fp32")
+    assert gqa.flops == mha.flops  # every query head still meets every key
+    assert mha.bytes - gqa.bytes == 2 * 24 * 4096 * 128 * 4  # 24 K/V heads fewer
+    assert attention(2, 8, 64, 64, 32, kv_heads=8) == attention(2, 8, 64, 64, 32)
+    for impl in ("materialized", "eager"):
+        full = attention(1, 8, 64, 256, 32, impl=impl)
+        shared = attention(1, 8, 64, 256, 32, impl=impl, kv_heads=2)
+        assert full.bytes - shared.bytes == 2 * 6 * 256 * 32 * 2 and full.flops == shared.flops
+
+
+def test_attention_backward_kv_heads():
+    for impl in ("flash", "stored"):
+        mha = attention_backward(1, 8, 128, 128, 64, "bf16", impl=impl)
+        mqa = attention_backward(1, 8, 128, 128, 64, "bf16", impl=impl, kv_heads=1)
+        # K, V read and dK, dV written for 1 head instead of 8: 4 * 7 * 128 * 64 * 2 bytes
+        assert mha.bytes - mqa.bytes == 4 * 7 * 128 * 64 * 2 and mha.flops == mqa.flops
+
+
+@pytest.mark.parametrize("kv_heads", [3, 0, 16, 2.0])
+def test_attention_kv_heads_must_divide_heads(kv_heads):
+    with pytest.raises((ValueError, TypeError), match="kv_heads"):
+        attention(1, 8, 16, 16, 32, kv_heads=kv_heads)
+    with pytest.raises((ValueError, TypeError), match="kv_heads"):
+        attention_backward(1, 8, 16, 16, 32, kv_heads=kv_heads)

@@ -13,11 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from roofline_book.bounds import bound
 from roofline_book.measure import predict
+from roofline_book.measure.ceilings import of_run
+from roofline_book.measure.records import Entry
+from roofline_book.measure.runfile import model_cost
 
 PASS = json.loads((Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text())
 PEAK32 = 2 * 1024**3 / 0.02  # the fp32 peak: the 1024^3 GEMM in 20 ms
 DRAM = 3 * 4 * 2**25 / 0.0125  # 32.2 GB/s
+
+
+def typed(entry_dict):
+    """The run file's entry as the package reads it."""
+    return Entry.from_mapping(entry_dict)
 
 
 def entry(run, entry_id):
@@ -50,27 +59,41 @@ def test_write_allocate_brings_the_three_probes_together():
     assert rates["copy"] == (pytest.approx(2**28 / 0.0125), pytest.approx(DRAM))
     assert rates["triad"] == (pytest.approx(3 * 2**27 / (0.0125 * 4 / 3)), pytest.approx(DRAM))
     assert rates["triad_inplace"] == (pytest.approx(DRAM), pytest.approx(DRAM))
-    r = predict.roofs(PASS)
-    assert r.dram == pytest.approx(DRAM) and r.vector_peak == PEAK32 and r.write_allocate
+    c = of_run(PASS)
+    assert c.memory.name == "dram" and c.memory.bandwidth == pytest.approx(DRAM)
+    assert c.rate("vector", "fp32") == PEAK32 and predict.expected(PASS).write_allocate
 
 
 def test_bound_holds_each_entry_to_its_unit_and_level():
-    r = predict.roofs(PASS)
+    r = of_run(PASS)
     # streams (128 MiB >= 4 x 16 MiB): its model bytes at DRAM speed
     relu = entry(PASS, "relu/fp32/clamp_min/numel=16777216")
-    assert predict.bound_seconds(relu, r) == pytest.approx(8 * 2**24 / DRAM)
+    assert predict.bound_seconds(typed(relu), r) == pytest.approx(8 * 2**24 / DRAM)
     # a GEMM: its FLOPs at the peak, here its own 20 ms
     gemm = entry(PASS, "gemm/fp32/mm/m=1024,k=1024,n=1024")
-    assert predict.bound_seconds(gemm, r) == pytest.approx(0.02)
+    assert predict.bound_seconds(typed(gemm), r) == pytest.approx(0.02)
     # 192 KiB that a 16 MiB cache holds, and no cache roof measured: the peak alone
     small = entry(PASS, "add/fp32/add/numel=16384")
-    assert predict.level(small, r, bound=True) == ("cache", None)
-    assert predict.bound_seconds(small, r) == pytest.approx(2**14 / PEAK32)
-    # with an L2 roof (2^19 + 2^18 bytes in 10 us = 78.6 GB/s) it is held to the L2
-    r2 = predict.roofs(with_l2_roof(PASS))
-    assert r2.levels == (("L2", 2**21, pytest.approx(786432 / 1e-5)),) and r2.unprobed == (49152,)
-    assert predict.level(small, r2, bound=True) == ("L2", pytest.approx(78643200000.0))
-    assert predict.bound_seconds(small, r2) == pytest.approx(3 * 4 * 2**14 / (786432 / 1e-5))
+    assert [(lv.name, lv.bandwidth) for lv in r.levels] == [
+        ("l2", None),
+        ("dram", r.memory.bandwidth),
+    ]
+    assert predict.bound_seconds(typed(small), r) == pytest.approx(2**14 / PEAK32)
+    # with an L2 roof (2^19 + 2^18 bytes in 10 us = 78.6 GB/s, line fills counted)
+    r2 = of_run(with_l2_roof(PASS))
+    assert [(lv.name, lv.capacity) for lv in r2.levels] == [
+        ("l1", 49152),
+        ("l2", 2**21),
+        ("l3", 2**24),
+        ("dram", None),
+    ]
+    assert r2.level("l2").bandwidth == pytest.approx(786432 / 1e-5)
+    # 192 KiB is within 4 x the 48 KiB L1, which has no roof: still the peak alone
+    assert predict.bound_seconds(typed(small), r2) == pytest.approx(2**14 / PEAK32)
+    # 768 KiB is not, and 4 x 2 MiB holds it: held to the L2
+    mid = copy.deepcopy(small)
+    mid["model"] = {"flops": 2**16, "bytes_read": 2**19, "bytes_written": 2**18, "kernels": 1}
+    assert predict.bound_seconds(typed(mid), r2) == pytest.approx(3 * 2**18 / (786432 / 1e-5))
 
 
 def test_prediction_adds_a_fitted_fixed_cost_per_kernel():
@@ -85,7 +108,7 @@ def test_prediction_adds_a_fitted_fixed_cost_per_kernel():
     assert overall == statistics.median(per.values())  # the cost of the other operators
     by_id = {p.id: p for p in predict.predictions(PASS)}
     add = by_id["add/fp32/add/numel=16777216"]  # no line fills recorded: the in-place rate
-    assert add.predicted_s == pytest.approx(12 * 2**24 / DRAM) and add.level == "DRAM"
+    assert add.predicted_s == pytest.approx(12 * 2**24 / DRAM) and add.level == "dram"
     assert add.error == pytest.approx(abs(12 * 2**24 / DRAM - 0.009) / 0.009)
     assert by_id["copy/fp32/copy_/numel=33554432"].excluded == "ceiling"
     assert by_id["add/fp32/add/numel=16384"].excluded == "fits the fixed cost"
@@ -99,23 +122,38 @@ def test_bound_takes_the_peaks_best_round_and_the_prediction_its_median():
     probe = entry(run, "gemm/bf16/mm/m=1024,k=1024,n=1024")
     probe["rounds_s"] = [0.01, 0.03, 0.02]  # best 10 ms: the ceiling; median 20 ms
     run["ceilings"]["peak_flops"]["bf16"]["value"] = 2 * 1024**3 / 0.01
-    r = predict.roofs(run)
-    assert r.peaks["bf16"] == pytest.approx(2 * 1024**3 / 0.01)
-    assert r.typical_peaks["bf16"] == pytest.approx(2 * 1024**3 / 0.02)
-    assert r.typical_peaks["fp32"] == pytest.approx(PEAK32)  # one round: best and median
+    best, typical = of_run(run), of_run(run, typical=True)
+    assert best.rate("matrix", "bf16") == pytest.approx(2 * 1024**3 / 0.01)
+    assert typical.rate("matrix", "bf16") == pytest.approx(2 * 1024**3 / 0.02)
+    assert typical.rate("matrix", "fp32") == pytest.approx(PEAK32)  # one round: best and median
     gemm = entry(run, "gemm/bf16/mm/m=512,k=512,n=512")
-    assert predict.bound_seconds(gemm, r) == pytest.approx(2 * 512**3 / (2 * 1024**3 / 0.01))
-    assert predict.roof_seconds(gemm, r) == pytest.approx(2 * 512**3 / (2 * 1024**3 / 0.02))
+    assert predict.bound_seconds(typed(gemm), best) == pytest.approx(
+        2 * 512**3 / (2 * 1024**3 / 0.01)
+    )
+    x = predict.expected(run)
+    assert predict.roof_seconds(typed(gemm), x) == pytest.approx(2 * 512**3 / (2 * 1024**3 / 0.02))
+
+
+def test_a_sweep_entry_that_beats_the_probe_sets_the_matrix_ceiling():
+    run = copy.deepcopy(PASS)
+    gemm = entry(run, "gemm/fp32/mm/m=512,k=512,n=512")
+    gemm["time"]["median_s"] = 2 * 512**3 / (1.25 * PEAK32)  # 25% faster than the probe's peak
+    c = of_run(run)
+    assert c.rate("matrix", "fp32") == pytest.approx(1.25 * PEAK32)
+    assert c.sources["matrix", "fp32"] == gemm["id"]
+    assert predict.bound_seconds(typed(gemm), c) == pytest.approx(gemm["time"]["median_s"])
+    assert of_run(run, typical=True).rate("matrix", "fp32") == pytest.approx(PEAK32)
 
 
 def test_a_prediction_trusts_a_cache_with_what_its_probe_measured():
     run = with_l2_roof(PASS)
-    r = predict.roofs(run)
+    x = predict.expected(run)
     assert predict.CACHE_FILL == 1 / 4  # the cache probes' share of their level
     add = copy.deepcopy(entry(run, "add/fp32/add/numel=16384"))
     add["model"] = {"flops": 2**16, "bytes_read": 2**19, "bytes_written": 2**18, "kernels": 1}
     # 768 KiB: within the 2 MiB L2, but over the quarter of it its probe measured
-    assert predict.level(add, r, bound=True)[0] == "L2"
-    assert predict.level(add, r, bound=False)[0] == predict.DRAM
+    held = bound(model_cost(add), of_run(run), "fp32", resident=True)
+    assert held is not None and held.resource == "l2"
+    assert predict.expected_level(typed(add), x) == "dram"
     add["model"] |= {"bytes_read": 2**18, "bytes_written": 2**17}  # 384 KiB: within it
-    assert predict.level(add, r, bound=False)[0] == "L2"
+    assert predict.expected_level(typed(add), x) == "l2"

@@ -1,6 +1,7 @@
 """Rendering of run files for the book, on the fixture runs (hand-made test data)."""
 
 import copy
+import dataclasses
 import json
 import pathlib
 
@@ -11,6 +12,7 @@ matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402
 
 from roofline_book import hardware  # noqa: E402
+from roofline_book.book import measured  # noqa: E402
 from roofline_book.measure import report, runfile  # noqa: E402
 
 DATA = pathlib.Path(__file__).parent / "data"
@@ -18,68 +20,65 @@ PASS = runfile.read_run(DATA / "fixture-cpu-pass.json")
 FAIL = runfile.read_run(DATA / "fixture-cpu-fail.json")
 
 
-def test_summary_reports_measured_ceilings():
-    s = report.summary(FAIL)
-    assert s["measured peak fp32"] == "107.4 GFLOP/s"  # 107374182400 FLOP/s
-    assert s["measured bandwidth (copy)"] == "21.47 GB/s"  # 2^28 B in 12.5 ms
-    assert s["CUDA"] == "—"
-    assert list(report.summary_frame(FAIL)["value"]) == list(s.values())
+def test_measured_ceilings_are_structured():
+    measured = {(m.quantity, m.subject): m for m in report.measured_ceilings(FAIL)}
+    assert measured["peak", "fp32"].value == 107374182400.0  # 100 Gi FLOP/s, as the file says
+    assert measured["peak", "fp32"].unit == "FLOP/s"
+    assert measured["bandwidth", "copy"].value == 2**28 / 0.0125  # 2^28 B in 12.5 ms
+    assert measured["bandwidth", "copy"].unit == "B/s"
+    assert {q for q, _ in measured} == {"peak", "bandwidth"}  # no cache or vector probes
 
 
-def test_results_frame_rates_follow_the_model():
-    frame = report.results_frame(PASS).set_index("id")
+def test_book_summary_words_the_structure_in_chinese():
+    from roofline_book.book import runs
+
+    rows = runs.summary_rows(FAIL)
+    assert rows["实测峰值 fp32"] == "107.4 GFLOP/s"  # 107374182400 FLOP/s
+    assert rows["实测带宽（copy）"] == "21.47 GB/s"  # 2^28 B in 12.5 ms
+    assert rows["CUDA"] == "—"
+    cpu = runs.summary_rows(runfile.load_run(DATA / "fixture-cpu-pass.json"))
+    assert not any(k.startswith("measured") for k in cpu)  # every row named in Chinese
+
+
+def test_results_rates_follow_the_model():
+    rows = {r.entry.id: r for r in report.results(PASS)}
     entry = runfile.results(PASS, "add")[-1]
-    row = frame.loc[entry["id"]]
+    row = rows[entry["id"]]
     model = entry["model"]
     seconds = entry["time"]["median_s"]
-    assert row["achieved [B/s]"] == pytest.approx(
-        (model["bytes_read"] + model["bytes_written"]) / seconds
-    )
-    assert row["achieved [FLOP/s]"] == pytest.approx(model["flops"] / seconds)
+    assert row.bytes_rate == pytest.approx((model["bytes_read"] + model["bytes_written"]) / seconds)
+    assert row.flops_rate == pytest.approx(model["flops"] / seconds)
     # a zero-FLOP copy is judged by bandwidth: its rate over the best bandwidth ceiling
-    copy = frame.loc["copy/fp32/copy_/numel=33554432"]
-    assert copy["fraction of measured roof"] == pytest.approx(
+    copy = rows["copy/fp32/copy_/numel=33554432"]
+    assert copy.fraction_of_roof == pytest.approx(
         PASS["ceilings"]["bandwidth"]["copy"]["value"] / runfile.memory_roof(PASS)
     )
     # the best GEMM defines the peak, so it sits exactly on its roof
     best = PASS["ceilings"]["peak_flops"]["fp32"]["entry"]
-    assert frame.loc[best, "fraction of measured roof"] == pytest.approx(1.0)
+    assert rows[best].fraction_of_roof == pytest.approx(1.0)
+    skipped = next(r for r in rows.values() if r.entry.status == "skipped")
+    assert skipped.flops_rate is None and skipped.fraction_of_roof is None
 
 
-def test_claims_frame_says_which_claims_fail():
-    frame = report.claims_frame(FAIL)
-    failed = set(frame.loc[frame["verdict"] == "fail", "claim"])
-    assert len(failed) == 3
-    assert any("small GEMM" in c for c in failed)
-    assert any("Fused AdamW" in c for c in failed)
-    assert set(report.claims_frame(PASS)["verdict"]) == {"pass"}
-
-
-def test_claims_frame_reads_a_changed_run():
-    # Make the fused AdamW of the passing run slower than the loop: the verdict follows the data.
-    run = copy.deepcopy(PASS)
-    entries = {e["impl"]: e for e in runfile.results(run, "adamw")}
-    entries["fused"]["time"]["median_s"] = 10 * entries["loop"]["time"]["median_s"]
-    frame = report.claims_frame(run).set_index("claim")
-    verdict = frame.loc[[c for c in frame.index if "Fused AdamW" in c][0], "verdict"]
-    assert verdict == "fail"
+def _named(name):
+    run = runfile.load_run(DATA / "fixture-cpu-fail.json")
+    return dataclasses.replace(run, device=dataclasses.replace(run.device, name=name))
 
 
 def test_datasheet_matching():
-    assert report.datasheet_for({"device": {"name": "NVIDIA H100 80GB HBM3"}}).key == "h100-sxm"
-    assert report.datasheet_for({"device": {"name": "NVIDIA A100-SXM4-80GB"}}).key == "a100-sxm"
-    assert report.datasheet_for({"device": {"name": "NVIDIA H200"}}).key == "h200-sxm"
+    assert report.datasheet_for(_named("NVIDIA H100 80GB HBM3")).key == "h100-sxm"
+    assert report.datasheet_for(_named("NVIDIA A100-SXM4-80GB")).key == "a100-sxm"
+    assert report.datasheet_for(_named("NVIDIA H200")).key == "h200-sxm"
     assert report.datasheet_for(FAIL) is None
 
 
 def test_against_datasheet():
     sheet = hardware("h200-sxm")
-    frame = report.against_datasheet(FAIL, sheet).set_index("ceiling")
-    assert frame.loc["memory bandwidth", "measured / datasheet"] == pytest.approx(
-        runfile.memory_roof(FAIL) / 4.8e12
-    )
+    rows = {(a.quantity, a.precision): a for a in report.against_datasheet(FAIL, sheet)}
+    assert rows["bandwidth", None].ratio == pytest.approx(runfile.memory_roof(FAIL) / 4.8e12)
     # the whitepaper's dense 989.4 TFLOP/s at 1830 MHz, at the 1980 MHz SM clock
-    assert frame.loc["peak bf16 (dense)", "datasheet"] == pytest.approx(989.4e12 * 1980 / 1830)
+    assert rows["peak", "bf16"].datasheet == pytest.approx(989.4e12 * 1980 / 1830)
+    assert rows["peak", "bf16"].unit == "FLOP/s" and rows["bandwidth", None].unit == "B/s"
     with pytest.raises(TypeError, match="datasheet"):
         report.against_datasheet(FAIL, "h200-sxm")
 
@@ -112,7 +111,7 @@ def test_fixtures_say_they_are_not_measurements():
 
 
 def test_highlights_are_the_run_figures():
-    h = report.highlights(PASS)
+    h = measured.highlights(PASS)
     # peaks and bandwidths as the fixture states them: 100 Gi FLOP/s, 20 GiB/s copy,
     # 30 GiB/s in-place triad (the best bandwidth, so the memory roof)
     assert h["cpu_peak32_g"] == pytest.approx(107.3741824)
@@ -129,14 +128,14 @@ def test_highlights_are_the_run_figures():
     assert h["small_gemm_pct"] == pytest.approx(100 * small_rate / 107374182400)
     assert (h["large_gemm_n"], h["large_gemm_pct"]) == (1024, pytest.approx(100.0))
     assert (h["n_claims"], h["n_pass"], h["n_fail"]) == (9, 9, 0)
-    assert report.highlights(FAIL)["n_fail"] == 3
+    assert measured.highlights(FAIL)["n_fail"] == 3
 
 
 def test_highlights_name_what_a_run_lacks():
     run = copy.deepcopy(PASS)
     run["results"] = [e for e in run["results"] if e["name"] != "add"]
     with pytest.raises(ValueError, match="an fp32 add"):
-        report.highlights(run)
+        measured.highlights(run)
 
 
 def test_plot_runs_draws_one_axes_per_precision():
@@ -148,3 +147,15 @@ def test_plot_runs_draws_one_axes_per_precision():
         assert fig.axes[1].get_ylabel() == ""  # the shared axis is labelled once
     finally:
         plt.close(fig)
+
+
+def test_book_tables_word_the_records_in_chinese():
+    from roofline_book.book import runs
+
+    table = runs.results_table(PASS).data
+    rows = [[cell.strip() for cell in line.split("|")[1:3]] for line in table.splitlines()[2:]]
+    assert ["gemm fp32 1024x1024x1024", "已测"] in rows  # the entry's words, not its id
+    assert "跳过" in {status for _, status in rows} and "/fp32/" not in table
+    against = runs.against_table(FAIL, hardware("h200-sxm")).data
+    assert "峰值 bf16（dense）" in against and "内存带宽" in against
+    assert "peak" not in against

@@ -48,6 +48,8 @@ class _Refs(html.parser.HTMLParser):
         self.links: list[str] = []
         self.images: list[str] = []
         self.ids: set[str] = set()
+        self._in_figure = False
+        self.figures = 0  # SVG figures written into the page (docs/_ext/roofline_fonts.py)
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -59,6 +61,9 @@ class _Refs(html.parser.HTMLParser):
             self.images.append(a["src"])
         if tag in ("object", "embed") and a.get("data"):
             self.images.append(a["data"])
+        if tag == "svg" and self.get_starttag_text() and self._in_figure:
+            self.figures += 1
+        self._in_figure = tag == "div" and a.get("class") == "roofline-figure"
 
 
 def _parse(path: pathlib.Path) -> _Refs:
@@ -89,6 +94,7 @@ def test_every_figure_exists_and_is_nonempty(site):
             target = (base / urllib.parse.unquote(src.split("#")[0])).resolve()
             assert target.is_file() and target.stat().st_size > 200, f"{page}: {src}"
             count += 1
+        count += refs.figures
     assert count >= 10, f"only {count} figures in the whole book"
 
 

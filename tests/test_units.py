@@ -1,6 +1,8 @@
+import re
+
 import pytest
 
-from roofline_book.units import parse_si, sci, si
+from roofline_book.units import MAX_SIZE, parse_si, parse_size, sci, si
 
 
 @pytest.mark.parametrize(
@@ -51,3 +53,52 @@ def test_sci():
     assert sci(9.996e5) == "1.00 × 10⁶"  # mantissa rounding carries into the exponent
     assert sci(12.5) == "12.5"
     assert sci(-2.5e-4) == "-2.50 × 10⁻⁴"
+
+
+@pytest.mark.parametrize(
+    "text,quantity,found",
+    [
+        ("100Tbyte/s", "FLOP/s", "byte/s"),
+        ("100Tbytes", "FLOP/s", "byte"),
+        ("100TB/s", "FLOP/s", "byte/s"),
+        ("100Ts", "FLOP/s", "s"),
+        ("1Ts", "byte/s", "s"),
+        ("1TOP/s", "byte/s", "FLOP/s"),
+        ("1TFLOP", "FLOP/s", "FLOP"),
+    ],
+)
+def test_parse_si_refuses_a_unit_of_another_quantity(text, quantity, found):
+    with pytest.raises(ValueError, match=f"rate: '{re.escape(text)}' is in {re.escape(found)};"):
+        parse_si(text, "rate", quantity=quantity)
+
+
+@pytest.mark.parametrize(
+    "text,quantity,value",
+    [("100T", "FLOP/s", 1e14), ("100TFLOP/s", "FLOP/s", 1e14), ("624TOP/s", "FLOP/s", 6.24e14),
+     ("3.35TB/s", "byte/s", 3.35e12), ("2e12", "byte/s", 2e12), ("1 Gbyte/s", "byte/s", 1e9)],
+)  # fmt: skip
+def test_parse_si_reads_the_units_of_its_quantity(text, quantity, value):
+    assert parse_si(text, "rate", quantity=quantity) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("_1", "expected a whole number"),
+        ("1__000", "expected a whole number"),
+        ("1_", "expected a whole number"),
+        ("0^0", "'0^0' is undefined"),
+        ("2^63", "too large a size (at most 2^63 - 1)"),
+        ("9223372036854775808", "too large a size"),
+        ("2^400", "too large a size"),
+    ],
+)
+def test_parse_size_refuses(text, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_size(text)
+
+
+def test_parse_size_limits():
+    # 2**63 - 1 = 9_223_372_036_854_775_807, the largest int64: the largest tensor size
+    assert parse_size("9_223_372_036_854_775_807") == MAX_SIZE == 2**63 - 1
+    assert parse_size("2^62") == 2**62 and parse_size("0^3") == 0 and parse_size("1_000") == 1000

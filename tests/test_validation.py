@@ -1,16 +1,21 @@
 """Bad input raises ValueError or TypeError naming the argument; never a wrong number."""
 
 import math
+import re
 import warnings
+from typing import Any, cast
 
 import numpy as np  # numpy scalars and arrays as inputs
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+import roofline_book as rb
 from roofline_book import ops
 from roofline_book.dtypes import BYTES, bytes_per_element
 from roofline_book.ops import Cost
+from roofline_book.roofline import fraction_of_roof
+from roofline_book.transformer import LLAMA2_7B, block_ops
 
 GOOD = {"m": 4, "k": 4, "n": 4}
 
@@ -153,3 +158,94 @@ def test_attainable_property(x):
             assert "intensity" in str(exc)
             return
     assert np.all(np.asarray(out) <= 100e12) and np.all(np.asarray(out) >= 0)
+
+
+# The new-user review's API fuzz: every error names the argument the caller passed (not the
+# parameter of a function called inside), and says what is allowed.
+CALLER_NAMES = {
+    "linear_backward tokens": (lambda: ops.linear_backward(0, 16, 32), "tokens must be an"),
+    "linear_backward in": (lambda: ops.linear_backward(16, 0, 32), "in_features must be an"),
+    "linear_backward out": (
+        lambda: ops.linear_backward(16, 32, 0.5),  # type: ignore[arg-type]
+        "out_features must be an",
+    ),
+    "block_ops impl": (
+        lambda: block_ops(LLAMA2_7B, attention_impl="bogus"),
+        "attention_impl must be one of eager, materialized, flash; got 'bogus'",
+    ),
+    "fraction_of_roof at intensity 0": (
+        lambda: fraction_of_roof(1e9, 1.0, 0, 1e12, 1e9),
+        "intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s)",
+    ),
+    "a size beyond int64": (
+        lambda: ops.attention(1, 1, 4, 2**2000, 8), "seq_k must be an integer from 1 to 2**63 - 1"
+    ),
+    "attention_backward beyond int64": (
+        lambda: ops.attention_backward(1, 1, 2**2000, 4, 8), "seq_q must be an integer from 1"
+    ),
+    "a score matrix beyond int64": (
+        lambda: ops.attention(1, 3, 2**40, 2**40, 8, impl="materialized"),
+        "batch * heads * seq_q * seq_k (the score matrix) must be at most 2**63 - 1 elements",
+    ),
+    "AdamW int8 weights": (
+        lambda: ops.adamw(10, param_dtype="int8"), "param_dtype must be a floating-point precision"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CALLER_NAMES, ids=list(CALLER_NAMES))
+def test_errors_name_the_callers_argument(case):
+    call, message = CALLER_NAMES[case]
+    with pytest.raises((ValueError, TypeError)) as info:
+        call()
+    assert message in str(info.value)
+
+
+def test_readable_frame_names_its_arguments():
+    pytest.importorskip("pandas")
+    from roofline_book import EXAMPLE, cost_table, readable_frame
+
+    rows = cost_table([("add", ops.add(4))], EXAMPLE)
+    with pytest.raises(ValueError, match="digits must be an integer >= 1, got -1"):
+        readable_frame(rows, digits=-1)
+
+
+def test_counts_have_no_size_limit():
+    # a Cost's FLOPs and bytes are products of sizes: far beyond any one tensor's size
+    huge = ops.gemm(2**62, 2**62, 2**62)
+    assert huge.flops == 2 * 2**186 and math.isfinite(huge.intensity)
+    assert Cost(2**100, 1, 1).flops == 2**100
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda: ops.gemm(4, 4, 4, out_dtype="bf17"), "out_dtype 'bf17' is not a known precision"),
+        (
+            lambda: ops.rmsnorm(4, 4, weight_dtype=cast(Any, 3)),
+            "weight_dtype must be a precision name",
+        ),
+        (lambda: ops.adamw(10, grad_dtype="x"), "grad_dtype 'x' is not a known precision"),
+        (
+            lambda: ops.adamw(10, param_dtype=cast(Any, None)),
+            "param_dtype must be a precision name",
+        ),
+        (lambda: ops.adamw(10, state_dtype=cast(Any, 2.5)), "state_dtype must be a precision name"),
+        (lambda: ops.add(4, "x"), "dtype 'x' is not a known precision"),
+    ],
+)
+def test_each_precision_argument_is_named(call, message):
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        call()
+
+
+def test_reals_beyond_a_float_and_wrong_types_are_named():
+    from roofline_book.roofline import attainable, attainable_on
+    from roofline_book.tables import block_table
+
+    with pytest.raises(ValueError, match="peak_flops must be a finite real number > 0"):
+        attainable(1.0, 2**2000, 1e12)  # was OverflowError: int too large to convert to float
+    with pytest.raises(TypeError, match="device must be a Hardware, got int"):
+        attainable_on(1.0, 0)  # was AttributeError
+    with pytest.raises(TypeError, match="config must be a DecoderConfig, got float"):
+        block_table(cast(Any, 2.5), rb.hardware("h100-sxm"))

@@ -8,8 +8,8 @@
 然后调用 :func:`glue` （一次粘贴多个值）、:func:`glue_figure` 和 :func:`markdown_table`。
 """
 
-from .claims import claims_table, run_highlights, summary_table, verdict_counts
-from .cli import cli_error, cli_json, run_cli
+from .claims import claims_table, run_highlights, verdict_counts
+from .cli import cli_error, cli_json, json_fields_md, run_cli
 from .devices import (
     cache_frame,
     clock_frame,
@@ -21,7 +21,7 @@ from .devices import (
 from .notebook import glue, glue_figure, plain, preamble
 from .profiling import attribution_frame, glue_profile, glue_scaling
 from .rows import first_size, share
-from .runs import cpu_run, gpu_runs, show_run
+from .runs import cpu_run, gpu_runs, show_run, summary_table
 from .tables import (
     RESOURCE_ZH,
     bound_frame,
@@ -43,6 +43,7 @@ __all__ = [
     "claims_table",
     "cli_error",
     "cli_json",
+    "json_fields_md",
     "cpu_run",
     "gpu_runs",
     "verdict_counts",

@@ -1,36 +1,41 @@
-"""按中文页面的样子给出一次 run 的结论与摘要。
+"""按中文页面的样子给出一次 run 的结论。
 
-:mod:`roofline_book.measure.claims` 用英文写出每条结论、判定和数字，供命令行使用。书中用
-中文读它们：这里按做出判定的检验重新写出每条结论，数字的标签逐词翻译（标识符、shape、单位和
-数字不变）。
+:mod:`roofline_book.measure.claims` 给出的每条结论、每个数字都是结构化的：检验的键、数字的对象
+（一个条目，或 :class:`~roofline_book.measure.verdicts.Ref`）与量的键。命令行用
+:mod:`roofline_book.measure.verdicts` 里的英文词汇写出它们；书用这里的中文词汇，按同样的键
+索引，不解析英文（两套词汇由测试对齐：每个键在两种语言中都有表述）。
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from ..measure import claims, report
-from ..measure.ceilings import SENTINEL_TOLERANCE
-from ..measure.claims import SPEED_TOLERANCE, Check, Figure, check_claims
+from ..measure.cases import OPERATORS, shape_text
+from ..measure.claims import Check, Figure, check_claims
 from ..measure.predict import CACHE_FILL
+from ..measure.records import Entry, Run, as_run
+from ..measure.registry import power_text
 from ..measure.run import CHECKPOINT_EVERY
 from ..measure.suites import SMALL_GEMM
+from ..measure.verdicts import SPEED_TOLERANCE, Ref, tolerance
 from ..tables import markdown_table as markdown_table_text
+from . import measured
 
 _M, _K, _N = SMALL_GEMM
+_TOL = f"这次 run 的计时余量（{SPEED_TOLERANCE:.0%} 与哨兵离散中较大的一个）"
 
 #: 每条结论的中文表述，按做出它的检验索引。
 CLAIMS_ZH = {
-    "large_gemm_is_compute_bound": "大 GEMM 是 compute-bound：跑得接近实测峰值",
-    "elementwise_is_memory_bound": (
-        "elementwise 算子是 memory-bound：带宽接近 copy，FLOP/s 远低于峰值"
+    "large_gemm_is_compute_bound": (
+        "大 GEMM 是 compute-bound：跑得接近这次 run 中别的 GEMM 达到的峰值"
     ),
+    "elementwise_is_memory_bound": ("elementwise 算子是 memory-bound：从内存流过时，带宽接近 copy"),
     "small_gemm_is_far_from_peak": f"小 GEMM（{_M}×{_K} 乘 {_K}×{_N}）离峰值很远",
     "gemm_rises_with_n": "GEMM 的吞吐随 n 增大而上升",
-    "fused_adamw_is_fastest": "fused AdamW 不慢于 foreach，foreach 不慢于逐张量循环",
-    "sdpa_beats_materialized": "SDPA（FlashAttention）比 materialized attention 快，流量也更少",
+    "fused_adamw_is_fastest": "fused AdamW 比 foreach 快，foreach 比逐张量循环快",
+    "sdpa_beats_materialized": "SDPA（FlashAttention）比 materialized attention 快",
     "bf16_beats_fp32": "BF16 GEMM 比 FP32 GEMM 快",
     "roofline_bounds_time": "由实测上限得出的时间下界，没有一个算子能突破",
     "write_allocate_explains_bandwidths": (
@@ -42,129 +47,141 @@ CLAIMS_ZH = {
 #: 每条结论的判定规则的中文表述，按做出它的检验索引。
 RULES_ZH = {
     "large_gemm_is_compute_bound": (
-        f"每种精度下，扫描中最大的方阵 GEMM 达到另行测得的峰值的 {claims.NEAR_PEAK:.0%} 以上，"
-        "且算术强度在实测 ridge point 右侧；比值离阈值不到它自身的离散（计时的半个四分位距、"
-        f"峰值各轮之间的差异，再加 {SPEED_TOLERANCE:.0%}）时无法判定"
+        f"每种精度下，扫描中最大的方阵 GEMM 达到峰值探针与该精度其他 GEMM 中最好者的 "
+        f"{claims.NEAR_PEAK:.0%} 以上，且算术强度在实测 ridge point 右侧；比值离阈值不到它自身的"
+        f"离散（计时的半个四分位距、峰值各轮之间的差异，再加{_TOL}）时无法判定。"
+        "参照本身也是 GEMM，所以这一条只说明最大的 GEMM 与这个库最好的表现相当，"
+        "说明不了库离硬件峰值多远：一个各尺寸都同样慢的库也会成立"
     ),
     "elementwise_is_memory_bound": (
         f"每种精度下，数据量至少是末级缓存 {claims.CACHE_MARGIN} 倍的最大 add 与 ReLU，"
-        f"带宽达到 copy 的 {claims.NEAR_COPY:.0%} 以上，FLOP/s 不超过峰值的 "
-        f"{claims.TINY_FLOP_FRACTION:.0%}；离阈值不到它们自身的离散时无法判定"
+        f"带宽达到 copy 的 {claims.NEAR_COPY:.0%} 以上；离阈值不到它们自身的离散"
+        f"（半个四分位距、copy 各轮之间的差异，再加{_TOL}）时无法判定。"
+        "FLOP/s 不参与判定：它们的算术强度远在 ridge point 左侧，拿 FLOP/s 与峰值比，结果怎样都一样"
     ),
     "small_gemm_is_far_from_peak": (
-        f"每种精度下，它的 FLOP/s 不超过实测峰值的 {claims.FAR_FROM_PEAK:.0%}；"
-        "离阈值不到它自身的离散时无法判定"
+        f"每种精度下，它的 FLOP/s 不超过峰值（峰值探针与其他 GEMM 中最好者）的 "
+        f"{claims.FAR_FROM_PEAK:.0%}；离阈值不到它自身的离散时无法判定"
     ),
     "gemm_rises_with_n": (
         f"每种精度下，最大 n 的 FLOP/s 至少是最小 n 的 {claims.RISE_FACTOR:g} 倍，"
-        "且最快的 n 落在扫描的较大一半；倍数离阈值不到两者计时的离散时无法判定"
+        "且最快的 n 落在扫描的较大一半；倍数离阈值不到两者计时的离散"
+        f"（半个四分位距，再加{_TOL}）时无法判定"
     ),
     "fused_adamw_is_fastest": (
-        "fused 比 foreach 快、foreach 比 loop 快，都要超出两者计时的四分位区间再加 "
-        f"{SPEED_TOLERANCE:.0%}；区间重叠则无法判定"
+        f"fused 比 foreach 快、foreach 比 loop 快，都要超出两者计时的四分位区间再加{_TOL}；"
+        "区间重叠则无法判定"
     ),
     "sdpa_beats_materialized": (
-        "在两种实现都测过的最长序列上，SDPA 比 materialized 快，超出两者计时的四分位区间再加 "
-        f"{SPEED_TOLERANCE:.0%}；“流量更少”只依据模型的字节数，不是测量"
+        "在两种实现都测过的最长序列上，SDPA 比 materialized 快，超出两者计时的四分位区间再加"
+        f"{_TOL}；区间重叠则无法判定。表中的模型流量之比是模型的数，不是测量，不参与判定"
     ),
     "bf16_beats_fp32": (
-        "在两种精度都测过的最大 n 上，BF16 比 FP32 快，超出两者计时的四分位区间再加 "
-        f"{SPEED_TOLERANCE:.0%}；区间重叠则无法判定"
+        f"在两种精度都测过的最大 n 上，BF16 比 FP32 快，超出两者计时的四分位区间再加{_TOL}；"
+        "区间重叠则无法判定"
     ),
     "roofline_bounds_time": (
-        f"没有一个计时条目快于实测上限所允许的最短时间的 {1 - claims.BOUND_TOLERANCE:.0%}："
-        "FLOPs 按它用到的每个计算单元的峰值算，字节按它的数据必须到达的那一级存储的带宽算"
-        "（流式的按 DRAM，放得进缓存的按那一级缓存，没有测过 roof 的那一级不算字节）"
+        "没有一个计时条目快于实测上限所允许的最短时间："
+        "FLOPs 按它用到的每个计算单元的峰值算（峰值取这次 run 在该单元上见过的最好水平："
+        "峰值探针，或扫描中比它更快的 GEMM），字节按它的数据必须到达的那一级存储的带宽算"
+        "（流式的按 DRAM，放得进缓存的按那一级缓存，没有测过 roof 的那一级不算字节）。"
+        "有条目快于下界、但快得不超过它的噪声（半个四分位距、下界所用上限中最大的各轮离散，"
+        f"再加{_TOL}）时无法判定，超过时不成立"
     ),
     "write_allocate_explains_bandwidths": (
         "三种带宽探针计入 write-allocate 读取后，彼此相差不超过 "
-        f"{claims.WRITE_ALLOCATE_AGREEMENT:.0%}，且比只按模型字节时更接近；"
-        "相差的幅度离阈值不到探针各轮之间的离散时无法判定"
+        f"{claims.WRITE_ALLOCATE_AGREEMENT:.0%}，且比只按模型字节时更接近，两者都要超出探针各轮之间"
+        f"最大的离散再加{_TOL}；差别不超过它时无法判定"
     ),
 }
 
-#: run 可能缺少的数据的中文表述（检验的 ``missing``）。
+#: run 可能缺少的数据的中文表述，按检验的 ``missing`` 键索引。
 MISSING_ZH = {
-    "no GEMM sweep or no bandwidth ceiling": "没有 GEMM 扫描或带宽上限",
-    "no precision with two or more GEMMs timed": "没有哪种精度测了两个以上的 GEMM",
-    "no copy bandwidth from beyond the cache, or no peak": (
-        "没有越过缓存测得的 copy 带宽，或没有峰值"
-    ),
-    "no add or ReLU large enough to leave the cache": "没有大到越过缓存的 add 或 ReLU",
-    f"no {_M}x{_K}x{_N} GEMM": f"没有 {_M}×{_K}×{_N} 的 GEMM",
-    "no sweep of three or more square GEMMs": "没有三个以上方阵 GEMM 的扫描",
-    "no AdamW shape with loop, foreach and fused all timed": (
-        "没有同时测了 loop、foreach 与 fused 的 AdamW"
-    ),
-    "no shape timed both materialized and with SDPA": "没有两种 attention 实现都测过的 shape",
-    "no square GEMM size timed in both BF16 and FP32": "没有 BF16 与 FP32 都测过的方阵 GEMM",
-    "no bandwidth ceiling": "没有带宽上限",
-    "no timed operator with a measured peak": "没有带实测峰值的计时条目",
-    "not a CPU run": "不是 CPU 上的 run",
-    "no copy, triad and in-place triad with write-allocate bytes": (
-        "没有记录 write-allocate 字节的 copy、triad 与原地 triad"
-    ),
+    "gemm_sweep_or_bandwidth": "没有 GEMM 扫描或带宽上限",
+    "gemm_reference": "没有哪种精度测了两个以上的 GEMM",
+    "streaming_copy": "没有越过缓存测得的 copy 带宽",
+    "streaming_elementwise": "没有大到越过缓存的 add 或 ReLU",
+    "small_gemm": f"没有 {_M}×{_K}×{_N} 的 GEMM",
+    "gemm_sweep": "没有三个以上方阵 GEMM 的扫描",
+    "adamw_impls": "没有同时测了 loop、foreach 与 fused 的 AdamW",
+    "attention_impls": "没有两种 attention 实现都测过的 shape",
+    "bf16_fp32_pair": "没有 BF16 与 FP32 都测过的方阵 GEMM",
+    "bandwidth": "没有带宽上限",
+    "bounded_entry": "没有带实测峰值的计时条目",
+    "cpu": "不是 CPU 上的 run",
+    "write_allocate_probes": "没有记录 write-allocate 字节的 copy、triad 与原地 triad",
 }
 
 #: 每种判定的中文表述。
 VERDICTS_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定", "not measured": "未测"}
 
-#: 每个数字测的是什么（标签中 "subject: " 之后的部分）的中文表述。
+#: 每个数字的量的中文表述，按 :data:`~roofline_book.measure.verdicts.QUANTITIES` 的键索引。
 QUANTITIES_ZH = {
-    "achieved / peak": "实测 / 峰值",
     "achieved": "实测",
+    "achieved_over_peak": "实测 / 峰值（峰值探针与其他 GEMM 中最好者）",
+    "above_peak_probe": "速率 / 峰值探针（上限取它）",
     "intensity": "算术强度",
-    "ridge point": "ridge point",
+    "ridge_point": "ridge point",
     "bandwidth": "带宽",
-    "bandwidth / copy": "带宽 / copy 带宽",
-    "FLOP/s / peak": "FLOP/s / 峰值",
-    "largest / smallest": "最大 n / 最小 n",
-    "loop time": "loop 用时",
-    "foreach time": "foreach 用时",
-    "fused time": "fused 用时",
-    "loop / fused time": "用时之比 loop / fused",
-    "materialized time": "materialized 用时",
-    "sdpa time": "SDPA 用时",
-    "materialized / sdpa time": "用时之比 materialized / SDPA",
-    "model bytes materialized / flash": "模型流量之比 materialized / flash",
-    "fp32 time": "FP32 用时",
-    "bf16 time": "BF16 用时",
-    "fp32 / bf16 time": "用时之比 FP32 / BF16",
-    "entries judged": "检验的条目数",
-    "of those, faster than the bound allows": "其中快于下界的条目数",
-    "tightest bound / measured": "最贴近下界的条目：下界 / 实测",
-    "median |predicted - measured| / measured": "|预测 − 实测| / 实测 的中位数",
-    "model bytes": "按模型字节",
-    "with write-allocate": "计入 write-allocate",
-    "spread, model bytes": "三者的离散（按模型字节）",
-    "spread, with write-allocate": "三者的离散（计入 write-allocate）",
+    "bandwidth_over_copy": "带宽 / copy 带宽",
+    "largest_over_smallest": "最大 n / 最小 n",
+    "time": "用时",
+    "loop_over_fused_time": "用时之比 loop / fused",
+    "materialized_over_sdpa_time": "用时之比 materialized / SDPA",
+    "model_bytes_materialized_over_sdpa": "模型流量之比 materialized / SDPA（不是测量）",
+    "fp32_over_bf16_time": "用时之比 FP32 / BF16",
+    "entries_judged": "检验的条目数",
+    "beat_bound": "其中快于下界的",
+    "beat_bound_beyond_noise": "其中快得超出噪声的",
+    "bound_over_measured": "下界 / 实测",
+    "noise": "这个比较的噪声",
+    "prediction_error": "|预测 − 实测| / 实测 的中位数",
+    "bandwidth_model_bytes": "按模型字节",
+    "bandwidth_write_allocate": "计入 write-allocate",
+    "spread_model_bytes": "三种探针的离散（按模型字节）",
+    "spread_write_allocate": "三种探针的离散（计入 write-allocate）",
 }
 
-#: 是单词的 subject 的中文表述。
-_SUBJECTS_ZH = {"prediction": "预测", "probes": "带宽探针", "copy": "copy"}
+#: 不是单个条目的对象的中文表述，按种类索引。
+REF_KINDS_ZH = {"precision": "{name}", "ceiling": "{name} 探针", "run": "全部条目"}
 
-#: run 摘要各行的中文表述；测得的上限保留其精度或方式。
-_SUMMARY_ZH = {
-    "device": "设备",
-    "type": "类型",
-    "host": "主机",
-    "date (UTC)": "日期（UTC）",
-    "suite": "测试集",
-    "driver": "驱动",
-    "threads": "线程数",
-}
+#: 带宽探针（``ceiling`` 对象）的中文名称。
+_PROBES_ZH = {"copy": "copy", "triad": "triad", "triad_inplace": "原地 triad"}
 
 
-def subject_zh(subject: str) -> str:
-    """The subject of a figure as a Chinese reader writes it.
+def entry_zh(entry: Entry) -> str:
+    """一个条目按中文读者的写法：算子、精度、shape（不是默认实现时加上实现），由条目的字段写出。
 
     Examples
     --------
-    >>> subject_zh("fp32 2^23 in 8"), subject_zh("prediction"), subject_zh("add bf16 n=2^27")
-    ('fp32，2^23 个参数分在 8 个张量中', '预测', 'add bf16 n=2^27')
+    >>> from roofline_book.measure.runfile import load_run
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")
+    >>> entry_zh(run.entry("adamw/fp32/fused/params=4194304,tensors=8"))
+    'adamw fp32，2^22 个参数分在 8 个张量中（fused）'
+    >>> entry_zh(run.entry("add/bf16/add/numel=16777216"))
+    'add bf16 n=2^24'
     """
-    subject = _SUBJECTS_ZH.get(subject, subject)
-    return re.sub(r"^(\S+) (\S+) in (\d+)$", r"\1，\2 个参数分在 \3 个张量中", subject)
+    shape = dict(entry.shape)
+    if entry.name == "adamw":
+        size = f"，{power_text(shape['params'])} 个参数分在 {shape['tensors']} 个张量中"
+    else:
+        size = f" {shape_text(entry.name, shape)}"
+    default = entry.name not in OPERATORS or entry.impl == OPERATORS[entry.name].impls[0]
+    tail = "" if default else f"（{entry.impl}）"
+    return f"{entry.name} {entry.precision}{size}{tail}"
+
+
+def subject_zh(subject: Entry | Ref) -> str:
+    """一个数字的对象的中文表述。
+
+    Examples
+    --------
+    >>> subject_zh(Ref("ceiling", "triad_inplace")), subject_zh(Ref("precision", "bf16"))
+    ('原地 triad 探针', 'bf16')
+    """
+    if isinstance(subject, Entry):
+        return entry_zh(subject)
+    return REF_KINDS_ZH[subject.kind].format(name=_PROBES_ZH.get(subject.name, subject.name))
 
 
 def figure_zh(figure: Figure) -> tuple[str, str, str]:
@@ -174,32 +191,29 @@ def figure_zh(figure: Figure) -> tuple[str, str, str]:
 
     Examples
     --------
-    >>> figure_zh(Figure("fp32 n=1024: achieved / peak", 0.000116, "fraction"))
-    ('fp32 n=1024', '实测 / 峰值', '0.0116%')
-    >>> figure_zh(Figure("fp32 2^23 in 8: loop / fused time", 2.789, "ratio"))
-    ('fp32，2^23 个参数分在 8 个张量中', '用时之比 loop / fused', '2.79 倍')
+    >>> figure_zh(Figure(Ref("precision", "fp32"), "ridge_point", 1.571, "FLOP/B"))
+    ('fp32', 'ridge point', '1.571 FLOP/B')
+    >>> figure_zh(Figure(Ref("run"), "beat_bound", 2, "count"))
+    ('全部条目', '其中快于下界的', '2')
     """
-    subject, _, quantity = figure.label.rpartition(": ")
     value = f"{figure.value:.3g} 倍" if figure.unit == "ratio" else figure.text
-    return subject_zh(subject), QUANTITIES_ZH.get(quantity, quantity), value
+    return subject_zh(figure.subject), QUANTITIES_ZH[figure.quantity], value
 
 
 def claim_zh(check: Check) -> str:
-    """``check`` 的结论的中文表述（检验未知时用它的英文原文）。"""
-    return CLAIMS_ZH.get(check.key, check.claim)
+    """``check`` 的结论的中文表述。"""
+    return CLAIMS_ZH[check.key]
 
 
 def rule_zh(check: Check) -> str:
     """``check`` 的判定规则的中文表述；run 缺少数据时写明缺什么。"""
-    rule = RULES_ZH.get(check.key, check.rule)
+    rule = RULES_ZH[check.key]
     if check.verdict == "not measured":
-        rule += f"。这次 run 缺少数据：{MISSING_ZH.get(check.missing, check.missing)}"
-    elif check.rule.endswith("(run unstable)"):
-        rule += "。这次 run 不稳定，不下结论"
+        rule += f"。这次 run 缺少数据：{MISSING_ZH[check.missing]}"
     return rule
 
 
-def claims_table(run: Mapping[str, Any]) -> Any:
+def claims_table(run: Run | Mapping[str, Any]) -> Any:
     """The checklist of a run in Chinese, as Markdown: each claim one numbered sentence
     with its verdict and rule, then its figures as a small table (对象, 量, 数值).
 
@@ -220,7 +234,7 @@ def claims_table(run: Mapping[str, Any]) -> Any:
     return Markdown("\n\n".join(parts))
 
 
-def verdict_counts(run: Mapping[str, Any]) -> str:
+def verdict_counts(run: Run | Mapping[str, Any]) -> str:
     """一次 run 的各条结论结果如何，写成一句中文。
 
     写出不成立的结论，或说明没有结论不成立；run 无法判定或缺少数据的结论计数列出。
@@ -240,15 +254,17 @@ def verdict_counts(run: Mapping[str, Any]) -> str:
 
 
 def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
-    """:func:`roofline_book.measure.report.highlights` 的结果，加上写成一句中文的判定
-    （``verdict_counts``）、``speed_tolerance_pct`` （速度比较允许的余量，%）、稳定性与 cache roof
-    的分句，以及这一章提到的常量：``checkpoint_every``、``cache_margin``、``prediction_band_pct``、
-    ``cache_fill_pct`` （预测允许一个 cache 层级装下多少）。
+    """:func:`roofline_book.book.measured.highlights` 的结果，加上写成一句中文的判定
+    （``verdict_counts``）、``speed_tolerance_pct`` （判定至少允许的计时余量，%）与
+    ``tolerance_pct`` （这次 run 实际用的余量，%）、稳定性与 cache roof 的分句，以及这一章提到的
+    常量：``checkpoint_every``、``cache_margin``、``prediction_band_pct``、``cache_fill_pct``
+    （预测允许一个 cache 层级装下多少）。
     """
-    out = report.highlights(run)
+    out = measured.highlights(run)
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
+        "tolerance_pct": 100 * tolerance(as_run(run)),
         "stability_text": stability_text(run),
         "cache_roofs_text": cache_roofs_text(run),
         "checkpoint_every": CHECKPOINT_EVERY,
@@ -258,61 +274,53 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def stability_text(run: Mapping[str, Any]) -> str:
-    """这次 run 是否稳定，写成一个中文句子的结尾。
+def stability_text(run: Run | Mapping[str, Any]) -> str:
+    """这次 run 是否稳定、判定用多大的余量，写成一个中文句子的结尾。
+
+    稳定的阈值就是判定所用的计时余量 :data:`~roofline_book.measure.verdicts.SPEED_TOLERANCE`；
+    超过它时，每个比较的余量放宽到哨兵测得的离散（:func:`~roofline_book.measure.verdicts.tolerance`）。
 
     Examples
     --------
-    >>> stability_text({"stability": {"stable": True, "spread": 0.12}})
-    '在 30% 的阈值之内，这次 run 判为稳定。'
-    >>> stability_text({})
-    '这份 run file 没有记录哨兵。'
+    >>> import dataclasses
+    >>> from roofline_book.measure.records import Stability
+    >>> from roofline_book.measure.runfile import load_run
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")
+    >>> at = lambda spread: dataclasses.replace(run, stability=Stability(probe="copy",
+    ...     first_s=1.0, last_s=1.0, drift=1.0, spread=spread, stable=spread <= 0.05))
+    >>> stability_text(at(0.04))
+    '在判定所用的 5% 计时余量之内，这次 run 判为稳定，每个比较按 5% 的余量判定。'
+    >>> stability_text(at(0.18))
+    '超出了判定所用的 5% 计时余量，这次 run 判为不稳定：下面每个比较的余量放宽到 18%。'
+    >>> stability_text(run)
+    '这份 run file 没有记录哨兵，每个比较按 5% 的余量判定。'
     """
-    record = run.get("stability")
-    if record is None or "spread" not in record:
-        return "这份 run file 没有记录哨兵。"
-    limit = f"{SENTINEL_TOLERANCE:.0%}"
-    if record["stable"]:
-        return f"在 {limit} 的阈值之内，这次 run 判为稳定。"
-    return f"超出了 {limit} 的阈值，这次 run 判为不稳定：下面每一条结论都只能判为无法判定。"
+    run = as_run(run)
+    base = f"{SPEED_TOLERANCE:.0%}"
+    if run.stability is None or run.stability.spread is None:
+        return f"这份 run file 没有记录哨兵，每个比较按 {base} 的余量判定。"
+    if run.stability.spread <= SPEED_TOLERANCE:
+        return (
+            f"在判定所用的 {base} 计时余量之内，这次 run 判为稳定，每个比较按 {base} 的余量判定。"
+        )
+    return (
+        f"超出了判定所用的 {base} 计时余量，这次 run 判为不稳定："
+        f"下面每个比较的余量放宽到 {tolerance(run):.0%}。"
+    )
 
 
-def cache_roofs_text(run: Mapping[str, Any]) -> str:
+def cache_roofs_text(run: Run | Mapping[str, Any]) -> str:
     """The run's cache roofs as a Chinese clause ("各级缓存的 roof：L2 45.1 GB/s、L3 17.8 GB/s").
 
     Examples
     --------
-    >>> cache_roofs_text({"ceilings": {"cache_bandwidth": {"L2": {"value": 4.51e10}}}})
-    '各级缓存的 roof：L2 为 45.1 GB/s'
+    >>> from roofline_book.measure.runfile import load_run
+    >>> cache_roofs_text(load_run("tests/data/fixture-cpu-pass.json"))
+    '这份 run file 没有测缓存的 roof'
     """
-    levels = run["ceilings"].get("cache_bandwidth", {})
+    levels = as_run(run).ceilings.cache_bandwidth
     if not levels:
         return "这份 run file 没有测缓存的 roof"
     return "各级缓存的 roof：" + "、".join(
-        f"{level} 为 {c['value'] / 1e9:.1f} GB/s" for level, c in levels.items()
+        f"{level} 为 {c.value / 1e9:.1f} GB/s" for level, c in levels.items()
     )
-
-
-def summary_table(run: Mapping[str, Any]) -> Any:
-    """把 :func:`roofline_book.measure.report.summary` 写成一列的表，行名用中文。
-
-    实测峰值写作 ``实测峰值 fp32``，实测带宽写作 ``实测带宽（copy）``。
-    """
-    import pandas as pd
-
-    rows = {}
-    for key, value in report.summary(run).items():
-        if key.startswith("measured peak "):
-            key = "实测峰值 " + key.removeprefix("measured peak ")
-        elif key.startswith("measured vector "):
-            key = "实测向量速率 " + key.removeprefix("measured vector ")
-        elif key.startswith("measured bandwidth ("):
-            key = "实测带宽（" + key.removeprefix("measured bandwidth (").removesuffix(")") + "）"
-        rows[_SUMMARY_ZH.get(key, key)] = value
-    record = run.get("stability")
-    if record is not None and "spread" in record:
-        verdict = "稳定" if record["stable"] else "不稳定"
-        rows["稳定性"] = (
-            f"{verdict}（哨兵 {len(record['checkpoints_s'])} 个检查点相差 {record['spread']:.0%}）"
-        )
-    return pd.Series(rows, name="值").to_frame()

@@ -84,3 +84,25 @@ def cli_error(*args: str) -> tuple[int, str]:
     """
     done = _run(args, None, check=False)
     return done.returncode, done.stderr
+
+
+def json_fields_md(schema: dict, *, collapse: bool = True) -> Any:
+    """``--json`` 的一份 schema 写成 Markdown 表格（供 ``glue``，同 :func:`markdown_table`）：每个键
+    一行，写明类型和 schema 的说明。
+
+    见 :func:`roofline_book.cli.schema.fields`（``collapse``：设备对象与代价的各键各写成一行）。
+
+    Examples
+    --------
+    >>> from roofline_book.cli.schema import SCHEMAS
+    >>> print(json_fields_md(SCHEMAS["op"]).data.splitlines()[2])
+    | `roofline_book_version` | string | version of the roofline-book package that wrote this |
+    """
+    from ..cli.schema import fields
+    from .tables import markdown_table
+
+    rows = [
+        {"键": f"`{path}`", "类型": kind.replace(" | ", " 或 "), "说明（schema 的原文）": text}
+        for path, kind, text in fields(schema, collapse=collapse)
+    ]
+    return markdown_table(rows, align=["left", "left", "left"])

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Sequence
 from typing import Any
 
+from ..bounds import CACHE_MARGIN, Ceilings, bound
 from ..hardware import hardware
 from ..measure import profiling, trainstep
-from ..measure.suites import CACHE_MARGIN
 from ..ops import gemm
 from ..plotting import PALETTE
 from ..roofline import time_bound
-from ..units import si
+from ..units import binary, si
 from .notebook import glue, glue_figure
 from .tables import markdown_table, resource_zh
 
@@ -109,7 +108,6 @@ def step_figures(attribution: profiling.Attribution, shape: trainstep.BlockShape
         "margin_pct": 100 * MARGIN,
         "rank_margin": RANK_MARGIN,
         "top_op": top,
-        "roof_threads": attribution.roof.threads if attribution.roof else 0,
     }
 
 
@@ -225,26 +223,45 @@ def problems(shape: trainstep.BlockShape, optimizer: profiling.Attribution) -> d
     }
 
 
-def roof_figures(attribution: profiling.Attribution) -> dict:
-    """run file 的 roof 用哪些内存 roof 约束各行，以及有多少有模型的行会比只用 DRAM roof 得出的下界
-    更快（``dram_only_beaten``）。
+def levels_zh(ceilings: Ceilings) -> str:
+    """各存储层级及其实测 roof 的中文列举，由内向外。
+
+    Examples
+    --------
+    >>> from roofline_book.bounds import Ceilings, Level
+    >>> levels = (Level("l1", None, 48 * 2**10), Level("l2", 1.2e11, 2**20), Level("dram", 4e10))
+    >>> c = Ceilings("cpu", {("matrix", "fp32"): 1e11}, levels)
+    >>> levels_zh(c)
+    'L1（48 KiB，没有实测 roof）、L2（1 MiB，120 GB/s）、DRAM（40 GB/s）'
     """
-    roof = attribution.roof
-    if roof is None or roof.cache_roof is None:
+    parts = []
+    for lv in ceilings.levels:
+        rate = "没有实测 roof" if lv.bandwidth is None else si(lv.bandwidth, "B/s")
+        size = "" if lv is ceilings.memory or lv.capacity is None else f"{binary(lv.capacity)}，"
+        parts.append(f"{resource_zh(lv.name)}（{size}{rate}）")
+    return "、".join(parts)
+
+
+def roof_figures(attribution: profiling.Attribution) -> dict:
+    """run file 的各层级，以及有多少有模型的行会比冷启动（数据都从主存来）的下界更快
+    （``cold_beaten``）。
+    """
+    c = attribution.ceilings
+    if c is None:
         return {}
-    dram_only = dataclasses.replace(roof, cache_roof=None)
     beaten = 0
     for r in attribution.modelled():  # each has a cost
         if r.precision is None or r.self_time_s <= 0:
             continue
-        bound = dram_only.bound(r.cost, r.precision)  # type: ignore[arg-type]
-        beaten += bound is not None and bound.seconds > r.self_time_s
+        try:
+            cold = bound(r.cost, c, r.precision)  # type: ignore[arg-type]
+        except ValueError:  # a precision the run did not measure
+            continue
+        beaten += cold is not None and cold.seconds > r.self_time_s
     return {
-        "cache_level": roof.cache_level,
-        "cache_roof_g": roof.cache_roof / 1e9,
-        "dram_roof_g": (roof.bandwidth or 0.0) / 1e9,
-        "streams_from_mb": (roof.streams_from or 0.0) / 1e6,
-        "dram_only_beaten": beaten,
+        "levels_zh": levels_zh(c),
+        "memory_level": resource_zh(c.memory.name),
+        "cold_beaten": beaten,
         "cache_margin": CACHE_MARGIN,
     }
 
@@ -254,15 +271,20 @@ def glue_profile(
     optimizer: profiling.Attribution,
     shape: trainstep.BlockShape,
     trace_path: str,
+    roof_threads: int,
 ) -> None:
-    """粘贴这一章展示的关于 profile 过的训练步的一切：值、表格、两张图。"""
+    """粘贴这一章展示的关于 profile 过的训练步的一切：值、表格、两张图。
+
+    ``roof_threads`` 是 run file 测上限时所用的线程数。
+    """
     import torch
 
     threads = torch.get_num_threads()
-    roof = attribution.roof.threads if attribution.roof else 0
+    roof = roof_threads
     same = "与这一步一样" if roof == threads else f"与这一步不同（这一步用 {threads} 个）"
     glue(
         profile_threads=threads,
+        roof_threads=roof_threads,
         threads_note=f"run file 的上限用 {roof} 个线程测得，{same}",
         **step_figures(attribution, shape),
         **roof_figures(attribution),
@@ -287,6 +309,7 @@ __all__ = [
     "attribution_frame",
     "glue_profile",
     "glue_scaling",
+    "levels_zh",
     "problems",
     "roof_figures",
     "roofline_figure",

@@ -6,17 +6,16 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..measure import report, runfile
-from ..measure.claims import entry_text
+from ..measure.records import Run, as_run, mapping_of
 from ..tables import markdown_table as markdown_table_text
 from ..units import si
-from .claims import claims_table, summary_table
+from .claims import claims_table
 
 #: 指明本书构建时测得的 CPU run file 的环境变量。
 CPU_RUN_ENV = "ROOFLINE_CPU_RUN"
@@ -31,8 +30,8 @@ GPU_RUNS_ENV = "ROOFLINE_GPU_RUNS"
 GPU_FOLDER = Path("docs") / "data"
 
 
-def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
-    """一章读取的 CPU run file，由 ``runfile.read_run`` 加载并校验。
+def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
+    """一章读取的 CPU run file，由 :func:`~roofline_book.measure.runfile.load_run` 校验并载入。
 
     按以下顺序查找：``path``；``$ROOFLINE_CPU_RUN`` 指定的文件（本书构建时把它设为测得的 run，
     ``_build/bench/cpu-quick.json``）；否则取工作目录、其上级目录或本包所在 checkout 中
@@ -61,18 +60,18 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     if path is None and os.environ.get(CPU_RUN_ENV):
         path = os.environ[CPU_RUN_ENV]
     if path is not None:
-        run = runfile.read_run(path)
-        if run["device"]["type"] != "cpu":
-            raise ValueError(f"{path}: a run of {run['device']['type']}, not of a CPU")
+        run = runfile.load_run(path)
+        if run.device.type != "cpu":
+            raise ValueError(f"{path}: a run of {run.device.type}, not of a CPU")
         return run
     here = Path.cwd().resolve()
     roots = [here, *here.parents, Path(__file__).resolve().parents[2]]
     folders = [root / BENCH_FOLDER for root in roots]
     for folder in dict.fromkeys(f for f in folders if f.is_dir()):
-        runs = [runfile.read_run(f) for f in sorted(folder.glob("*.json"))]
-        runs = [r for r in runs if r["device"]["type"] == "cpu"]
+        runs = [runfile.load_run(f) for f in sorted(folder.glob("*.json"))]
+        runs = [r for r in runs if r.device.type == "cpu"]
         if runs:
-            return max(runs, key=lambda r: r["date"])
+            return max(runs, key=lambda r: r.date)
     raise FileNotFoundError(
         f"no CPU run file: ${CPU_RUN_ENV} is not set and no {BENCH_FOLDER}/ above "
         f"{here} holds one. Measure this machine first: `make bench` in the repository, "
@@ -80,8 +79,9 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     )
 
 
-def gpu_runs(folder: str | os.PathLike[str] | None = None) -> list[dict[str, Any]]:
-    """仓库收存的每份 GPU run file，按文件名排序，逐个由 ``runfile.read_run`` 加载并校验。
+def gpu_runs(folder: str | os.PathLike[str] | None = None) -> list[Run]:
+    """仓库收存的每份 GPU run file，按文件名排序，逐个由
+    :func:`~roofline_book.measure.runfile.load_run` 校验并载入。
 
     按以下顺序确定文件夹：``folder``；``$ROOFLINE_GPU_RUNS``（本书构建时设为 checkout 的
     ``docs/data``，与 kernel 的工作目录无关）；否则是本包所在 checkout 的 ``docs/data``。
@@ -104,7 +104,7 @@ def gpu_runs(folder: str | os.PathLike[str] | None = None) -> list[dict[str, Any
     """
     if folder is None:
         folder = os.environ.get(GPU_RUNS_ENV) or Path(__file__).resolve().parents[2] / GPU_FOLDER
-    return [runfile.read_run(f) for f in sorted(Path(folder).glob("*.json"))]
+    return [runfile.load_run(f) for f in sorted(Path(folder).glob("*.json"))]
 
 
 #: 逐条目表格的表头，按顺序。
@@ -124,11 +124,11 @@ _STATUS_ZH = {"ok": "已测", "skipped": "跳过", "failed": "失败"}
 _NOTES_ZH = {"output allocated per call": "每次调用都分配输出"}
 
 
-def _percent(value: float) -> str:
-    return f"{100 * value:.3g}%"
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.3g}%"
 
 
-def results_table(run: Mapping[str, Any]) -> Any:
+def results_table(run: Run | Mapping[str, Any]) -> Any:
     """把一次 run 的每个条目写成中文 Markdown 表格：读者写法的条目、状态、算术强度、时间中位数与
     相对 IQR、按模型算出的实测速率，以及达到其算术强度处实测 roof 的比例；有条目带备注时加一列
     备注（为什么跳过、运行时用了什么设置），ncu 测了 DRAM 字节数时也列出。
@@ -139,60 +139,48 @@ def results_table(run: Mapping[str, Any]) -> Any:
     """
     from IPython.display import Markdown
 
-    frame = report.results_frame(run)
-    by_id = {e["id"]: e for e in runfile.results(run, status=None)}
-    headers = list(RESULT_HEADERS)
-    notes = "note" in frame and any(frame["note"])
-    ncu = "DRAM bytes (ncu)" in frame
-    headers += ["备注"] * notes + ["DRAM 实测读写（ncu）"] * ncu
+    rows_in = report.results(run)
+    notes = any(r.entry.reason or r.entry.note for r in rows_in)
+    ncu = any(r.entry.measured_dram_bytes is not None for r in rows_in)
+    headers = [*RESULT_HEADERS, *["备注"] * notes, *["DRAM 实测读写（ncu）"] * ncu]
     rows = []
-    for _, r in frame.iterrows():
-        entry = by_id[r["id"]]
-        row = [entry_text(r["id"]), _STATUS_ZH[r["status"]]]
-        intensity = r["intensity [FLOP/B]"]
-        row.append("—" if math.isnan(intensity) else f"{intensity:.3g}")
-        if r["status"] == "ok":
+    for r in rows_in:
+        entry = r.entry
+        row = [entry.text, _STATUS_ZH[entry.status]]
+        row.append("—" if r.intensity is None else f"{r.intensity:.3g}")
+        if entry.time is not None and r.flops_rate is not None and r.bytes_rate is not None:
             row += [
-                si(r["median [s]"], "s"),
-                _percent(r["IQR [s]"] / r["median [s]"]),
-                si(r["achieved [FLOP/s]"], "FLOP/s"),
-                si(r["achieved [B/s]"], "B/s"),
-                _percent(r["fraction of measured roof"]),
+                si(entry.time.median_s, "s"),
+                _percent(entry.time.iqr_fraction),
+                si(r.flops_rate, "FLOP/s"),
+                si(r.bytes_rate, "B/s"),
+                _percent(r.fraction_of_roof),
             ]
         else:
             row += ["—"] * 5
         if notes:
-            row.append(_NOTES_ZH.get(r["note"], r["note"]))
+            note = entry.reason or entry.note or ""
+            row.append(_NOTES_ZH.get(note, note))
         if ncu:
-            dram = entry.get("measured_dram_bytes")
-            row.append(
-                f"读 {si(dram['read'], 'B')}，写 {si(dram['written'], 'B')}" if dram else "—"
-            )
+            dram = entry.measured_dram_bytes
+            row.append(f"读 {si(dram.read, 'B')}，写 {si(dram.written, 'B')}" if dram else "—")
         rows.append(row)
     return Markdown(markdown_table_text(headers, rows, right=set(range(2, 8))))
 
 
-def against_table(run: Mapping[str, Any], sheet: Any) -> Any:
+def against_table(run: Run | Mapping[str, Any], sheet: Any) -> Any:
     """测得的上限与 datasheet 的 dense 数字并列，写成中文 Markdown 表格。"""
     from IPython.display import Markdown
 
-    frame = report.against_datasheet(run, sheet)
-    rows = []
-    for _, r in frame.iterrows():
-        name = str(r["ceiling"])
-        name = (
-            "内存带宽"
-            if name == "memory bandwidth"
-            else name.replace("peak ", "峰值 ").replace(" (dense)", "（dense）")
-        )
-        rows.append(
-            [
-                name,
-                si(r["measured"], r["unit"]),
-                si(r["datasheet"], r["unit"]),
-                _percent(r["measured / datasheet"]),
-            ]
-        )
+    rows = [
+        [
+            "内存带宽" if a.precision is None else f"峰值 {a.precision}（dense）",
+            si(a.measured, a.unit),
+            si(a.datasheet, a.unit),
+            _percent(a.ratio),
+        ]
+        for a in report.against_datasheet(run, sheet)
+    ]
     return Markdown(
         markdown_table_text(
             ("上限", "实测", "datasheet", "实测 / datasheet"), rows, right={1, 2, 3}
@@ -200,14 +188,64 @@ def against_table(run: Mapping[str, Any], sheet: Any) -> Any:
     )
 
 
-def show_run(run: Mapping[str, Any]) -> None:
+#: 测得的各类上限在摘要表中的行名，``{}`` 处是精度、流式 kernel 或 cache 层级。
+MEASURED_ZH = {
+    "peak": "实测峰值 {}",
+    "bandwidth": "实测带宽（{}）",
+    "cache bandwidth": "实测带宽（{} copy）",
+    "vector": "实测向量速率 {}",
+}
+
+
+def summary_rows(run: Run | Mapping[str, Any]) -> dict[str, str]:
+    """一次 run 的设备、软件、日期、测得的上限与稳定性，行名用中文，值按读者读的方式写出。
+
+    Examples
+    --------
+    >>> rows = summary_rows(runfile.load_run("tests/data/fixture-cpu-pass.json"))
+    >>> rows["实测峰值 fp32"], rows["实测带宽（copy）"], rows["CUDA"]
+    ('107.4 GFLOP/s', '21.47 GB/s', '—')
+    """
+    run = as_run(run)
+    device, software = run.device, run.software
+    rows = {
+        "设备": device.name,
+        "类型": device.type,
+        "主机": run.host,
+        "日期（UTC）": run.date,
+        "测试集": run.suite,
+        "torch": software.torch,
+        "CUDA": software.cuda or "—",
+        "驱动": software.driver or "—",
+    }
+    for m in report.measured_ceilings(run):
+        rows[MEASURED_ZH[m.quantity].format(m.subject)] = si(m.value, m.unit)
+    if device.threads:
+        rows["线程数"] = str(device.threads)
+    record = run.stability
+    if record is not None and record.spread is not None:
+        verdict = "稳定" if record.stable else "不稳定"
+        count = len(record.checkpoints_s or ())
+        rows["稳定性"] = f"{verdict}（哨兵 {count} 个检查点相差 {record.spread:.0%}）"
+    return rows
+
+
+def summary_table(run: Run | Mapping[str, Any]) -> Any:
+    """:func:`summary_rows` 写成一列的表（pandas DataFrame）。"""
+    import pandas as pd
+
+    return pd.Series(summary_rows(run), name="值").to_frame()
+
+
+def show_run(run: Run | Mapping[str, Any]) -> None:
     """在 notebook 中展示一次 run：摘要、实测 roofline（设备在目录中时与 datasheet 的对照）、
     结论清单和每个条目。
     """
     from IPython.display import Markdown, display
     from matplotlib import pyplot as plt
 
-    display(Markdown(f"**{run['device']['name']}**，{run['date']}，suite `{run['suite']}`"))
+    run = as_run(run)
+    display(Markdown(f"**{run.device.name}**，{run.date}，suite `{run.suite}`"))
     display(summary_table(run))
     sheet = report.datasheet_for(run)
     fig = report.plot_runs(run, report.measured_precisions(run), datasheet=sheet)
@@ -217,7 +255,7 @@ def show_run(run: Mapping[str, Any]) -> None:
         display(Markdown("这台设备不在硬件参数表中，没有 datasheet roof 可比。"))
     else:
         display(against_table(run, sheet))
-    display(claims_table(run))
+    display(claims_table(mapping_of(run)))
     # a caption numbers the table, so the PDF's continued pages name it (表 B.1 – 接上页)
-    caption = f"{run['device']['name']}：每个条目的计时，与它在自己的算术强度处达到的 roof 比例"
+    caption = f"{run.device.name}：每个条目的计时，与它在自己的算术强度处达到的 roof 比例"
     display(Markdown(f"```{{table}} {caption}\n{results_table(run).data}\n```"))

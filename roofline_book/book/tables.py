@@ -33,7 +33,11 @@ RESOURCE_ZH = {
     "vector": "向量单元",
     "special": "特殊函数单元",
     "hbm": "HBM",
+    "l1": "L1",
     "l2": "L2",
+    "l3": "L3",
+    "llc": "末级缓存",
+    "dram": "DRAM",
     "memory": "内存",
 }
 

@@ -19,6 +19,9 @@ Subcommands
     在 profiler 下运行一个 PyTorch 脚本，把记录下的每个 op 对应到模型，并与一条 roof 对照。
 ``bench``
     :mod:`roofline_book.measure` 的 benchmark suite。
+``collectives``
+    在本机启动几个 ``torch.distributed`` 进程，测集合通信的 algbw、busbw 与 alpha-beta 拟合
+    （:mod:`roofline_book.measure.collectives`）。
 
 每个子命令是本包的一个模块，含一个添加其选项的 ``add_parser(sub, common)`` 和一个给出回答的
 ``run(args)``；:data:`SUBCOMMANDS` 按 ``--help`` 显示的顺序列出它们。
@@ -63,11 +66,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..extras import MissingExtra
-from . import bench, block, claims, devices, infer, op, plot, profile
+from . import bench, block, claims, collectives, devices, infer, op, plot, profile
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
 
-SUBCOMMANDS = (op, block, infer, devices, plot, profile, bench, claims)
+SUBCOMMANDS = (op, block, infer, devices, plot, profile, bench, collectives, claims)
 """各子命令的模块，按帮助列出它们的顺序。"""
 
 __all__ = ["EXIT_USAGE", "OPERATORS", "PROG", "build_parser", "main", "parse_point", "parse_size"]
@@ -109,18 +112,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # named by the subcommand, whose --help lists what it takes
+            _subparser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # --help, --version, or a usage error already printed
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    where = f"{PROG} {args.command}" + (f" {args.operator}" if args.command == "op" else "")
     try:
         status = args.handler(args)
         return 0 if status is None else int(status)
     except (UsageError, ValueError, TypeError, MissingExtra) as exc:
-        message = " ".join(str(exc).split())
-        where = f"{PROG} {args.command}" + (f" {args.operator}" if args.command == "op" else "")
-        print(f"{where}: error: {message}", file=sys.stderr)
+        _error(where, str(exc))
         return EXIT_USAGE
     except BrokenPipeError:  # e.g. `roofline-book devices | head -3`: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a file that could be checked but not written (disk full, ...)
+        name = f" {exc.filename!r}" if exc.filename else ""
+        _error(where, f"cannot write{name}: {exc.strerror or exc}")
+        return 1
+
+
+def _error(where: str, message: str) -> None:
+    text = " ".join(message.split())
+    print(f"{where}: error: {text}", file=sys.stderr)
+
+
+def _subparser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """``args`` 所选的最深一层子命令的 parser（``op gemm`` 的，而不是顶层的）。"""
+    for name in (getattr(args, "command", None), getattr(args, "operator", None)):
+        actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if name is None or not actions or name not in actions[0].choices:
+            break
+        parser = actions[0].choices[name]
+    return parser

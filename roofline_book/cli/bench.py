@@ -11,11 +11,17 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _validate
 from ..extras import MissingExtra, require
+from ..measure.cases import shape_text
 from ..measure.suites import DEVICES, SUITES
+from ..tables import text_table
+from ..units import si
+
+if TYPE_CHECKING:
+    from ..measure.records import Ceiling, Run
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -129,12 +135,56 @@ def run(args: argparse.Namespace) -> int:
     try:
         runfile.write_run(measured, out, force=force)
     except FileExistsError:
-        out = out.with_name(f"{out.stem}.{measured['date'].replace(':', '')}{out.suffix}")
+        out = out.with_name(f"{out.stem}.{measured.date.replace(':', '')}{out.suffix}")
         runfile.write_run(measured, out)
         print(f"bench: {args.out} appeared during the run; wrote {out} instead", file=sys.stderr)
         status = 1
-    print(measure_run.summary_table(measured))
+    print(summary_table(measured))
     print()
     print(format_checks(check_claims(measured)))
     print(f"\nwrote {out}")
     return status
+
+
+def _spread(c: Ceiling) -> str:
+    return "best of the sweep" if c.spread is None else f"rounds spread {c.spread:.0%}"
+
+
+def summary_table(run: Run) -> str:
+    """各项上限，以及每个条目一行：时间与模型给出的速率（``bench`` 在测完后打印它）。"""
+    c = run.ceilings
+    lines = [f"{run.device.name} ({run.device.type}), {run.suite} suite, {run.date}"]
+    named = [
+        *((f"peak {key}", ceiling, "FLOP/s") for key, ceiling in c.peak_flops.items()),
+        *((f"vector {key}", ceiling, "FLOP/s") for key, ceiling in c.vector_flops.items()),
+        *((key, ceiling, "B/s") for key, ceiling in c.bandwidth.items()),
+        *((f"{key} copy", ceiling, "B/s") for key, ceiling in c.cache_bandwidth.items()),
+    ]
+    for label, ceiling, unit in named:
+        value = si(ceiling.value, unit)
+        lines.append(f"  {label:<16}{value:>14}   {ceiling.entry} ({_spread(ceiling)})")
+    stability = run.stability
+    if stability is not None and stability.spread is not None:
+        verdict = "stable" if stability.stable else "UNSTABLE"
+        lines.append(
+            f"  {verdict}: the sentinel's {len(stability.checkpoints_s or ())} checkpoints "
+            f"spread {stability.spread:.0%}"
+        )
+    head = ("operator", "shape", "prec", "impl", "median", "IQR", "FLOP/s", "B/s", "status")
+    rows = []
+    for e in run.entries:
+        row = [e.name, shape_text(e.name, e.shape), e.precision, e.impl]
+        if e.time is not None:
+            flops, bytes_ = e.rates
+            row += [
+                si(e.time.median_s, "s"),
+                f"{100 * e.time.iqr_fraction:.0f}%",
+                si(flops, "FLOP/s"),
+                si(bytes_, "B/s"),
+                "ok",
+            ]
+        else:
+            row += ["", "", "", "", f"{e.status}: {e.reason}"]
+        rows.append(row)
+    lines.append(text_table(head, rows, right={4, 5, 6, 7}))
+    return "\n".join(lines)

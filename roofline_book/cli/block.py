@@ -7,17 +7,20 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from .. import ops
+from .. import _validate, ops
+from ..hardware import Hardware
 from ..tables import Row, block_table, optimizer_table
-from ..transformer import LLAMA2_7B
+from ..transformer import BLOCK_OP_KEYS, LLAMA2_7B
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
+    UsageError,
     add_device_arguments,
+    cost_figures,
     device_from_args,
     device_json,
     device_line,
-    emit,
+    emit_json,
     number,
     parse_size,
     text_table,
@@ -26,26 +29,12 @@ from .common import (
 _CONFIG_FIELDS = ("batch", "seq", "hidden", "heads", "ffn")
 
 
-def _row_json(row: Row) -> dict[str, Any]:
-    return {
-        "name": row.name,
-        "flops": row.cost.flops,
-        "bytes_read": row.cost.bytes_read,
-        "bytes_written": row.cost.bytes_written,
-        "bytes": row.cost.bytes,
-        "kernels": row.cost.kernels,
-        "intensity": row.cost.intensity,
-        "bound": row.resource,
-        "bound_kind": row.bound,
-        "attainable": row.attainable,
-        "attainable_unit": row.unit,
-        "attainable_by_unit": row.rates,
-        "time_by_resource": dict(row.time.by_resource),
-        "time_compute": row.time.compute,
-        "time_memory": row.time.memory,
-        "time_lower_bound": row.time.seconds,
-        "share": row.share,
-    }
+def _row_json(row: Row, device: Hardware, precision: str) -> dict[str, Any]:
+    return (
+        {"id": BLOCK_OP_KEYS[row.name], "name": row.name}
+        | cost_figures(row.cost, device, precision)
+        | {"share": row.share}
+    )
 
 
 def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
@@ -90,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
         f: getattr(args, f) for f in (*_CONFIG_FIELDS, "dtype", "causal") if hasattr(args, f)
     }
     config = dataclasses.replace(LLAMA2_7B, **changes)
+    args.attention = _validate.choice("--attention", args.attention, ops.ATTENTION_IMPLS)
+    optimizer_flags = ("param_dtype", "grad_dtype", "state_dtype", "model_dtype")
+    given = [f"--{f.replace('_', '-')}" for f in optimizer_flags if getattr(args, f) is not None]
+    if given and not args.optimizer:
+        are = "is an option" if len(given) == 1 else "are options"
+        raise UsageError(f"{', '.join(given)} {are} of the AdamW step: add --optimizer")
+    if args.param_dtype is None:
+        args.param_dtype = "fp32"
     device = device_from_args(args)
     sram = {"sram_bytes": args.sram_bytes} if args.sram_bytes is not None else {}
     rows = block_table(config, device, attention_impl=args.attention, **sram)
@@ -113,14 +110,14 @@ def run(args: argparse.Namespace) -> int:
             },
             "attention": args.attention,
             "device": device_json(device, config.dtype),
-            "rows": [_row_json(r) for r in rows],
+            "ops": [_row_json(r, device, config.dtype) for r in rows],
         }
         if args.optimizer:
             data["optimizer"] = {
                 "device": device_json(device, args.param_dtype),
-                "rows": [_row_json(r) for r in opt_rows],
+                "ops": [_row_json(r, device, args.param_dtype) for r in opt_rows],
             }
-        emit(data)
+        emit_json("block", data)
         return 0
     shape = ", ".join(f"{f}={getattr(config, f)}" for f in _CONFIG_FIELDS)
     print(
@@ -184,7 +181,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     block.add_argument(
         "--optimizer", action="store_true", help="add one AdamW step over the block's weights"
     )
-    block.add_argument("--param-dtype", default="fp32", help="AdamW parameters (default: fp32)")
+    block.add_argument("--param-dtype", help="AdamW parameters (default: fp32)")
     block.add_argument("--grad-dtype", help="AdamW gradients (default: --param-dtype)")
     block.add_argument("--state-dtype", help="AdamW moments (default: --param-dtype)")
     block.add_argument(

@@ -5,37 +5,35 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import UsageError, emit
+from .common import emit_json, read_run_file
 
 
 def run(args: argparse.Namespace) -> int:
     """``claims`` 子命令。"""
     from ..measure import claims as checks
-    from ..measure import predict, runfile
+    from ..measure import predict
+    from ..measure.verdicts import tolerance
 
-    try:
-        data = runfile.read_run(args.run)
-    except OSError as exc:
-        raise UsageError(f"cannot read the run file {args.run!r}: {exc.strerror}") from None
+    data = read_run_file(args.run)
     result = checks.check_claims(data)
     predictions = predict.predictions(data)
     kept = [p for p in predictions if not p.excluded]
-    stability = data.get("stability")
-    stable = None if stability is None else bool(stability["stable"])
+    stable = None if data.stability is None else data.stability.stable
     median = predict.median_error(predictions)
     excluded = [{"id": p.id, "why": p.excluded} for p in predictions if p.excluded]
     if args.json:
-        emit(
+        emit_json(
+            "claims",
             {
+                "run": args.run,
                 "claims": [
                     {
                         "id": c.key,
                         "claim": c.claim,
                         "verdict": c.verdict,
                         "rule": c.rule,
-                        "figures": [
-                            {"label": f.label, "value": f.value, "unit": f.unit} for f in c.figures
-                        ],
+                        "figures": [f.as_mapping() for f in c.figures],
+                        "missing": c.missing or None,
                     }
                     for c in result
                 ],
@@ -48,14 +46,15 @@ def run(args: argparse.Namespace) -> int:
                             "id": p.id,
                             "predicted_s": p.predicted_s,
                             "measured_s": p.measured_s,
-                            "bound_s": p.bound_s,
+                            "time_lower_bound_s": p.bound_s,
                             "level": p.level,
                         }
                         for p in kept
                     ],
                 },
                 "stable": stable,
-            }
+                "tolerance": tolerance(data),
+            },
         )
         return 0
     print(checks.format_checks(result))
@@ -65,13 +64,14 @@ def run(args: argparse.Namespace) -> int:
             f"over {len(kept)} entries ({len(excluded)} left out: the ceilings themselves "
             "and the cases the fixed cost is fitted on)"
         )
+    stability = data.stability
     if stability is None:
         print("stability: not recorded (the run predates the stability sentinel)")
     else:
-        spread = stability.get("spread", abs(stability["drift"] - 1))
+        spread = abs(stability.drift - 1) if stability.spread is None else stability.spread
         print(
-            f"stability: {'stable' if stable else 'UNSTABLE'} (sentinel {stability['probe']}: "
-            f"its checkpoints spread {spread:.0%}, last / first {stability['drift']:.2f})"
+            f"stability: {'stable' if stable else 'UNSTABLE'} (sentinel {stability.probe}: "
+            f"its checkpoints spread {spread:.0%}, last / first {stability.drift:.2f})"
         )
     return 0
 

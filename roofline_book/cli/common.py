@@ -5,15 +5,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import re
 from collections.abc import Callable
-from typing import Any, NoReturn
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..hardware import Hardware, adhoc, catalog, hardware
-from ..ops import Cost
-from ..roofline import main_unit, time_bound, unit_rates
+
+if TYPE_CHECKING:  # the type of what read_run_file returns; measure/ loads only when needed
+    from ..measure.records import Run
 from ..tables import text_table
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
+from .schema import cost_json, device_json, envelope, is_adhoc
 
 PROG = "roofline-book"
 DEFAULT_DEVICE = "h100-sxm"
@@ -35,16 +40,29 @@ __all__ = [
     "device_json",
     "device_line",
     "emit",
+    "emit_json",
+    "is_adhoc",
     "number",
+    "output_file",
     "parse_bandwidth",
     "parse_peak",
     "parse_size",
+    "plain_text",
+    "read_run_file",
     "text_table",
 ]
 
 
 class Parser(argparse.ArgumentParser):
-    """错误信息只有一行的 ``ArgumentParser``：哪里错了、该去哪里看。"""
+    """错误信息只有一行的 ``ArgumentParser``：哪里错了、该去哪里看。
+
+    以 ``-`` 开头、后面是数字的参数（``--peak -1T``、``--m -1``）当作值读入，再由该选项的检查
+    拒绝（“must be > 0”），而不是被当成一个未知的选项。
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE^]|[A-Za-z/_]|$)")
 
     def error(self, message: str) -> NoReturn:
         text = " ".join(message.split())
@@ -53,6 +71,21 @@ class Parser(argparse.ArgumentParser):
 
 class UsageError(ValueError):
     """解析之后才发现的错误输入；打印为一行，退出状态为 2。"""
+
+
+_ROLE = re.compile(r":[a-z]+:`~?(?:[^`<]*<)?([^`>]+)>?`")
+
+
+def plain_text(text: str) -> str:
+    """把 docstring 中的 reST 标记写成 ``--help`` 用的纯文本。
+
+    Examples
+    --------
+    >>> plain_text("``y = x + f(x)``, the same cost as :func:`add`; see :data:`~ops.GELU`.")
+    'y = x + f(x), the same cost as add; see GELU.'
+    """
+    text = _ROLE.sub(lambda m: m[1].rsplit(".", 1)[-1], text)
+    return text.replace("``", "")
 
 
 def parse_size(text: str) -> int:
@@ -73,26 +106,28 @@ def parse_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _rate(unit: str, wrong: str, what: str) -> Callable[[str], float]:
-    """读取以 ``unit`` 计、> 0 的速率的 parser；含 ``wrong`` 的文本视为 ``what``，予以拒绝。"""
+def _rate(quantity: str, flag: str) -> Callable[[str], float]:
+    """读取 ``quantity`` （:data:`roofline_book.units.UNITS` 的键）的、> 0 的速率的 parser。
+
+    写了单位时它必须度量 ``quantity``：``--peak 100TB/s``、``--bandwidth 1TOP/s`` 和
+    ``--peak 100Ts`` 都会被拒绝，而不是当作另一种量读进来。
+    """
 
     def parse(text: str) -> float:
-        if wrong in text:
-            raise argparse.ArgumentTypeError(f"{text!r} is {what}; this takes {unit}")
         try:
-            value = parse_si(text, name="rate")
+            value = parse_si(text, name=flag, quantity=quantity)
         except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc).removeprefix("rate: ")) from None
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
         if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"expected a rate > 0 in {unit}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a rate > 0 in {quantity}, got {text!r}")
         return value
 
-    parse.__name__ = unit
+    parse.__name__ = quantity
     return parse
 
 
-parse_peak = _rate("FLOP/s", "B", "a bandwidth (bytes)")
-parse_bandwidth = _rate("byte/s", "FLOP", "a compute rate")
+parse_peak = _rate("FLOP/s", "--peak")
+parse_bandwidth = _rate("byte/s", "--bandwidth")
 
 
 def add_device_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,7 +158,7 @@ def device_from_args(args: argparse.Namespace) -> Hardware:
     100.0
     """
     if args.peak is None and args.bandwidth is None:
-        return hardware(args.device or DEFAULT_DEVICE)
+        return hardware(DEFAULT_DEVICE if args.device is None else args.device)
     if args.device is not None:
         raise UsageError("give either --device or --peak with --bandwidth, not both")
     if args.peak is None or args.bandwidth is None:
@@ -135,22 +170,65 @@ def device_from_args(args: argparse.Namespace) -> Hardware:
     return adhoc(name, args.peak, args.bandwidth)
 
 
-def is_adhoc(device: Hardware) -> bool:
-    return catalog().get(device.key) is not device
+def output_file(text: str, flag: str, suffixes: tuple[str, ...] = ("svg", "png")) -> Path:
+    """``flag`` 给出的输出文件，在做任何工作之前检查能否写入；返回它的绝对路径。
+
+    绝对路径使得之后改变工作目录（被剖析的脚本可能 ``os.chdir``）也不会把文件写到别处。
+
+    Raises
+    ------
+    UsageError
+        扩展名不在 ``suffixes`` 中、路径是一个文件夹、所在文件夹不存在或不可写时抛出，
+        一行写明是哪个选项、哪个路径。
+
+    Examples
+    --------
+    >>> output_file("/nonexistent/x.svg", "--out")
+    Traceback (most recent call last):
+    ...
+    roofline_book.cli.common.UsageError: --out '/nonexistent/x.svg': the folder ... does not exist
+    >>> output_file("x.pdf", "--out")
+    Traceback (most recent call last):
+    ...
+    roofline_book.cli.common.UsageError: --out must end in .svg or .png, got 'x.pdf'
+    """
+    path = Path(text)
+    if path.suffix.lower().removeprefix(".") not in suffixes:
+        allowed = " or ".join(f".{s}" for s in suffixes)
+        raise UsageError(f"{flag} must end in {allowed}, got {text!r}")
+    path = path.absolute()
+    folder = path.parent
+    if path.is_dir():
+        raise UsageError(f"{flag} {text!r} is a folder; give a file name")
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise UsageError(f"{flag} {text!r}: the folder '{folder}' {what}")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise UsageError(f"{flag} {text!r}: no permission to write there")
+    return path
 
 
-def device_json(device: Hardware, precision: str) -> dict[str, Any]:
-    return {
-        "key": device.key,
-        "name": device.name,
-        "precision": precision,
-        "peak_flops": device.peak_flops(precision),
-        "vector_flops": device.ceiling("vector", precision),
-        "special_flops": device.ceiling("special", precision),
-        "memory_bandwidth": device.memory_bandwidth,
-        "l2_bandwidth": device.l2_bandwidth,
-        "ridge_point": device.ridge_point(precision),
-    }
+def read_run_file(path: str, what: str = "the run file") -> Run:
+    """读取、校验并载入一个 run file（:func:`~roofline_book.measure.runfile.load_run`）；读不了时
+    抛出一行、写明文件名与原因的 :class:`UsageError`。
+
+    ``what`` 是错误信息对它的称呼（例如 ``"--device-ceilings: the run file"``）。
+    """
+    from ..measure import runfile  # only the commands that read a run file load measure/
+
+    try:
+        return runfile.load_run(path)
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"cannot read {what} {path!r}: not UTF-8 text (byte {exc.start} is "
+            f"0x{exc.object[exc.start]:02x}); a run file is the JSON 'bench' writes"
+        ) from None
+    except RecursionError:
+        raise UsageError(
+            f"cannot read {what} {path!r}: its JSON nests too deeply to be a run file"
+        ) from None
 
 
 def device_line(device: Hardware, precision: str) -> str:
@@ -165,40 +243,19 @@ def number(value: float) -> str:
 
 
 def emit(data: Any) -> None:
-    """把 ``data`` 打印为缩进的 JSON（``--json`` 的输出）。"""
-    print(json.dumps(data, indent=2))
+    """把 ``data`` 打印为缩进的严格 JSON（没有 NaN 与 Infinity）。"""
+    print(json.dumps(data, indent=2, allow_nan=False))
 
 
-def cost_figures(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]:
-    """roofline 模型对 ``device`` 上一个代价的结论，用基本单位。
+def emit_json(command: str, body: dict[str, Any]) -> None:
+    """打印 ``command`` 的 ``--json`` 输出：``body`` 加上版本与子命令名。
 
-    ``time_by_resource`` 是每种单元和每个存储层级所需的秒数；``time_lower_bound`` 是其中最大的，
-    ``bound`` 指出它对应的资源。``attainable`` 是承担最多 FLOPs 的那个单元（``attainable_unit``）的
-    速率，即它的 FLOPs 除以时间下界；``attainable_by_unit`` 给出每个单元的速率，没有一个超过该单元的
-    峰值。
+    见 :func:`roofline_book.cli.schema.envelope`。
     """
-    time = time_bound(cost, device, precision)
-    rates = unit_rates(cost, time)
-    unit = main_unit(cost, time)
-    return {
-        "flops": cost.flops,
-        "flops_by_unit": cost.flops_by_unit,
-        "bytes_read": cost.bytes_read,
-        "bytes_written": cost.bytes_written,
-        "bytes": cost.bytes,
-        "reread_bytes": cost.reread_bytes,
-        "kernels": cost.kernels,
-        "intensity": cost.intensity,
-        "bound": time.resource,
-        "bound_kind": time.bound,
-        "attainable": rates[unit] if unit else 0.0,
-        "attainable_unit": unit,
-        "attainable_by_unit": rates,
-        "time_by_resource": dict(time.by_resource),
-        "time_compute": time.compute,
-        "time_memory": time.memory,
-        "time_lower_bound": time.seconds,
-    }
+    emit(envelope(command, body))
+
+
+cost_figures = cost_json
 
 
 #: 文本输出对每种资源的叫法。
@@ -218,7 +275,7 @@ def rate_rows(figures: dict[str, Any], device: Hardware, precision: str) -> list
     特殊函数的速率按每秒求值次数计（每次 exp 计 1）。
     """
     rows = []
-    for unit, rate in figures["attainable_by_unit"].items():
+    for unit, rate in figures["attainable_by_unit_per_s"].items():
         peak = (
             device.peak_flops(precision) if unit == "compute" else device.ceiling(unit, precision)
         )
@@ -234,5 +291,5 @@ def time_rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     bound = figures["bound"]
     return [
         (f"time, {RESOURCE_TEXT[r]}", si(t, "s") + ("  <- bound" if r == bound else ""))
-        for r, t in figures["time_by_resource"].items()
+        for r, t in figures["time_by_resource_s"].items()
     ]

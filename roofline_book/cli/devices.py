@@ -8,7 +8,7 @@ from typing import Any
 
 from ..hardware import Ceiling, Hardware, catalog, hardware, peak_key
 from ..units import si
-from .common import UsageError, emit, number, text_table
+from .common import UsageError, emit_json, number, text_table
 
 
 def _precisions(device: Hardware, wanted: str | None) -> list[str]:
@@ -27,13 +27,18 @@ def _ceiling_json(c: Ceiling) -> dict[str, Any]:
     }
 
 
+def _bytes(value: float | None) -> int | None:
+    """容量是整数个字节（目录里可能写成 8e10 这样的 float）。"""
+    return None if value is None else int(value)
+
+
 def _rate_unit(precision: str) -> str:
     return "OP/s" if precision == "int8" else "FLOP/s"  # int8 peaks count integer operations
 
 
 def run(args: argparse.Namespace) -> int:
     """``devices`` 子命令：目录、dense 峰值和 ridge point，带出处。"""
-    devices = [hardware(args.device)] if args.device else list(catalog().values())
+    devices = [hardware(args.device)] if args.device is not None else list(catalog().values())
     wanted = None if args.dtype is None else peak_key(args.dtype)
     if args.json:
         out = []
@@ -43,18 +48,20 @@ def run(args: argparse.Namespace) -> int:
                 "key": d.key,
                 "name": d.name,
                 "vendor": d.vendor,
-                "memory_bandwidth": d.memory_bandwidth,
-                "memory_capacity": d.memory_capacity,
+                "matrix_peaks_per_s": {p: d.peak_flops(p) for p in keep},
+                "ridge_points": {p: d.ridge_point(p) for p in keep},
+                "bandwidths_Bps": {"hbm": d.memory_bandwidth, "l2": d.l2_bandwidth},
+                "memory_capacity_bytes": _bytes(d.memory_capacity),
                 "memory_capacity_basis": d.memory_capacity_basis,
                 "clock_hz": d.clock_hz,
-                "l2_cache": d.l2_cache,
-                "shared_memory_per_sm": d.shared_memory_per_sm,
+                "l2_cache_bytes": _bytes(d.l2_cache),
+                "shared_memory_per_sm_bytes": _bytes(d.shared_memory_per_sm),
                 "sms": d.sms,
-                "dense_peaks": {p: d.peak_flops(p) for p in keep},
-                "ridge_points": {p: d.ridge_point(p) for p in keep},
             }
             if args.sparse:
-                entry["sparse_peaks"] = {p: v for p, v in d.sparse_peaks.items() if p in keep}
+                entry["sparse_matrix_peaks_per_s"] = {
+                    p: v for p, v in d.sparse_peaks.items() if p in keep
+                }
             entry["sources"] = {
                 f: dataclasses.asdict(s)
                 for f, s in d.sources.items()
@@ -68,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             entry["firmness"] = d.firmness
             entry["ceilings"] = [_ceiling_json(c) for c in d.ceilings()]
             out.append(entry)
-        emit({"devices": out})
+        emit_json("devices", {"devices": out})
         return 0
     header = ["device", "precision", "dense peak", "clock", "bandwidth", "ridge point"]
     if args.sparse:

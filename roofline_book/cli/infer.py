@@ -7,13 +7,16 @@ from typing import Any
 
 from ..hardware import Hardware
 from ..inference import (
+    OP_KEYS,
     Precisions,
+    StepOp,
     decode_batch_to_ridge,
     kv_bytes_per_token,
     kv_cache_bytes,
     layer_ops,
     model,
     models,
+    step_entries,
     step_floor,
     step_ops,
     step_time,
@@ -26,9 +29,11 @@ from .common import (
     RESOURCE_TEXT,
     UsageError,
     add_device_arguments,
+    cost_figures,
     device_from_args,
+    device_json,
     device_line,
-    emit,
+    emit_json,
     number,
     parse_size,
     text_table,
@@ -66,6 +71,10 @@ def run(args: argparse.Namespace) -> int:
         zero_point=args.zero_point,
         quantize_embeddings=args.quantize_embeddings,
     )
+    for flag in ("batch", "context", "prompt"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            raise UsageError(f"--{flag} must be a whole number >= 1, got {value}")
     context = args.context if args.context is not None else min(4096, config.max_context)
     prompt = args.prompt if args.prompt is not None else context
     if context > config.max_context:
@@ -111,23 +120,47 @@ def run(args: argparse.Namespace) -> int:
         "kv_cache_bytes": args.batch * per_sequence,
         "weight_bytes": weight_bytes(config, p),
         "activation_peak_bytes": activation_peak(config, p),
-        "prefill_time_lower_bound_s": t_prefill.seconds,
-        "decode_time_lower_bound_s": t_decode.seconds,
-        "prefill_floor_s": f_prefill,
-        "decode_floor_s": f_decode,
-        "decode_tokens_per_s": args.batch / t_decode.seconds,
-        "decode_tokens_per_s_floor": args.batch / f_decode,
         "max_batch": fits,
         "decode_batch_to_ridge": decode_batch_to_ridge(config, device, p),
     }
     if args.json:
-        emit(
+        precision = p.activations
+        prefill_steps = step_entries(config, args.batch, prompt, prompt, p)
+        decode_steps = step_entries(config, args.batch, 1, context, p)
+
+        def layer(new: int, ctx: int) -> list[dict[str, Any]]:
+            return [
+                {"id": OP_KEYS[name], "name": name} | cost_figures(cost, device, precision)
+                for name, cost in layer_ops(config, args.batch, new, ctx, p)
+            ]
+
+        def whole(entries: list[StepOp]) -> list[dict[str, Any]]:
+            return [
+                {"id": e.key, "name": e.name, "layers": e.layers, "layer_kind": e.layer_kind}
+                | cost_figures(e.cost, device, precision)
+                for e in entries
+            ]
+
+        emit_json(
+            "infer",
             figures
             | {
-                "device": device.key,
-                "prefill_by_op_s": dict(t_prefill.by_op),
-                "decode_by_op_s": dict(t_decode.by_op),
-            }
+                "device": device_json(device, precision),
+                "prefill": {
+                    "time_lower_bound_s": t_prefill.seconds,
+                    "any_implementation_time_lower_bound_s": f_prefill,
+                    "layer_ops": layer(prompt, prompt),
+                    "ops": whole(prefill_steps),
+                },
+                "decode": {
+                    "time_lower_bound_s": t_decode.seconds,
+                    "any_implementation_time_lower_bound_s": f_decode,
+                    "tokens_per_s": args.batch / t_decode.seconds,
+                    "any_implementation_tokens_per_s": args.batch / f_decode,
+                    "layer_ops": layer(1, context),
+                    "ops": whole(decode_steps),
+                },
+            },
         )
         return 0
     window = ""
@@ -160,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         ("prefill, any implementation", si(f_prefill, "s") + " (lower bound)"),
         ("decode step, kernel by kernel", si(t_decode.seconds, "s") + " (lower bound)"),
         ("decode step, any implementation", si(f_decode, "s") + " (lower bound)"),
-        ("decode tokens per second", f"{figures['decode_tokens_per_s']:,.0f} (upper bound)"),
+        ("decode tokens per second", f"{args.batch / t_decode.seconds:,.0f} (upper bound)"),
         ("decode batch to the ridge", f"{figures['decode_batch_to_ridge']:.0f}"),
     ]
     print(text_table(None, lines, right=set()))

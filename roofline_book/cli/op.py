@@ -13,7 +13,7 @@ from .common import (
     device_from_args,
     device_json,
     device_line,
-    emit,
+    emit_json,
     number,
     rate_rows,
     text_table,
@@ -53,17 +53,23 @@ def run(args: argparse.Namespace) -> int:
     spec = OPERATORS[args.operator]
     given = {a.name: getattr(args, a.name) for a in spec.args if hasattr(args, a.name)}
     device = device_from_args(args)
-    cost, arguments = spec.call(device_defaults(spec, given, device))
+    try:
+        cost, arguments = spec.call(device_defaults(spec, given, device))
+    except (ValueError, TypeError) as exc:  # name the flag the user typed, not the parameter
+        first, _, rest = str(exc).partition(" ")
+        flags = {a.name: a.flag for a in spec.args}
+        raise type(exc)(f"{flags[first]} {rest}" if first in flags else str(exc)) from None
     precision = spec.roof_precision(arguments)
     figures = cost_figures(cost, device, precision)
     if args.json:
-        emit(
+        emit_json(
+            "op",
             {
                 "operator": args.operator,
                 "arguments": arguments,
                 "device": device_json(device, precision),
                 **figures,
-            }
+            },
         )
         return 0
     rows = [
@@ -86,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         *time_rows(figures),
         ("bound", RESOURCE_TEXT[figures["bound"]]),
         *rate_rows(figures, device, precision),
-        ("time lower bound", si(figures["time_lower_bound"], "s")),
+        ("time lower bound", si(figures["time_lower_bound_s"], "s")),
     ]
     print(text_table(None, rows, right=set()))
     return 0

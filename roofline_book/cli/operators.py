@@ -17,7 +17,7 @@ from .. import ops
 from ..hardware import Hardware
 from ..ops import Cost
 from ..tables import device_flash_tile, device_sram_bytes
-from .common import UsageError, parse_size
+from .common import UsageError, parse_size, plain_text
 
 _REQUIRED = inspect.Parameter.empty
 
@@ -51,7 +51,7 @@ class Operator:
     def summary(self) -> str:
         """算子在 ``op --help`` 中的那一行：英文，与命令行的语言一致。"""
         name = self.func.__name__
-        return SUMMARIES.get(name) or (inspect.getdoc(self.func) or "").splitlines()[0]
+        return SUMMARIES.get(name) or plain_text((inspect.getdoc(self.func) or "").splitlines()[0])
 
     def default(self, name: str) -> Any:
         return inspect.signature(self.func).parameters[name].default
@@ -265,7 +265,8 @@ OPERATORS: dict[str, Operator] = {
         ),
     ),
 }
-ALIASES = {"residual_add": ["residual-add"]}
+#: ``op linear-backward`` as well as ``op linear_backward``: the flags are written with hyphens
+ALIASES = {name: [name.replace("_", "-")] for name in OPERATORS if "_" in name}
 
 
 def operator(name: str) -> tuple[str, Operator]:
@@ -365,7 +366,10 @@ def parse_point(
     'adamw 1M impl=loop'
     """
     name, sep, rest = text.partition(":")
-    key, spec = operator(name)
+    try:
+        key, spec = operator(name)
+    except UsageError as exc:
+        raise UsageError(f"--point {text!r}: {exc}") from None
     if not sep or not rest.strip():
         wanted = ",".join(a.name.upper() for a in spec.args if spec.is_required(a))
         raise UsageError(f"--point {text!r}: give sizes after the name, e.g. {key}:{wanted}")

@@ -16,8 +16,9 @@ from .common import (
     device_from_args,
     device_json,
     device_line,
-    emit,
+    emit_json,
     number,
+    output_file,
     text_table,
 )
 from .operators import OPERATORS, parse_point
@@ -29,12 +30,17 @@ def _y_unit(peak: float, units: dict[str, float]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``plot`` 子命令：roofline 图，算子画成点。"""
-    suffix = args.out.rsplit(".", 1)[-1].lower() if "." in args.out else ""
-    if suffix not in ("svg", "png"):
-        raise UsageError(f"--out must end in .svg or .png, got {args.out!r}")
+    out = output_file(args.out, "--out")
+    suffix = out.suffix.lower().removeprefix(".")
     device = device_from_args(args)
     peak, band = device.peak_flops(args.dtype), device.memory_bandwidth
     named = [parse_point(text, args.dtype, device) for text in args.point]
+    for text, (_, _, cost, _) in zip(args.point, named, strict=True):
+        if cost.intensity <= 0:  # a log axis has no 0
+            raise UsageError(
+                f"--point {text!r}: intensity is 0 FLOP/byte (no FLOPs), which the roofline's "
+                "log axis cannot place; 'op' reports such an operator"
+            )
 
     matplotlib = require("matplotlib", "plot")
     matplotlib.use("Agg")
@@ -72,20 +78,21 @@ def run(args: argparse.Namespace) -> int:
             ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))  # beside the axes
         ax.set_title(device_line(device, args.dtype))
         metadata = {"Date": None} if suffix == "svg" else {}
-        fig.savefig(args.out, format=suffix, metadata=metadata)
+        fig.savefig(out, format=suffix, metadata=metadata)
     finally:
         plt.close(fig)
     if args.json:
-        emit(
+        emit_json(
+            "plot",
             {
-                "out": args.out,
+                "out": str(out),
                 "device": device_json(device, args.dtype),
                 "points": [
                     {"operator": key, "label": label, "arguments": arguments}
                     | cost_figures(cost, device, args.dtype)
                     for key, label, cost, arguments in named
                 ],
-            }
+            },
         )
         return 0
     print(f"wrote {args.out}: {device_line(device, args.dtype)}, {len(named)} point(s)")
@@ -97,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
                 label,
                 number(cost.intensity),
                 RESOURCE_TEXT[figures["bound"]],
-                si(figures["attainable"], "FLOP/s"),
+                si(figures["attainable_per_s"], "FLOP/s"),
             )
         )
     if body:

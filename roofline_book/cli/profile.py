@@ -3,41 +3,48 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
+from ..bounds import CACHE_MARGIN
 from ..extras import require
 from ..hardware import hardware
 from ..units import si
-from .common import UsageError, emit
+from .common import UsageError, emit_json, output_file, read_run_file
 
 
 def _roof(args: argparse.Namespace) -> Any:
-    from ..measure import profiling, runfile
+    from ..bounds import Ceilings
+    from ..measure import ceilings
 
     if args.device_ceilings is not None and args.device is not None:
         raise UsageError("give either --device-ceilings RUN.json or --device NAME, not both")
     if args.device is not None:
-        return profiling.Roof.from_device(hardware(args.device))
+        return Ceilings.of(hardware(args.device))
     if args.device_ceilings is None:
         return None
+    run = read_run_file(args.device_ceilings, "--device-ceilings: the run file")
     try:
-        run = runfile.read_run(args.device_ceilings)
-    except OSError as exc:
-        raise UsageError(
-            f"--device-ceilings: cannot read the run file {args.device_ceilings!r}: {exc.strerror}"
-        ) from None
-    return profiling.Roof.from_run(run)
+        return ceilings.of_run(run)
+    except ValueError as exc:
+        raise UsageError(f"--device-ceilings: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
-    """``profile`` 子命令。"""
+    """``profile`` 子命令。
+
+    脚本运行之前检查一切：torch 在不在，``--plot`` 要的 matplotlib 在不在，``--plot`` 的路径
+    （相对于调用者的工作目录解析成绝对路径，脚本 ``chdir`` 也不会挪动它）能不能写。
+    """
+    require("torch", "profile")
     from ..measure import profiling
 
     if args.limit < 1:
         raise UsageError(f"--limit must be a whole number >= 1, got {args.limit}")
-    suffix = args.plot.rsplit(".", 1)[-1].lower() if args.plot and "." in args.plot else ""
-    if args.plot and suffix not in ("svg", "png"):
-        raise UsageError(f"--plot must end in .svg or .png, got {args.plot!r}")
+    plot = None if args.plot is None else output_file(args.plot, "--plot")
+    suffix = "" if plot is None else plot.suffix.lower().removeprefix(".")
+    if plot is not None:
+        require("matplotlib", "profile --plot")
     roof = _roof(args)
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     try:
@@ -45,10 +52,10 @@ def run(args: argparse.Namespace) -> int:
     except profiling.ScriptError as exc:
         raise UsageError(str(exc)) from None
     attribution = profiling.attribute(prof, roof, region=args.region)
-    if args.plot:
-        _plot(attribution, args.plot, suffix)
+    if plot is not None:
+        _plot(attribution, plot, suffix)
     if args.json:
-        emit(attribution.as_json() | {"script": args.script, "args": script_args})
+        emit_json("profile", {"script": args.script, "args": script_args} | attribution.as_json())
         return 0
     where = "no roof (give --device-ceilings or --device)" if roof is None else roof.name
     print(f"{args.script}: {si(attribution.total_time_s, 's')} of {attribution.clock} self time, "
@@ -57,22 +64,30 @@ def run(args: argparse.Namespace) -> int:
     left = len(attribution.rows) - args.limit
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
-    print(f"explained by modelled ops: {attribution.explained:.1%} of the self time")
-    if roof is not None and roof.device is None:
-        print("roof: the run file measured no vector-unit ceiling; "
-              "non-matrix FLOPs are held to the memory roof only")  # fmt: skip
-        if roof.cache_roof is not None:
-            print(f"memory roof: {si(roof.cache_roof, 'B/s')} ({roof.cache_level}, bound 'l2') "
-                  "where a cache may hold the data, "
-                  f"{si(roof.bandwidth or 0.0, 'B/s')} (DRAM, bound 'memory') "
-                  "from a working set of "
-                  f"{si(roof.streams_from or 0.0, 'B')}")  # fmt: skip
-    if args.plot:
-        print(f"wrote {args.plot}")
+    outside = sum(r.self_time_s for r in attribution.rows if r.kind == "range")
+    print(f"explained by modelled ops: {attribution.explained:.1%} of the operators' self time "
+          f"({attribution.modelled_share:.1%} in modelled kernels, the rest in composite ops "
+          f"above them); {si(outside, 's')} outside any operator "
+          "(record_function ranges, autograd nodes)")  # fmt: skip
+    if roof is not None:
+        print("memory levels (a row is held to the smallest that holds "
+              f"{CACHE_MARGIN}x its working set): " + _levels(roof))  # fmt: skip
+    if plot is not None:
+        print(f"wrote {plot}")
     return 0
 
 
-def _plot(attribution: Any, out: str, suffix: str) -> None:
+def _levels(ceilings: Any) -> str:
+    """``l1 (48 KiB, no roof), l2 (1 MiB, 179 GB/s), ..., dram (69 GB/s)``."""
+    out = []
+    for lv in ceilings.levels:
+        rate = "no roof" if lv.bandwidth is None else si(lv.bandwidth, "B/s")
+        out.append(f"{lv.name} ({rate})" if lv.capacity is None or lv is ceilings.memory
+                   else f"{lv.name} ({si(lv.capacity, 'B')}, {rate})")  # fmt: skip
+    return ", ".join(out)
+
+
+def _plot(attribution: Any, out: Path, suffix: str) -> None:
     from ..measure import profiling
 
     matplotlib = require("matplotlib", "profile --plot")
@@ -85,8 +100,8 @@ def _plot(attribution: Any, out: str, suffix: str) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     try:
         profiling.plot(ax, attribution)
-        if attribution.roof is not None:
-            ax.set_title(attribution.roof.name, fontsize=9)
+        if attribution.ceilings is not None:
+            ax.set_title(attribution.ceilings.name, fontsize=9)
         fig.savefig(out, format=suffix, metadata={"Date": None} if suffix == "svg" else {})
     finally:
         plt.close(fig)
@@ -102,7 +117,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             "Run SCRIPT under torch.profiler (CPU, and CUDA when available) and attribute "
             "every recorded op to the package's models: calls, self time and share, FLOPs "
             "and bytes summed over the calls, intensity, achieved rate, fraction of the "
-            "roof and the bound. Options go before SCRIPT; what follows it is the "
+            "roof and the bound. SCRIPT runs as under 'python SCRIPT': its folder first on "
+            "sys.path, the caller's working directory, and its stdout sent to stderr so that "
+            "stdout holds only the report. Needs torch (the [bench] extra); --plot needs "
+            "matplotlib (the [plot] extra). Options go before SCRIPT; what follows it is the "
             "script's own argv."
         ),
     )

@@ -8,6 +8,9 @@
 - :mod:`~roofline_book.measure.timing`：CPU 与 CUDA 计时；``Timing`` 保留全部样本。
 - :mod:`~roofline_book.measure.machine`：设备、cache、内存与软件版本。
 - :mod:`~roofline_book.measure.run`：每个 case 先检查结果、再计时，汇成一次 run。
+- :mod:`~roofline_book.measure.records`：run file 的内容写成冻结的 dataclass（``Run``、``Entry``）；
+  :mod:`~roofline_book.measure.runparts` 是其中描述机器的部分（设备、上限、稳定性），
+  :mod:`~roofline_book.measure.schema` 是记录类与 JSON 之间的读写和由它生成的 schema。
 - :mod:`~roofline_book.measure.runfile`：run file 的格式，读与写。
 - :mod:`~roofline_book.measure.claims`：结论清单，依据一次 run 来判定。
 - :mod:`~roofline_book.measure.report`：把一次 run 整理成书中展示的样子。

@@ -1,14 +1,18 @@
 """本书的定性结论，用一次实测的 run 来检验。
 
 每条结论成为一个 :class:`~roofline_book.measure.verdicts.Check`：它所依据的数字（取自 run file，见
-:mod:`roofline_book.measure.runfile`），以及判定：``"pass"``、``"fail"``，或 run 中缺少
-这条结论所需的数据时为 ``"not measured"``。阈值就是下面那些具名常量；改动其中一个，
-所有判定随之改变。
+:mod:`roofline_book.measure.runfile`），以及判定：``"pass"``、``"fail"``、在噪声之内时为
+``"inconclusive"``，或 run 中缺少这条结论所需的数据时为 ``"not measured"``。阈值就是下面那些
+具名常量；噪声是测得的（:func:`~roofline_book.measure.verdicts.tolerance`、各计时的四分位距、
+各上限各轮之间的离散），改动其中一个，所有判定随之改变。
 
-这些结论是：大 GEMM 受限于计算；elementwise 算子受限于内存；小 GEMM 离峰值很远；
-GEMM 吞吐随 ``n`` 增大而上升；fused AdamW 至少和 foreach 一样快，foreach 至少和
-loop 一样快；SDPA 比 materialized attention 快，搬运的数据也更少；BF16 GEMM 比 FP32
-的快；没有算子快过由测得上限画出的 roofline。
+这些结论是：大 GEMM 跑得接近其他 GEMM 测得的峰值；elementwise 算子从内存流过时带宽接近 copy；
+小 GEMM 离峰值很远；GEMM 吞吐随 ``n`` 增大而上升；fused AdamW 比 foreach 快，foreach 比 loop
+快；SDPA 比 materialized attention 快；BF16 GEMM 比 FP32 的快；没有算子快过由测得上限画出的
+roofline；CPU 上 write-allocate 解释了三种带宽探针的差别。
+
+上限是 run 在那个单元上见过的最好水平（:func:`roofline_book.measure.ceilings.peak`）：扫描中的
+GEMM 比峰值探针更快时，峰值取它，判定与它有关的结论会列出这个条目。
 
 ``python -m roofline_book bench`` 在 run 结束后打印这份清单；:func:`check_claims`
 可对任意 run file 给出它。
@@ -18,13 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, overload
 
+from ..bounds import Ceilings
 from ..ops import Cost
-from . import predict, runfile
+from . import ceilings, predict, runfile
 from .cases import OPERATORS, names, shape_text
-from .runfile import model_cost, rates
+from .records import Ceiling, Entry, Run
 from .suites import CACHE_MARGIN, SMALL_GEMM
 from .verdicts import (
     SPEED_TOLERANCE,
@@ -32,12 +37,14 @@ from .verdicts import (
     Check,
     Figure,
     Order,
+    Ref,
     _holds,
     _noise,
-    _verdict,
     _verdict_of,
     against,
     order,
+    tolerance,
+    within,
 )
 
 NEAR_PEAK = 0.8
@@ -45,11 +52,8 @@ NEAR_PEAK = 0.8
 
 NEAR_COPY = 0.7
 """elementwise 算子的带宽（模型字节数除以时间）达到实测 copy 带宽的这个比例或更多时，算作
-“受限于内存”……
+“受限于内存”：它的时间至少有这么多是搬运数据所必需的。
 """
-
-TINY_FLOP_FRACTION = 0.05
-"""……并且它的 FLOP/s 至多为峰值的这个比例。"""
 
 FAR_FROM_PEAK = 0.25
 """小 GEMM 为峰值的这个比例或更少时，算作“离峰值很远”。"""
@@ -59,78 +63,98 @@ RISE_FACTOR = 2.0
 “随 n 上升”。
 """
 
-BOUND_TOLERANCE = 0.10
-"""没有算子的实测时间低于测得上限所允许时间的 ``(1 - tol)`` 倍时，roofline 下界成立。"""
+_TOLERANCE_RULE = (
+    f"the run's tolerance (the larger of {SPEED_TOLERANCE:.0%} and the sentinel's spread)"
+)
 
 
-def _ceiling(run: Mapping[str, Any], precision: str) -> Mapping[str, Any]:
-    return run["ceilings"]["peak_flops"].get(precision, {})
+def _typed(run: Run | Mapping[str, Any]) -> Run:
+    return run if isinstance(run, Run) else Run.from_mapping(run)
 
 
-def _peak(run: Mapping[str, Any], precision: str) -> float | None:
-    entry = run["ceilings"]["peak_flops"].get(precision)
-    return entry["value"] if entry else None
+def _spread(ceiling: Ceiling | None) -> float:
+    return (ceiling.spread or 0.0) if ceiling is not None else 0.0
 
 
-def _cache(run: Mapping[str, Any]) -> int | None:
-    return run["device"].get("cache_bytes")
-
-
-def streams_from_memory(run: Mapping[str, Any], cost: Cost) -> bool:
+def streams_from_memory(run: Run | Mapping[str, Any], cost: Cost) -> bool:
     """``cost`` 的每个 kernel 是否搬运 cache 的 :data:`CACHE_MARGIN` 倍或更多。"""
-    cache = _cache(run)
+    cache = _typed(run).device.cache_bytes
     return cache is None or cost.bytes >= CACHE_MARGIN * cache * max(cost.kernels, 1)
 
 
-def _bandwidth(run: Mapping[str, Any]) -> float | None:
+def _bandwidth(run: Run) -> float | None:
     """测得的内存 roof，前提是 copy 的工作集超出了 cache。"""
-    copy = Cost(0, run["ceilings"]["working_set_bytes"], 0)
-    return runfile.memory_roof(run) if streams_from_memory(run, copy) else None
+    copy = Cost(0, run.ceilings.working_set_bytes, 0)
+    return run.memory_roof if streams_from_memory(run, copy) else None
 
 
-def _probe_ids(run: Mapping[str, Any]) -> set[str]:
+def _probe_ids(run: Run) -> set[str]:
     """属于上限探针的条目：分轮计时的那些（``rounds_s``）；
     有探针之前的 run 除扫描外没有这样的条目。
     """
-    return {e["id"] for e in runfile.results(run) if "rounds_s" in e}
+    return {e.id for e in run.results() if e.rounds_s}
 
 
-def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]:
-    """run 中某一精度计过时的方阵 GEMM（m = k = n），从小到大；只取扫描，不含专门的峰值探针。"""
-    probes = _probe_ids(run)
-    entries = [
-        e
-        for e in runfile.results(run, "gemm")
-        if e["precision"] == precision
-        and e["shape"]["m"] == e["shape"]["k"] == e["shape"]["n"]
-        and e["id"] not in probes
-    ]
-    return sorted(entries, key=lambda e: e["shape"]["n"])
+@overload
+def square_gemms(run: Run, precision: str) -> list[Entry]: ...
+@overload
+def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]: ...
+def square_gemms(run, precision):
+    """run 中某一精度计过时的方阵 GEMM（m = k = n），从小到大；只取扫描，不含专门的峰值探针。
+
+    给出 :class:`~roofline_book.measure.records.Run` 时返回它的条目；给出 run file 的 mapping
+    时返回 mapping 中的条目。
+    """
+    typed = _typed(run)
+    probes = _probe_ids(typed)
+    entries = sorted(
+        (
+            e
+            for e in typed.results("gemm")
+            if e.precision == precision
+            and e.shape["m"] == e.shape["k"] == e.shape["n"]
+            and e.id not in probes
+        ),
+        key=lambda e: e.shape["n"],
+    )
+    if isinstance(run, Run):
+        return entries
+    raw = {e["id"]: e for e in run["results"]}
+    return [raw[e.id] for e in entries]
 
 
-def _gemm_precisions(run: Mapping[str, Any]) -> list[str]:
-    return [p for p in run["ceilings"]["peak_flops"] if square_gemms(run, p)]
+def _gemm_precisions(run: Run) -> list[str]:
+    return [p for p in run.ceilings.peak_flops if square_gemms(run, p)]
 
 
-def _seconds(entry: Mapping[str, Any]) -> float:
-    return entry["time"]["median_s"]
-
-
-def _by_impl(run: Mapping[str, Any], name: str) -> dict[tuple, dict[str, Mapping[str, Any]]]:
+def _by_impl(run: Run, name: str) -> dict[tuple, dict[str, Entry]]:
     """一个算子计过时的条目，按 (precision, shape) 分组，再按实现索引。"""
-    groups: dict[tuple, dict[str, Mapping[str, Any]]] = {}
-    for e in runfile.results(run, name):
-        key = (e["precision"], tuple(sorted(e["shape"].items())))
-        groups.setdefault(key, {})[e["impl"]] = e
+    groups: dict[tuple, dict[str, Entry]] = {}
+    for e in run.results(name):
+        key = (e.precision, tuple(sorted(e.shape.items())))
+        groups.setdefault(key, {})[e.impl] = e
     return groups
 
 
 def _not_measured(claim: str, rule: str, missing: str) -> Check:
-    return Check(claim, "not measured", f"{rule} (not measured: {missing})", missing=missing)
+    return Check(claim, "not measured", rule, missing=missing)
+
+
+def _raised(run: Run, precisions: Iterable[str]) -> list[Figure]:
+    """每种精度下比峰值探针更快、使峰值取了它的 GEMM（:func:`ceilings.peak`），各写成一个数字。"""
+    out = []
+    for p in precisions:
+        best = ceilings.peak(run, p)
+        if best is not None and best.raised:
+            ratio = best.value / best.probe
+            out.append(Figure(run.entry(best.entry), "above_peak_probe", ratio, "fraction"))
+    return out
 
 
 def entry_text(entry_id: str) -> str:
     """按读者写法给出条目的 id：算子、精度、shape（实现）。
+
+    手上只有 id 的调用者用它；有条目时用 :attr:`Entry.text`，不必解析字符串。
 
     Examples
     --------
@@ -146,280 +170,308 @@ def entry_text(entry_id: str) -> str:
     return f"{name} {precision} {shape_text(name, shape)}{tail}"
 
 
-def large_gemm_is_compute_bound(run: Mapping[str, Any]) -> Check:
-    """每种精度扫描中最大的方阵 GEMM 接近实测峰值。
+def large_gemm_is_compute_bound(run: Run) -> Check:
+    """每种精度扫描中最大的方阵 GEMM 接近实测峰值，且在 ridge point 右侧。
 
-    峰值来自专门的峰值探针，与扫描分开、分轮计时，所以被判定的条目绝不会就是判定它所用的上限。
-    有探针之前的 run 从扫描中取峰值；那时的参照是该精度*其他* GEMM 中最好的一个。
+    参照是峰值探针与该精度*其他* GEMM 中最好的一个，所以被判定的条目绝不会就是判定它所用的上限。
+    这个参照本身也是 GEMM：结论只说明最大的 GEMM 与这个库最好的表现相当，说明不了库离硬件的峰值
+    多远，一个各个尺寸都同样慢的库也会通过。
     """
-    claim = "Large GEMMs are compute-bound: they run close to the measured peak"
+    claim = "Large GEMMs are compute-bound: they run close to the peak the run's other GEMMs reach"
     rule = (
-        f"per precision, the largest square GEMM of the sweep reaches >= {NEAR_PEAK:.0%} of "
-        "the peak measured by a separate probe (in a run without one, of the best other GEMM) "
-        "and its intensity is right of the measured ridge point; inconclusive where the ratio "
-        "lies within its own spread of the threshold (half its IQR, the peak's rounds, "
-        f"{SPEED_TOLERANCE:.0%})"
+        f"per precision, the largest square GEMM of the sweep reaches >= {NEAR_PEAK:.0%} of the "
+        "best rate of the peak probe and the precision's other GEMMs, and its intensity is right "
+        "of the measured ridge point; inconclusive where the ratio lies within its own spread of "
+        f"the threshold (half its IQR, the peak's rounds, {_TOLERANCE_RULE}). The reference is "
+        "itself a GEMM: this shows the largest GEMM is as fast as the library's best, not that the "
+        "library reaches the hardware's peak (a uniformly slow library passes)"
     )
-    bandwidth = runfile.memory_roof(run)
+    bandwidth = run.memory_roof
     precisions = _gemm_precisions(run)
     if not precisions or bandwidth is None:
-        return _not_measured(claim, rule, "no GEMM sweep or no bandwidth ceiling")
-    probes = _probe_ids(run)
+        return _not_measured(claim, rule, "gemm_sweep_or_bandwidth")
+    tol = tolerance(run)
     figures: list[Figure] = []
     orders: list[Order] = []
-    seen = 0
+    seen = []
     for p in precisions:
         largest = square_gemms(run, p)[-1]
-        peak = _peak(run, p)
-        others = [
-            rates(e)[0]
-            for e in runfile.results(run, "gemm")
-            if e["precision"] == p and e["id"] != largest["id"]
-        ]
-        reference = peak if run["ceilings"]["peak_flops"][p]["entry"] in probes else None
-        reference = reference or (max(others) if others else None)
-        if reference is None or peak is None:
+        reference = ceilings.peak(run, p, excluding=largest.id)
+        best = ceilings.peak(run, p)
+        if reference is None or best is None:
             continue
-        seen += 1
-        fraction = rates(largest)[0] / reference
-        intensity, ridge = model_cost(largest).intensity, peak / bandwidth
-        orders += [
-            against(fraction, NEAR_PEAK, _noise(largest, ceilings=(_ceiling(run, p),))),
-            _holds(intensity >= ridge),
-        ]
-        label = f"{p} n={largest['shape']['n']}"
+        seen.append(p)
+        fraction = largest.rates[0] / reference.value
+        intensity, ridge = largest.cost.intensity, best.value / bandwidth
+        spread = _spread(run.ceilings.peak_flops.get(p))
+        noise = _noise(largest.timed, spreads=(spread,), tolerance=tol)
+        orders += [against(fraction, NEAR_PEAK, noise), _holds(intensity >= ridge)]
         figures += [
-            Figure(f"{label}: achieved / peak", fraction, "fraction"),
-            Figure(f"{label}: intensity", intensity, "FLOP/B"),
-            Figure(f"{p}: ridge point", ridge, "FLOP/B"),
+            Figure(largest, "achieved_over_peak", fraction, "fraction"),
+            Figure(largest, "intensity", intensity, "FLOP/B"),
+            Figure(Ref("precision", p), "ridge_point", ridge, "FLOP/B"),
         ]
     if not seen:
-        return _not_measured(claim, rule, "no precision with two or more GEMMs timed")
+        return _not_measured(claim, rule, "gemm_reference")
+    figures += _raised(run, seen)
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def elementwise_is_memory_bound(run: Mapping[str, Any]) -> Check:
-    """add 和 ReLU 以接近 copy 带宽的速度流式读写，只用到峰值 FLOP/s 的一小部分。"""
-    claim = "Elementwise operators are memory-bound: bandwidth near copy, FLOP/s far below peak"
-    rule = (
-        f"the largest add and ReLU per precision reach >= {NEAR_COPY:.0%} of the copy "
-        f"bandwidth and <= {TINY_FLOP_FRACTION:.0%} of the peak FLOP/s"
+def elementwise_is_memory_bound(run: Run) -> Check:
+    """add 和 ReLU 从内存流过时，带宽接近 copy：它们的时间由搬运的字节决定。
+
+    只判带宽。它们的 FLOP/s 与矩阵单元峰值之比无论机器怎样都远低于任何阈值（算术强度远在 ridge
+    point 左侧），判它什么也说明不了。
+    """
+    claim = (
+        "Elementwise operators are memory-bound: streaming from memory, they move data close to "
+        "the copy bandwidth"
     )
-    copy = run["ceilings"]["bandwidth"].get("copy")
-    peaks = run["ceilings"]["peak_flops"]
-    if copy is None or not peaks or _bandwidth(run) is None:
-        return _not_measured(claim, rule, "no copy bandwidth from beyond the cache, or no peak")
-    figures: list[Figure] = []
+    rule = (
+        f"the largest add and ReLU per precision, moving >= {CACHE_MARGIN}x the last-level cache, "
+        f"reach >= {NEAR_COPY:.0%} of the copy bandwidth; inconclusive where the ratio lies within "
+        f"its spread of the threshold (half the IQRs, the copy's rounds, {_TOLERANCE_RULE})"
+    )
+    copy = run.ceilings.bandwidth.get("copy")
+    if copy is None or _bandwidth(run) is None:
+        return _not_measured(claim, rule, "streaming_copy")
+    tol = tolerance(run)
+    copy_time = run.ceiling_entry(copy).timed
+    figures: list[Figure] = [Figure(Ref("ceiling", "copy"), "bandwidth", copy.value, "B/s")]
     orders: list[Order] = []
-    seen = 0
     for name in names("elementwise"):
-        for p in sorted({e["precision"] for e in runfile.results(run, name)}):
-            entries = [e for e in runfile.results(run, name) if e["precision"] == p]
-            largest = max(entries, key=lambda e: e["shape"]["numel"])
-            if not streams_from_memory(run, model_cost(largest)):
+        for p in sorted({e.precision for e in run.results(name)}):
+            largest = max(
+                (e for e in run.results(name) if e.precision == p), key=lambda e: e.shape["numel"]
+            )
+            if not streams_from_memory(run, largest.cost):
                 continue
-            seen += 1
-            flops, bandwidth = rates(largest)
-            peak = _peak(run, p) or max(c["value"] for c in peaks.values())
-            to_copy, to_peak = bandwidth / copy["value"], flops / peak
-            copy_entry = next(e for e in runfile.results(run) if e["id"] == copy["entry"])
-            orders += [
-                against(to_copy, NEAR_COPY, _noise(largest, copy_entry, ceilings=(copy,))),
-                against(to_peak, TINY_FLOP_FRACTION, _noise(largest), above=False),
-            ]
-            label = f"{name} {p} {shape_text(name, largest['shape'])}"
+            bandwidth = largest.rates[1]
+            to_copy = bandwidth / copy.value
+            noise = _noise(largest.timed, copy_time, spreads=(copy.spread,), tolerance=tol)
+            orders.append(against(to_copy, NEAR_COPY, noise))
             figures += [
-                Figure(f"{label}: bandwidth", bandwidth, "B/s"),
-                Figure(f"{label}: bandwidth / copy", to_copy, "fraction"),
-                Figure(f"{label}: FLOP/s / peak", to_peak, "fraction"),
+                Figure(largest, "bandwidth", bandwidth, "B/s"),
+                Figure(largest, "bandwidth_over_copy", to_copy, "fraction"),
             ]
-    if not seen:
-        return _not_measured(claim, rule, "no add or ReLU large enough to leave the cache")
-    figures.insert(0, Figure("copy: bandwidth", copy["value"], "B/s"))
+    if not orders:
+        return _not_measured(claim, rule, "streaming_elementwise")
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def small_gemm_is_far_from_peak(run: Mapping[str, Any]) -> Check:
+def small_gemm_is_far_from_peak(run: Run) -> Check:
     """小 GEMM（:data:`~roofline_book.measure.suites.SMALL_GEMM`）离峰值很远。"""
     m, k, n = SMALL_GEMM
     claim = f"A small GEMM ({m}x{k} times {k}x{n}) is far from the peak"
-    rule = f"per precision, it reaches <= {FAR_FROM_PEAK:.0%} of the measured peak"
+    rule = (
+        f"per precision, it reaches <= {FAR_FROM_PEAK:.0%} of the measured peak (the best of the "
+        "peak probe and the other GEMMs); inconclusive within its spread of the threshold"
+    )
+    tol = tolerance(run)
     figures: list[Figure] = []
     orders: list[Order] = []
-    for e in runfile.results(run, "gemm"):
-        if (e["shape"]["m"], e["shape"]["k"], e["shape"]["n"]) != (m, k, n):
+    for e in run.results("gemm"):
+        if (e.shape["m"], e.shape["k"], e.shape["n"]) != (m, k, n):
             continue
-        peak = _peak(run, e["precision"])
-        if peak is None:
+        best = ceilings.peak(run, e.precision, excluding=e.id)
+        if best is None:
             continue
-        fraction = rates(e)[0] / peak
-        noise = _noise(e, ceilings=(_ceiling(run, e["precision"]),))
+        fraction = e.rates[0] / best.value
+        spread = _spread(run.ceilings.peak_flops.get(e.precision))
+        noise = _noise(e.timed, spreads=(spread,), tolerance=tol)
         orders.append(against(fraction, FAR_FROM_PEAK, noise, above=False))
         figures += [
-            Figure(f"{e['precision']}: achieved", rates(e)[0], "FLOP/s"),
-            Figure(f"{e['precision']}: achieved / peak", fraction, "fraction"),
+            Figure(e, "achieved", e.rates[0], "FLOP/s"),
+            Figure(e, "achieved_over_peak", fraction, "fraction"),
         ]
     if not figures:
-        return _not_measured(claim, rule, f"no {m}x{k}x{n} GEMM")
+        return _not_measured(claim, rule, "small_gemm")
+    figures += _raised(
+        run, sorted({f.subject.precision for f in figures if isinstance(f.subject, Entry)})
+    )
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def gemm_rises_with_n(run: Mapping[str, Any]) -> Check:
+def gemm_rises_with_n(run: Run) -> Check:
     """方阵 GEMM 的 FLOP/s 从扫描中最小的尺寸到最大的尺寸递增。"""
     claim = "GEMM throughput rises with n"
     rule = (
         f"per precision, the largest n runs >= {RISE_FACTOR:g}x the smallest n's FLOP/s, "
-        "and the best n lies in the larger half of the sweep"
+        "and the best n lies in the larger half of the sweep; inconclusive where the factor lies "
+        f"within the two timings' spread of the threshold (half their IQRs, {_TOLERANCE_RULE})"
     )
+    tol = tolerance(run)
     figures: list[Figure] = []
     orders: list[Order] = []
-    seen = 0
     for p in _gemm_precisions(run):
         sweep = square_gemms(run, p)
         if len(sweep) < 3:
             continue
-        seen += 1
-        flops = [rates(e)[0] for e in sweep]
+        flops = [e.rates[0] for e in sweep]
         best = max(range(len(sweep)), key=flops.__getitem__)
+        noise = _noise(sweep[0].timed, sweep[-1].timed, tolerance=tol)
         orders += [
-            against(flops[-1] / flops[0], RISE_FACTOR, _noise(sweep[0], sweep[-1])),
+            against(flops[-1] / flops[0], RISE_FACTOR, noise),
             _holds(best >= len(sweep) // 2),
         ]
-        figures += [
-            Figure(f"{p} n={e['shape']['n']}: achieved", f, "FLOP/s")
-            for e, f in zip(sweep, flops, strict=True)
-        ]
-        figures.append(Figure(f"{p}: largest / smallest", flops[-1] / flops[0], "ratio"))
-    if not seen:
-        return _not_measured(claim, rule, "no sweep of three or more square GEMMs")
+        figures += [Figure(e, "achieved", f, "FLOP/s") for e, f in zip(sweep, flops, strict=True)]
+        figures.append(
+            Figure(Ref("precision", p), "largest_over_smallest", flops[-1] / flops[0], "ratio")
+        )
+    if not orders:
+        return _not_measured(claim, rule, "gemm_sweep")
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def fused_adamw_is_fastest(run: Mapping[str, Any]) -> Check:
-    """每个 AdamW shape 上，时间满足 fused <= foreach <= loop，允许计时误差。"""
-    claim = "Fused AdamW is at least as fast as foreach, and foreach as the per-tensor loop"
+def fused_adamw_is_fastest(run: Run) -> Check:
+    """每个 AdamW shape 上，fused 比 foreach 快，foreach 比逐张量的 loop 快，都超出计时的离散。"""
+    claim = "Fused AdamW is faster than foreach, and foreach faster than the per-tensor loop"
     rule = (
-        f"fused faster than foreach and foreach faster than loop, each beyond both timings' "
-        f"interquartile spans and {SPEED_TOLERANCE:.0%}; inconclusive where the spans overlap"
+        "fused faster than foreach and foreach faster than loop, each beyond both timings' "
+        f"interquartile spans and {_TOLERANCE_RULE}; inconclusive where they overlap"
     )
+    tol = tolerance(run)
     figures: list[Figure] = []
     orders: list[Order] = []
-    seen = 0
-    for (precision, shape), impls in _by_impl(run, "adamw").items():
+    for impls in _by_impl(run, "adamw").values():
         if not {"loop", "foreach", "fused"} <= impls.keys():
             continue
-        seen += 1
-        t = {impl: _seconds(impls[impl]) for impl in ("loop", "foreach", "fused")}
-        orders += [order(impls["fused"], impls["foreach"]), order(impls["foreach"], impls["loop"])]
-        label = f"{precision} {shape_text('adamw', dict(shape))}"
-        figures += [Figure(f"{label}: {impl} time", t[impl], "s") for impl in t]
-        figures.append(Figure(f"{label}: loop / fused time", t["loop"] / t["fused"], "ratio"))
-    if not seen:
-        return _not_measured(claim, rule, "no AdamW shape with loop, foreach and fused all timed")
+        loop, foreach, fused = impls["loop"], impls["foreach"], impls["fused"]
+        orders += [order(fused.timed, foreach.timed, tol), order(foreach.timed, loop.timed, tol)]
+        figures += [Figure(e, "time", e.median_s, "s") for e in (loop, foreach, fused)]
+        ratio = loop.median_s / fused.median_s
+        figures.append(Figure(fused, "loop_over_fused_time", ratio, "ratio"))
+    if not orders:
+        return _not_measured(claim, rule, "adamw_impls")
     return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
-def sdpa_beats_materialized(run: Mapping[str, Any]) -> Check:
-    """在最长的序列上，SDPA 比 materialized attention 快，搬运的数据也更少。"""
-    claim = "SDPA (FlashAttention) is faster than materialized attention and moves less"
+def sdpa_beats_materialized(run: Run) -> Check:
+    """在最长的序列上，SDPA 比 materialized attention 快。
+
+    两者的模型字节数之比列在旁边供读者参考；它是模型的数，不是测量，不参与判定。
+    """
+    claim = "SDPA (FlashAttention) is faster than materialized attention"
     rule = (
         "at the longest sequence timed both ways, SDPA is faster beyond both timings' "
-        f"interquartile spans and {SPEED_TOLERANCE:.0%} (inconclusive where they overlap); "
-        "that it moves less rests on the model's bytes, not on a measurement"
+        f"interquartile spans and {_TOLERANCE_RULE} (inconclusive where they overlap); "
+        "the ratio of the model's bytes is shown, not judged: it is not a measurement"
     )
-    pairs = _by_impl(run, "attention")
-    both = [(key, p) for key, p in pairs.items() if {"materialized", "sdpa"} <= p.keys()]
-    if not both:
-        return _not_measured(claim, rule, "no shape timed both materialized and with SDPA")
-    ordered = sorted(both, key=lambda pair: dict(pair[0][1])["seq_q"])
+    pairs = [p for p in _by_impl(run, "attention").values() if {"materialized", "sdpa"} <= p.keys()]
+    if not pairs:
+        return _not_measured(claim, rule, "attention_impls")
+    pairs.sort(key=lambda p: p["sdpa"].shape["seq_q"])
     figures = []
-    for (_, shape), p in ordered:
+    for p in pairs:
         mat, fl = p["materialized"], p["sdpa"]
-        label = f"seq={dict(shape)['seq_q']}"
         figures += [
-            Figure(f"{label}: materialized time", _seconds(mat), "s"),
-            Figure(f"{label}: sdpa time", _seconds(fl), "s"),
-            Figure(f"{label}: materialized / sdpa time", _seconds(mat) / _seconds(fl), "ratio"),
+            Figure(mat, "time", mat.median_s, "s"),
+            Figure(fl, "time", fl.median_s, "s"),
+            Figure(fl, "materialized_over_sdpa_time", mat.median_s / fl.median_s, "ratio"),
             Figure(
-                f"{label}: model bytes materialized / flash",
-                model_cost(mat).bytes / model_cost(fl).bytes,
-                "ratio",
+                fl, "model_bytes_materialized_over_sdpa", mat.cost.bytes / fl.cost.bytes, "ratio"
             ),
         ]
-    mat, fl = ordered[-1][1]["materialized"], ordered[-1][1]["sdpa"]  # the longest sequence
-    if model_cost(fl).bytes >= model_cost(mat).bytes:
-        return Check(claim, "fail", rule, tuple(figures))
-    return Check(claim, _verdict_of([order(fl, mat)]), rule, tuple(figures))
+    mat, fl = pairs[-1]["materialized"], pairs[-1]["sdpa"]  # the longest sequence
+    verdict = _verdict_of([order(fl.timed, mat.timed, tolerance(run))])
+    return Check(claim, verdict, rule, tuple(figures))
 
 
-def bf16_beats_fp32(run: Mapping[str, Any]) -> Check:
+def bf16_beats_fp32(run: Run) -> Check:
     """在两种精度都测过的最大方阵尺寸上，BF16 GEMM 比 FP32 的快。"""
     claim = "BF16 GEMMs are faster than FP32 GEMMs"
     rule = (
         "at the largest n timed in both, BF16 is faster beyond both timings' interquartile "
-        f"spans and {SPEED_TOLERANCE:.0%}; inconclusive where they overlap"
+        f"spans and {_TOLERANCE_RULE}; inconclusive where they overlap"
     )
-    fp32 = {e["shape"]["n"]: e for e in square_gemms(run, "fp32")}
-    bf16 = {e["shape"]["n"]: e for e in square_gemms(run, "bf16")}
+    fp32 = {e.shape["n"]: e for e in square_gemms(run, "fp32")}
+    bf16 = {e.shape["n"]: e for e in square_gemms(run, "bf16")}
     common = sorted(fp32.keys() & bf16.keys())
     if not common:
-        return _not_measured(claim, rule, "no square GEMM size timed in both BF16 and FP32")
-    n = common[-1]
-    t32, t16 = _seconds(fp32[n]), _seconds(bf16[n])
+        return _not_measured(claim, rule, "bf16_fp32_pair")
+    a, b = fp32[common[-1]], bf16[common[-1]]
     figures = (
-        Figure(f"n={n}: fp32 time", t32, "s"),
-        Figure(f"n={n}: bf16 time", t16, "s"),
-        Figure(f"n={n}: fp32 / bf16 time", t32 / t16, "ratio"),
+        Figure(a, "time", a.median_s, "s"),
+        Figure(b, "time", b.median_s, "s"),
+        Figure(b, "fp32_over_bf16_time", a.median_s / b.median_s, "ratio"),
     )
-    return Check(claim, _verdict_of([order(bf16[n], fp32[n])]), rule, figures)
+    return Check(claim, _verdict_of([order(b.timed, a.timed, tolerance(run))]), rule, figures)
 
 
-def roofline_bounds_time(run: Mapping[str, Any]) -> Check:
-    """没有条目快过测得上限给出的下界；同时报告预测的误差。
+def bound_seconds(entry: Entry, roofs: Ceilings) -> float | None:
+    """测得的上限允许 ``entry`` 的最短时间（秒）：结论 8 取下界的唯一入口
+    （:func:`roofline_book.bounds.bound`，经由
+    :func:`~roofline_book.measure.predict.bound_seconds`）。"""
+    return predict.bound_seconds(entry, roofs)
+
+
+def _bound_spread(run: Run, precision: str) -> float:
+    """一个下界可能用到的上限（该精度与 FP32 的峰值、各带宽与各级 cache）中最大的各轮离散。"""
+    c = run.ceilings
+    used: Sequence[Ceiling | None] = [
+        c.peak_flops.get(precision),
+        c.peak_flops.get("fp32"),
+        *c.bandwidth.values(),
+        *c.cache_bandwidth.values(),
+    ]
+    return max((_spread(u) for u in used), default=0.0)
+
+
+def roofline_bounds_time(run: Run) -> Check:
+    """没有条目快过测得上限给出的下界，超出噪声地快过则不成立；同时报告预测的误差。
 
     下界让每个条目受它的工作所用的每种单元的上限约束，也受它的数据必须到达的存储层级约束
-    （:func:`roofline_book.measure.predict.bound_seconds`）。
+    （:func:`bound_seconds`）。峰值取 run 在矩阵单元上见过的最好水平
+    （:func:`roofline_book.measure.ceilings.peak`，经由
+    :func:`~roofline_book.measure.ceilings.of_run`）。一个条目的实测时间低于下界，但低得不超过
+    它的噪声（半个 IQR、所用上限各轮之间的离散、run 的计时余量）时，结论无法判定；超过噪声时不成立。
     """
     claim = "The roofline of the measured ceilings bounds every operator's time"
     rule = (
-        f"no timed entry runs faster than {1 - BOUND_TOLERANCE:.0%} of the least time the "
-        "measured ceilings allow it: its FLOPs at the peak of each unit it uses, its bytes at "
-        "the bandwidth of the level its data must reach (DRAM when it streams, the cache "
-        "level that holds it otherwise, none where no roof was measured for that level)"
+        "no timed entry runs faster than the least time the measured ceilings allow it: its "
+        "FLOPs at the peak of each unit it uses (the best rate the run saw on that unit: the peak "
+        "probe, or a GEMM of the sweep faster than it), its bytes at the bandwidth of the level "
+        "its data must reach (DRAM when it streams, the cache level that holds it otherwise, none "
+        "where no roof was measured for that level); an entry faster than its bound by less than "
+        "its noise (half its IQR, the largest spread among the ceilings a bound uses, "
+        f"{_TOLERANCE_RULE}) makes the claim inconclusive, by more, false"
     )
-    if runfile.memory_roof(run) is None:
-        return _not_measured(claim, rule, "no bandwidth ceiling")
-    items = [p for p in predict.predictions(run) if p.bound_s is not None]
-    if not items:
-        return _not_measured(claim, rule, "no timed operator with a measured peak")
-    judged = [(p, p.bound_s) for p in items if p.excluded != "ceiling" and p.bound_s]
-    beaten = [p for p, bound in judged if p.measured_s < (1 - BOUND_TOLERANCE) * bound]
+    if run.memory_roof is None:
+        return _not_measured(claim, rule, "bandwidth")
+    roofs, probes = ceilings.of_run(run), predict.probe_ids(run)
+    tol = tolerance(run)
+    judged = []
+    for e in run.results():
+        bound = None if e.id in probes else bound_seconds(e, roofs)
+        if bound:
+            noise = _noise(e.timed, spreads=(_bound_spread(run, e.precision),), tolerance=tol)
+            judged.append((e, bound / e.median_s, noise))
+    if not judged:
+        return _not_measured(claim, rule, "bounded_entry")
+    orders = [within(ratio, noise) for _, ratio, noise in judged]
+    beaten = sorted((j for j in judged if j[1] > 1), key=lambda j: -j[1])
+    everyone = Ref("run")
     figures = [
-        Figure("entries judged", len(judged), "count"),
-        Figure("of those, faster than the bound allows", len(beaten), "count"),
+        Figure(everyone, "entries_judged", len(judged), "count"),
+        Figure(everyone, "beat_bound", len(beaten), "count"),
+        Figure(everyone, "beat_bound_beyond_noise", orders.count("slower"), "count"),
     ]
-    if judged:
-        tightest, bound = max(judged, key=lambda pair: pair[1] / pair[0].measured_s)
-        figures.append(
-            Figure(
-                f"{entry_text(tightest.id)}: tightest bound / measured",
-                bound / tightest.measured_s,
-                "fraction",
-            )
-        )
-    error = predict.median_error(items)
+    for e, ratio, noise in beaten or [max(judged, key=lambda j: j[1])]:
+        figures.append(Figure(e, "bound_over_measured", ratio, "fraction"))
+        if ratio > 1:
+            figures.append(Figure(e, "noise", noise, "fraction"))
+    figures += _raised(run, run.ceilings.peak_flops)
+    error = predict.median_error(predict.predictions(run))
     if error is not None:
-        figures.append(
-            Figure("prediction: median |predicted - measured| / measured", error, "fraction")
-        )
-    return Check(claim, _verdict(not beaten), rule, tuple(figures))
+        figures.append(Figure(everyone, "prediction_error", error, "fraction"))
+    return Check(claim, _verdict_of(orders), rule, tuple(figures))
 
 
 WRITE_ALLOCATE_AGREEMENT = 0.15
 """计入 write-allocate 字节后，最快的带宽探针与最慢的相差在这个比例之内时，三个带宽探针算作一致。"""
 
 
-def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
+def write_allocate_explains_bandwidths(run: Run) -> Check:
     """在 CPU 上，计入 write-allocate 读取后，copy、triad 和原地 triad 的带宽趋于一致。"""
     claim = (
         "On this CPU a store to a line not in cache first reads it (write-allocate): counting "
@@ -427,35 +479,35 @@ def write_allocate_explains_bandwidths(run: Mapping[str, Any]) -> Check:
     )
     rule = (
         "the three probes' rates with write-allocate bytes counted lie within "
-        f"{WRITE_ALLOCATE_AGREEMENT:.0%} of each other, closer than from the model's bytes, "
-        "beyond the probes' own round-to-round spread (inconclusive within it)"
+        f"{WRITE_ALLOCATE_AGREEMENT:.0%} of each other and closer than from the model's bytes, "
+        "each beyond the probes' largest round-to-round spread and "
+        f"{_TOLERANCE_RULE} (inconclusive within them)"
     )
-    if run["device"]["type"] != "cpu":
-        return _not_measured(claim, rule, "not a CPU run")
+    if run.device.type != "cpu":
+        return _not_measured(claim, rule, "cpu")
     rates_ = predict.write_allocate_rates(run)
-    if len(rates_) < 3 or not any(
-        "write_allocate_bytes" in e for e in runfile.results(run) if e["name"] == "copy"
-    ):
-        return _not_measured(
-            claim, rule, "no copy, triad and in-place triad with write-allocate bytes"
-        )
+    if len(rates_) < 3 or not any(e.write_allocate_bytes is not None for e in run.results("copy")):
+        return _not_measured(claim, rule, "write_allocate_probes")
     plain = [r for r, _ in rates_.values()]
     counted = [w for _, w in rates_.values()]
     spread_plain, spread_counted = max(plain) / min(plain) - 1, max(counted) / min(counted) - 1
     figures = []
     for kind, (model, allocated) in rates_.items():
+        probe = Ref("ceiling", kind)
         figures += [
-            Figure(f"{kind}: model bytes", model, "B/s"),
-            Figure(f"{kind}: with write-allocate", allocated, "B/s"),
+            Figure(probe, "bandwidth_model_bytes", model, "B/s"),
+            Figure(probe, "bandwidth_write_allocate", allocated, "B/s"),
         ]
     figures += [
-        Figure("probes: spread, model bytes", spread_plain, "fraction"),
-        Figure("probes: spread, with write-allocate", spread_counted, "fraction"),
+        Figure(Ref("run"), "spread_model_bytes", spread_plain, "fraction"),
+        Figure(Ref("run"), "spread_write_allocate", spread_counted, "fraction"),
     ]
-    noise = max(run["ceilings"]["bandwidth"][k].get("spread", 0.0) for k in rates_)
-    if spread_counted >= spread_plain or spread_counted - noise > WRITE_ALLOCATE_AGREEMENT:
+    noise = max(_spread(run.ceilings.bandwidth[k]) for k in rates_) + tolerance(run)
+    worse = spread_counted - spread_plain > noise  # counting the fills moves them apart
+    if worse or spread_counted - noise > WRITE_ALLOCATE_AGREEMENT:
         return Check(claim, "fail", rule, tuple(figures))
-    ok = spread_counted + noise <= WRITE_ALLOCATE_AGREEMENT
+    closer = spread_plain - spread_counted > noise
+    ok = closer and spread_counted + noise <= WRITE_ALLOCATE_AGREEMENT
     return Check(claim, "pass" if ok else "inconclusive", rule, tuple(figures))
 
 
@@ -473,36 +525,29 @@ CHECKS = (
 """全部检验，按 :func:`check_claims` 运行它们的顺序。"""
 
 
-def check_claims(run: Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
+def check_claims(run: Run | Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
     """用一次 run 检验本书的每一条结论。
 
     Parameters
     ----------
-    run : Mapping or path
-        一个 run（即 :func:`roofline_book.measure.run.run_suite` 的返回值），或
-        run file 的路径；路径会被读取并按 schema 校验。mapping 则检查自洽性，
-        装了 ``jsonschema`` 时也按 schema 校验。
+    run : Run, Mapping or path
+        一个 :class:`~roofline_book.measure.records.Run`；一个 run 的 mapping（即
+        :func:`roofline_book.measure.run.run_suite` 的返回值），会检查自洽性，装了
+        ``jsonschema`` 时也按 schema 校验；或 run file 的路径，会被读取并按 schema 校验。
 
     Returns
     -------
     list of roofline_book.measure.verdicts.Check
-        每条结论一项，顺序与 :data:`CHECKS` 相同。漂移探针判定为不稳定的 run
-        （``run["stability"]["stable"]`` 为假）中，没有结论通过或不通过：
-        每一条都是无法判定。
+        每条结论一项，顺序与 :data:`CHECKS` 相同。哨兵测得机器在 run 中的变化超过
+        :data:`~roofline_book.measure.verdicts.SPEED_TOLERANCE` 时（run 不稳定），每个比较的余量
+        放宽到这个变化（:func:`~roofline_book.measure.verdicts.tolerance`）：差别比它小的比较无法判定。
     """
     if isinstance(run, (str, os.PathLike)):
-        run = runfile.read_run(run)
-    else:
+        run = runfile.load_run(run)
+    elif not isinstance(run, Run):
         runfile.validate_run(run, require_schema=False)
-    checks = [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
-    if run.get("stability", {}).get("stable") is False:  # the machine changed under the run
-        checks = [
-            dataclasses.replace(c, verdict="inconclusive", rule=f"{c.rule} (run unstable)")
-            if c.verdict in ("pass", "fail")
-            else c
-            for c in checks
-        ]
-    return checks
+        run = Run.from_mapping(run)
+    return [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
 
 
 def format_checks(checks: Iterable[Check]) -> str:

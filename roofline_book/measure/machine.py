@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+
 
 def cpu_model() -> str:
     """CPU 的型号名称（``/proc/cpuinfo``，否则取 ``platform`` 给出的）。"""
@@ -142,7 +144,9 @@ def describe_device(device: Any) -> dict[str, Any]:
 
 
 def describe_software(device: Any) -> dict[str, str | None]:
-    """run file 中的 ``software`` 记录：Python、torch、CUDA（或 HIP）与驱动的版本。"""
+    """run file 中的 ``software`` 记录：Python、torch、CUDA（或 HIP）与驱动的版本，以及写下它的
+    roofline-book 的版本。
+    """
     import torch
 
     device = torch.device(device)
@@ -153,6 +157,7 @@ def describe_software(device: Any) -> dict[str, str | None]:
         "torch": torch.__version__,
         "cuda": toolkit,
         "driver": driver_version() if device.type == "cuda" else None,
+        "roofline_book": __version__,
     }
 
 

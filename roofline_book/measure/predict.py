@@ -1,50 +1,50 @@
 """一次 run 自己测得的上限对每个计时条目说了什么：一个下界和一个预测。
 
-两者都从测得上限的 roofline 出发，再加上两条 roof 的模型没有考虑、而机器实际会做的事：
+两者都调用同一个 :func:`roofline_book.bounds.bound`，所用的上限都来自 run
+（:func:`roofline_book.measure.ceilings.of_run`），只是取法不同：
 
-- **数据必须到达的存储层级。** 工作集（每个 kernel 的流量）装得进一个测过 roof 的 cache 层级
-  （CPU 的 cache 探针）的条目，受该层级带宽约束；工作集为末级 cache 的
-  :data:`~roofline_book.measure.suites.CACHE_MARGIN` 倍或更多、或在冲刷 L2 之后计时的条目，
-  受 DRAM 约束。
-- **write-allocate**（CPU 的 run）：x86 核心向它没有持有的 cache line 写入之前，先读入这一行，
-  所以非原地的 kernel 写出的字节要搬运两次。run 为每个条目记下这些字节
-  （``write_allocate_bytes``）；各 roof 也计入它们，所以没有这类字节的原地 triad，与有多少写就有
-  多少这类字节的 copy，在模型正确时给出相同的带宽（:func:`write_allocate_rates`）。
-- **每个 kernel 的固定开销**（开销主导的区间）：拟合为每个 GEMM 和 elementwise 算子最小的
-  case 超出其 roofline 时间的部分的中位数，按每个 kernel 计。
+- **下界** （:func:`bound_seconds`）：每个单元取 run 见过的最好水平，数据在装得下它的层级中
+  （``resident=True``，一级装得下至多 :data:`~roofline_book.bounds.CACHE_MARGIN` 倍容量的工作集；
+  在冲刷 L2 之后计时的条目从主存开始）。真实的 run 超过它的幅度绝不会大于噪声。
+- **预测** （:func:`predictions`）：再加上两条 roof 的模型没有考虑、而机器实际会做的事。
 
-``bound = max(matrix FLOPs / peak, vector FLOPs / vector peak, bytes / roof)``，roof 取数据
-可能由之供给的最快一级；真实的 run 超过它的幅度绝不会大于噪声。
+  - **数据必须到达的存储层级。** 一级只装得下它容量的 :data:`CACHE_FILL`，即测它的探针所用的
+    份额；没有测过带宽的更快层级（L1）由最快的测过层级代替。
+  - **write-allocate** （CPU 的 run）：x86 核心向它没有持有的 cache line 写入之前，先读入这一行，
+    所以非原地的 kernel 写出的字节要搬运两次。run 为每个条目记下这些字节
+    （``write_allocate_bytes``）；各 roof 也计入它们，所以没有这类字节的原地 triad，与有多少写就有
+    多少这类字节的 copy，在模型正确时给出相同的带宽（:func:`write_allocate_rates`）。DRAM 取与条目
+    数据流模式相同的带宽探针。
+  - **各单元依次运行**：一个核先后做矩阵、向量和特殊函数运算，所以它们的时间相加；矩阵单元取峰值
+    GEMM 各轮的中位数（各 case 运行时单元通常的水平），elementwise 类算子的向量运算取测得的
+    elementwise 速率（``ceilings.vector_flops``）。
+  - **每个 kernel 的固定开销** （开销主导的区间）：拟合为每个 GEMM 和 elementwise 算子最小的
+    case 超出其 roofline 时间的部分的中位数，按每个 kernel 计。
+
 ``predicted = kernels x t0 + max(compute, traffic / roof)``，流量中计入实现实际运行的内容
-（``implementation``）和 write-allocate 字节，各计算单元的时间相加（一个核依次运行它们）。
-下界取每个峰值 GEMM 最好的一轮（单元能做到的最好水平）；预测取它中位数的一轮（各 case 运行时
-单元通常的水平）。
-
-在 CPU 上，向量峰值取测得的 FP32 GEMM 峰值：FP32 GEMM 与 elementwise 运算运行在同样的
-AVX-512 FMA 单元上，而且达到了它们的最高速率（elementwise 算子超不过它，所以下界仍是下界）。
+（``implementation``）和 write-allocate 字节。
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from ..bounds import COMPUTE_RESOURCES, Ceilings, TimeBound, bound
 from ..ops import Cost
-from . import runfile
 from .cases import OPERATORS
-from .runfile import model_cost
-from .suites import CACHE_MARGIN, CACHE_PROBE_FRACTION
-
-DRAM = "DRAM"
-"""所有 cache 之外那一级存储的名称。"""
+from .ceilings import of_run
+from .records import Entry, Run, as_run
+from .suites import CACHE_PROBE_FRACTION
 
 CACHE_FILL = 1 / CACHE_PROBE_FRACTION
 """预测允许一个 cache 层级装下条目数据的量，至多为其容量的这个比例，也就是测它的探针所用的比例：
 这么多已经证明能留在其中，而与其他核（在虚拟机上还有其他租户）共用的 cache 可能留不住其余的
-部分。下界则允许它装满。（取一半容量时，在构建用虚拟机共享的 105 MiB L3 上，48 到 64 MB 的
-case 被预测在 L3 roof 上，实际却以 DRAM 的速度运行。）
+部分。下界则允许它装下 :data:`~roofline_book.bounds.CACHE_MARGIN` 倍。（取一半容量时，在构建用
+虚拟机共享的 105 MiB L3 上，48 到 64 MB 的 case 被预测在 L3 roof 上，实际却以 DRAM 的速度运行。）
 """
 
 ELEMENTWISE_FAMILIES = ("elementwise", "norm")
@@ -54,220 +54,122 @@ ELEMENTWISE_FAMILIES = ("elementwise", "norm")
 """
 
 
-@dataclass(frozen=True)
-class Roofs:
-    """一次 run 测得的上限，按下界与预测所用的方式整理。
-
-    Attributes
-    ----------
-    peaks : dict
-        每种精度的峰值 FLOP/s（峰值 GEMM）。
-    vector_peak : float or None
-        向量单元的 FLOP/s：FP32 峰值（见模块说明）。
-    dram : float or None
-        DRAM 带宽（byte/s）：最好的带宽探针，计入 write-allocate 字节。
-    levels : tuple
-        ``(str, int, float)`` 的序列：测过 roof 的 cache 层级，从小到大：名称、字节数、byte/s。
-    unprobed : tuple of int
-        没有 roof 的更快层级（L1）的大小（byte）。
-    last_level : int or None
-        末级 cache 或 L2 的大小（byte）。
-    write_allocate : bool
-        流量是否计入 write-allocate 字节（CPU 的 run）。
-    probes : frozenset of str
-        本身就是上限的条目。
-    streams : dict
-        每个带宽探针计入 write-allocate 字节后的 DRAM 速率（byte/s），按方式索引：预测让 kernel
-        受与它的数据流模式相同的探针约束。
-    vector : dict
-        每种精度下向量单元做 elementwise 运算的 FLOP/s，来自 run 中驻留 cache 的 ``vector``
-        探针（L2 之内的 add）；只用于预测，不用于下界（别的 elementwise kernel 可能更快）。
-    typical_peaks : dict
-        每种精度下峰值 GEMM 各轮中位数对应的 FLOP/s：矩阵单元在 run 期间通常保持的速率，预测
-        用它；下界用最好的一轮（``peaks``）。在共享机器上两者可能相差 2 倍以上。
-    """
-
-    peaks: dict[str, float]
-    vector_peak: float | None
-    dram: float | None
-    levels: tuple[tuple[str, int, float], ...] = ()
-    unprobed: tuple[int, ...] = ()
-    last_level: int | None = None
-    write_allocate: bool = False
-    probes: frozenset[str] = field(default_factory=frozenset)
-    streams: dict[str, float] = field(default_factory=dict)
-    vector: dict[str, float] = field(default_factory=dict)
-    typical_peaks: dict[str, float] = field(default_factory=dict)
-
-
-def _typical_seconds(entry: Mapping[str, Any]) -> float:
-    """一个探针各轮中位数的中位数（秒）；它最好的一轮就是上限。"""
-    return statistics.median(entry.get("rounds_s") or [entry["time"]["median_s"]])
-
-
-def _running(entry: Mapping[str, Any]) -> Cost:
+def _running(entry: Entry) -> Cost:
     """条目的实现实际运行的内容：记录下的 ``implementation``，没有时取模型。"""
-    return Cost(**entry["implementation"]) if "implementation" in entry else model_cost(entry)
+    return entry.implementation or entry.cost
 
 
-def _traffic(entry: Mapping[str, Any], cost: Cost) -> int:
-    """``cost`` 搬运的字节数加上条目的 write-allocate 字节数。"""
-    return cost.bytes + entry.get("write_allocate_bytes", 0)
-
-
-def write_allocate_rates(run: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+def write_allocate_rates(run: Run | Mapping[str, Any]) -> dict[str, tuple[float, float]]:
     """每个带宽探针按模型字节数算出的速率，以及计入 write-allocate 字节后的速率
     （byte/s）：``{kind: (model, with write-allocate)}``。"""
-    by_id = {e["id"]: e for e in runfile.results(run)}
+    run = as_run(run)
     out = {}
-    for kind, ceiling in run["ceilings"]["bandwidth"].items():
-        entry = by_id[ceiling["entry"]]
-        seconds = entry["time"]["median_s"]
-        out[kind] = (ceiling["value"], _traffic(entry, model_cost(entry)) / seconds)
+    for kind, ceiling in run.ceilings.bandwidth.items():
+        entry = run.entry(ceiling.entry)
+        traffic = entry.cost.bytes + (entry.write_allocate_bytes or 0)
+        out[kind] = (ceiling.value, traffic / entry.median_s)
     return out
 
 
-def roofs(run: Mapping[str, Any]) -> Roofs:
-    """``run`` 测得的各项上限；``run`` 是 :func:`roofline_book.measure.runfile.read_run`
-    给出的 mapping。"""
-    ceilings = run["ceilings"]
-    by_id = {e["id"]: e for e in runfile.results(run)}
-    peaks = {p: c["value"] for p, c in ceilings["peak_flops"].items()}
-    typical = {
-        p: model_cost(by_id[c["entry"]]).flops / _typical_seconds(by_id[c["entry"]])
-        for p, c in ceilings["peak_flops"].items()
-        if c["entry"] in by_id
-    }
-    streams = {kind: wa for kind, (_, wa) in write_allocate_rates(run).items()}
-    rates = list(streams.values())
-    levels = []
-    for name, c in ceilings.get("cache_bandwidth", {}).items():
-        entry = by_id[c["entry"]]
-        levels.append(
-            (
-                name,
-                c["cache_bytes"],
-                _traffic(entry, model_cost(entry)) / entry["time"]["median_s"],
-            )
-        )
-    levels.sort(key=lambda level: level[1])
-    caches = run["device"].get("caches") or {}
-    smallest = levels[0][1] if levels else None
-    unprobed = (
-        tuple(size for size in caches.values() if smallest is None or size < smallest)
-        if levels
-        else ()
-    )
-    ids = {c["entry"] for group in ("peak_flops", "bandwidth") for c in ceilings[group].values()}
-    ids |= {c["entry"] for c in ceilings.get("cache_bandwidth", {}).values()}
-    ids |= {c["entry"] for c in ceilings.get("vector_flops", {}).values()}
-    ids |= {e["id"] for e in runfile.results(run) if "rounds_s" in e}  # every probe
-    return Roofs(
-        peaks=peaks,
-        vector_peak=peaks.get("fp32"),
-        dram=max(rates) if rates else None,
-        levels=tuple(levels),
-        unprobed=unprobed,
-        last_level=run["device"].get("cache_bytes"),
-        write_allocate=run["device"]["type"] == "cpu",
-        probes=frozenset(ids),
-        streams=streams,
-        vector={p: c["value"] for p, c in ceilings.get("vector_flops", {}).items()},
-        typical_peaks=typical,
-    )
+def probe_ids(run: Run | Mapping[str, Any]) -> frozenset[str]:
+    """本身就是上限的条目：各上限的探针，以及分轮计时的每个条目。"""
+    run = as_run(run)
+    c = run.ceilings
+    groups = (c.peak_flops, c.bandwidth, c.cache_bandwidth, c.vector_flops)
+    ids = {ceiling.entry for group in groups for ceiling in group.values()}
+    return frozenset(ids | {e.id for e in run.results() if e.rounds_s})
 
 
-def _working_set(entry: Mapping[str, Any]) -> float:
-    cost = model_cost(entry)
-    return cost.bytes / max(cost.kernels, 1)
+def bound_seconds(entry: Entry, ceilings: Ceilings) -> float | None:
+    """测得的上限所允许的一个条目的最短时间（秒）；它的精度没有测得峰值、或没有上限约束它时为 None。
 
-
-def _streams(entry: Mapping[str, Any], r: Roofs) -> bool:
-    return bool(entry.get("l2_flush")) or (
-        r.last_level is not None and _working_set(entry) >= CACHE_MARGIN * r.last_level
-    )
-
-
-def level(entry: Mapping[str, Any], r: Roofs, *, bound: bool) -> tuple[str, float | None]:
-    """条目的数据所受约束的存储层级，以及它的带宽（byte/s）。
-
-    对下界：条目流式读写时为 DRAM（见模块说明）；否则为装得下其工作集的最小的测过层级，都装不下
-    时取最后一级；数据可能落在没有 roof 的更快层级中，或没有测过 cache roof 时为 ``(name, None)``
-    （没有内存项）。对预测：工作集超过最后一级 cache 时为 DRAM，否则为装得下它的最小的测过层级。
+    ``ceilings`` 是 :func:`~roofline_book.measure.ceilings.of_run` 给出的上限。
     """
-    ws = _working_set(entry)
-    if _streams(entry, r):
-        return DRAM, r.dram
-    if not r.levels:  # no cache roof measured: no memory term for a bound
-        return ("cache", None) if bound else (DRAM, r.dram)
-    if bound and any(ws <= size for size in r.unprobed):
-        return "L1", None
-    for name, size, bandwidth in r.levels:
-        # a bound lets the whole level hold the data; a prediction only as much as the
-        # probe held, a cache shared with other cores and tenants keeping the rest
-        if ws <= (size if bound else size * CACHE_FILL):
-            return name, bandwidth
-    name, _, bandwidth = r.levels[-1]  # beyond the last level, short of streaming
-    return (name, bandwidth) if bound else (DRAM, r.dram)
-
-
-def _compute(entry: Mapping[str, Any], r: Roofs, cost: Cost, *, bound: bool) -> float | None:
-    peak = r.peaks.get(entry["precision"])
-    if peak is None:
+    try:
+        t = bound(entry.cost, ceilings, entry.precision, resident=not entry.l2_flush)
+    except ValueError:  # a precision the run measured no peak for
         return None
-    # lane slots: a measured add rate is one operation per slot, and an FMA takes one slot
-    vector = cost.vector_slots + cost.special_flops
-    if bound:
-        return max(cost.matrix_flops / peak, vector / r.vector_peak if r.vector_peak else 0.0)
-    matrix_s = cost.matrix_flops / r.typical_peaks.get(entry["precision"], peak)
-    elementwise = OPERATORS[entry["name"]].family in ELEMENTWISE_FAMILIES
-    fma = r.typical_peaks.get("fp32", r.vector_peak)
-    rate = (r.vector.get(entry["precision"]) if elementwise else None) or fma
-    return matrix_s + (vector / rate if rate else 0.0)
+    return None if t is None else t.seconds
 
 
-def _stream_rate(entry: Mapping[str, Any], r: Roofs) -> float | None:
+@dataclass(frozen=True)
+class Expected:
+    """预测所用的上限：各单元通常的速率，各层级的带宽，以及每种数据流的 DRAM 速率。"""
+
+    ceilings: Ceilings
+    vector: Mapping[str, float]
+    """每种精度下 elementwise 运算的速率（FLOP/s，即每秒 lane slot 数）。"""
+    streams: Mapping[str, float]
+    """每个带宽探针计入 write-allocate 字节后的 DRAM 速率（byte/s），按方式索引。"""
+    write_allocate: bool
+
+
+def expected(run: Run | Mapping[str, Any]) -> Expected:
+    """预测用的上限：``of_run(run, typical=True)``，去掉没有测过带宽的层级。"""
+    run = as_run(run)
+    typical = of_run(run, typical=True)
+    measured = tuple(level for level in typical.levels if level.bandwidth is not None)
+    return Expected(
+        dataclasses.replace(typical, levels=measured),
+        {p: c.value for p, c in run.ceilings.vector_flops.items()},
+        {kind: wa for kind, (_, wa) in write_allocate_rates(run).items()},
+        run.device.type == "cpu",
+    )
+
+
+def _stream_rate(entry: Entry, x: Expected) -> float | None:
     """与条目数据流模式相同的带宽探针的 DRAM 速率：原地（没有 write-allocate 字节）时取原地 triad；
     非原地时，每个输出一个输入取 copy，更多输入取 triad。
     """
-    if not r.streams:
-        return r.dram
-    if r.write_allocate and not entry.get("write_allocate_bytes"):
-        return r.streams.get("triad_inplace", r.dram)
-    cost = model_cost(entry)
-    kind = "copy" if cost.bytes_read <= cost.bytes_written else "triad"
-    return r.streams.get(kind, r.dram)
+    if x.write_allocate and not entry.write_allocate_bytes:
+        return x.streams.get("triad_inplace")
+    cost = entry.cost
+    return x.streams.get("copy" if cost.bytes_read <= cost.bytes_written else "triad")
 
 
-def bound_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
-    """测得的上限所允许的一个条目的最短时间（秒）；它的精度没有测得峰值时为 None。"""
-    cost = model_cost(entry)
-    compute = _compute(entry, r, cost, bound=True)
-    if compute is None:
+def _expected_bound(entry: Entry, x: Expected) -> TimeBound | None:
+    """条目在预测所用上限下的各项时间；它的精度没有测得峰值时为 None。"""
+    impl, precision = _running(entry), entry.precision
+    c = x.ceilings
+    family = OPERATORS[entry.name].family
+    if family in ELEMENTWISE_FAMILIES and precision in x.vector:
+        for unit in ("vector", "special"):
+            c = c.with_rate(unit, precision, x.vector[precision])
+    stream = _stream_rate(entry, x)
+    if stream is not None:
+        c = c.with_bandwidth(c.memory.name, stream)
+    fills = (entry.write_allocate_bytes or 0) if x.write_allocate else 0
+    traffic = dataclasses.replace(impl, bytes_written=impl.bytes_written + fills)
+    model = entry.cost
+    try:
+        return bound(traffic, c, precision, resident=not entry.l2_flush, fill=CACHE_FILL,
+                     working_set=model.bytes / max(model.kernels, 1))  # fmt: skip
+    except ValueError:
         return None
-    _, bandwidth = level(entry, r, bound=True)
-    return max(compute, cost.bytes / bandwidth if bandwidth else 0.0)
 
 
-def roof_seconds(entry: Mapping[str, Any], r: Roofs) -> float | None:
-    """条目预测中的 roofline 部分（秒）：不含固定开销。"""
-    impl = _running(entry)
-    compute = _compute(entry, r, impl, bound=False)
-    name, bandwidth = level(entry, r, bound=False)
-    if name == DRAM:
-        bandwidth = _stream_rate(entry, r)
-    if compute is None or bandwidth is None:
+def roof_seconds(entry: Entry, x: Expected) -> float | None:
+    """条目预测中的 roofline 部分（秒）：不含固定开销。各计算单元的时间相加，与内存时间取大者。"""
+    t = _expected_bound(entry, x)
+    if t is None:
         return None
-    traffic = _traffic(entry, impl) if r.write_allocate else impl.bytes
-    return max(compute, traffic / bandwidth)
+    compute = sum(v for r, v in t.by_resource.items() if r in COMPUTE_RESOURCES)
+    return max(compute, t.memory)
 
 
-def _kernels(entry: Mapping[str, Any]) -> int:
+def expected_level(entry: Entry, x: Expected) -> str:
+    """预测让条目受约束的存储层级：它的各内存项中时间最长的一个。"""
+    t = _expected_bound(entry, x)
+    memory = {r: v for r, v in (t.by_resource.items() if t else ()) if r not in COMPUTE_RESOURCES}
+    return max(memory, key=memory.__getitem__) if memory else x.ceilings.memory.name
+
+
+def _kernels(entry: Entry) -> int:
     return max(_running(entry).kernels, 1)
 
 
 def overhead_fit(
-    run: Mapping[str, Any], r: Roofs | None = None
+    run: Run | Mapping[str, Any], x: Expected | None = None
 ) -> tuple[dict[tuple[str, str], float], float, list[str]]:
     """每个 kernel 的固定开销（秒）：按算子和精度分别给出，另有一个总体值。
 
@@ -283,21 +185,23 @@ def overhead_fit(
         ``(per_operator, overall, fitted)``：``per_operator[(name, precision)]``
         与 ``overall`` 的单位是秒；``fitted`` 是它们所依据的条目的 id。
     """
-    r = r or roofs(run)
-    smallest: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for e in runfile.results(run):
-        if e["id"] in r.probes or e["name"] not in _FIT_OPERATORS:
+    run = as_run(run)
+    x = x or expected(run)
+    probes = probe_ids(run)
+    smallest: dict[tuple[str, str], Entry] = {}
+    for e in run.results():
+        if e.id in probes or e.name not in _FIT_OPERATORS:
             continue
-        key = (e["name"], e["precision"])
-        if key not in smallest or model_cost(e).bytes < model_cost(smallest[key]).bytes:
+        key = (e.name, e.precision)
+        if key not in smallest or e.cost.bytes < smallest[key].cost.bytes:
             smallest[key] = e
     per: dict[tuple[str, str], float] = {}
     for key, e in smallest.items():
-        roof = roof_seconds(e, r)
+        roof = roof_seconds(e, x)
         if roof is not None:
-            per[key] = max(0.0, e["time"]["median_s"] - roof) / _kernels(e)
+            per[key] = max(0.0, e.median_s - roof) / _kernels(e)
     overall = statistics.median(per.values()) if per else 0.0
-    return per, overall, [e["id"] for e in smallest.values()]
+    return per, overall, [e.id for e in smallest.values()]
 
 
 _FIT_OPERATORS = ("gemm", "add", "relu")
@@ -312,7 +216,7 @@ class Prediction:
     measured_s: float
     bound_s: float | None
     level: str
-    """预测让条目受约束的存储层级（``"L2"``、``"L3"``、``"DRAM"``）。"""
+    """预测中时间最长的存储层级（``"l2"``、``"l3"``、``"dram"``、``"hbm"``）。"""
     excluded: str = ""
     """条目不计入预测误差的原因：它是一个上限，或用来拟合固定开销；计入误差的条目为空。"""
 
@@ -322,27 +226,26 @@ class Prediction:
         return abs(self.predicted_s - self.measured_s) / self.measured_s
 
 
-def predictions(run: Mapping[str, Any]) -> list[Prediction]:
+def predictions(run: Run | Mapping[str, Any]) -> list[Prediction]:
     """每个计过时、且其精度测得了峰值的条目的预测。"""
-    r = roofs(run)
-    if r.dram is None:
+    run = as_run(run)
+    if not run.ceilings.bandwidth:
         return []
-    per, overall, fitted = overhead_fit(run, r)
+    x, ceilings, probes = expected(run), of_run(run), probe_ids(run)
+    per, overall, fitted = overhead_fit(run, x)
     out = []
-    for e in runfile.results(run):
-        roof = roof_seconds(e, r)
+    for e in run.results():
+        roof = roof_seconds(e, x)
         if roof is None:
             continue
-        excluded = (
-            "ceiling" if e["id"] in r.probes else "fits the fixed cost" if e["id"] in fitted else ""
-        )
+        excluded = "ceiling" if e.id in probes else "fits the fixed cost" if e.id in fitted else ""
         out.append(
             Prediction(
-                e["id"],
-                roof + _kernels(e) * per.get((e["name"], e["precision"]), overall),
-                e["time"]["median_s"],
-                bound_seconds(e, r),
-                level(e, r, bound=False)[0],
+                e.id,
+                roof + _kernels(e) * per.get((e.name, e.precision), overall),
+                e.median_s,
+                bound_seconds(e, ceilings),
+                expected_level(e, x),
                 excluded,
             )
         )

@@ -4,164 +4,69 @@ profiler 记下每个算子用了多长时间、跑了几次、输入的 shape �
 （``key_averages(group_by_input_shape=True)``）；它只对矩阵乘法和少数 elementwise
 算子统计 FLOPs，从不统计字节数。:func:`attribute` 用同样的方式给记录下的调用分组
 （名称与输入 shape，再加上对应的 dtype），给每组配上
-:mod:`roofline_book.measure.atenops` 的模型（对组内各次调用求和），并用一个
-:class:`Roof` 来衡量它：run file 测得的上限，或目录中的设备。
+:mod:`roofline_book.measure.atenops` 的模型（对组内各次调用求和），并用一组上限来衡量它：
+run file 测得的上限，或目录中的设备。
 
 于是每一行都有调用次数、self time 及其占总时间的比例、模型给出的 FLOPs 和字节数、
 算术强度、实测的 FLOP/s 与 byte/s、达到 roof 的比例（时间下界除以实测时间），
-以及起限制作用的资源。没有模型的算子只保留时间和占比，其余为 ``None``。组合算子
-（调用 ``aten::mm`` 的 ``aten::linear``）自己不配模型：它下面的 kernel 各带各的，
-所以不会重复计数。
+以及起限制作用的资源。下界来自 :func:`roofline_book.bounds.bound`，上限是一个
+:class:`~roofline_book.bounds.Ceilings`：目录设备的（``Ceilings.of(hardware("h100-sxm"))``），
+或 run file 测得的（:func:`roofline_book.measure.ceilings.of_run`）。程序里一个算子的输入往往是
+上一个算子刚写出的，所以数据按已在 cache 中计（``resident=True``）：受装得下每个 kernel 工作集的
+最小层级约束。没有模型的算子只保留时间和占比，其余为 ``None``。
+
+组合算子与它下面的 kernel（:attr:`OpRow.kind`）：
+
+- ``"composite"``：一个带模型的算子下面运行着带模型的 kernel（``aten::relu`` 交给
+  ``aten::clamp_min`` 去算，``aten::mean`` 交给 ``sum`` 与 ``div_``），或者一个算子没有自己的
+  kernel（torch 把它注册为 ``CompositeImplicitAutograd``，如 ``aten::linear``；或列在
+  :data:`~roofline_book.measure.atencalls.WRAPPERS` 中，如 ``aten::_to_copy``）。它自己不配
+  模型，下面的 kernel 各带各的，所以不会重复计数；它自己的 self time 是派发的开销。一个
+  没有模型、自己又干活的算子（``aten::sort`` 先 ``copy_``，再在自己的 self time 里排序）是
+  ``"unmodelled"``。
+- 一个带模型的 kernel 下面没有模型的子算子（分配、view、它内部调用的 kernel），它们的 self
+  time 并入这个 kernel 那一行：模型算的是整个算子的工作，时间也就要算整个算子的时间，不然
+  这一行会比它的 roof 还快。
+- ``record_function`` 的范围、autograd 的节点这些不是算子（torch 里没有它们的 schema），
+  是 ``"range"``：它们的 self time 是两次算子调用之间 Python 与框架的时间，列出来，但不算作
+  没有模型的算子。
 
 torch 在需要它的函数内部才导入。
 
 Examples
 --------
 >>> from roofline_book import gemm, hardware
->>> roof = Roof.from_device(hardware("h100-sxm"))
->>> roof.name, roof.bound(gemm(4096, 4096, 4096), "bf16").resource
+>>> from roofline_book.bounds import Ceilings
+>>> h100 = Ceilings.of(hardware("h100-sxm"))
+>>> h100.name, row_bound(gemm(4096, 4096, 4096), h100, "bf16").resource
 ('h100-sxm', 'matrix')
 """
 
 from __future__ import annotations
 
 import math
-import os
-import runpy
-import sys
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..hardware import Hardware
+from .. import bounds
+from ..bounds import Ceilings, TimeBound
 from ..ops import Cost
-from ..roofline import TimeBound, time_bound
 from ..tables import text_table
 from ..units import si
-from . import runfile
-from .atenops import HELPERS, Call, model, precision_of
-from .suites import CACHE_MARGIN
+from .atencalls import Call, Listed, is_wrapper, precision_of, schemas
+from .atenops import HELPERS, model
+from .scripts import ScriptError, as_main, profile_script, profiler
 
 __all__ = [
     "Attribution",
     "OpRow",
-    "Roof",
     "ScriptError",
+    "as_main",
     "attribute",
     "plot",
     "profile_script",
     "profiler",
 ]
-
-
-@dataclass(frozen=True)
-class Roof:
-    """衡量算子所用的上限：目录中的设备，或 run file 测得的上限。
-
-    对目录设备，算子要受它用到的每种单元和每个存储层级的约束
-    （:func:`roofline_book.roofline.time_bound`）。run file 测得的是每种精度的矩阵单元上限
-    （最快的 GEMM）和内存带宽，没有向量单元和特殊函数单元的上限：这时算子的矩阵 FLOPs
-    受该精度的 GEMM 峰值约束，字节数受一条内存 roof 约束，别的都不算（elementwise 算子的
-    roof 就是内存 roof）；这仍是任何 kernel 都超不过的下界。
-
-    用哪条内存 roof：在一个程序里，算子的输入常常是前一个算子刚写出的数据，cache
-    装得下的数据可能直接从 cache 读。run 测了 cache roof 时（CPU 的 run），工作集
-    （每个 kernel 的字节数）小于末级 cache 的
-    :data:`~roofline_book.measure.suites.CACHE_MARGIN` 倍的算子受测得的最快 cache roof
-    （``"l2"``）约束；工作集落在更快、却没有 roof 的层级（L1）之内的算子不受任何内存 roof
-    约束；只有流式读写的算子受 DRAM roof（``"memory"``）约束。若只用 DRAM roof，
-    在单核 run 中，小模型训练一步里的原地 AdamW 会跑得比这个“下界”还快。
-    """
-
-    name: str
-    device: Hardware | None = None
-    matrix_peaks: Mapping[str, float] | None = None
-    bandwidth: float | None = None
-    threads: int | None = None
-    """run file 测上限时所用的线程数（CPU 的 run），有记录时给出。"""
-    cache_roof: float | None = None
-    """测得的最快 cache 层级的带宽，计入 write-allocate 字节（byte/s）。"""
-    cache_level: str | None = None
-    """这个层级的名称（``"L2"``）。"""
-    streams_from: float | None = None
-    """算子的数据从这个工作集大小起改为从 DRAM 流式读写（byte）。"""
-    unroofed: int | None = None
-    """没有测得 roof 的更快层级中最大那一级的容量（byte）；数据在它之内时不受任何内存 roof 约束。"""
-
-    @classmethod
-    def from_device(cls, device: Hardware) -> Roof:
-        return cls(device.key, device=device)
-
-    @classmethod
-    def from_run(cls, run: Mapping[str, Any]) -> Roof:
-        peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
-        bandwidth = runfile.memory_roof(run)
-        if bandwidth is None:
-            raise ValueError("run: the ceilings hold no measured bandwidth")
-        name = f"{run['device']['name']} (measured {run['date']})"
-        caches: dict[str, Any] = {}
-        if run["ceilings"].get("cache_bandwidth") and "results" in run:
-            from . import predict
-
-            r = predict.roofs(run)
-            level, _, rate = r.levels[0]
-            caches = {
-                "cache_roof": max(rate, bandwidth),
-                "cache_level": level,
-                "streams_from": CACHE_MARGIN * r.last_level if r.last_level else None,
-                "unroofed": max(r.unprobed) if r.unprobed else None,
-            }
-        return cls(
-            name,
-            matrix_peaks=peaks,
-            bandwidth=bandwidth,
-            threads=run["device"].get("threads"),
-            **caches,
-        )
-
-    def _memory(self, cost: Cost) -> tuple[str, float] | None:
-        """``cost`` 的字节数所受的内存 roof：(resource, byte/s)，没有时为 None。"""
-        assert self.bandwidth is not None
-        working_set = cost.bytes / max(cost.kernels, 1)
-        if self.cache_roof is None or (
-            self.streams_from is not None and working_set >= self.streams_from
-        ):
-            return "memory", self.bandwidth
-        if self.unroofed is not None and working_set <= self.unroofed:
-            return None
-        return "l2", self.cache_roof
-
-    def bound(self, cost: Cost, precision: str) -> TimeBound | None:
-        """在这些上限下，``cost`` 在 ``precision`` 精度上的时间下界（秒）；
-        没有测得的上限能约束它时（没有矩阵 FLOPs，数据在 L1 之内）为 None。
-        """
-        if self.device is not None:
-            return time_bound(cost, self.device, precision)
-        assert self.matrix_peaks is not None
-        times = {}
-        memory = self._memory(cost)
-        if memory is not None:
-            times[memory[0]] = cost.bytes / memory[1]
-        peak = self.matrix_peaks.get(precision)
-        if cost.matrix_flops and peak:
-            times["matrix"] = cost.matrix_flops / peak
-        return TimeBound(times) if times else None
-
-    def as_json(self) -> dict[str, Any]:
-        if self.device is not None:
-            return {"kind": "device", "name": self.name}
-        return {
-            "kind": "run",
-            "name": self.name,
-            "matrix_peaks": dict(self.matrix_peaks or {}),
-            "bandwidth": self.bandwidth,
-            "cache_roof": self.cache_roof,
-            "cache_level": self.cache_level,
-            "streams_from_bytes": self.streams_from,
-            "threads": self.threads,
-            "note": "no vector-unit or special-function ceiling measured: "
-            "those FLOPs are not held to a roof",
-        }
 
 
 @dataclass(frozen=True)
@@ -183,6 +88,11 @@ class OpRow:
     bound_time: TimeBound | None
     profiler_flops: int | None
     """profiler 统计的 FLOPs（``with_flops=True``）；它没有统计时为 None。"""
+    kind: str = "model"
+    """``"model"`` （带模型：``cost`` 不为 None，view 与分配的模型是零）、``"composite"`` （工作在
+    下面带模型的 kernel 里）、``"unmodelled"`` （没有模型的算子），或 ``"range"``
+    （``record_function`` 的范围、autograd 的节点：不是算子）。
+    """
 
     @property
     def flops(self) -> int | None:
@@ -223,7 +133,7 @@ class OpRow:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "name": self.name,
+            "id": self.name,
             "shapes": [list(s) for s in self.shapes],
             "dtypes": list(self.dtypes),
             "calls": self.calls,
@@ -232,11 +142,12 @@ class OpRow:
             "flops": self.flops,
             "bytes": self.bytes,
             "intensity": self.intensity,
-            "achieved_flops": self.achieved_flops,
-            "achieved_bytes": self.achieved_bytes,
+            "achieved_flops_per_s": self.achieved_flops,
+            "achieved_Bps": self.achieved_bytes,
             "fraction_of_roof": self.fraction_of_roof,
-            "bound": self.bound,
+            "bound": "dram" if self.bound == "memory" else self.bound,
             "profiler_flops": self.profiler_flops,
+            "kind": self.kind,
         }
 
 
@@ -246,17 +157,34 @@ class Attribution:
 
     rows: tuple[OpRow, ...]
     total_time_s: float
-    roof: Roof | None
+    ceilings: Ceilings | None
     clock: str
     """各行记的是谁的时间：``"cpu"``，或 ``"device"`` （GPU 上 kernel 的时间）。"""
 
     @property
+    def operator_time_s(self) -> float:
+        """算子（不含 ``"range"`` 行）的 self time 之和（秒）。"""
+        return sum(r.self_time_s for r in self.rows if r.kind != "range")
+
+    @property
     def explained(self) -> float:
-        """有模型的算子所占的 self time 在总 self time 中的比例。"""
-        return sum(r.share for r in self.rows if r.cost is not None)
+        """算子的 self time 中，有模型的行（``"model"``）与其工作全由带模型的 kernel 完成的组合算子
+        （``"composite"``）所占的比例；``record_function`` 范围与 autograd 节点不在分母里。
+        """
+        ops = self.operator_time_s
+        done = sum(r.self_time_s for r in self.rows if r.kind in ("model", "composite"))
+        return done / ops if ops > 0 else 0.0
+
+    @property
+    def modelled_share(self) -> float:
+        """算子的 self time 中，带模型的行（``"model"``）所占的比例：不算组合算子的派发开销。"""
+        ops = self.operator_time_s
+        done = sum(r.self_time_s for r in self.rows if r.kind == "model")
+        return done / ops if ops > 0 else 0.0
 
     def modelled(self) -> list[OpRow]:
-        return [r for r in self.rows if r.cost is not None]
+        """带模型、做实事（有 FLOPs 或字节）的行；view 与分配那样模型为零的行不在其中。"""
+        return [r for r in self.rows if r.cost is not None and (r.cost.flops or r.cost.bytes)]
 
     def total(self) -> Cost:
         """有模型的各算子的代价之和。"""
@@ -266,9 +194,11 @@ class Attribution:
         return {
             "ops": [r.as_json() for r in self.rows],
             "total_self_time_s": self.total_time_s,
+            "operator_self_time_s": self.operator_time_s,
             "explained_share": self.explained,
+            "modelled_share": self.modelled_share,
             "clock": self.clock,
-            "roof": None if self.roof is None else self.roof.as_json(),
+            "roof": None if self.ceilings is None else ceilings_json(self.ceilings),
         }
 
     def table(self, limit: int | None = None) -> str:
@@ -277,7 +207,7 @@ class Attribution:
         for r in self.rows[:limit]:
             shapes = ",".join("x".join(map(str, s)) or "-" for s in r.shapes)
             if r.cost is None:
-                figures = ("-",) * 6
+                figures = ("composite" if r.kind == "composite" else "-",) + ("-",) * 5
             else:
                 figures = (
                     si(r.cost.flops, "FLOP"),
@@ -300,17 +230,70 @@ def _shapes(event: Any) -> tuple[tuple[int, ...], ...]:
     )
 
 
-def _call(event: Any) -> Call:
+_DTYPE_TEXT = {"float32": "float", "float64": "double", "float16": "c10::Half",
+               "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+               "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+               "bool": "bool"}  # fmt: skip
+
+
+def _dtype_text(dtype: Any) -> str:
+    """一个 ``torch.dtype`` 写成 profiler 的 ``input_dtypes`` 那样（``torch.float32`` 写成
+    ``"float"``）。
+    """
+    text = str(dtype).removeprefix("torch.")
+    return _DTYPE_TEXT.get(text, text)
+
+
+def _distinct(tensor: Any) -> int | None:
+    """一个 tensor 中不同元素的个数：stride 为 0 的维（``expand`` 出来的）只算一份。"""
+    sizes, strides = list(getattr(tensor, "sizes", ()) or ()), getattr(tensor, "strides", None)
+    if strides is None or len(strides) != len(sizes):
+        return None
+    return math.prod(n for n, step in zip(sizes, strides, strict=True) if step != 0)
+
+
+_Inputs = dict[int, tuple[tuple[Listed | None, ...], tuple[int | None, ...]]]
+
+
+def _tree_inputs(prof: Any) -> _Inputs:
+    """每个算子事件（按 correlation id）的 tensor 列表与各 tensor 输入的不同元素个数。
+
+    ``key_averages`` 与 ``FunctionEvent.input_shapes`` 对 ``TensorList`` 只记 ``[]``，也不记
+    stride；profiler 的事件树（``kineto_results.experimental_event_tree()``）记下了列表中的每个
+    tensor，以及每个 tensor 的 stride。
+    """
+    try:
+        stack = list(prof.profiler.kineto_results.experimental_event_tree())
+    except (AttributeError, RuntimeError):
+        return {}
+    found: _Inputs = {}
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        inputs = getattr(node.extra_fields, "inputs", None)
+        if not inputs:  # a kernel or runtime event (no inputs): its ids are not an op's
+            continue
+        lists = tuple(
+            tuple((tuple(t.sizes), _dtype_text(t.dtype)) for t in i if hasattr(t, "sizes"))
+            if isinstance(i, list)
+            else None
+            for i in inputs
+        )
+        distinct = tuple(_distinct(i) if hasattr(i, "sizes") else None for i in inputs)
+        found[node.correlation_id] = (lists, distinct)
+    return found
+
+
+def _call(event: Any, inputs: _Inputs | None = None) -> Call:
+    lists, distinct = (inputs or {}).get(getattr(event, "id", -1), ((), ()))
     return Call(
         event.name,
         _shapes(event),
         tuple(str(d) for d in (getattr(event, "input_dtypes", None) or ())),
         tuple(getattr(event, "concrete_inputs", None) or ()),
+        lists if any(x is not None for x in lists) else (),
+        footprints=distinct,
     )
-
-
-def _has_model(call: Call) -> bool:
-    return model(call) is not None
 
 
 def _events(prof: Any, region: str | None) -> list[Any]:
@@ -336,21 +319,80 @@ def _events(prof: Any, region: str | None) -> list[Any]:
     return inside
 
 
-def _composite(event: Any, modelled: dict[int, bool]) -> bool:
-    """它下面是否运行着有模型的 kernel：它本身是填充或复制的 helper 时（``zero_`` 就是 ``fill_``），
-    任何一个都算；是别的算子时，只算不是这类 helper 的 kernel。
-    """
-    helper = event.name in HELPERS
-    stack = list(event.cpu_children)
+def _below(event: Any) -> list[Any]:
+    """``event`` 下面的全部事件。"""
+    out, stack = [], list(event.cpu_children)
     while stack:
         child = stack.pop()
-        if modelled.get(id(child)) and (helper or child.name not in HELPERS):
-            return True
+        out.append(child)
         stack.extend(child.cpu_children)
-    return False
+    return out
 
 
-def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None) -> Attribution:
+def _composite(event: Any, work: dict[int, bool]) -> bool:
+    """它下面是否运行着做实事、带模型的 kernel：它本身是填充或复制的 helper 时（``zero_`` 就是
+    ``fill_``），任何一个都算；是别的算子时，只算不是这类 helper 的 kernel。
+    """
+    helper = event.name in HELPERS
+    return any(work.get(id(c)) and (helper or c.name not in HELPERS) for c in _below(event))
+
+
+def _classify(events: list[Any], calls: dict[int, Call]) -> tuple[dict, dict, dict]:
+    """每个事件的 Cost（只给带着模型的 kernel）、它的时间记在哪个事件上，以及它那一行的 kind。"""
+    costs = {id(e): model(calls[id(e)]) for e in events}
+    work = {k: c is not None and (c.flops > 0 or c.bytes > 0) for k, c in costs.items()}
+    carries = {id(e): work[id(e)] and not _composite(e, work) for e in events}
+    inside = set(carries)
+    owner, kind = {}, {}
+    for e in events:
+        node = e.cpu_parent
+        while node is not None and id(node) in inside and not carries[id(node)]:
+            node = node.cpu_parent
+        absorbed = not carries[id(e)] and node is not None and id(node) in inside
+        owner[id(e)] = node if absorbed else e
+        if carries[id(e)] or (costs[id(e)] is not None and not work[id(e)]):
+            kind[id(e)] = "model"
+        elif not schemas(e.name):
+            kind[id(e)] = "range"
+        else:
+            # a modelled op whose kernels run below it (relu over clamp_min, mean over sum and
+            # div_), or an op with no kernel of its own (aten::linear, aten::_to_copy)
+            wrapper = work[id(e)] or is_wrapper(calls[id(e)])
+            kind[id(e)] = "composite" if wrapper else "unmodelled"
+    kept = {k: (c if carries[k] or kind[k] == "model" else None) for k, c in costs.items()}
+    return kept, owner, kind
+
+
+_KINDS = ("model", "composite", "unmodelled", "range")
+
+
+def row_bound(cost: Cost, ceilings: Ceilings, precision: str) -> TimeBound | None:
+    """一行的时间下界：``bound(cost, ceilings, precision, resident=True)``；``ceilings`` 没有
+    这种精度的上限、或没有上限约束它时为 None。"""
+    try:
+        return bounds.bound(cost, ceilings, precision, resident=True)
+    except ValueError:  # no rate for this precision (a run that did not measure it)
+        return None
+
+
+def ceilings_json(ceilings: Ceilings) -> dict[str, Any]:
+    """``--json`` 中的上限：名称、每种单元和精度的速率，以及由内向外的各层级。"""
+    return {
+        "name": ceilings.name,
+        "rates": [
+            {"unit": unit, "precision": precision, "rate_per_s": value}
+            for (unit, precision), value in ceilings.rates.items()
+        ],
+        "levels": [
+            {"name": lv.name, "bandwidth_Bps": lv.bandwidth, "capacity_bytes": lv.capacity}
+            for lv in ceilings.levels
+        ],
+    }
+
+
+def attribute(
+    prof: Any, ceilings: Ceilings | None = None, *, region: str | None = None
+) -> Attribution:
     """把一次已结束的 ``torch.profiler.profile`` （``record_shapes=True``）对应到模型上。
 
     Parameters
@@ -358,8 +400,8 @@ def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None)
     prof : torch.profiler.profile
         用 ``record_shapes=True`` 运行（加上 ``with_flops=True``，就能把 profiler
         自己的 FLOPs 列在模型的旁边）。
-    roof : Roof, optional
-        衡量每个算子所用的上限；不给时各行只有模型的数字，没有下界。
+    ceilings : roofline_book.bounds.Ceilings, optional
+        衡量每个算子所用的上限（:func:`row_bound`）；不给时各行只有模型的数字，没有下界。
     region : str, optional
         只看 ``torch.profiler.record_function(region)`` 范围内的算子；此时总时间是
         这些范围内的时间。
@@ -369,54 +411,66 @@ def attribute(prof: Any, roof: Roof | None = None, *, region: str | None = None)
     Attribution
         每个（算子，输入 shape，dtype）一行，self time 大的在前。各行的 self time
         相加等于总时间（``total_time_s``）：即记录区间的时间，每个算子自己的时间只算一次。
+        带模型的 kernel 那一行还含有它下面没有模型的子算子的 self time（那些子算子不再单独成行）。
     """
     events = _events(prof, region)
     device_clock = any(getattr(e, "self_device_time_total", 0) > 0 for e in events)
     clock = "device" if device_clock else "cpu"
-    calls = {id(e): _call(e) for e in events}
-    modelled = {id(e): _has_model(calls[id(e)]) for e in events}
+    inputs = _tree_inputs(prof)
+    calls = {id(e): _call(e, inputs) for e in events}
+    costs, owner, kinds = _classify(events, calls)
     groups: dict[Call, dict[str, Any]] = {}
-    for e in events:
+
+    def group(e: Any) -> dict[str, Any]:
         call = calls[id(e)]
         key = Call(call.name, call.shapes, call.dtypes)
-        group = groups.setdefault(key, {"calls": 0, "us": 0.0, "flops": 0, "cost": None})
-        group["calls"] += 1
-        group["us"] += e.self_device_time_total if device_clock else e.self_cpu_time_total
-        group["flops"] += int(getattr(e, "flops", 0) or 0)
-        if modelled[id(e)] and not _composite(e, modelled):
-            cost = model(call)
-            group["cost"] = cost if group["cost"] is None else group["cost"] + cost
+        empty = {"calls": 0, "us": 0.0, "flops": 0, "cost": None, "kind": "range"}
+        return groups.setdefault(key, empty)
+
+    for e in events:
+        target = group(owner[id(e)])
+        target["us"] += e.self_device_time_total if device_clock else e.self_cpu_time_total
+        if owner[id(e)] is not e:
+            continue  # absorbed: its time belongs to the kernel above it
+        g = group(e)
+        g["calls"] += 1
+        g["flops"] += int(getattr(e, "flops", 0) or 0)
+        g["kind"] = min(g["kind"], kinds[id(e)], key=_KINDS.index)
+        cost = costs[id(e)]
+        if cost is not None:
+            g["cost"] = cost if g["cost"] is None else g["cost"] + cost
     total_s = sum(g["us"] for g in groups.values()) * 1e-6
     rows = []
     for key, g in groups.items():
         seconds = g["us"] * 1e-6
         cost = g["cost"]
         precision = next((p for p in map(precision_of, key.dtypes) if p), None)
-        held = cost is not None and precision is not None and roof is not None
-        bound = roof.bound(cost, precision) if held else None  # type: ignore[union-attr,arg-type]
+        works = cost is not None and (cost.flops > 0 or cost.bytes > 0)
+        held = works and precision is not None and ceilings is not None
+        bound = row_bound(cost, ceilings, precision) if held else None  # type: ignore[arg-type]
         rows.append(
             OpRow(
                 key.name, key.shapes, key.dtypes, g["calls"], seconds,
                 seconds / total_s if total_s > 0 else 0.0, cost, precision, bound,
-                g["flops"] or None,
+                g["flops"] or None, g["kind"],
             )
         )  # fmt: skip
     rows.sort(key=lambda r: (-r.self_time_s, r.name, r.shapes))
-    return Attribution(tuple(rows), total_s, roof, clock)
+    return Attribution(tuple(rows), total_s, ceilings, clock)
 
 
 def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/s"):
     """把有模型的算子画成 roof 之下的点，坐标为（算术强度，实测 FLOP/s）。
 
-    roof 取自 attribution：目录设备的全部上限，或 run file 的矩阵单元上限（取大部分
-    时间所用的精度）加上它的内存 roof。点的颜色表示限制它的资源；self time 最多的
+    roof 取自 attribution 的上限：矩阵单元（取大部分时间所用的精度）的平顶，加上每个有带宽的
+    层级的斜线（主存为实线，各级 cache 为点线）。点的颜色表示限制它的资源；self time 最多的
     ``labelled`` 个算子在点旁写出名字。
 
     Returns
     -------
     list of matplotlib artists
     """
-    from ..plotting import PALETTE, RESOURCE_COLORS, UNITS, ceilings, roofline, text
+    from ..plotting import PALETTE, RESOURCE_COLORS, UNITS, roofline, text
 
     rows = [r for r in attribution.modelled() if r.intensity and r.achieved_flops]
     if not rows:
@@ -427,18 +481,20 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
     precision = max(by_time, key=by_time.__getitem__)
     xs = [r.intensity for r in rows if r.intensity]
     span = (10 ** math.floor(math.log10(min(xs)) - 1), 10 ** math.ceil(math.log10(max(xs)) + 1))
-    roof, drawn = attribution.roof, []
-    if roof is not None and roof.device is not None:
-        drawn += ceilings(ax, roof.device, precision, intensity_range=span, unit=unit)
-    elif roof is not None and roof.matrix_peaks and precision in roof.matrix_peaks:
-        assert roof.bandwidth is not None
-        drawn += roofline(ax, roof.matrix_peaks[precision], roof.bandwidth, intensity_range=span,
-                          label=text("measured roof", precision=precision), unit=unit)  # fmt: skip
-        if roof.cache_roof is not None:  # what data a cache may hold is held to
-            drawn += roofline(ax, roof.matrix_peaks[precision], roof.cache_roof,
-                              intensity_range=span, unit=unit, linestyle=":", ridge=False,
-                              color=RESOURCE_COLORS["l2"],
-                              label=text("cache roof", level=roof.cache_level))  # fmt: skip
+    c, drawn = attribution.ceilings, []
+    peak = None if c is None else c.rate("compute" if c.single else "matrix", precision)
+    if c is not None and peak is not None:
+        slopes = [lv for lv in c.levels if lv.bandwidth is not None]
+        memory = slopes[-1]
+        assert memory.bandwidth is not None
+        drawn += roofline(ax, peak, memory.bandwidth, intensity_range=span, unit=unit,
+                          label=text("measured roof", precision=precision))  # fmt: skip
+        for level in slopes[:-1]:  # a level that data a cache may hold is held to
+            assert level.bandwidth is not None
+            drawn += roofline(ax, peak, level.bandwidth, intensity_range=span, unit=unit,
+                              linestyle=":", ridge=False,
+                              color=RESOURCE_COLORS.get(level.name, RESOURCE_COLORS["l2"]),
+                              label=text("cache roof", level=level.name.upper()))  # fmt: skip
     scale = UNITS[unit]
     groups: dict[str, list[OpRow]] = {}
     for r in rows:
@@ -447,7 +503,7 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         color = RESOURCE_COLORS.get(bound, PALETTE["vermillion"])
         xs = [r.intensity or 0.0 for r in members]
         ys = [(r.achieved_flops or 0.0) / scale for r in members]
-        label = text(bound) if bound in ("matrix", "hbm") else None
+        label = text(bound) if bound else None
         drawn.append(ax.scatter(xs, ys, color=color, s=22, zorder=5, edgecolor="white",
                                 linewidth=0.4, label=label))  # fmt: skip
     for r in rows[:labelled]:
@@ -458,75 +514,3 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
     ax.set_xlabel(text("intensity axis"))
     ax.set_ylabel(text("achieved axis", unit=unit))
     return drawn
-
-
-def profiler(*, cuda: bool | None = None) -> Any:
-    """一个记录 :func:`attribute` 所需内容的 ``torch.profiler.profile``。
-
-    记录 CPU 活动，CUDA 可用时也记录 CUDA 活动（``cuda=None``）；记录输入 shape
-    （``record_shapes=True``）和 profiler 的 FLOPs（``with_flops=True``）。kineto 每次
-    开始和结束 profile 都会往 stderr 写一条提示；这里设置 ``KINETO_LOG_LEVEL=6``
-    （已设置时不改）让 kineto 的日志安静下来，Python 中的错误照样抛出。
-    """
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    use_cuda = torch.cuda.is_available() if cuda is None else cuda
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
-    return profile(activities=activities, record_shapes=True, with_flops=True)
-
-
-class ScriptError(RuntimeError):
-    """要 profile 的脚本无法运行、抛出了异常，或没有运行任何 torch 算子。"""
-
-
-def profile_script(path: str, argv: Sequence[str] = (), *, cuda: bool | None = None) -> Any:
-    """在 ``torch.profiler`` 下运行 ``path`` 处的 Python 脚本，返回 profile。
-
-    脚本作为 ``__main__`` 运行（``runpy.run_path``），``sys.argv = [path, *argv]``；
-    profiler 记录 CPU 活动，CUDA 可用时也记录 CUDA 活动（``cuda=None``），并记录输入
-    shape 和 FLOPs。kineto 自己写到 stderr 的开始、结束提示通过 ``KINETO_LOG_LEVEL``
-    关掉，除非它已经设置。
-
-    Raises
-    ------
-    ScriptError
-        文件不存在、脚本抛出异常（或以非 0 状态退出），或它没有运行任何 torch 算子。
-    """
-    if not os.path.isfile(path):
-        raise ScriptError(f"script {path!r} does not exist or is not a file")
-    import torch
-
-    use_cuda = torch.cuda.is_available() if cuda is None else cuda
-    saved = sys.argv[:]
-    sys.argv = [path, *argv]
-    try:
-        with profiler(cuda=use_cuda) as prof:
-            try:
-                runpy.run_path(path, run_name="__main__")
-            except SystemExit as exc:
-                if exc.code not in (None, 0):
-                    raise ScriptError(f"script {path!r} exited with status {exc.code}") from None
-            except Exception as exc:  # the user's script: any error it raises is reported
-                where = _last_frame(exc, path)
-                raise ScriptError(
-                    f"script {path!r} raised {type(exc).__name__}: {exc}{where}"
-                ) from None
-            if use_cuda:
-                torch.cuda.synchronize()
-    finally:
-        sys.argv = saved
-    if not any(e.name.startswith("aten::") for e in prof.events()):
-        raise ScriptError(f"script {path!r} ran no torch operator: nothing to attribute")
-    return prof
-
-
-def _last_frame(exc: BaseException, path: str) -> str:
-    """脚本中 traceback 最深一帧的 `` (line N)``，没有则为空。"""
-    line, tb = None, exc.__traceback__
-    while tb is not None:
-        if os.path.abspath(tb.tb_frame.f_code.co_filename) == os.path.abspath(path):
-            line = tb.tb_lineno
-        tb = tb.tb_next
-    return "" if line is None else f" (line {line})"

@@ -23,15 +23,26 @@ import dataclasses
 import socket
 import sys
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
 from .. import _validate
-from ..tables import text_table
 from ..units import si
 from . import ceilings, machine, runfile
-from .cases import is_out_of_memory, shape_text
+from .cases import is_out_of_memory
+from .records import (
+    FORMAT,
+    VERSION,
+    Check,
+    Device,
+    Entry,
+    MeasuredCeilings,
+    Run,
+    Software,
+    Stability,
+    Time,
+)
 from .registry import Case, Incorrect, Prepared, Unsupported
 from .suites import (
     DEVICES,
@@ -61,51 +72,38 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _entry(case: Case, device) -> tuple[dict[str, Any], dict[str, Any]]:
-    """一个 case 在 run file 中条目的开头与结尾：结尾是模型，CPU 上还有 write-allocate 字节数和实现
-    实际运行的内容。
+def _entry(case: Case, device) -> Entry:
+    """一个 case 在 run file 中的条目，尚未检查也未计时：模型，CPU 上还有 write-allocate 字节数和
+    实现实际运行的内容。
     """
     if not isinstance(case, Case):
         kind = type(case).__name__
         raise TypeError(f"case must be a roofline_book.measure.registry.Case, got {kind}")
-    entry: dict[str, Any] = {
-        "id": case.id,
-        "name": case.name,
-        "shape": dict(case.shape),
-        "precision": case.precision,
-        "impl": case.impl,
-        "status": "ok",
-    }
-    # the four counts always; which units and cache levels the work needs, where it needs any
-    model = {k: v for k, v in dataclasses.asdict(case.cost).items() if k in _MODEL_KEYS or v}
-    tail: dict[str, Any] = {"model": model}
-    if device.type != "cpu":
-        return entry, tail
-    if case.allocate_bytes:
-        tail["write_allocate_bytes"] = case.allocate_bytes
-    if case.implementation is not None:
-        tail["implementation"] = {
-            k: v
-            for k, v in dataclasses.asdict(case.implementation).items()
-            if k in _MODEL_KEYS or v
-        }
-    return entry, tail
+    cpu = device.type == "cpu"
+    return Entry(
+        id=case.id,
+        name=case.name,
+        shape=dict(case.shape),
+        precision=case.precision,
+        impl=case.impl,
+        status="ok",
+        cost=case.cost,
+        write_allocate_bytes=(case.allocate_bytes or None) if cpu else None,
+        implementation=case.implementation if cpu else None,
+    )
 
 
-_MODEL_KEYS = ("flops", "bytes_read", "bytes_written", "kernels")
-
-
-def _not_run(entry: dict, tail: dict, exc: BaseException) -> dict:
+def _not_run(entry: Entry, exc: BaseException) -> Entry:
     """运行时抛出异常的 case 的条目。"""
     if isinstance(exc, Unsupported):
-        return entry | {"status": "skipped", "reason": str(exc)} | tail
+        return dataclasses.replace(entry, status="skipped", reason=str(exc))
     if isinstance(exc, Incorrect):
-        return entry | {"status": "failed", "reason": f"wrong result: {exc}"} | tail
+        return dataclasses.replace(entry, status="failed", reason=f"wrong result: {exc}")
     text = str(exc).strip()
     first_line = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
     if is_out_of_memory(exc):
-        return entry | {"status": "skipped", "reason": f"out of memory: {first_line}"} | tail
-    return entry | {"status": "failed", "reason": f"error: {first_line}"} | tail
+        return dataclasses.replace(entry, status="skipped", reason=f"out of memory: {first_line}")
+    return dataclasses.replace(entry, status="failed", reason=f"error: {first_line}")
 
 
 def _too_large(case: Case, device, taken: int = 0) -> str | None:
@@ -139,7 +137,7 @@ def _release(device) -> None:
         torch.cuda.empty_cache()
 
 
-def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush=None) -> dict:
+def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush=None) -> Entry:
     """先检查、再计时一个 case；返回它在 run file 中的条目。
 
     Parameters
@@ -153,7 +151,7 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
 
     Returns
     -------
-    dict
+    roofline_book.measure.records.Entry
         ``status`` 为 ``"ok"`` 时带 ``time`` 和 ``check``；为 ``"skipped"`` 时带
         ``reason`` （这里不支持，或所需内存超过空闲内存）；结果错误或 case 抛出异常时为
         ``"failed"``，带 ``reason`` （一个坏掉的 case 不会中断整个 run）。
@@ -182,7 +180,7 @@ def measure_rounds(
     min_run_time: float = 0.1,
     flush=None,
     warmup_s: float = 0.0,
-) -> list[dict]:
+) -> list[Entry]:
     """每个 case 先检查一次，再分轮交替计时全部 case；返回它们的条目。
 
     第 ``r`` 轮按顺序把每个 case 各测一次，这样机器状态的变化（时钟爬升、别的进程）
@@ -231,7 +229,7 @@ class Rounds:
 
         self.device = torch.device(device)
         self.min_run_time, self.flush, self.probe = min_run_time, flush, probe
-        self.out: list[dict] = []
+        self.out: list[Entry] = []
         self.live: list[tuple[int, Prepared, Case]] = []
         self.timings: dict[int, list[Timing]] = {}
         self.todo = todo
@@ -239,10 +237,10 @@ class Rounds:
     def __enter__(self) -> Rounds:
         taken = 0
         for case in self.todo:
-            entry, tail = _entry(case, self.device)
+            entry = _entry(case, self.device)
             reason = _too_large(case, self.device, taken)
             if reason is not None:
-                self.out.append(entry | {"status": "skipped", "reason": reason} | tail)
+                self.out.append(dataclasses.replace(entry, status="skipped", reason=reason))
                 continue
             prepared = None
             try:
@@ -254,10 +252,10 @@ class Rounds:
                     prepared.close()
                 del prepared
                 _release(self.device)
-                self.out.append(_not_run(entry, tail, exc))
+                self.out.append(_not_run(entry, exc))
                 continue
-            note = {"note": prepared.note} if prepared.note else {}
-            self.out.append(entry | note | tail | {"check": check})
+            checked = Check.from_mapping(check)
+            self.out.append(dataclasses.replace(entry, note=prepared.note or None, check=checked))
             self.live.append((len(self.out) - 1, prepared, case))
             self.timings[len(self.out) - 1] = []
             taken += case.footprint
@@ -276,7 +274,7 @@ class Rounds:
     def time(self, only: Collection[str] | None = None) -> None:
         """一轮：把每个保留的 case 各计时一次（给了 ``only`` 时只测 id 在其中的）。"""
         for i, prepared, case in self.live:
-            if self.out[i]["status"] != "ok" or (only is not None and case.id not in only):
+            if not self.out[i].ok or (only is not None and case.id not in only):
                 continue
             timer, flushed = _timer(
                 self.device, self.min_run_time, self.flush, case, probe=self.probe
@@ -284,10 +282,9 @@ class Rounds:
             try:
                 self.timings[i].append(timer(prepared.fn))
             except Exception as exc:
-                entry, tail = _entry(case, self.device)
-                self.out[i] = _not_run(entry, tail, exc)
+                self.out[i] = _not_run(_entry(case, self.device), exc)
                 continue
-            self.out[i]["l2_flush"] = flushed
+            self.out[i] = dataclasses.replace(self.out[i], l2_flush=flushed)
 
     def fastest(self, among: Collection[str]) -> set[str]:
         """``among`` 中的 case 里，每种精度到目前为止最快的一个（按最好一轮的 FLOP/s）：
@@ -307,24 +304,22 @@ class Rounds:
         self.live = []
         _release(self.device)
 
-    def entries(self) -> list[dict]:
+    def entries(self) -> list[Entry]:
         """每个 case 的条目：最好的一轮记为 ``time``，
         每一轮的中位数记为 ``rounds_s`` （两轮及以上时）。"""
         entries = []
         for i, entry in enumerate(self.out):
-            if entry["status"] == "ok" and self.timings.get(i):
-                rounds = self.timings[i]
-                entry = _ordered(dict(entry), min(rounds, key=lambda t: t.median_s))
-                if len(rounds) > 1:
-                    entry["rounds_s"] = [t.median_s for t in rounds]
+            rounds = self.timings.get(i)
+            if entry.ok and rounds:
+                best = min(rounds, key=lambda t: t.median_s)
+                entry = dataclasses.replace(
+                    entry,
+                    time=Time.of(best),
+                    l2_flush=bool(entry.l2_flush),
+                    rounds_s=tuple(t.median_s for t in rounds) if len(rounds) > 1 else None,
+                )
             entries.append(entry)
         return entries
-
-
-def _ordered(entry: dict, timing: Timing) -> dict:
-    """带上时间的条目，字段按 run file 的惯常顺序排列。"""
-    check, flushed = entry.pop("check"), entry.pop("l2_flush", False)
-    return entry | {"time": timing.as_dict(), "check": check, "l2_flush": flushed}
 
 
 CHECKPOINT_EVERY = 6
@@ -340,7 +335,7 @@ def run_suite(
     *,
     threads: int | None = 1,
     progress: bool = False,
-) -> dict:
+) -> Run:
     """测出一个 suite 的各项上限和每个 case；返回经过校验的 run。
 
     先在预热之后分轮交替计时各个上限探针（:func:`~roofline_book.measure.suites.probes`，
@@ -387,7 +382,7 @@ def run_suite(
         torch.set_num_threads(before)
 
 
-def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
+def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> Run:
     import torch
 
     dev = (
@@ -417,7 +412,7 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
     peaks = {c.id for c in sets["peak"]}
     sentinel = (sets["cache"] or sets["peak"])[0]  # the smallest cache's copy: a core's own
     checkpoints: list[float] = []
-    entries = []
+    entries: list[Entry] = []
     with Rounds(probed, dev, min_run_time=spec.min_run_time, flush=flush, probe=True) as live:
         live.warm_up(WARMUP_S if suite != "tiny" else 0.0)
         for _ in range(spec.rounds - 1):
@@ -435,24 +430,23 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> dict:
         live.time()  # the last round, after the cases
     probe_entries = live.entries()
     load.append(machine.load_average())
-    run = {
-        "format": runfile.FORMAT,
-        "version": runfile.VERSION,
-        "date": date,
-        "host": socket.gethostname(),
-        "suite": suite,
-        "device": info,
-        "software": machine.describe_software(dev),
-        "ceilings": ceilings.record(probe_entries, sets, levels),
-        "results": probe_entries + entries,
-    }
-    if None not in load:
-        run["load_average"] = load
+    probe_records = [e.as_mapping() for e in probe_entries]
     judged = {c.id for c in sets["peak"] + sets["bandwidth"]}
-    record = ceilings.stability(sentinel.id, checkpoints, probe_entries, judged)
-    if record is not None:
-        run["stability"] = record
-    runfile.validate_run(run, require_schema=False)
+    record = ceilings.stability(sentinel.id, checkpoints, probe_records, judged)
+    run = Run(
+        format=FORMAT,
+        version=VERSION,
+        date=date,
+        host=socket.gethostname(),
+        suite=suite,
+        device=Device.from_mapping(info),
+        software=Software.from_mapping(machine.describe_software(dev)),
+        ceilings=MeasuredCeilings.from_mapping(ceilings.record(probe_records, sets, levels)),
+        entries=tuple(probe_entries + entries),
+        load_average=None if None in load else tuple(x for x in load if x is not None),
+        stability=None if record is None else Stability.from_mapping(record),
+    )
+    runfile.validate_run(run.as_mapping(), require_schema=False)
     return run
 
 
@@ -505,52 +499,3 @@ def _progress(todo: list[Case], enabled: bool) -> Iterator[Case]:
         for case in bar:
             bar.set_postfix_str(case.id, refresh=False)
             yield case
-
-
-def summary_table(run: Mapping[str, Any]) -> str:
-    """各项上限，以及每个条目一行：时间与模型给出的速率。"""
-    lines = [
-        f"{run['device']['name']} ({run['device']['type']}), {run['suite']} suite, {run['date']}"
-    ]
-    ceilings = run["ceilings"]
-
-    def spread(c: Mapping[str, Any]) -> str:
-        return f"rounds spread {c['spread']:.0%}" if "spread" in c else "best of the sweep"
-
-    for precision, c in ceilings["peak_flops"].items():
-        label = f"peak {precision}"
-        lines.append(f"  {label:<16}{si(c['value'], 'FLOP/s'):>14}   {c['entry']} ({spread(c)})")
-    for precision, c in ceilings.get("vector_flops", {}).items():
-        label = f"vector {precision}"
-        lines.append(f"  {label:<16}{si(c['value'], 'FLOP/s'):>14}   {c['entry']} ({spread(c)})")
-    for kind, c in ceilings["bandwidth"].items():
-        lines.append(f"  {kind:<16}{si(c['value'], 'B/s'):>14}   {c['entry']} ({spread(c)})")
-    for level, c in ceilings.get("cache_bandwidth", {}).items():
-        label = f"{level} copy"
-        lines.append(f"  {label:<16}{si(c['value'], 'B/s'):>14}   {c['entry']} ({spread(c)})")
-    stability = run.get("stability")
-    if stability is not None and "spread" in stability:
-        verdict = "stable" if stability["stable"] else "UNSTABLE"
-        lines.append(
-            f"  {verdict}: the sentinel's {len(stability['checkpoints_s'])} checkpoints "
-            f"spread {stability['spread']:.0%}"
-        )
-    head = ("operator", "shape", "prec", "impl", "median", "IQR", "FLOP/s", "B/s", "status")
-    rows = []
-    for e in run["results"]:
-        row = [e["name"], shape_text(e["name"], e["shape"]), e["precision"], e["impl"]]
-        if e["status"] == "ok":
-            flops, bytes_ = runfile.rates(e)
-            t = e["time"]
-            row += [
-                si(t["median_s"], "s"),
-                f"{100 * t['iqr_s'] / t['median_s']:.0f}%",
-                si(flops, "FLOP/s"),
-                si(bytes_, "B/s"),
-                "ok",
-            ]
-        else:
-            row += ["", "", "", "", f"{e['status']}: {e['reason']}"]
-        rows.append(row)
-    lines.append(text_table(head, rows, right={4, 5, 6, 7}))
-    return "\n".join(lines)

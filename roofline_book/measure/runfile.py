@@ -7,8 +7,10 @@ run file 保存一次 benchmark run 在一块设备上测得的内容：设备�
 顶层键：``format``、``version``、``date`` （UTC，ISO 8601）、``host``、``suite``、``device``、
 ``software``、``ceilings`` 和 ``results`` （每个算子 case 一个条目）；操作系统报告时还有
 ``load_average`` （开始和结束时宿主机的负载），因为机器上的其他工作会拖慢 CPU run。
-:data:`RUN_SCHEMA` 是 JSON Schema；:func:`read_run` 按它校验，再检查 schema 表达不了的内容
-（id 唯一，上限指向一个测过的条目并与之相符）。
+:data:`RUN_SCHEMA` 是 JSON Schema，由 :mod:`roofline_book.measure.records` 的记录类生成（字段即键，
+约束在字段的 metadata 中）；:func:`read_run` 按它校验，再检查 schema 表达不了的内容（id 唯一且与
+条目的字段一致，上限指向一个测过的条目并与之相符）。:func:`load_run` 再把它载入为
+:class:`~roofline_book.measure.records.Run`。
 
 写入是原子的（先写同一目录下的临时文件，再 :func:`os.replace`），除非明确要求，绝不替换已有
 的文件。
@@ -31,290 +33,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..dtypes import BYTES
 from ..extras import MissingExtra, install_hint
-from ..hardware import Hardware, adhoc
 from ..ops import Cost
-from .cases import BANDWIDTH_KINDS, REGISTRY
-from .suites import SUITES
-
-FORMAT = "roofline-book-run"
-"""每个 run file 都带的 ``format`` 字段。"""
-
-VERSION = 1
-"""本包读写的 run file 格式版本。"""
+from .cases import REGISTRY
+from .records import FORMAT as FORMAT
+from .records import STATUSES as STATUSES
+from .records import VERSION as VERSION
+from .records import Run, as_run
+from .schema import json_schema
 
 OPERATORS = tuple(REGISTRY)
 """run 条目可带的算子名：所有登记过的算子。"""
 
-STATUSES = ("ok", "skipped", "failed")
-"""``ok``：已检查并计时；``skipped``：这里没有运行（不支持、内存不足），带原因；``failed``：结果
-错误或 case 抛出异常，因此没有计时；原因写明是哪一种。
-"""
-
-_COUNT = {"type": "integer", "minimum": 0}
-_SIZE = {"type": "integer", "minimum": 1}
-_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
-_NON_NEGATIVE = {"type": "number", "minimum": 0}
-_TEXT = {"type": "string", "minLength": 1}
-_OPTIONAL_TEXT = {"type": ["string", "null"]}
-_OPTIONAL_COUNT = {"type": ["integer", "null"], "minimum": 0}
-
 RUN_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "roofline-book benchmark run",
-    "type": "object",
-    "required": [
-        "format",
-        "version",
-        "date",
-        "host",
-        "suite",
-        "device",
-        "software",
-        "ceilings",
-        "results",
-    ],
-    "additionalProperties": False,
-    "properties": {
-        "format": {"const": FORMAT},
-        "version": {"const": VERSION},
-        "date": {
-            "type": "string",
-            "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$",
-            "description": "start of the run, UTC, ISO 8601",
-        },
-        "host": {"type": "string"},
-        "suite": {"enum": list(SUITES)},
-        "device": {
-            "type": "object",
-            "required": ["type", "name", "cache_bytes", "memory_bytes"],
-            "additionalProperties": False,
-            "properties": {
-                "type": {"enum": ["cpu", "cuda"]},
-                "name": _TEXT,
-                "cache_bytes": {
-                    **_OPTIONAL_COUNT,
-                    "description": "last-level cache (CPU) or L2 (GPU), byte",
-                },
-                "caches": {
-                    "type": "object",
-                    "description": "CPU: data or unified cache per level (one core), byte",
-                    "propertyNames": {"pattern": "^L[1-9]$"},
-                    "additionalProperties": _SIZE,
-                },
-                "memory_bytes": {**_OPTIONAL_COUNT, "description": "main memory, byte"},
-                "cpu_model": _OPTIONAL_TEXT,
-                "threads": {"type": ["integer", "null"], "minimum": 1},
-                "cpu_capability": _OPTIONAL_TEXT,
-                "threads_policy": {
-                    "enum": ["set", "all"],
-                    "description": "CPU: threads set for the run, or torch's default (all)",
-                },
-                "sm_count": {"type": ["integer", "null"], "minimum": 1},
-                "compute_capability": _OPTIONAL_TEXT,
-            },
-        },
-        "software": {
-            "type": "object",
-            "required": ["python", "torch", "cuda", "driver"],
-            "additionalProperties": False,
-            "properties": {
-                "python": _TEXT,
-                "torch": _TEXT,
-                "cuda": _OPTIONAL_TEXT,
-                "driver": _OPTIONAL_TEXT,
-            },
-        },
-        "ceilings": {
-            "type": "object",
-            "required": ["peak_flops", "bandwidth", "working_set_bytes"],
-            "additionalProperties": False,
-            "properties": {
-                "peak_flops": {
-                    "$ref": "#/$defs/per_precision",
-                    "description": "the best peak-GEMM probe per precision (in a run from "
-                    "before the probes, the best GEMM of the sweep), FLOP/s",
-                },
-                "bandwidth": {
-                    "type": "object",
-                    "description": "rates of the streaming kernels from the model's bytes, byte/s",
-                    "additionalProperties": False,
-                    "properties": {kind: {"$ref": "#/$defs/ceiling"} for kind in BANDWIDTH_KINDS},
-                },
-                "working_set_bytes": {
-                    **_SIZE,
-                    "description": "bytes the copy touches (source and destination)",
-                },
-                "vector_flops": {
-                    "$ref": "#/$defs/per_precision",
-                    "description": "CPU: an add within the L2 per precision, FLOP/s",
-                },
-                "cache_bandwidth": {
-                    "type": "object",
-                    "description": "CPU: per cache level (L2, L3), a copy that stays in it, byte/s",
-                    "propertyNames": {"pattern": "^L[1-9]$"},
-                    "additionalProperties": {
-                        "type": "object",
-                        "required": ["value", "entry", "working_set_bytes", "cache_bytes"],
-                        "additionalProperties": False,
-                        "properties": {
-                            "value": _POSITIVE,
-                            "entry": _TEXT,
-                            "spread": _NON_NEGATIVE,
-                            "working_set_bytes": _SIZE,
-                            "cache_bytes": _SIZE,
-                        },
-                    },
-                },
-            },
-        },
-        "results": {"type": "array", "items": {"$ref": "#/$defs/entry"}},
-        "load_average": {
-            "type": "array",
-            "items": _NON_NEGATIVE,
-            "minItems": 2,
-            "maxItems": 2,
-            "description": "the host's 1-minute load average at the start and the end",
-        },
-        "stability": {
-            "type": "object",
-            "required": ["probe", "first_s", "last_s", "drift", "stable"],
-            "additionalProperties": False,
-            "description": "a sentinel probe timed between the cases, from the first to the last",
-            "properties": {
-                "probe": _TEXT,
-                "first_s": _POSITIVE,
-                "last_s": _POSITIVE,
-                "drift": _POSITIVE,
-                "checkpoints_s": {"type": "array", "items": _POSITIVE, "minItems": 2},
-                "spread": _NON_NEGATIVE,
-                "ceiling_drift": {
-                    **_POSITIVE,
-                    "description": "the peak and DRAM probes' last round (after the cases) over "
-                    "their best earlier one, the farthest from 1",
-                },
-                "stable": {"type": "boolean"},
-            },
-        },
-    },
-    "$defs": {
-        "per_precision": {
-            "type": "object",
-            "propertyNames": {"enum": list(BYTES)},
-            "additionalProperties": {"$ref": "#/$defs/ceiling"},
-        },
-        "ceiling": {
-            "type": "object",
-            "required": ["value", "entry"],
-            "additionalProperties": False,
-            "properties": {
-                "value": _POSITIVE,
-                "entry": _TEXT,
-                "spread": {**_NON_NEGATIVE, "description": "max / min - 1 of the rounds"},
-            },
-        },
-        "model": {
-            "type": "object",
-            "required": ["flops", "bytes_read", "bytes_written", "kernels"],
-            "additionalProperties": False,
-            "properties": {
-                "flops": _COUNT,
-                "bytes_read": _COUNT,
-                "bytes_written": _COUNT,
-                "kernels": _COUNT,
-                # which units and cache levels the model's work needs (optional:
-                # run files written before the model kept them still load)
-                "vector_flops": _COUNT,
-                "special_flops": _COUNT,
-                "vector_fma_flops": _COUNT,
-                "reread_bytes": _COUNT,
-                "reread_footprint": _COUNT,
-            },
-        },
-        "entry": {
-            "type": "object",
-            "required": ["id", "name", "shape", "precision", "impl", "status", "model"],
-            "additionalProperties": False,
-            "properties": {
-                "id": _TEXT,
-                "name": {"enum": list(OPERATORS)},
-                "shape": {"type": "object", "minProperties": 1, "additionalProperties": _SIZE},
-                "precision": {"enum": list(BYTES)},
-                "impl": _TEXT,
-                "status": {"enum": list(STATUSES)},
-                "reason": _TEXT,
-                "note": _TEXT,
-                "model": {"$ref": "#/$defs/model"},
-                "implementation": {
-                    "$ref": "#/$defs/model",
-                    "description": "CPU: what the implementation runs, where it does more",
-                },
-                "write_allocate_bytes": {
-                    **_COUNT,
-                    "description": "CPU: line fills before stores to lines not in cache, byte",
-                },
-                "rounds_s": {
-                    "type": "array",
-                    "items": _POSITIVE,
-                    "minItems": 2,
-                    "description": "ceiling probes: the median of each round; time is the best",
-                },
-                "time": {
-                    "type": "object",
-                    "required": ["median_s", "iqr_s", "reps", "inner"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "median_s": _POSITIVE,
-                        "iqr_s": _NON_NEGATIVE,
-                        "reps": _SIZE,
-                        "inner": _SIZE,
-                        "samples_s": {
-                            "type": "array",
-                            "items": _NON_NEGATIVE,
-                            "minItems": 1,
-                            "description": "per-call time of each sample, second",
-                        },
-                    },
-                },
-                "check": {
-                    "type": "object",
-                    "required": ["reference", "max_abs_err", "rtol", "atol"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "reference": _TEXT,
-                        "max_abs_err": _NON_NEGATIVE,
-                        "rtol": _NON_NEGATIVE,
-                        "atol": _NON_NEGATIVE,
-                    },
-                },
-                "l2_flush": {"type": "boolean"},
-                "measured_dram_bytes": {
-                    "type": "object",
-                    "required": ["read", "written", "kernels", "tool"],
-                    "additionalProperties": False,
-                    "properties": {
-                        "read": _COUNT,
-                        "written": _COUNT,
-                        "kernels": _SIZE,
-                        "tool": _TEXT,
-                    },
-                },
-            },
-            "allOf": [
-                {
-                    "if": {"properties": {"status": {"const": "ok"}}},
-                    "then": {"required": ["time", "check"], "not": {"required": ["reason"]}},
-                    "else": {
-                        "required": ["reason"],
-                        "not": {"anyOf": [{"required": ["time"]}, {"required": ["check"]}]},
-                    },
-                }
-            ],
-        },
-    },
-}
-"""run file 的 JSON Schema（draft 2020-12）。"""
+} | json_schema(Run)
+"""run file 的 JSON Schema（draft 2020-12），由 :class:`~roofline_book.measure.records.Run`
+的字段生成。"""
 
 # A ceiling must equal the rate of the entry it names, to this relative tolerance
 # (the two are written from the same float; the slack only absorbs decimal round trips).
@@ -373,6 +109,13 @@ def validate_run(run: Mapping[str, Any], *, require_schema: bool = True) -> None
         if entry["id"] in index:
             raise ValueError(f"run.results[{i}].id: {entry['id']!r} appears twice")
         index[entry["id"]] = entry
+        sizes = ",".join(f"{k}={v}" for k, v in entry["shape"].items())
+        composed = f"{entry['name']}/{entry['precision']}/{entry['impl']}/{sizes}"
+        if entry["id"] != composed:
+            raise ValueError(
+                f"run.results[{i}].id: {entry['id']!r} is not name/precision/impl/shape "
+                f"({composed!r})"
+            )
         samples = entry.get("time", {}).get("samples_s")
         if samples is not None and len(samples) != entry["time"]["reps"]:
             raise ValueError(
@@ -434,7 +177,23 @@ def read_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> di
     return run
 
 
-def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False) -> Path:
+def load_run(path: str | os.PathLike[str], *, require_schema: bool = True) -> Run:
+    """读取并校验一个 run file，载入为 :class:`~roofline_book.measure.records.Run`。
+
+    与 :func:`read_run` 相同（同样的错误），只是返回类型化的记录。
+
+    Examples
+    --------
+    >>> run = load_run("tests/data/fixture-cpu-pass.json")
+    >>> run.device.type, len(run.results("gemm")) > 0
+    ('cpu', True)
+    """
+    return Run.from_mapping(read_run(path, require_schema=require_schema))
+
+
+def write_run(
+    run: Run | Mapping[str, Any], path: str | os.PathLike[str], *, force: bool = False
+) -> Path:
     """校验 ``run``，并以原子方式写入 ``path``。
 
     JSON 先写进同一目录下的临时文件，再一步改名为 ``path``，所以读的一方
@@ -442,8 +201,8 @@ def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bo
 
     Parameters
     ----------
-    run : Mapping
-        一个 run，即 :func:`roofline_book.measure.run.run_suite` 的返回值。
+    run : roofline_book.measure.records.Run or Mapping
+        一个 run，即 :func:`roofline_book.measure.run.run_suite` 的返回值（或它的 mapping）。
     path : str or os.PathLike
         写到哪里。
     force : bool
@@ -462,6 +221,8 @@ def write_run(run: Mapping[str, Any], path: str | os.PathLike[str], *, force: bo
         ``run`` 不是合法的 run（此时什么也不写）。装了 ``jsonschema`` 时检查
         schema，自洽性则总是检查。
     """
+    if isinstance(run, Run):
+        run = run.as_mapping()
     validate_run(run, require_schema=False)
     if not isinstance(force, bool):
         raise TypeError(f"force must be True or False, got {force!r}")
@@ -507,7 +268,8 @@ def _publish_new(tmp: str, path: Path) -> None:
 
 
 def model_cost(entry: Mapping[str, Any]) -> Cost:
-    """条目所带的模型代价，写成 :class:`~roofline_book.ops.Cost`。
+    """条目所带的模型代价，写成 :class:`~roofline_book.ops.Cost` （dict 形式的条目；类型化的
+    条目直接读 ``Entry.cost``）。
 
     Examples
     --------
@@ -521,6 +283,7 @@ def rates(entry: Mapping[str, Any]) -> tuple[float, float]:
     """按模型算出的计时条目的实测速率：(FLOP/s, byte/s)。
 
     FLOP/s 是模型 FLOPs 除以时间中位数；byte/s 是模型字节数（读与写之和）除以时间中位数。
+    dict 形式的条目用它；类型化的条目用 ``Entry.rates``。
     """
     model, seconds = entry["model"], entry["time"]["median_s"]
     return model["flops"] / seconds, (model["bytes_read"] + model["bytes_written"]) / seconds
@@ -529,7 +292,8 @@ def rates(entry: Mapping[str, Any]) -> tuple[float, float]:
 def results(
     run: Mapping[str, Any], name: str | None = None, *, status: str | None = "ok"
 ) -> list[Mapping[str, Any]]:
-    """一次 run 的条目，可以只取某个算子的、只取某种状态的。
+    """一次 run 的条目，可以只取某个算子的、只取某种状态的（dict 形式的 run；类型化的 run 用
+    ``Run.results``）。
 
     Parameters
     ----------
@@ -549,25 +313,6 @@ def results(
     ]
 
 
-def memory_roof(run: Mapping[str, Any]) -> float | None:
+def memory_roof(run: Run | Mapping[str, Any]) -> float | None:
     """测得的内存带宽：各带宽上限中最高的一个（byte/s），没有时为 None。"""
-    values = [c["value"] for c in run["ceilings"]["bandwidth"].values()]
-    return max(values) if values else None
-
-
-def as_hardware(run: Mapping[str, Any]) -> Hardware:
-    """把 run 测得的各项上限变成一个 :class:`~roofline_book.device.Hardware`。
-
-    每种精度的峰值 FLOP/s 取扫描中最快的 GEMM，带宽取 :func:`memory_roof`。
-    凡是可以用 datasheet 设备的地方，都可以用它。
-
-    Raises
-    ------
-    ValueError
-        run 没有测出 GEMM 峰值或带宽。
-    """
-    peaks = {key: c["value"] for key, c in run["ceilings"]["peak_flops"].items()}
-    bandwidth = memory_roof(run)
-    if not peaks or bandwidth is None:
-        raise ValueError("run: the ceilings lack a measured GEMM peak or a measured bandwidth")
-    return adhoc(f"{run['device']['name']} (measured {run['date']})", peaks, bandwidth)
+    return as_run(run).memory_roof

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .. import _validate
+from ..bounds import CACHE_MARGIN as CACHE_MARGIN  # the bound's margin: one constant for both
 from . import machine
 from .cases import ADAMW_FLAGS, ATTENTION_IMPLS, BANDWIDTH_KINDS, names
 from .cases import make as make_case
@@ -38,12 +39,6 @@ CEILING_CACHE_MULTIPLE = 4
 
 FALLBACK_CACHE_BYTES = 64 * 2**20
 """设备没有报告 cache 大小时假定的值（byte）。"""
-
-CACHE_MARGIN = 4
-"""算子每个 kernel 的模型字节数至少是设备末级 cache 或 L2 的这么多倍时，算作从内存流式读写，
-而不是从 cache。在 L3 为 32 MiB 的 CPU 上 2 倍不够：victim cache 和预取器仍能供给 64 MiB 工作集
-的一部分，AdamW loop 的八趟读写也会从 cache 重读每个 tensor。
-"""
 
 CACHE_PROBE_FRACTION = 4
 """cache 带宽探针的 copy 至多触及末级 cache 的 1/这个数，使它的两个数组在两次调用之间都留在

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -151,6 +152,19 @@ def _flash_keys_read(seq_q: int, seq_k: int, tile: FlashTile, causal: bool) -> i
     return keys
 
 
+def _kv_heads(heads: int, kv_heads: int | None) -> int:
+    """K 与 V 的 head 数：None 时等于 ``heads``；否则须整除 ``heads`` （GQA/MQA 的分组）。"""
+    if kv_heads is None:
+        return heads
+    kv_heads = _validate.size("kv_heads", kv_heads)
+    if kv_heads > heads or heads % kv_heads:
+        raise ValueError(
+            f"kv_heads must divide heads ({heads}): each K/V head serves heads / kv_heads "
+            f"query heads; got {kv_heads}"
+        )
+    return kv_heads
+
+
 def _block_rows(sram_bytes: int, head_dim: int, dtype: Precision, limit: int) -> int:
     """flash 块的行数：片上有 ``M`` 个元素时为 ``M / (4d)``，至多 ``limit``。"""
     s = bytes_per_element(dtype)
@@ -175,11 +189,15 @@ def attention(
     causal: bool = False,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
     tile: FlashTile | None = None,
+    kv_heads: int | None = None,
 ) -> Cost:
     """scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V`` 的前向。
 
     shape：``Q`` 为 (batch, heads, seq_q, head_dim)，``K`` 和 ``V`` 为
-    (batch, heads, seq_k, head_dim)。每个 head 有 ``N = seq_q * seq_k`` 个得分：
+    (batch, kv_heads, seq_k, head_dim)，``kv_heads`` 默认等于 ``heads``；小于它时是 grouped-query
+    attention（GQA，``kv_heads = 1`` 时为 MQA），每 ``heads / kv_heads`` 个 query head 共用一个 K/V
+    head，K 和 V 按它们自己的 head 数计字节（必需流量各读一次）。每个 query head 有
+    ``N = seq_q * seq_k`` 个得分：
 
     FLOPs（NB，约定）：两次矩阵乘法，每个 head ``4 N d``，在矩阵单元上，与 PyTorch 的
     flop counter 和 Dao et al. 的计法相同；再加上 softmax 每个得分
@@ -236,6 +254,11 @@ def attention(
     tile : FlashTile, optional
         flash kernel 的 tile（query 行数、key 行数、cluster）；None 时由 ``sram_bytes`` 推出
         query 行数，key 逐个计数。
+    kv_heads : int, optional
+        K 与 V 的 head 数，须整除 ``heads``；None 时等于 ``heads``。FLOPs 不变（每个 query head
+        照样与它那组的 K、V 做两次乘法）；K、V 的必需读取与重读按 ``kv_heads`` 计（NB：共用一个
+        K/V head 的 query head 之间的重读可能由 cache 供给，按 ``kv_heads`` 计是下界）。不融合的
+        实现把 K、V 按 query head 展开来读，这里同样只计每个 K/V head 一次。
 
     Examples
     --------
@@ -270,6 +293,15 @@ def attention(
     >>> step.flops == 8 * 1024 * (4 * 128 + 5)    # 4 * heads * 1024 * d, plus the softmax
     True
 
+    GQA 的一步 decode：32 个 query head 共用 8 个 K/V head，4096 个 key，d = 128，FP32。K 和 V
+    各读 8 * 4096 * 128 * 4 字节，Q 与 O 各 32 * 128 * 4 字节：
+
+    >>> gqa = attention(1, 32, 1, 4096, 128, "fp32", kv_heads=8)
+    >>> gqa.bytes == 2 * 8 * 4096 * 128 * 4 + 2 * 32 * 128 * 4, 3 * gqa.bytes
+    (True, 100761600)
+    >>> gqa.flops == attention(1, 32, 1, 4096, 128, "fp32").flops
+    True
+
     片上存储装得下全部 Q 时，没有数据被读两次：
 
     >>> attention(1, 1, 64, 64, 32, "fp16", sram_bytes=2**20).reread_bytes
@@ -293,16 +325,26 @@ def attention(
     sram_bytes = _validate.size("sram_bytes", sram_bytes)
     if tile is not None and not isinstance(tile, FlashTile):
         raise TypeError(f"tile must be a FlashTile or None, got {type(tile).__name__}")
+    kv = _kv_heads(heads, kv_heads)
     s = bytes_per_element(dtype)
     bh = batch * heads
+    _validate.elements(
+        "batch * heads * seq * head_dim (Q, K, V)", bh * max(seq_q, seq_k) * head_dim
+    )
+    if impl != "flash":
+        _validate.elements("batch * heads * seq_q * seq_k (the score matrix)", bh * seq_q * seq_k)
+    # K and V read per query head by the unfused kernels, beyond once per K/V head
+    shared = 2 * batch * (heads - kv) * s * seq_k * head_dim
 
     if impl == "materialized":
         scores = gemm(seq_q, head_dim, seq_k, dtype, batch=bh)
         probs = softmax(bh * seq_q, seq_k, dtype)
         output = gemm(seq_q, seq_k, head_dim, dtype, batch=bh)
-        return scores + probs + output
+        total = scores + probs + output
+        return dataclasses.replace(total, bytes_read=total.bytes_read - shared)
     if impl == "eager":
-        return _eager(batch, bh, seq_q, seq_k, head_dim, dtype, causal)
+        total = _eager(batch, bh, seq_q, seq_k, head_dim, dtype, causal)
+        return dataclasses.replace(total, bytes_read=total.bytes_read - shared)
 
     if tile is None:
         tile = FlashTile(_block_rows(sram_bytes, head_dim, dtype, seq_q))
@@ -311,11 +353,11 @@ def attention(
     softmax_vector = SOFTMAX_FLOPS_PER_ELEMENT - 1
     return Cost(
         flops=bh * pairs * (4 * head_dim + SOFTMAX_FLOPS_PER_ELEMENT),
-        bytes_read=bh * s * head_dim * (seq_q + 2 * seq_k),
+        bytes_read=batch * s * head_dim * (heads * seq_q + 2 * kv * seq_k),
         bytes_written=bh * s * head_dim * seq_q,
         vector_flops=bh * pairs * softmax_vector,
         special_flops=bh * pairs,
-        reread_bytes=bh * s * head_dim * 2 * (keys - seq_k),
+        reread_bytes=batch * kv * s * head_dim * 2 * (keys - seq_k),
         reread_footprint=s * head_dim * 2 * seq_k,
     )
 
@@ -349,6 +391,7 @@ def attention_backward(
     impl: str = "flash",
     causal: bool = False,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
+    kv_heads: int | None = None,
 ) -> Cost:
     """:func:`attention` 的反向：由 dO 求 Q、K、V 的梯度。
 
@@ -371,6 +414,9 @@ def attention_backward(
     只计算 mask 保留的 ``(query, key)`` 对；流量不变（NB：重读按无 mask 计，是个上界）。
     不融合的 ``"stored"`` 各 kernel 计算全部得分，代价不变。
 
+    ``kv_heads`` （GQA/MQA，须整除 ``heads``，默认等于它）：与 :func:`attention` 一样，K、V 和它们的
+    梯度 dK、dV 按 ``kv_heads`` 计字节，FLOPs 不变。
+
     Examples
     --------
     一个 head，4096 个 token，d = 128，BF16：重算使矩阵 FLOPs 变为 1.25 倍，搬运的字节却少得多。
@@ -389,6 +435,13 @@ def attention_backward(
     >>> causal = attention_backward(1, 1, 4096, 4096, 128, impl="flash", causal=True)
     >>> causal.flops == 4096 * 4097 // 2 * (10 * 128 + 4), causal.bytes == flash.bytes
     (True, True)
+
+    8 个 query head 共用 2 个 K/V head：K、V、dK、dV 各少 6 个 head 的字节：
+
+    >>> mha = attention_backward(1, 8, 256, 256, 64, "fp32")
+    >>> gqa = attention_backward(1, 8, 256, 256, 64, "fp32", kv_heads=2)
+    >>> mha.bytes - gqa.bytes == 4 * 6 * 256 * 64 * 4, gqa.flops == mha.flops
+    (True, True)
     """
     batch = _validate.size("batch", batch)
     heads = _validate.size("heads", heads)
@@ -399,21 +452,31 @@ def attention_backward(
     if not isinstance(causal, bool):
         raise TypeError(f"causal must be True or False, got {causal!r}")
     sram_bytes = _validate.size("sram_bytes", sram_bytes)
+    kv = _kv_heads(heads, kv_heads)
     s = bytes_per_element(dtype)
     bh, scores = batch * heads, batch * heads * seq_q * seq_k
+    _validate.elements(
+        "batch * heads * seq * head_dim (Q, K, V)", bh * max(seq_q, seq_k) * head_dim
+    )
+    _validate.elements("batch * heads * seq_q * seq_k (the score matrix)", scores)
+    shared = 2 * batch * (heads - kv) * s * seq_k * head_dim  # K, V (or dK, dV) per query head
 
     by_p = gemm(seq_k, seq_q, head_dim, dtype, batch=bh)  # dV = P^T dO (dK = dS^T Q alike)
     dp = gemm(seq_q, head_dim, seq_k, dtype, batch=bh)  # dP = dO V^T
     ds = elementwise(scores, dtype, inputs=2, outputs=1, flops_per_element=2)  # P * (dP - D)
     dq = gemm(seq_q, seq_k, head_dim, dtype, batch=bh)  # dQ = dS K
     stored = by_p + dp + ds + dq + by_p
-    if impl == "stored":
-        return stored
+    if impl == "stored":  # dP reads V, dQ reads K; dV and dK written once per K/V head
+        return dataclasses.replace(
+            stored,
+            bytes_read=stored.bytes_read - shared,
+            bytes_written=stored.bytes_written - shared,
+        )
 
     rows = _block_rows(sram_bytes, head_dim, dtype, seq_k)
     key_blocks = math.ceil(seq_k / rows)
     q_rows = bh * s * head_dim * seq_q  # one N x d tensor of the queries' side, all heads
-    kv_rows = bh * s * head_dim * seq_k
+    kv_rows = batch * kv * s * head_dim * seq_k
     kept = bh * _causal_pairs(seq_q, seq_k) if causal else scores
     # per kept score: the four products of "stored" (8 d) and S = Q K^T again (2 d) on the
     # matrix units; dS = P * (dP - D) (2), exp(S - L) (a subtract and an exp)

@@ -90,7 +90,7 @@ class Cost:
             "reread_footprint",
             "vector_fma_flops",
         ):
-            _validate.size(field, getattr(self, field), minimum=0)
+            _validate.count(field, getattr(self, field))
         if self.vector_fma_flops > self.vector_flops or self.vector_fma_flops % 2:
             raise ValueError(
                 f"vector_fma_flops must be an even number <= vector_flops ({self.vector_flops}), "
@@ -160,7 +160,7 @@ class Cost:
     def __mul__(self, times: object) -> Cost:
         if isinstance(times, bool) or not isinstance(times, int):
             return NotImplemented
-        times = _validate.size("times", times, minimum=0)
+        times = _validate.count("times", times)
         return Cost(
             self.flops * times,
             self.bytes_read * times,

@@ -68,7 +68,7 @@ def gemm(
     n = _validate.size("n", n)
     batch = _validate.size("batch", batch)
     s_in = bytes_per_element(dtype)
-    s_out = s_in if out_dtype is None else bytes_per_element(out_dtype)
+    s_out = s_in if out_dtype is None else bytes_per_element(out_dtype, "out_dtype")
     return Cost(
         flops=2 * batch * m * k * n,
         bytes_read=batch * s_in * (m * k + k * n),
@@ -172,6 +172,9 @@ def linear_backward(
     >>> linear_backward(8, 16, 32).flops == 2 * fwd.flops
     True
     """
+    tokens = _validate.size("tokens", tokens)
+    in_features = _validate.size("in_features", in_features)
+    out_features = _validate.size("out_features", out_features)
     grad_input = gemm(tokens, out_features, in_features, dtype)
     grad_weight = gemm(out_features, tokens, in_features, dtype)
     return grad_input + grad_weight

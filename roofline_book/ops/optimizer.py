@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import _validate
-from ..dtypes import Precision, bytes_per_element
+from ..dtypes import Precision, bytes_per_element, precision_name
 from .cost import ZERO, Cost
 
 
@@ -229,6 +229,18 @@ def adamw(
     if tensors > params:
         raise ValueError(f"tensors must be <= params ({params}), got {tensors}")
     passes = adamw_passes(impl)
+    for name, dtype in (("param_dtype", param_dtype), ("grad_dtype", grad_dtype),
+                        ("state_dtype", state_dtype), ("model_dtype", model_dtype)):  # fmt: skip
+        if dtype is None:
+            if name == "param_dtype":  # the others default to it
+                raise TypeError(f"{name} must be a precision name such as 'fp32', got None")
+            continue
+        if precision_name(dtype, name).startswith("int") and name != "state_dtype":
+            # (8-bit optimizers quantize the moments, state_dtype, never the weights)
+            raise ValueError(
+                f"{name} must be a floating-point precision (fp32, bf16, fp16, ...): AdamW "
+                f"updates weights in floating point; got {dtype!r}"
+            )
     if grad_dtype is not None and model_dtype is None:
         if bytes_per_element(grad_dtype) != bytes_per_element(param_dtype):
             raise ValueError(

@@ -281,7 +281,7 @@ def rmsnorm(
     rows = _validate.size("rows", rows)
     d = _validate.size("d", d)
     s = bytes_per_element(dtype)
-    s_w = s if weight_dtype is None else bytes_per_element(weight_dtype)
+    s_w = s if weight_dtype is None else bytes_per_element(weight_dtype, "weight_dtype")
     return Cost(
         flops=4 * rows * d + 3 * rows,
         bytes_read=s * rows * d + s_w * d,
@@ -356,7 +356,7 @@ def layernorm(
     rows = _validate.size("rows", rows)
     d = _validate.size("d", d)
     s = bytes_per_element(dtype)
-    s_w = s if weight_dtype is None else bytes_per_element(weight_dtype)
+    s_w = s if weight_dtype is None else bytes_per_element(weight_dtype, "weight_dtype")
     return Cost(
         flops=7 * rows * d + 4 * rows,
         bytes_read=s * rows * d + 2 * s_w * d,

@@ -2,11 +2,14 @@
 
 作图函数接收一个 matplotlib ``Axes``，返回画出的对象，因此能放进任何图里。
 图上的文字（坐标轴、roof 的名称、图例）默认是英文（命令行用），书中是中文
-（:func:`set_language`、:data:`~roofline_book.plotting.style.TEXTS`），中文需要 CJK 字体（Debian 的
-fonts-noto-cjk）。同一设备、同一精度在每张图里颜色相同（:data:`~roofline_book.plotting.style.ROOF_COLORS`）。
+（:func:`set_language`、:data:`~roofline_book.plotting.style.TEXTS`），
+汉字的字体来自 PyPI 的 noto-cjk-sans-otc（extra ``zh``，:func:`use_cjk_font`）。
+同一设备、同一精度在每张图里颜色相同
+（:data:`~roofline_book.plotting.style.ROOF_COLORS`）。
 """
 
 from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed
+from .comm import collective_busbw, collective_times, comm_axes, measured_sizes
 from .marks import log2_axis, memory_hierarchy, reference_line, ridge_line, time_bars, traffic_bars
 from .roofs import (
     achieved_gap,
@@ -20,19 +23,25 @@ from .roofs import (
     square_gemm_fraction,
 )
 from .style import (
+    CJK_FONT,
+    CJK_FONTS,
     PALETTE,
     PRECISION_COLORS,
     ROOF_COLORS,
     TEXTS,
     UNITS,
+    cjk_font_file,
     roof_color,
     set_language,
     setup_notebook,
     text,
+    use_cjk_font,
     use_style,
 )
 
 __all__ = [
+    "CJK_FONT",
+    "CJK_FONTS",
     "PALETTE",
     "PRECISION_COLORS",
     "RESOURCE_COLORS",
@@ -40,13 +49,18 @@ __all__ = [
     "TEXTS",
     "UNITS",
     "achieved_gap",
+    "cjk_font_file",
     "attention_sweep",
     "ceilings",
+    "collective_busbw",
+    "collective_times",
+    "comm_axes",
     "device_rooflines",
     "gemm_intensity",
     "level_intensities",
     "log2_axis",
     "measured",
+    "measured_sizes",
     "memory_hierarchy",
     "placed",
     "points",
@@ -61,5 +75,6 @@ __all__ = [
     "text",
     "time_bars",
     "traffic_bars",
+    "use_cjk_font",
     "use_style",
 ]

@@ -28,6 +28,10 @@ RESOURCE_COLORS = {
     "compute": PALETTE["blue"],
     "hbm": PALETTE["black"],
     "l2": "#777777",
+    "l3": PALETTE["orange"],
+    "llc": PALETTE["orange"],
+    "dram": PALETTE["vermillion"],
+    "memory": PALETTE["vermillion"],
 }
 
 

@@ -151,39 +151,56 @@ def measured(
     unit: str = "TFLOP/s",
     color: str = PALETTE["vermillion"],
     marker: str = "o",
+    hollow: bool = False,
+    label: str | None = None,
     annotate: bool = True,
+    size: float = 30,
 ):
-    """把实测的算子画成点：``(label, intensity FLOP/byte, achieved FLOP/s)``。
+    """把实测的点画成一个 collection：``(名称, 算术强度 FLOP/byte, 实测 FLOP/s)``。
+
+    实测 roofline 上的点都由它画（一组一次调用：一个 collection，SVG 小）。
+
+    Parameters
+    ----------
+    hollow : bool
+        空心标记（例如工作集小到可以由 cache 供给的点）。
+    label : str, optional
+        这一组在图例中的名称。
+    annotate : bool
+        在每个点旁写出它的名称。
 
     Returns
     -------
     list of matplotlib artists
+        collection，然后是各个注释。
     """
+    points = list(named)
     scale = _scale(unit)
-    drawn = []
-    for label, x, y in named:
-        drawn.append(
-            ax.scatter(
-                [x],
-                [y / scale],
-                color=color,
-                marker=marker,
-                s=30,
-                zorder=5,
-                edgecolor="white",
-                linewidth=0.5,
-            )
+    xs, ys = [x for _, x, _ in points], [y / scale for _, _, y in points]
+    drawn = [
+        ax.scatter(
+            xs,
+            ys,
+            marker=marker,
+            s=size,
+            zorder=5,
+            label=label,
+            edgecolors=color,
+            linewidths=1.2 if hollow else 0.5,
+            facecolors="none" if hollow else color,
         )
-        if annotate:
+    ]
+    if annotate:
+        for (name, _, _), x, y in zip(points, xs, ys, strict=True):
             drawn.append(
                 ax.annotate(
-                    label,
-                    (x, y / scale),
+                    name,
+                    (x, y),
                     xytext=(4, 4),
                     textcoords="offset points",
                     fontsize=7,
                     color="#222222",
-                )
+                )  # fmt: skip
             )
     return drawn
 

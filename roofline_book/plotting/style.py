@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..extras import require
 
 PALETTE = {
@@ -55,11 +57,17 @@ TEXTS = {
         "special": "special functions",
         "hbm": "HBM",
         "l2": "L2",
+        "l3": "L3",
+        "llc": "last-level cache",
+        "dram": "DRAM",
         "compute": "compute",
         "l2 intensity": "intensity with re-reads",
         "measured roof": "measured roof ({precision})",
         "cache roof": "{level} roof (data that stays in {level})",
         "predicted time": "predicted time [s]",
+        "message size axis": "size per rank S [byte]",
+        "comm time axis": "time [s]",
+        "busbw axis": "busbw [GB/s]",
         "measured time": "measured time [s]",
         "equal": "predicted = measured",
         "within": "within {pct:.0f}%",
@@ -101,11 +109,17 @@ TEXTS = {
         "special": "特殊函数单元",
         "hbm": "HBM",
         "l2": "L2",
+        "l3": "L3",
+        "llc": "末级缓存",
+        "dram": "DRAM",
         "compute": "计算",
         "l2 intensity": "计入重复读取的算术强度",
         "measured roof": "实测 roof（{precision}）",
         "cache roof": "{level} roof（数据留在 {level} 中）",
         "predicted time": "预测时间 [s]",
+        "message size axis": "每个 rank 的消息大小 S [byte]",
+        "comm time axis": "时间 [s]",
+        "busbw axis": "busbw [GB/s]",
         "measured time": "实测时间 [s]",
         "equal": "预测 = 实测",
         "within": "相差 {pct:.0f}% 以内",
@@ -132,9 +146,67 @@ TEXTS = {
 }
 _LANGUAGE = {"current": "en"}
 
-#: 中文图所用的字体：拉丁字母用 DejaVu Sans，汉字用 Noto Sans CJK（Debian 的
-#: fonts-noto-cjk），matplotlib 逐字形回退。
-CJK_FONTS = ["DejaVu Sans", "Noto Sans CJK SC"]
+#: 汉字所用的字体。它的文件来自 PyPI 的 noto-cjk-sans-otc（extra ``zh``），由
+#: :func:`use_cjk_font` 显式登记给 matplotlib：图上有没有汉字的字形，不取决于系统装了
+#: 什么字体，也不取决于 matplotlib 的字体缓存。
+CJK_FONT = "Noto Sans CJK SC"
+
+#: 中文图所用的字体：拉丁字母用 matplotlib 自带的 DejaVu Sans，汉字用 :data:`CJK_FONT`，
+#: matplotlib 逐字形回退。
+CJK_FONTS = ["DejaVu Sans", CJK_FONT]
+
+
+def cjk_font_file() -> Path:
+    """:data:`CJK_FONT` 所在的字体文件：Noto Sans CJK 的 OpenType collection
+    ``NotoSansCJK-Regular.ttc`` （其中一个 face 是 SC），来自 noto-cjk-sans-otc。
+
+    Raises
+    ------
+    ImportError
+        没装 noto-cjk-sans-otc（``MissingExtra``）；信息写明 ``pip install 'roofline-book[zh]'``。
+    """
+    package = require("noto_cjk_sans_otc", "Chinese figure text")
+    return Path(str(package.FONT_PATH))
+
+
+def use_cjk_font() -> Path:
+    """把 :func:`cjk_font_file` 登记给 matplotlib（``fontManager.addfont``），返回该文件。
+
+    登记的 face 排在同名的系统字体之前，所以 :data:`CJK_FONT` 总是这个文件；再次调用不会
+    重复登记。
+
+    Raises
+    ------
+    ImportError
+        没装 noto-cjk-sans-otc（``MissingExtra``）。
+    RuntimeError
+        matplotlib 读不出 collection 中的 SC face（3.11 之前的版本只读第一个 face）。
+    """
+    import matplotlib
+    from matplotlib import font_manager
+
+    path = cjk_font_file()
+    manager = font_manager.fontManager
+    if not any(f.name == CJK_FONT and Path(f.fname) == path for f in manager.ttflist):
+        before = len(manager.ttflist)
+        manager.addfont(path)  # clears findfont's cache
+        ours = manager.ttflist[before:]
+        del manager.ttflist[before:]
+        manager.ttflist[:0] = ours  # findfont keeps the first of equally good matches
+    try:
+        found = str(
+            font_manager.findfont(
+                font_manager.FontProperties(family=CJK_FONT), fallback_to_default=False
+            )
+        )
+    except ValueError:
+        found = ""
+    if Path(found) != path:
+        raise RuntimeError(
+            f"matplotlib {matplotlib.__version__} finds no {CJK_FONT} face in {path.name}: "
+            "Chinese figure text needs matplotlib >= 3.11"
+        )
+    return path
 
 
 def set_language(language: str) -> None:
@@ -170,10 +242,14 @@ def setup_notebook(language: str = "en") -> None:
     """本书的样式，加上可复现的内嵌 SVG 输出（不写日期，固定 hash salt）。
 
     在 notebook 或 IPython kernel 中调用；在它们之外只应用样式。
-    ``language="zh"`` 让图上的文字用中文（:data:`~roofline_book.plotting.style.TEXTS`
-    ），并加上 CJK 字体
-    （:data:`~roofline_book.plotting.style.CJK_FONTS`）。
+    ``language="zh"`` 让图上的文字用中文（:data:`~roofline_book.plotting.style.TEXTS`），
+    先登记汉字的字体（:func:`use_cjk_font`），再让图用
+    :data:`~roofline_book.plotting.style.CJK_FONTS`。没装 noto-cjk-sans-otc 时
+    抛出 ``MissingExtra`` （一种 ImportError），写明 ``pip install 'roofline-book[zh]'``，
+    而不是画出没有汉字字形的图。
     """
+    if language == "zh":
+        use_cjk_font()
     use_style()
     set_language(language)
     if language == "zh":

@@ -1,0 +1,591 @@
+"""``--json`` 的词汇：每个子命令输出的 JSON Schema，以及各子命令共用的几块对象。
+
+所有输出用同一套键名，单位是基本单位，单位写在键名里：
+
+- 秒以 ``_s`` 结尾（``time_lower_bound_s``、``self_time_s``）；
+- 速率以 ``_per_s`` 结尾（FLOP/s、每秒 token 数、特殊函数每秒求值次数：``peaks_per_s``），
+  带宽以 ``_Bps`` 结尾（byte/s：``bandwidths_Bps``）；
+- 计数不带后缀（``flops``、``bytes``、``kernels``、``calls``），字节数的容量写成 ``_bytes``；
+- 资源用同一组标识：计算单元 ``matrix``、``vector``、``special`` （只有一个峰值的设备是
+  ``compute``），存储层级 ``hbm``、``l2``，run file 实测的主存是 ``dram``；
+- 设备总是同一个对象（:data:`DEVICE`）；每个算子带一个稳定标识 ``id``，与显示用的 ``name`` 分开；
+- 每个输出都有 ``roofline_book_version`` 与 ``command``。
+
+:data:`SCHEMAS` 按子命令给出 schema（JSON Schema 2020-12），测试拿每个子命令的真实输出去校验它，
+命令行附录把它们列成表。
+
+Examples
+--------
+>>> sorted(SCHEMAS)
+['block', 'claims', 'collectives', 'devices', 'infer', 'op', 'plot', 'profile']
+>>> SCHEMAS["op"]["properties"]["time_lower_bound_s"]["description"]
+'the largest of time_by_resource_s: the time lower bound [s]'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import __version__
+from ..collectives import OPS as COLLECTIVE_OPS
+from ..hardware import Hardware, catalog
+from ..ops import Cost
+from ..roofline import main_unit, time_bound, unit_rates
+
+__all__ = [
+    "COST",
+    "DEVICE",
+    "SCHEMAS",
+    "cost_json",
+    "device_json",
+    "envelope",
+    "fields",
+    "is_adhoc",
+]
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _num(description: str, *, nullable: bool = False, minimum: float | None = 0) -> dict:
+    kind: Any = ["number", "null"] if nullable else "number"
+    out: dict[str, Any] = {"type": kind, "description": description}
+    if minimum is not None:
+        out["minimum"] = minimum
+    return out
+
+
+def _int(description: str, *, nullable: bool = False) -> dict:
+    return {"type": ["integer", "null"] if nullable else "integer", "minimum": 0,
+            "description": description}  # fmt: skip
+
+
+def _str(description: str, *, nullable: bool = False, enum: list | None = None) -> dict:
+    out: dict[str, Any] = {"type": ["string", "null"] if nullable else "string",
+                           "description": description}  # fmt: skip
+    if enum is not None:
+        out["enum"] = enum + ([None] if nullable else [])
+    return out
+
+
+def _obj(properties: dict[str, dict], description: str, *, optional: tuple[str, ...] = ()) -> dict:
+    return {
+        "type": "object",
+        "description": description,
+        "required": [k for k in properties if k not in optional],
+        "additionalProperties": False,
+        "properties": properties,
+    }
+
+
+def _map(values: dict, description: str) -> dict:
+    return {"type": "object", "description": description, "additionalProperties": values}
+
+
+def _list(items: dict, description: str) -> dict:
+    return {"type": "array", "description": description, "items": items}
+
+
+RESOURCES = ["matrix", "vector", "special", "compute", "memory", "l1", "l2", "l3", "llc", "hbm",
+             "dram"]  # fmt: skip
+"""资源的标识：计算单元、只有一个峰值的设备的 ``compute``、存储层级。"""
+
+DEVICE = _obj(
+    {
+        "key": _str("catalog key, e.g. h100-sxm (an ad-hoc device's key is its name)"),
+        "name": _str("the device's full name"),
+        "adhoc": {"type": "boolean", "description": "built from --peak and --bandwidth"},
+        "precision": _str("the precision whose compute ceilings apply, e.g. bf16"),
+        "peaks_per_s": _obj(
+            {
+                "matrix": _num("matrix-unit dense peak [FLOP/s]"),
+                "vector": _num("vector-unit peak [FLOP/s]; null if not published", nullable=True),
+                "special": _num(
+                    "special-function-unit rate [evaluations/s]; null if not published",
+                    nullable=True,
+                ),
+            },
+            "compute ceilings at this precision",
+        ),
+        "bandwidths_Bps": _obj(
+            {
+                "hbm": _num("device memory bandwidth [byte/s]"),
+                "l2": _num("L2 bandwidth [byte/s]; null if not published", nullable=True),
+            },
+            "memory ceilings",
+        ),
+        "ridge_point": _num("matrix peak over HBM bandwidth [FLOP/byte]"),
+    },
+    "the device an answer was computed on (the same object in every output)",
+)
+"""设备对象：``op``、``block``、``infer``、``plot`` 与 ``profile --device`` 都输出它。"""
+
+_PER_UNIT = _obj(
+    {u: _int(f"FLOPs on the {u} units") for u in ("matrix", "vector", "special")},
+    "FLOPs by compute unit [FLOP]",
+)
+
+COST = {
+    "flops": _int("FLOPs [FLOP]"),
+    "flops_by_unit": _PER_UNIT,
+    "bytes_read": _int("compulsory bytes read [byte]"),
+    "bytes_written": _int("compulsory bytes written [byte]"),
+    "bytes": _int("bytes_read + bytes_written [byte]"),
+    "reread_bytes": _int("bytes read again, which a cache may serve [byte]"),
+    "kernels": _int("kernel launches"),
+    "intensity": _num("flops / bytes [FLOP/byte]"),
+    "bound": _str("the resource that sets the time lower bound", enum=RESOURCES),
+    "bound_kind": _str("whether that resource computes or moves data", enum=["compute", "memory"]),
+    "attainable_per_s": _num(
+        "rate of the unit doing most FLOPs, at the time lower bound "
+        "[FLOP/s; evaluations/s for special]"
+    ),  # fmt: skip
+    "attainable_unit": _str("the unit attainable_per_s is for; null with no FLOPs", nullable=True),
+    "attainable_by_unit_per_s": _map(_num("[FLOP/s; evaluations/s]"), "each unit's rate"),
+    "time_by_resource_s": _map(_num("[s]"), "seconds each resource needs [s]"),
+    "time_compute_s": _num("the largest time over compute units [s]"),
+    "time_memory_s": _num("the largest time over memory levels [s]"),
+    "time_lower_bound_s": _num("the largest of time_by_resource_s: the time lower bound [s]"),
+}
+"""一个代价在一块设备上的 roofline 结论：``op`` 的顶层、``block`` 和 ``infer`` 的每个算子、
+``plot`` 的每个点都有这些键。"""
+
+_VERSION = {
+    "roofline_book_version": _str("version of the roofline-book package that wrote this"),
+}
+
+
+def _command(name: str, properties: dict[str, dict], description: str,
+             optional: tuple[str, ...] = ()) -> dict:  # fmt: skip
+    body = _obj(
+        _VERSION | {"command": {"const": name, "description": "the subcommand"}} | properties,
+        description,
+        optional=optional,
+    )
+    return {"$schema": DIALECT, "title": f"roofline-book {name} --json"} | body
+
+
+def _op_entry(extra: dict[str, dict]) -> dict:
+    return _obj(
+        {
+            "id": _str("stable identifier of the operator (display names may change)"),
+            "name": _str("display name"),
+        }
+        | extra
+        | COST,
+        "one operator",
+    )
+
+
+_BLOCK_OP = _op_entry({"share": _num("this operator's share of the summed time lower bounds")})
+_STEP_OP = _op_entry(
+    {
+        "layers": _int("layers whose cost this entry sums; null outside the layers", nullable=True),
+        "layer_kind": _str(
+            "local or global, where the two kinds differ", nullable=True, enum=["local", "global"]
+        ),  # fmt: skip
+    }
+)
+_LAYER_OP = _op_entry({})
+
+
+def _phase(extra: dict[str, dict]) -> dict:
+    return _obj(
+        {
+            "time_lower_bound_s": _num("every kernel one after another [s]"),
+            "any_implementation_time_lower_bound_s": _num(
+                "no implementation, fused or overlapped, is faster [s]"
+            ),
+            "layer_ops": _list(_LAYER_OP, "one layer's operators (layer 0)"),
+            "ops": _list(_STEP_OP, "the whole model's operators"),
+        }
+        | extra,
+        "one phase",
+    )
+
+
+_SOURCE = {"type": "object", "description": "where a figure comes from"}
+
+SCHEMAS: dict[str, dict] = {
+    "op": _command(
+        "op",
+        {
+            "operator": _str("the operator, as 'op OPERATOR' names it"),
+            "arguments": {
+                "type": "object",
+                "description": "every argument the package function got, defaults included: "
+                "calling it with them gives these figures",
+            },
+            "device": DEVICE,
+        }
+        | COST,
+        "one operator on one device",
+    ),
+    "block": _command(
+        "block",
+        {
+            "config": {"type": "object", "description": "the decoder block's shape"},
+            "attention": _str("attention implementation"),
+            "device": DEVICE,
+            "ops": _list(_BLOCK_OP, "the block's forward operators, in order"),
+            "optimizer": _obj(
+                {"device": DEVICE, "ops": _list(_BLOCK_OP, "one AdamW step, each implementation")},
+                "with --optimizer only",
+            ),
+        },
+        "a decoder block's operators",
+        optional=("optimizer",),
+    ),
+    "infer": _command(
+        "infer",
+        {
+            "model": _str("catalog key of the model"),
+            "parameters": _int("parameters"),
+            "active_parameters": _int("parameters used per token"),
+            "batch": _int("sequences"),
+            "context": _int("tokens the decode step attends to"),
+            "prompt": _int("prompt tokens prefilled"),
+            "precisions": {"type": "object", "description": "weights, activations, KV cache"},
+            "sliding_window": _int("window of the local layers [tokens]", nullable=True),
+            "local_layers": _int("layers with a sliding window"),
+            "kv_cache_bytes_per_token": _int("[byte]"),
+            "kv_cache_bytes_per_sequence": _int("[byte]"),
+            "kv_cache_bytes": _int("the whole batch's KV cache [byte]"),
+            "weight_bytes": _int("[byte]"),
+            "activation_peak_bytes": _int("estimated activation peak [byte]"),
+            "max_batch": _int("largest batch that fits; null without a capacity", nullable=True),
+            "decode_batch_to_ridge": _num("batch at which decode's MLP GEMM reaches the ridge"),
+            "device": DEVICE,
+            "prefill": _phase({}),
+            "decode": _phase(
+                {
+                    "tokens_per_s": _num("batch / time_lower_bound_s: an upper bound [1/s]"),
+                    "any_implementation_tokens_per_s": _num(
+                        "batch / any_implementation_time_lower_bound_s [1/s]"
+                    ),
+                }
+            ),
+        },
+        "a language model's prefill and decode step",
+    ),
+    "devices": _command(
+        "devices",
+        {
+            "devices": _list(
+                _obj(
+                    {
+                        "key": _str("catalog key"),
+                        "name": _str("full name"),
+                        "vendor": _str("vendor"),
+                        "matrix_peaks_per_s": _map(
+                            _num("[FLOP/s; OP/s for int8]"), "dense peak by precision"
+                        ),
+                        "sparse_matrix_peaks_per_s": _map(
+                            _num("[FLOP/s]"), "2:4-sparse peak by precision (with --sparse)"
+                        ),
+                        "ridge_points": _map(_num("[FLOP/byte]"), "ridge point by precision"),
+                        "bandwidths_Bps": DEVICE["properties"]["bandwidths_Bps"],
+                        "memory_capacity_bytes": _int("[byte]", nullable=True),
+                        "memory_capacity_basis": _str("how the capacity is counted", nullable=True),
+                        "clock_hz": _num("[Hz]", nullable=True),
+                        "l2_cache_bytes": _int("[byte]", nullable=True),
+                        "shared_memory_per_sm_bytes": _int("[byte]", nullable=True),
+                        "sms": _int("streaming multiprocessors (or compute units)", nullable=True),
+                        "sources": _map(_SOURCE, "the source of each figure"),
+                        "compared_sources": _map({"type": "array"}, "sources compared, not taken"),
+                        "derivations": _map({"type": "string"}, "how derived figures follow"),
+                        "firmness": _str("how firm the sources are"),
+                        "ceilings": _list(
+                            _obj(
+                                {
+                                    "resource": _str("unit or level", enum=RESOURCES),
+                                    "precision": _str("precision", nullable=True),
+                                    "value": _num("in unit"),
+                                    "unit": _str("FLOP/s, exp/s or B/s"),
+                                    "clock_hz": _num("[Hz]", nullable=True),
+                                    "source": _SOURCE,
+                                    "derivation": _str("how it follows", nullable=True),
+                                },
+                                "one ceiling",
+                            ),
+                            "every ceiling, per unit and level",
+                        ),
+                    },
+                    "one catalog device, every precision",
+                    optional=("sparse_matrix_peaks_per_s",),
+                ),
+                "catalog devices",
+            )
+        },
+        "the hardware catalog",
+    ),
+    "plot": _command(
+        "plot",
+        {
+            "out": _str("the file written (absolute path)"),
+            "device": DEVICE,
+            "points": _list(
+                _obj(
+                    {
+                        "operator": _str("the operator"),
+                        "label": _str("the point as typed, the legend's label"),
+                        "arguments": {"type": "object", "description": "as in op"},
+                    }
+                    | COST,
+                    "one point",
+                ),
+                "the points, in order",
+            ),
+        },
+        "a roofline chart",
+    ),
+    "profile": _command(
+        "profile",
+        {
+            "script": _str("the script profiled"),
+            "args": _list({"type": "string"}, "the script's arguments"),
+            "ops": _list(
+                _obj(
+                    {
+                        "id": _str("the profiler's op name, e.g. aten::mm"),
+                        "shapes": _list({"type": "array"}, "input shapes"),
+                        "dtypes": _list({"type": "string"}, "input dtypes"),
+                        "calls": _int("calls"),
+                        "self_time_s": _num("self time over the calls [s]"),
+                        "share": _num("share of the total self time"),
+                        "flops": _int("model FLOPs over the calls [FLOP]", nullable=True),
+                        "bytes": _int("model bytes over the calls [byte]", nullable=True),
+                        "intensity": _num("[FLOP/byte]", nullable=True),
+                        "achieved_flops_per_s": _num("flops / self_time_s [FLOP/s]", nullable=True),
+                        "achieved_Bps": _num("bytes / self_time_s [byte/s]", nullable=True),
+                        "fraction_of_roof": _num("time lower bound / self time", nullable=True),
+                        "bound": _str("the binding resource", nullable=True, enum=RESOURCES),
+                        "profiler_flops": _int("FLOPs the profiler counted [FLOP]", nullable=True),
+                        "kind": _str(
+                            "model (a model of its own), composite (its work is in the "
+                            "modelled kernels below it), unmodelled, or range "
+                            "(a record_function range or an autograd node)",
+                            enum=["model", "composite", "unmodelled", "range"],
+                        ),  # fmt: skip
+                    },
+                    "one (op, shapes) row",
+                ),
+                "each (op, shapes), longest self time first",
+            ),
+            "total_self_time_s": _num("[s]"),
+            "operator_self_time_s": _num("the operators' self time, ranges left out [s]"),
+            "explained_share": _num(
+                "share of the operators' self time in modelled kernels "
+                "and the composite ops above them"
+            ),  # fmt: skip
+            "modelled_share": _num("share of the operators' self time in modelled kernels"),
+            "clock": _str("whose time: cpu or device", enum=["cpu", "device"]),
+            "roof": {
+                "type": ["object", "null"],
+                "description": "the ceilings each row is held to (roofline_book.bounds.Ceilings): "
+                "{name, rates: [{unit, precision, rate_per_s}], levels: [{name, bandwidth_Bps, "
+                "capacity_bytes}]}, a catalog device's or a run file's",
+                "required": ["name", "rates", "levels"],
+            },
+        },
+        "where a PyTorch script's time goes, op by op",
+    ),
+    "claims": _command(
+        "claims",
+        {
+            "run": _str("the run file judged"),
+            "claims": _list(
+                _obj(
+                    {
+                        "id": _str("stable identifier of the claim"),
+                        "claim": _str("the claim"),
+                        "verdict": _str("pass, fail, inconclusive or not measured"),
+                        "rule": _str("how it is judged"),
+                        "figures": _list(
+                            _obj(
+                                {
+                                    "subject": {
+                                        "type": "object",
+                                        "description": "what the figure is of: {entry: ID} "
+                                        "or {kind, name} (a precision, a probe, the run)",
+                                    },
+                                    "quantity": _str("a stable key of the quantity"),
+                                    "label": _str("what the figure is, in English"),
+                                    "value": _num("in unit", nullable=True, minimum=None),
+                                    "unit": _str("FLOP/s, B/s, s, ...", nullable=True),
+                                },
+                                "one figure",
+                            ),
+                            "figures the verdict rests on",
+                        ),
+                        "missing": _str(
+                            "what the run lacks (a key), if not measured", nullable=True
+                        ),  # fmt: skip
+                    },
+                    "one claim",
+                ),
+                "the book's claims",
+            ),
+            "prediction": _obj(
+                {
+                    "median_error": _num("median |predicted - measured| / measured", nullable=True),
+                    "entries": _int("entries compared"),
+                    "excluded": _list(
+                        _obj({"id": _str("entry"), "why": _str("reason")}, "one left out"),
+                        "entries left out",
+                    ),
+                    "per_entry": _list(
+                        _obj(
+                            {
+                                "id": _str("the run entry"),
+                                "predicted_s": _num("[s]"),
+                                "measured_s": _num("[s]"),
+                                "time_lower_bound_s": _num("[s]", nullable=True),
+                                "level": _str("the memory level the bound uses: l2, l3, dram, ..."),
+                            },
+                            "one entry",
+                        ),
+                        "each entry compared",
+                    ),
+                },
+                "the roofline's prediction error",
+            ),
+            "stable": {"type": ["boolean", "null"], "description": "the stability sentinel held"},
+            "tolerance": _num("the timing tolerance every comparison of this run uses"),
+        },
+        "the claims checklist of a run file",
+    ),
+    "collectives": _command(
+        "collectives",
+        {
+            "torch_version": _str("torch that measured"),
+            "backend": _str("torch.distributed backend", enum=["gloo", "nccl"]),
+            "procs": _int("processes (ranks)"),
+            "results": _list(
+                _obj(
+                    {
+                        "op": _str("the collective", enum=list(COLLECTIVE_OPS)),
+                        "bytes": _int("nccl-tests' size: each rank's (larger) buffer [byte]"),
+                        "time_s": _num("median of the samples, each the slowest rank's [s]"),
+                        "iqr_s": _num("interquartile range of the samples [s]"),
+                        "reps": _int("samples"),
+                        "algbw_Bps": _num(
+                            "nccl-tests' algorithm bandwidth, bytes / time_s [byte/s]"
+                        ),
+                        "busbw_Bps": _num("nccl-tests' bus bandwidth, algbw x its factor [byte/s]"),
+                    },
+                    "one collective at one size",
+                ),
+                "every collective at every size",
+            ),
+            "fit": _map(
+                _obj(
+                    {
+                        "alpha_s": _num("fixed time of one operation [s]"),
+                        "beta_Bps": _num(
+                            "fitted bandwidth; null if the time does not grow with size [byte/s]",
+                            nullable=True,
+                        ),
+                    },
+                    "time = alpha_s + bytes x f / beta_Bps, f the ring's share of bytes sent",
+                ),
+                "the alpha-beta fit of each collective",
+            ),
+        },
+        "collectives timed with torch.distributed on this machine",
+    ),
+}
+"""每个子命令 ``--json`` 的 JSON Schema。"""
+
+
+def envelope(command: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` 前面加上每个输出都有的 ``roofline_book_version`` 与 ``command``。"""
+    return {"roofline_book_version": __version__, "command": command} | body
+
+
+def is_adhoc(device: Hardware) -> bool:
+    """``device`` 不是目录中的设备（由 ``--peak --bandwidth`` 建成）。"""
+    return catalog().get(device.key) is not device
+
+
+def device_json(device: Hardware, precision: str) -> dict[str, Any]:
+    """:data:`DEVICE`：``device`` 在 ``precision`` 下的上限。"""
+    return {
+        "key": device.key,
+        "name": device.name,
+        "adhoc": is_adhoc(device),
+        "precision": precision,
+        "peaks_per_s": {
+            "matrix": device.peak_flops(precision),
+            "vector": device.ceiling("vector", precision),
+            "special": device.ceiling("special", precision),
+        },
+        "bandwidths_Bps": {"hbm": device.memory_bandwidth, "l2": device.l2_bandwidth},
+        "ridge_point": device.ridge_point(precision),
+    }
+
+
+def cost_json(cost: Cost, device: Hardware, precision: str) -> dict[str, Any]:
+    """:data:`COST`：roofline 模型对 ``device`` 上一个代价的结论，用基本单位。
+
+    ``time_by_resource_s`` 是每种单元和每个存储层级所需的秒数；``time_lower_bound_s`` 是其中最大的，
+    ``bound`` 指出它对应的资源。``attainable_per_s`` 是承担最多 FLOPs 的那个单元
+    （``attainable_unit``）的速率，即它的 FLOPs 除以时间下界；``attainable_by_unit_per_s`` 给出每个
+    单元的速率，没有一个超过该单元的峰值。
+    """
+    time = time_bound(cost, device, precision)
+    rates = unit_rates(cost, time)
+    unit = main_unit(cost, time)
+    return {
+        "flops": cost.flops,
+        "flops_by_unit": dict(cost.flops_by_unit),
+        "bytes_read": cost.bytes_read,
+        "bytes_written": cost.bytes_written,
+        "bytes": cost.bytes,
+        "reread_bytes": cost.reread_bytes,
+        "kernels": cost.kernels,
+        "intensity": cost.intensity,
+        "bound": time.resource,
+        "bound_kind": time.bound,
+        "attainable_per_s": rates[unit] if unit else 0.0,
+        "attainable_unit": unit,
+        "attainable_by_unit_per_s": dict(rates),
+        "time_by_resource_s": dict(time.by_resource),
+        "time_compute_s": time.compute,
+        "time_memory_s": time.memory,
+        "time_lower_bound_s": time.seconds,
+    }
+
+
+def fields(schema: dict, prefix: str = "", *, collapse: bool = True) -> list[tuple[str, str, str]]:
+    """``schema`` 的每个键，展开嵌套的对象与列表：``(路径, 类型, 说明)``。
+
+    设备对象（:data:`DEVICE`）写成一行 ``device``，代价的各键（:data:`COST`）合成一行 ``cost``：
+    它们各自列一次（``collapse=False`` 时照样展开）。
+
+    Examples
+    --------
+    >>> [path for path, _, _ in fields(SCHEMAS["op"])]
+    ['roofline_book_version', 'command', 'operator', 'arguments', 'device', '(cost)']
+    >>> fields(SCHEMAS["block"])[-1]
+    ('optimizer.ops[].(cost)', 'cost', 'the cost fields, as in op')
+    """
+    out = []
+    properties = schema.get("properties", {})
+    has_cost = collapse and all(properties.get(k) is v for k, v in COST.items())
+    for key, sub in properties.items():
+        if has_cost and key in COST:
+            if key == next(iter(COST)):
+                out.append((f"{prefix}(cost)", "cost", "the cost fields, as in op"))
+            continue
+        path = f"{prefix}{key}"
+        if collapse and sub is DEVICE:
+            out.append((path, "device", DEVICE["description"]))
+            continue
+        kind = sub.get("type", "const" if "const" in sub else "")
+        kinds = kind if isinstance(kind, list) else [kind]
+        out.append((path, " | ".join(kinds), sub.get("description", "")))
+        if "object" in kinds:
+            out += fields(sub, f"{path}.", collapse=collapse)
+        elif "array" in kinds and "properties" in sub.get("items", {}):
+            out += fields(sub["items"], f"{path}[].", collapse=collapse)
+    return out
