@@ -530,7 +530,7 @@ def check_claims(run: Run | Mapping[str, Any] | str | os.PathLike[str]) -> list[
 
     Parameters
     ----------
-    run : Run, Mapping or path
+    run : roofline_book.measure.records.Run, Mapping or path
         一个 :class:`~roofline_book.measure.records.Run`；一个 run 的 mapping（即
         :func:`roofline_book.measure.run.run_suite` 的返回值），会检查自洽性，装了
         ``jsonschema`` 时也按 schema 校验；或 run file 的路径，会被读取并按 schema 校验。

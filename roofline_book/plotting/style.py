@@ -147,17 +147,19 @@ TEXTS = {
 _LANGUAGE = {"current": "en"}
 
 #: 汉字所用的字体。它的文件来自 PyPI 的 noto-cjk-sans-otc（extra ``zh``），由
-#: :func:`use_cjk_font` 显式登记给 matplotlib：图上有没有汉字的字形，不取决于系统装了
-#: 什么字体，也不取决于 matplotlib 的字体缓存。
+#: :func:`~roofline_book.plotting.use_cjk_font` 显式登记给 matplotlib：
+#: 图上有没有汉字的字形，不取决于系统装了什么字体，也不取决于 matplotlib 的字体缓存。
 CJK_FONT = "Noto Sans CJK SC"
 
-#: 中文图所用的字体：拉丁字母用 matplotlib 自带的 DejaVu Sans，汉字用 :data:`CJK_FONT`，
+#: 中文图所用的字体：拉丁字母用 matplotlib 自带的 DejaVu Sans，汉字用
+#: :data:`~roofline_book.plotting.style.CJK_FONT`，
 #: matplotlib 逐字形回退。
 CJK_FONTS = ["DejaVu Sans", CJK_FONT]
 
 
 def cjk_font_file() -> Path:
-    """:data:`CJK_FONT` 所在的字体文件：Noto Sans CJK 的 OpenType collection
+    """:data:`~roofline_book.plotting.style.CJK_FONT` 所在的字体文件：Noto Sans CJK 的
+    OpenType collection
     ``NotoSansCJK-Regular.ttc`` （其中一个 face 是 SC），来自 noto-cjk-sans-otc。
 
     Raises
@@ -172,7 +174,8 @@ def cjk_font_file() -> Path:
 def use_cjk_font() -> Path:
     """把 :func:`cjk_font_file` 登记给 matplotlib（``fontManager.addfont``），返回该文件。
 
-    登记的 face 排在同名的系统字体之前，所以 :data:`CJK_FONT` 总是这个文件；再次调用不会
+    登记的 face 排在同名的系统字体之前，所以 :data:`~roofline_book.plotting.style.CJK_FONT`
+    总是这个文件；再次调用不会
     重复登记。
 
     Raises
