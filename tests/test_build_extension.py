@@ -61,6 +61,8 @@ def test_the_cuda_appendix_finds_the_gpu_runs_from_its_own_folder(tmp_path):
     shutil.copy(DATA / "fixture-cpu-pass.json", runs / "a-gpu.json")  # any valid run file
     shutil.copy(DATA / "fixture-cpu-fail.json", runs / "b-gpu.json")
     code = _first_cell(CUDA_PAGE).replace(":tags: [remove-cell]\n", "")
+    # the runs are the point here, not glue or the figures' fonts: a preamble that does nothing
+    stub = "from roofline_book import book\nbook.preamble = lambda: (lambda *a, **k: None,) * 3\n"
     env = os.environ | {
         "ROOFLINE_GPU_RUNS": str(runs),
         "ROOFLINE_CPU_RUN": str(DATA / "fixture-cpu-pass.json"),
@@ -68,7 +70,7 @@ def test_the_cuda_appendix_finds_the_gpu_runs_from_its_own_folder(tmp_path):
         "MPLBACKEND": "Agg",
     }
     done = subprocess.run(
-        [sys.executable, "-c", code + "\nprint('runs:', len(gpu_runs))"],
+        [sys.executable, "-c", stub + code + "\nprint('runs:', len(gpu_runs))"],
         cwd=CUDA_PAGE.parent,
         env=env,
         capture_output=True,
