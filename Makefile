@@ -85,11 +85,12 @@ pdf: pdf-tools html
 
 # The contributor's loop, under a minute and with no book built: lint, imports, types, and
 # every test and doctest that needs no built site, PDF or fresh install (markers `site` and
-# `install`), in three jobs side by side: types, the tests that start Sphinx or kernels in
-# subprocesses (their output shown when they end), and the rest.
+# `install`), in three jobs side by side: types, the tests that start Sphinx, kernels or the
+# command line in subprocesses (their output shown when they end; about half the tests' time
+# on this machine), and the rest.
 CHECK_MARKERS := -m "not site and not install"
 CHECK_SUBPROCESS := tests/test_notebook_execution.py tests/test_shown_code.py \
-  tests/test_build_extension.py
+  tests/test_build_extension.py tests/test_stderr.py tests/test_cli.py
 check: $(VENV)/.installed
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
