@@ -1,4 +1,4 @@
-# The one interface: make html, make pdf, make test, make bench.
+# The one interface: make html, make pdf, make check (the fast loop), make test, make bench.
 PYTHON  ?= python3
 VENV    := .venv
 PY      := $(VENV)/bin/python
@@ -12,8 +12,8 @@ ES5     := $(BUILD)/npm/node_modules/mathjax/es5
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax html pdf test doctest bench lint dist livehtml clean distclean \
-	html-tools pdf-tools
+.PHONY: all venv mathjax html pdf check check-types check-tests check-subprocess-tests test \
+	doctest bench lint dist livehtml clean distclean html-tools pdf-tools
 
 all: html
 
@@ -83,7 +83,33 @@ pdf: pdf-tools html
 	cp $(BUILD)/latex/$(PDF_NAME) $(BUILD)/pdf/$(PDF_NAME)
 	cp $(BUILD)/pdf/$(PDF_NAME) $(BUILD)/html/$(PDF_NAME)
 
-# Package tests and doctests, then checks of the built site (pages, links, browser) and PDF.
+# The contributor's loop, under a minute and with no book built: lint, imports, types, and
+# every test and doctest that needs no built site, PDF or fresh install (markers `site` and
+# `install`), in three jobs side by side: types, the tests that start Sphinx, kernels or the
+# command line in subprocesses (their output shown when they end; about half the tests' time
+# on this machine), and the rest.
+CHECK_MARKERS := -m "not site and not install"
+CHECK_SUBPROCESS := tests/test_notebook_execution.py tests/test_shown_code.py \
+  tests/test_build_extension.py tests/test_stderr.py tests/test_cli.py
+check: $(VENV)/.installed
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/lint-imports
+	$(MAKE) --no-print-directory -j3 check-types check-tests check-subprocess-tests
+
+check-types:
+	$(VENV)/bin/mypy $(LINTED)
+
+check-tests:
+	$(PY) -m pytest -q $(CHECK_MARKERS) $(addprefix --ignore=,$(CHECK_SUBPROCESS))
+
+check-subprocess-tests:
+	@mkdir -p $(BUILD)
+	@$(PY) -m pytest -q $(CHECK_MARKERS) $(CHECK_SUBPROCESS) > $(BUILD)/check-subprocess.log 2>&1; \
+	  status=$$?; echo "== $(CHECK_SUBPROCESS)"; cat $(BUILD)/check-subprocess.log; exit $$status
+
+# Everything: the book and PDF built, lint, then every test (the built site's and the PDF's,
+# the browser's and the fresh install's included).
 test: pdf-tools html pdf lint
 	$(PY) -m pytest
 

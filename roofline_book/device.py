@@ -28,7 +28,7 @@ FLOP_PER_FMA = 2
 """厂商为一次 fused multiply-add 计的 FLOPs；它的向量峰值按这种运算计。"""
 
 COMPUTE_UNITS = ("matrix", "vector", "special")
-"""各有自己上限的计算单元（见 :data:`roofline_book.ops.UNITS`）。"""
+"""各有自己上限的计算单元（见 :data:`roofline_book.ops.cost.UNITS`）。"""
 
 MEMORY_LEVELS = ("hbm", "l2")
 """有带宽上限的存储层级：主存，以及（有公开数字时的）L2 cache。"""

@@ -223,7 +223,7 @@ def device_sram_bytes(device: Hardware) -> int:
     """flash kernel 的一个 block 在 ``device`` 上可用的片上存储（byte）。
 
     取设备每个 SM 的 shared memory；目录中没有这个数字时取
-    :data:`roofline_book.ops.DEFAULT_SRAM_BYTES` （192 KiB，A100 每个 SM 的 L1 与 shared
+    :data:`roofline_book.ops.attn.DEFAULT_SRAM_BYTES` （192 KiB，A100 每个 SM 的 L1 与 shared
     memory 合计容量，即 Dao et al. 所用的例子）。
 
     Examples

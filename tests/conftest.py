@@ -55,3 +55,23 @@ def glued():
 # by test_profiling.py; they are not test modules, and collecting them would import (and so run)
 # them. A conftest.py of their own would shadow this one's name for `from conftest import ...`.
 collect_ignore = ["profile_corpus"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that reads the built book must say so (``site``): `make check` leaves those out
+    and runs on a clone that was never built."""
+
+    def reads_the_book(item: pytest.Item) -> bool:
+        info = getattr(item, "_fixtureinfo", None)  # a test module may define its own `glued`
+        defs = list(info.name2fixturedefs.get("glued", ())) if info is not None else []
+        return bool(defs) and defs[-1].func is glued.__wrapped__  # type: ignore[attr-defined]
+
+    unmarked = [
+        item.nodeid
+        for item in items
+        if reads_the_book(item) and item.get_closest_marker("site") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests read the built book but are not marked site: " + ", ".join(unmarked)
+        )

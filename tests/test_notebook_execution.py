@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -32,6 +33,7 @@ extensions = ["myst_nb", "roofline_notebooks"]
 nb_execution_mode = "cache"
 nb_execution_cache_path = "_cache"
 nb_execution_raise_on_error = True
+nb_execution_timeout = 30
 exclude_patterns = ["_build", "_cache"]
 """
 
@@ -121,6 +123,64 @@ def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):
     assert executor._expected_seconds(app, plain, "", {"plain.md": 1.5}) == 1.5  # remembered
 
 
-def test_a_kernel_that_dies_stops_the_build_naming_the_page(tmp_path):
-    _, stderr = _failed_build(tmp_path, "import os\nos._exit(3)")
-    assert "b.md: executing the notebook failed (DeadKernelError)" in stderr
+def _with_metadata(page: str, **execution: object) -> str:
+    """``page`` with its own ``execution:`` metadata in the front matter."""
+    lines = "".join(f"  {key}: {str(value).lower()}\n" for key, value in execution.items())
+    return page.replace("---\njupytext", f"---\nexecution:\n{lines}jupytext", 1)
+
+
+def test_every_failing_page_is_reported_with_its_error(tmp_path):
+    """A failing cell, a kernel that dies and a notebook past its own timeout: all three
+    pages are named, each with its error, not only the first."""
+    book = _book(tmp_path)
+    (book / "index.md").write_text("# Book\n\n```{toctree}\na\nb\nc\n```\n")
+    (book / "a.md").write_text(_page("A", "x = 1\nx / 0  # a fails"))
+    (book / "b.md").write_text(_page("B", "import os\nos._exit(3)"))
+    (book / "c.md").write_text(_with_metadata(_page("C", "import time\ntime.sleep(5)"), timeout=1))
+    done = _build(book)
+    assert done.returncode != 0
+    assert "3 of 3 notebooks failed" in done.stderr
+    assert "a.md: executing the notebook failed (CellExecutionError)" in done.stderr
+    assert "ZeroDivisionError" in done.stderr and "x / 0" in done.stderr
+    assert "b.md: executing the notebook failed (DeadKernelError)" in done.stderr
+    # c's metadata asked for 1 s (the book's default is 30 s)
+    assert "c.md: executing the notebook failed (CellTimeoutError)" in done.stderr
+
+
+def test_the_execution_options_hold(tmp_path):
+    """Run through myst-nb's client: a temporary folder as the kernel's cwd
+    (nb_execution_in_temp) and a notebook's own ``execution: allow_errors``, each as
+    myst-nb would honour them during the read."""
+    book = _book(tmp_path)
+    with (book / "conf.py").open("a") as conf:
+        conf.write("nb_execution_in_temp = True\nsuppress_warnings = ['mystnb.exec']\n")
+    (book / "a.md").write_text(_page("A", "import os\nprint('cwd', os.getcwd())"))
+    more = "\n```{code-cell} ipython3\nprint('ran on')\n```\n"
+    (book / "b.md").write_text(_with_metadata(_page("B", "1 / 0"), allow_errors=True) + more)
+    done = _build(book)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(": executed in ") == 2
+    assert "Executing notebook" not in done.stdout + done.stderr  # the read ran none again
+    a = (book / "_build" / "a.html").read_text("utf-8")
+    (cwd,) = re.findall(r"cwd (\S+)", a)
+    assert pathlib.Path(cwd) != book and not pathlib.Path(cwd).exists()  # a temporary folder
+    b = (book / "_build" / "b.html").read_text("utf-8")
+    assert "ZeroDivisionError" in b and "ran on" in b  # the error shown, the next cell run
+
+
+def _executor():
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+    try:
+        import roofline_notebooks
+    finally:
+        sys.path.pop(0)
+    return roofline_notebooks
+
+
+def test_an_unsupported_myst_nb_is_refused_by_name(monkeypatch):
+    executor = _executor()
+    executor._check_versions()  # the installed versions are the supported ones
+    versions = {"myst-nb": "1.5.0", "jupyter-cache": "1.0.1"}
+    monkeypatch.setattr(executor, "version", versions.__getitem__)
+    with pytest.raises(Exception, match=r"needs myst-nb>=1\.4,<1\.5 .*found 1\.5\.0"):
+        executor._check_versions()

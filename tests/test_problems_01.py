@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.site  # reads the built book's glued values
+
 PAGE = "chapters/01-flops"
 
 # H100 SXM at its one clock, 1980 MHz: NVIDIA's dense BF16 989.4 TFLOP/s is rated at 1830 MHz

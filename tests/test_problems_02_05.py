@@ -7,6 +7,8 @@ import re
 import pytest
 from conftest import BUILD
 
+pytestmark = pytest.mark.site  # reads the built book's glued values
+
 # H100 SXM at its one clock, 1980 MHz: NVIDIA's dense Tensor Core figures (BF16 989.4, FP8
 # 1978.9 TFLOP/s) are rated at 1830 MHz, so x 1980 / 1830.
 H100_BF16 = 989.4e12 * 1980 / 1830  # FLOP/s, dense, 1070.5e12

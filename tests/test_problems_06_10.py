@@ -8,6 +8,8 @@ used, so a wrong formula in either place shows up here.
 
 import pytest
 
+pytestmark = pytest.mark.site  # reads the built book's glued values
+
 CH6 = "chapters/06-low-flop-operators"
 CH7 = "chapters/07-transformer"
 CH8 = "chapters/08-shape-precision"

@@ -9,6 +9,8 @@ import json
 import pytest
 from conftest import BUILD, ROOT
 
+pytestmark = pytest.mark.site  # reads the built book's glued values
+
 CH = "chapters/10-profiling"
 
 # The block: hidden 512, 8 heads, FFN 1408, batch 2, sequence 256, FP32.

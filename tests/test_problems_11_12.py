@@ -9,6 +9,8 @@ import pytest
 
 from roofline_book import hardware
 
+pytestmark = pytest.mark.site  # reads the built book's glued values
+
 CH11 = "chapters/11-inference-prefill-decode"
 
 # --------------------------------------------------------------------------

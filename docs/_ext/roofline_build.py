@@ -7,10 +7,11 @@
   database (with ``-j``, workers would race to create it); measures this
   machine's CPU into the quick run file if it is missing, before any kernel
   starts, so nothing else competes for the cores while it is timed; and drops
-  the cached outputs of the pages that read the run file when the run is newer
-  than them, and of every page executed before the package last changed, so
-  prose, run and code agree (``env-get-outdated`` makes Sphinx read those pages
-  again).
+  the cached outputs of the pages that read the runs when a run (the CPU's, or
+  a GPU's in ``docs/data``) is newer than them, and of every page when the
+  package's sources differ from those the cache was executed with (a digest of
+  their content, :func:`package_digest`), so prose, run and code agree
+  (``env-get-outdated`` makes Sphinx read those pages again).
 - Notebooks are executed by the companion extension ``roofline_notebooks``
   (before the read, one per build process, the longest first).
 - Chinese search (``html_search_language = "zh"``) loads jieba's dictionary
@@ -20,13 +21,15 @@
   included) beside the page's source, for the theme's download button.
 
 Configuration values (set in conf.py): ``roofline_root`` (the repository root),
-``roofline_cpu_run`` (the run file) and ``roofline_run_pages`` (pages that
-read it).
+``roofline_cpu_run`` (the run file), ``roofline_gpu_runs`` (the folder of GPU
+run files, passed to the kernels as ``$ROOFLINE_GPU_RUNS``) and
+``roofline_run_pages`` (pages that read them).
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import os
 import pathlib
 import subprocess
@@ -58,6 +61,8 @@ def _kernel_environment(app: Sphinx, config: Config) -> None:
     (profile / "ipython_kernel_config.py").write_text(_KERNEL_CONFIG)
     os.environ["IPYTHONDIR"] = str(profile.parent)
     os.environ["ROOFLINE_CPU_RUN"] = str(config.roofline_cpu_run)
+    # Kernels run in their page's folder: the GPU runs' folder is passed as the CPU run is.
+    os.environ["ROOFLINE_GPU_RUNS"] = str(config.roofline_gpu_runs)
     mathjax = root / "_build" / "mathjax"
     if not (mathjax / "mathjax" / "tex-chtml.js").is_file():
         raise ConfigError(f"{mathjax}/mathjax is missing: run `make html` (or `make mathjax`)")
@@ -87,30 +92,71 @@ def _compile_package(root: pathlib.Path) -> None:
     compileall.compile_dir(str(root / "roofline_book"), quiet=1)
 
 
+PACKAGE_DIGEST = "roofline-package.sha256"
+"""The digest of the package's sources the cached pages were executed with, in the cache
+folder."""
+
+
+def package_digest(package: pathlib.Path) -> str:
+    """SHA-256 over the package's sources (code, data, style), each file's path relative to
+    ``package`` and its bytes, in path order: it changes when the content does, not when a
+    checkout or a copy touches the files' times."""
+    digest = hashlib.sha256()
+    files = sorted(
+        f
+        for f in package.rglob("*")
+        if f.suffix in _PACKAGE_FILES and f.is_file() and "__pycache__" not in f.parts
+    )
+    for f in files:
+        digest.update(f.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(f.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _package_changed(app: Sphinx, folder: pathlib.Path) -> bool:
+    """Whether the package's content differs from the one the cached pages ran with; records
+    the current digest for the next build."""
+    stored = folder / PACKAGE_DIGEST
+    current = package_digest(pathlib.Path(app.config.roofline_root) / "roofline_book")
+    previous = stored.read_text().strip() if stored.is_file() else None
+    if previous != current:
+        folder.mkdir(parents=True, exist_ok=True)
+        stored.write_text(current + "\n")
+    return previous != current
+
+
+def _runs_changed(app: Sphinx) -> float:
+    """When the runs the run pages read last changed: the CPU run file, and each GPU run in
+    its folder (the folder's own time changes when a file is added or removed)."""
+    run = pathlib.Path(app.config.roofline_cpu_run)
+    times = [run.stat().st_mtime]
+    gpu = pathlib.Path(app.config.roofline_gpu_runs) if app.config.roofline_gpu_runs else None
+    if gpu is not None and gpu.is_dir():
+        times += [gpu.stat().st_mtime, *(f.stat().st_mtime for f in gpu.glob("*.json"))]
+    return max(times)
+
+
 def _prepare(app: Sphinx) -> None:
     from jupyter_cache import get_cache
 
     _compile_package(pathlib.Path(app.config.roofline_root))
+    _DROPPED.clear()  # a second build in the same process starts afresh
 
     cache = get_cache(app.config.nb_execution_cache_path)
     records = cache.list_cache_records()  # creates the database
     run = pathlib.Path(app.config.roofline_cpu_run)
     if not run.exists():
         _measure_cpu(run, pathlib.Path(app.config.roofline_root))
-    measured = run.stat().st_mtime
-    package = pathlib.Path(app.config.roofline_root) / "roofline_book"
-    changed = max(
-        (f.stat().st_mtime for f in package.rglob("*") if f.suffix in _PACKAGE_FILES),
-        default=0.0,
-    )
+    measured = _runs_changed(app)
+    # a page executed with other package sources (models, data or figures) shows what the
+    # old code said: run every page again
+    stale = _package_changed(app, pathlib.Path(app.config.nb_execution_cache_path))
     for record in records:
         created = record.created  # stored as naive UTC
         if created.tzinfo is None:
             created = created.replace(tzinfo=datetime.timezone.utc)  # noqa: UP017
         reads_run = record.uri.endswith(tuple(app.config.roofline_run_pages))
-        # a page executed before the package (its models, data or figures) last changed
-        # shows what the old code said: run it again
-        if (reads_run and created.timestamp() < measured) or created.timestamp() < changed:
+        if stale or (reads_run and created.timestamp() < measured):
             cache.remove_cache(record.pk)
             source = pathlib.Path(record.uri)
             if source.is_relative_to(app.srcdir):
@@ -184,6 +230,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("roofline_root", "", "env", str)
     app.add_config_value("roofline_cpu_run", "", "env", str)
     app.add_config_value("roofline_run_pages", (), "env", tuple)
+    app.add_config_value("roofline_gpu_runs", "", "env", str)
     app.connect("config-inited", _kernel_environment)
     app.connect("builder-inited", _prepare)
     app.connect("env-get-outdated", _outdated)

@@ -22,7 +22,7 @@ from .devices import (
 from .notebook import glue, glue_figure, plain, preamble
 from .profiling import attribution_frame, glue_profile, glue_scaling
 from .rows import first_size, share
-from .runs import cpu_run, show_run, summary_table
+from .runs import cpu_run, gpu_runs, show_run, summary_table
 from .tables import (
     RESOURCE_ZH,
     bound_frame,
@@ -46,6 +46,7 @@ __all__ = [
     "cli_json",
     "json_fields_md",
     "cpu_run",
+    "gpu_runs",
     "verdict_counts",
     "first_size",
     "glue",

@@ -23,6 +23,12 @@ CPU_RUN_ENV = "ROOFLINE_CPU_RUN"
 #: ``make bench`` 和本书构建写 run file 的位置，相对于 checkout 的根目录。
 BENCH_FOLDER = Path("_build") / "bench"
 
+#: 指明 GPU run file 所在文件夹的环境变量（本书构建时设为 checkout 的 ``docs/data``）。
+GPU_RUNS_ENV = "ROOFLINE_GPU_RUNS"
+
+#: 仓库里收存 GPU run file 的文件夹，相对于 checkout 的根目录。
+GPU_FOLDER = Path("docs") / "data"
+
 
 def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
     """一章读取的 CPU run file，由 :func:`~roofline_book.measure.runfile.load_run` 校验并载入。
@@ -71,6 +77,34 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
         f"{here} holds one. Measure this machine first: `make bench` in the repository, "
         f"or `roofline-book bench --quick --out {BENCH_FOLDER / 'cpu-quick.json'}`"
     )
+
+
+def gpu_runs(folder: str | os.PathLike[str] | None = None) -> list[Run]:
+    """仓库收存的每份 GPU run file，按文件名排序，逐个由
+    :func:`~roofline_book.measure.runfile.load_run` 校验并载入。
+
+    按以下顺序确定文件夹：``folder``；``$ROOFLINE_GPU_RUNS``（本书构建时设为 checkout 的
+    ``docs/data``，与 kernel 的工作目录无关）；否则是本包所在 checkout 的 ``docs/data``。
+    文件夹不存在或其中没有 ``*.json`` 时返回空列表。
+
+    Parameters
+    ----------
+    folder : str or os.PathLike, optional
+        直接读这个文件夹里的 ``*.json``。
+
+    Raises
+    ------
+    ValueError
+        某个文件不是合法的 run。
+
+    Examples
+    --------
+    >>> gpu_runs("no/such/folder")
+    []
+    """
+    if folder is None:
+        folder = os.environ.get(GPU_RUNS_ENV) or Path(__file__).resolve().parents[2] / GPU_FOLDER
+    return [runfile.load_run(f) for f in sorted(Path(folder).glob("*.json"))]
 
 
 #: 逐条目表格的表头，按顺序。
@@ -222,4 +256,6 @@ def show_run(run: Run | Mapping[str, Any]) -> None:
     else:
         display(against_table(run, sheet))
     display(claims_table(mapping_of(run)))
-    display(results_table(run))
+    # a caption numbers the table, so the PDF's continued pages name it (表 B.1 – 接上页)
+    caption = f"{run.device.name}：每个条目的计时，与它在自己的算术强度处达到的 roof 比例"
+    display(Markdown(f"```{{table}} {caption}\n{results_table(run).data}\n```"))

@@ -185,7 +185,7 @@ def peak(run: Run, precision: str, *, excluding: str = "") -> Peak | None:
 
     Parameters
     ----------
-    run : Run
+    run : roofline_book.measure.records.Run
     precision : str
     excluding : str, optional
         不参与的条目 id：判定一个条目时，它的参照不能就是它自己。
@@ -252,7 +252,7 @@ def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
 
     Parameters
     ----------
-    run : Run or mapping
+    run : roofline_book.measure.records.Run or mapping
         :func:`~roofline_book.measure.runfile.load_run` 给出的 run（或它的 dict）。
 
     Raises

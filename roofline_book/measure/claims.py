@@ -1,6 +1,6 @@
 """本书的定性结论，用一次实测的 run 来检验。
 
-每条结论成为一个 :class:`Check`：它所依据的数字（取自 run file，见
+每条结论成为一个 :class:`~roofline_book.measure.verdicts.Check`：它所依据的数字（取自 run file，见
 :mod:`roofline_book.measure.runfile`），以及判定：``"pass"``、``"fail"``、在噪声之内时为
 ``"inconclusive"``，或 run 中缺少这条结论所需的数据时为 ``"not measured"``。阈值就是下面那些
 具名常量；噪声是测得的（:func:`~roofline_book.measure.verdicts.tolerance`、各计时的四分位距、
@@ -511,14 +511,14 @@ def check_claims(run: Run | Mapping[str, Any] | str | os.PathLike[str]) -> list[
 
     Parameters
     ----------
-    run : Run, Mapping or path
+    run : roofline_book.measure.records.Run, Mapping or path
         一个 :class:`~roofline_book.measure.records.Run`；一个 run 的 mapping（即
         :func:`roofline_book.measure.run.run_suite` 的返回值），会检查自洽性，装了
         ``jsonschema`` 时也按 schema 校验；或 run file 的路径，会被读取并按 schema 校验。
 
     Returns
     -------
-    list of Check
+    list of roofline_book.measure.verdicts.Check
         每条结论一项，顺序与 :data:`CHECKS` 相同。哨兵测得机器在 run 中的变化超过
         :data:`~roofline_book.measure.verdicts.SPEED_TOLERANCE` 时（run 不稳定），每个比较的余量
         放宽到这个变化（:func:`~roofline_book.measure.verdicts.tolerance`）：差别比它小的比较无法判定。

@@ -69,8 +69,8 @@ class Case:
     ----------
     name : str
         算子，:data:`roofline_book.measure.cases.OPERATORS` 的一个键。
-    shape : tuple of (str, int)
-        各尺寸，名称与 :mod:`roofline_book.ops` 中函数的参数名相同。
+    shape : tuple
+        ``(str, int)`` 对的序列：各尺寸，名称与 :mod:`roofline_book.ops` 中函数的参数名相同。
     precision : str
     impl : str
         计算方式（一个 torch 函数，或模型区分的一种实现：``loop``/``foreach``/``fused``、

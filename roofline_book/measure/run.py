@@ -142,7 +142,7 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
 
     Parameters
     ----------
-    case : Case
+    case : roofline_book.measure.registry.Case
     device : str or torch.device
     min_run_time : float
         计时的总时长下限（秒）。
@@ -189,7 +189,7 @@ def measure_rounds(
 
     Parameters
     ----------
-    todo : list of Case
+    todo : list of roofline_book.measure.registry.Case
     device : str or torch.device
     rounds : int
         每个 case 计时的轮数，>= 1（为 1 时不记录 ``rounds_s``）。

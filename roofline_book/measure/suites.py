@@ -61,13 +61,14 @@ class Suite:
     elementwise_sizes : tuple of int
         每个 elementwise 算子每个 tensor 的元素个数。
     elementwise_precisions : tuple of str
-    norm_shapes : tuple of (rows, d)
-        每种 norm（RMSNorm，以及沿最后一维的 softmax）的 shape。
+    norm_shapes : tuple
+        ``(rows, d)`` 的序列：每种 norm（RMSNorm，以及沿最后一维的 softmax）的 shape。
     norm_precisions : tuple of str
-    adamw : (params, tensors)
-        AdamW 一步的参数个数，平均分在 ``tensors`` 个 tensor 中。
-    attention_shapes : tuple of (batch, heads, seq, head_dim)
-        self-attention 的 shape（``seq_q = seq_k``），不加 mask。
+    adamw : tuple
+        ``(params, tensors)``：AdamW 一步的参数个数，平均分在 ``tensors`` 个 tensor 中。
+    attention_shapes : tuple
+        ``(batch, heads, seq, head_dim)`` 的序列：self-attention 的 shape（``seq_q = seq_k``）
+        ，不加 mask。
     attention_precision : str
     min_run_time : float
         每个 case 计时的总时长下限（秒）。

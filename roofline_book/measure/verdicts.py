@@ -60,7 +60,7 @@ QUANTITIES: dict[str, str] = {
     "spread_model_bytes": "spread, model bytes",
     "spread_write_allocate": "spread, with write-allocate",
 }
-"""每个数字的量（:attr:`Figure.quantity`）的英文表述，按键索引。"""
+"""每个数字的量（:class:`Figure` 的 ``quantity``）的英文表述，按键索引。"""
 
 MISSING: dict[str, str] = {
     "gemm_sweep_or_bandwidth": "no GEMM sweep or no bandwidth ceiling",

@@ -5,7 +5,8 @@ kernel 在主存（HBM / DRAM）与芯片之间*至少*要搬运的字节数：�
 的每个输入读一次、每个输出写一次（必需流量，cache 为冷）。kernel 再次读取
 的部分单独记在 ``Cost.reread_bytes``：它们可能由 cache 供给。一个 kernel
 写出、下一个 kernel 读入的中间结果在两边都计入，尽管足够大的 L2 可能让它
-不必到达 HBM。FLOPs 记明由哪种单元执行（:data:`UNITS`）：矩阵乘法在矩阵单元上，
+不必到达 HBM。FLOPs 记明由哪种单元执行（:data:`~roofline_book.ops.cost.UNITS`
+）：矩阵乘法在矩阵单元上，
 elementwise 运算和归约在向量单元上，超越函数在特殊函数单元上。
 
 记号：``s`` 是每个元素的字节数（:func:`roofline_book.dtypes.bytes_per_element`），

@@ -201,7 +201,8 @@ def attention(
 
     FLOPs（NB，约定）：两次矩阵乘法，每个 head ``4 N d``，在矩阵单元上，与 PyTorch 的
     flop counter 和 Dao et al. 的计法相同；再加上 softmax 每个得分
-    :data:`SOFTMAX_FLOPS_PER_ELEMENT` 次运算，其中一次 exp 在特殊函数单元上，其余在向量
+    :data:`~roofline_book.ops.pointwise.SOFTMAX_FLOPS_PER_ELEMENT`
+    次运算，其中一次 exp 在特殊函数单元上，其余在向量
     单元上。``1/sqrt(d)`` 的缩放并入第一次乘法。``causal=True`` 时，flash kernel 只计算
     mask 保留下来的 ``(query, key)`` 对，而不融合的实现先算出全部得分再加 mask，所以它们
     的 FLOPs 也包括被 mask 掉的部分。

@@ -130,7 +130,7 @@ class Cost:
 
     @property
     def flops_by_unit(self) -> dict[str, int]:
-        """每种计算单元的 FLOPs，以 :data:`UNITS` 为键（FLOP）。"""
+        """每种计算单元的 FLOPs，以 :data:`~roofline_book.ops.cost.UNITS` 为键（FLOP）。"""
         return {
             "matrix": self.matrix_flops,
             "vector": self.vector_flops,

@@ -89,8 +89,9 @@ _MULTI_TENSOR_LIMITS = {
 def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 12) -> int:
     """一个 ``multi_tensor_apply`` kernel 对一个 tensor 列表做一趟至少要 launch 几次。
 
-    每次 launch 最多携带 :data:`MULTI_TENSOR_MAX_BLOCKS` 个 chunk（每个
-    :data:`MULTI_TENSOR_CHUNK` 个元素），最多 ``MULTI_TENSOR_MAX_TENSORS[depth - 1]`` 个
+    每次 launch 最多携带 :data:`~roofline_book.ops.optimizer.MULTI_TENSOR_MAX_BLOCKS` 个 chunk（每个
+    :data:`~roofline_book.ops.optimizer.MULTI_TENSOR_CHUNK`
+    个元素），最多 ``MULTI_TENSOR_MAX_TENSORS[depth - 1]`` 个
     tensor，所以次数随元素个数增长，而不只随列表长度增长。``tensors`` 个 tensor 中的
     ``params`` 个元素至少构成 ``ceil(params / 65536)`` 个 chunk（tensor 在 chunk 中间结束时
     更多），所以这是一个下界。这些上限取决于 PyTorch 构建时的 CUDA 版本：``cuda=13`` 时改用

@@ -129,7 +129,7 @@ GELU_FMA_FLOPS_PER_ELEMENT = 2
 
 
 def gelu(numel: int, dtype: Precision = "bf16") -> Cost:
-    """GELU 激活，tanh 形式；见 :data:`GELU_FLOPS_PER_ELEMENT`。
+    """GELU 激活，tanh 形式；见 :data:`~roofline_book.ops.pointwise.GELU_FLOPS_PER_ELEMENT`。
 
     Examples
     --------
@@ -194,7 +194,8 @@ def rope(
     """对 Q 和 K 做旋转位置编码（RoPE），一个融合 kernel。
 
     ``Q`` 和 ``K`` 的每个元素做 ``x * cos + rotate_half(x) * sin``
-    （:data:`ROPE_FLOPS_PER_ELEMENT`，全是向量单元的工作）。必需流量：读 ``Q``
+    （:data:`~roofline_book.ops.pointwise.ROPE_FLOPS_PER_ELEMENT`
+    ，全是向量单元的工作）。必需流量：读 ``Q``
     （``tokens x heads x head_dim``）、``K`` （``tokens x kv_heads x head_dim``）以及 ``cos`` 和
     ``sin`` 两张表（各 ``tokens x head_dim``，所有 head 共用，精度为 ``dtype``），写出旋转后的
     ``Q`` 和 ``K``：
@@ -379,7 +380,7 @@ def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
     """沿 ``rows x cols`` tensor 的最后一维做 softmax，一个融合 kernel。
 
     每行读一次、写一次（一行装得进片上，或 online softmax 一趟算出 max 和 sum）；见
-    :data:`SOFTMAX_FLOPS_PER_ELEMENT`。
+    :data:`~roofline_book.ops.pointwise.SOFTMAX_FLOPS_PER_ELEMENT`。
 
     Examples
     --------

@@ -2,9 +2,10 @@
 
 作图函数接收一个 matplotlib ``Axes``，返回画出的对象，因此能放进任何图里。
 图上的文字（坐标轴、roof 的名称、图例）默认是英文（命令行用），书中是中文
-（:func:`set_language`、:data:`TEXTS`），汉字的字体来自 PyPI 的 noto-cjk-sans-otc
-（extra ``zh``，:func:`use_cjk_font`）。
-同一设备、同一精度在每张图里颜色相同（:data:`ROOF_COLORS`）。
+（:func:`set_language`、:data:`~roofline_book.plotting.style.TEXTS`），
+汉字的字体来自 PyPI 的 noto-cjk-sans-otc（extra ``zh``，:func:`use_cjk_font`）。
+同一设备、同一精度在每张图里颜色相同
+（:data:`~roofline_book.plotting.style.ROOF_COLORS`）。
 """
 
 from .ceilings import RESOURCE_COLORS, ceilings, level_intensities, placed

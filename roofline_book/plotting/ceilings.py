@@ -81,7 +81,7 @@ def ceilings(
     intensity_range : tuple of float
         画出的算术强度的最小值和最大值（FLOP/byte）。
     unit : str
-        y 轴的单位，:data:`roofline_book.plotting.UNITS` 的一个键。
+        y 轴的单位，:data:`~roofline_book.plotting.style.UNITS` 的一个键。
 
     Returns
     -------

@@ -41,7 +41,7 @@ def roofline(
     intensity_range : tuple of float
         画出的算术强度的最小值和最大值（FLOP/byte）。
     unit : str
-        y 轴的单位，:data:`UNITS` 的一个键。
+        y 轴的单位，:data:`~roofline_book.plotting.style.UNITS` 的一个键。
     ridge : bool
         用一个点和一条竖直点线标出 ridge point。
     linewidth : float, optional
@@ -99,7 +99,7 @@ def points(
     bandwidth : float
         它们所在 roof 的内存带宽（byte/s）。
     unit : str
-        y 轴的单位，:data:`UNITS` 的一个键。
+        y 轴的单位，:data:`~roofline_book.plotting.style.UNITS` 的一个键。
     colors : sequence of str, optional
         每个算子一种颜色，循环使用；默认用调色板。
     annotate : bool
@@ -320,7 +320,7 @@ def achieved_gap(
     bandwidth : float
         roof 的内存带宽（byte/s）。
     unit : str
-        y 轴的单位，:data:`UNITS` 的一个键。
+        y 轴的单位，:data:`~roofline_book.plotting.style.UNITS` 的一个键。
     labels : tuple of str, optional
         roof 上的点和实测点在图例中的标签；默认用图的语言中 "roof" 与 "achieved" 对应的词。
     right : sequence of str
@@ -409,7 +409,7 @@ def device_rooflines(
     ----------
     devices : sequence of tuple
         每块设备的 ``(Hardware, label, colour)``；colour 为 ``None`` 时，每种精度的颜色取自
-        :data:`roofline_book.plotting.ROOF_COLORS`。每块设备画得比前一块细，所以与前面设备重合的
+        :data:`~roofline_book.plotting.style.ROOF_COLORS`。每块设备画得比前一块细，所以与前面设备重合的
         roof（峰值相同）两条都看得见。
     dtypes : mapping of str to str
         精度到线型的映射，例如 ``{"bf16": "-", "fp32": "--"}``；每块设备在该精度下的 dense

@@ -30,7 +30,8 @@ ROOF_COLORS = {
 }
 
 PRECISION_COLORS = {d: c for (key, d), c in ROOF_COLORS.items() if key == "h100-sxm"}
-"""H100 SXM 各精度的颜色（取自 :data:`ROOF_COLORS`），供只画这块设备的图使用。"""
+"""H100 SXM 各精度的颜色（取自 :data:`~roofline_book.plotting.style.ROOF_COLORS`
+），供只画这块设备的图使用。"""
 
 #: y 轴可用的各个单位及其倍率。
 UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "FLOP/s": 1.0}
@@ -148,17 +149,19 @@ TEXTS = {
 _LANGUAGE = {"current": "en"}
 
 #: 汉字所用的字体。它的文件来自 PyPI 的 noto-cjk-sans-otc（extra ``zh``），由
-#: :func:`use_cjk_font` 显式登记给 matplotlib：图上有没有汉字的字形，不取决于系统装了
-#: 什么字体，也不取决于 matplotlib 的字体缓存。
+#: :func:`~roofline_book.plotting.use_cjk_font` 显式登记给 matplotlib：
+#: 图上有没有汉字的字形，不取决于系统装了什么字体，也不取决于 matplotlib 的字体缓存。
 CJK_FONT = "Noto Sans CJK SC"
 
-#: 中文图所用的字体：拉丁字母用 matplotlib 自带的 DejaVu Sans，汉字用 :data:`CJK_FONT`，
+#: 中文图所用的字体：拉丁字母用 matplotlib 自带的 DejaVu Sans，汉字用
+#: :data:`~roofline_book.plotting.style.CJK_FONT`，
 #: matplotlib 逐字形回退。
 CJK_FONTS = ["DejaVu Sans", CJK_FONT]
 
 
 def cjk_font_file() -> Path:
-    """:data:`CJK_FONT` 所在的字体文件：Noto Sans CJK 的 OpenType collection
+    """:data:`~roofline_book.plotting.style.CJK_FONT` 所在的字体文件：Noto Sans CJK 的
+    OpenType collection
     ``NotoSansCJK-Regular.ttc`` （其中一个 face 是 SC），来自 noto-cjk-sans-otc。
 
     Raises
@@ -173,7 +176,8 @@ def cjk_font_file() -> Path:
 def use_cjk_font() -> Path:
     """把 :func:`cjk_font_file` 登记给 matplotlib（``fontManager.addfont``），返回该文件。
 
-    登记的 face 排在同名的系统字体之前，所以 :data:`CJK_FONT` 总是这个文件；再次调用不会
+    登记的 face 排在同名的系统字体之前，所以 :data:`~roofline_book.plotting.style.CJK_FONT`
+    总是这个文件；再次调用不会
     重复登记。
 
     Raises
@@ -243,8 +247,9 @@ def setup_notebook(language: str = "en") -> None:
     """本书的样式，加上可复现的内嵌 SVG 输出（不写日期，固定 hash salt）。
 
     在 notebook 或 IPython kernel 中调用；在它们之外只应用样式。
-    ``language="zh"`` 让图上的文字用中文（:data:`TEXTS`），先登记汉字的字体
-    （:func:`use_cjk_font`），再让图用 :data:`CJK_FONTS`。没装 noto-cjk-sans-otc 时
+    ``language="zh"`` 让图上的文字用中文（:data:`~roofline_book.plotting.style.TEXTS`），
+    先登记汉字的字体（:func:`use_cjk_font`），再让图用
+    :data:`~roofline_book.plotting.style.CJK_FONTS`。没装 noto-cjk-sans-otc 时
     抛出 ``MissingExtra`` （一种 ImportError），写明 ``pip install 'roofline-book[zh]'``，
     而不是画出没有汉字字形的图。
     """
@@ -269,7 +274,8 @@ def setup_notebook(language: str = "en") -> None:
 
 
 def roof_color(device: str, precision: str) -> str:
-    """``device`` 在 ``precision`` 下的 roof 的颜色（:data:`ROOF_COLORS`）。
+    """``device`` 在 ``precision`` 下的 roof 的颜色（
+    :data:`~roofline_book.plotting.style.ROOF_COLORS`）。
 
     Examples
     --------
