@@ -12,32 +12,23 @@ import pytest
 from conftest import BUILD
 
 HTML = BUILD / "html"
-PAGES = [
-    "index",
-    "chapters/01-flops",
-    "chapters/02-memory-traffic",
-    "chapters/03-arithmetic-intensity",
-    "chapters/04-roofline",
-    "chapters/05-gemm",
-    "chapters/06-low-flop-operators",
-    "chapters/07-transformer",
-    "chapters/08-shape-precision",
-    "chapters/09-achieved-performance",
-    "chapters/10-profiling",
-    "chapters/11-inference-prefill-decode",
-    "chapters/12-inference-batch-memory",
-    "chapters/13-summary",
-    "appendix/hardware",
-    "appendix/cuda-benchmarks",
-    "appendix/cli",
-    "appendix/api",
-    "appendix/api-ops",
-    "appendix/api-hardware",
-    "appendix/api-inference",
-    "appendix/api-plotting",
-    "appendix/api-tools",
-    "appendix/references",
-]
+
+
+def _toctree(index: pathlib.Path) -> list[str]:
+    """The pages the book's index lists in its toctrees, in reading order (docs/index.md)."""
+    pages, inside = [], False
+    for line in index.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```{toctree}"):
+            inside = True
+        elif inside and line.startswith("```"):
+            inside = False
+        elif inside and line.strip() and not line.startswith(":"):
+            pages.append(line.strip())
+    return pages
+
+
+PAGES = ["index", *_toctree(pathlib.Path(__file__).resolve().parents[1] / "docs" / "index.md")]
+"""Every page of the book: the index and what its toctrees list, so a new page is checked too."""
 
 pytestmark = pytest.mark.site
 
