@@ -21,7 +21,7 @@ from ..measure.run import CHECKPOINT_EVERY
 from ..measure.suites import SMALL_GEMM
 from ..measure.verdicts import SPEED_TOLERANCE, Ref, tolerance
 from ..tables import markdown_table as markdown_table_text
-from . import measured
+from .measured import highlights as measured_highlights
 
 _M, _K, _N = SMALL_GEMM
 _TOL = f"这次 run 的计时余量（{SPEED_TOLERANCE:.0%} 与哨兵离散中较大的一个）"
@@ -260,7 +260,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     常量：``checkpoint_every``、``cache_margin``、``prediction_band_pct``、``cache_fill_pct``
     （预测允许一个 cache 层级装下多少）。
     """
-    out = measured.highlights(run)
+    out = measured_highlights(run)
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,

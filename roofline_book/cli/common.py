@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # the type of what read_run_file returns; measure/ loads only
 from ..tables import text_table
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
-from .schema import cost_json, device_json, envelope, is_adhoc
+from .jsonout import cost_json, device_json, envelope, is_adhoc
 
 PROG = "roofline-book"
 DEFAULT_DEVICE = "h100-sxm"
@@ -250,7 +250,7 @@ def emit(data: Any) -> None:
 def emit_json(command: str, body: dict[str, Any]) -> None:
     """打印 ``command`` 的 ``--json`` 输出：``body`` 加上版本与子命令名。
 
-    见 :func:`roofline_book.cli.schema.envelope`。
+    见 :func:`roofline_book.cli.jsonout.envelope`。
     """
     emit(envelope(command, body))
 
