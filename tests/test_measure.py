@@ -188,10 +188,12 @@ def test_cpu_entries_carry_write_allocate_bytes_and_what_runs(tiny):
     # out of place: every written byte is first fetched; in place: none
     assert by_id["copy/fp32/copy_/numel=65536"]["write_allocate_bytes"] == 4 * 2**16
     assert "write_allocate_bytes" not in by_id["triad_inplace/fp32/add_(alpha)/numel=65536"]
-    assert not any("write_allocate_bytes" in e for e in runfile.results(run, "adamw"))
+    typed = Run.from_mapping(run)
+    assert not any(e.write_allocate_bytes for e in typed.results("adamw"))
     # torch.rms_norm on the CPU: pow, mean, + eps, rsqrt, x * r, weight * y (fp32: no casts)
-    norm = runfile.results(run, "rmsnorm")[0]
-    assert norm["implementation"]["kernels"] == 6 and norm["model"]["kernels"] == 1
+    norm = typed.results("rmsnorm")[0]
+    assert norm.implementation is not None and norm.implementation.kernels == 6
+    assert norm.cost.kernels == 1
     ceilings = run["ceilings"]
     roofs = of_run(run)
     assert roofs.rate("matrix", "bf16") >= ceilings["peak_flops"]["bf16"]["value"]
@@ -573,12 +575,13 @@ def test_rates_and_filters():
     flops, bandwidth = runfile.rates(add)
     assert flops == 2**24 / 0.009  # 1 FLOP per element
     assert bandwidth == 12 * 2**24 / 0.009  # 3 fp32 tensors of 2^24 elements
-    assert len(runfile.results(run, "adamw")) == 3
-    assert [e["status"] for e in runfile.results(run, status="skipped")] == ["skipped"]
+    typed = Run.from_mapping(run)
+    assert len(typed.results("adamw")) == 3
+    assert [e.status for e in typed.results(status="skipped")] == ["skipped"]
     with pytest.raises(ValueError, match="name must be one of copy, triad, triad_inplace, gemm"):
-        runfile.results(run, "conv")
+        typed.results("conv")
     with pytest.raises(ValueError, match="status must be one of ok, skipped, failed"):
-        runfile.results(run, status="done")
+        typed.results(status="done")
 
 
 def test_a_runs_ceilings_are_what_it_measured():
@@ -780,10 +783,10 @@ def test_timing_keeps_its_samples_and_knows_its_spread():
 
 def test_run_entries_keep_their_samples(tiny):
     _, run, _ = tiny
-    for e in runfile.results(run):
-        samples = e["time"]["samples_s"]
-        assert len(samples) == e["time"]["reps"]
-        assert e["time"]["median_s"] == pytest.approx(float(np.median(samples)))
+    for e in Run.from_mapping(run).results():
+        assert e.time is not None and e.time.samples_s is not None
+        assert len(e.time.samples_s) == e.time.reps
+        assert e.time.median_s == pytest.approx(float(np.median(e.time.samples_s)))
 
 
 # --------------------------------------------------------------------------
