@@ -91,7 +91,8 @@ def test_a_book_figure_needs_no_system_font(tmp_path, hide):
     assert not noise, done.stderr
     result = json.loads(done.stdout)
     # findfont answers a realpath; the registered file may lie under a symlinked venv
-    assert pathlib.Path(result["cjk_file"]).resolve() == pathlib.Path(result["registered"]).resolve()
+    found, registered = (pathlib.Path(result[k]).resolve() for k in ("cjk_file", "registered"))
+    assert found == registered
     assert result["cjk_file"].endswith("noto_cjk_sans_otc/NotoSansCJK-Regular.ttc")
     assert result["cjk_face"] == 2  # Noto Sans CJK SC in the collection (JP, KR, SC, ...)
     # the text in the book's families (tick labels' mathtext in DejaVu Sans alone)
