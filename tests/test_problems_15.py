@@ -101,3 +101,17 @@ def test_problem_answers(glued):
     assert g["q3_algbw"] == pytest.approx(214.7483648)
     assert g["q3_busbw"] == pytest.approx(375.8096384)
     assert g["q3_ag_ms"] == pytest.approx(2.5)
+
+
+def test_the_typed_parameters_and_expressions_are_glued(glued):
+    g = glued(CH15)
+    # the example link, 8 ranks x 400 GB/s x 2 us; 4 nodes x 8 ranks over 50 GB/s, 10 us NICs
+    assert (g["ex_n"], g["ex_bw"], g["ex_alpha_us"]) == (8, pytest.approx(400), pytest.approx(2))
+    assert (g["h_nodes"], g["h_per_node"], g["h_ranks"]) == (4, 8, 32)
+    assert (g["h_nic_bw"], g["h_nic_alpha_us"]) == (pytest.approx(50), pytest.approx(10))
+    # 1. 16 ranks: k = 2 x 15 = 30 steps, f = 2 x 15/16 = 15/8
+    assert (g["q1_k"], g["q1_f"]) == (30, "15/8")
+    # 2. n = 8: ring 14 steps, f 7/4; tree 2 x 3 = 6 steps, f 6
+    assert (g["q2_k_ring"], g["q2_k_tree"], g["q2_f_ring"], g["q2_f_tree"]) == (14, 6, 1.75, 6)
+    # 3. nccl-tests busbw factors at n = 8: all-reduce 2 x 7/8, all-gather 7/8; times halve
+    assert (g["q3_ar_f"], g["q3_ag_f"], g["q3_ratio"]) == ("7/4", "7/8", "1/2")

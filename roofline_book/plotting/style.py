@@ -206,7 +206,7 @@ def use_cjk_font() -> Path:
         )
     except ValueError:
         found = ""
-    if Path(found) != path:
+    if not found or Path(found).resolve() != path.resolve():  # findfont returns a realpath
         raise RuntimeError(
             f"matplotlib {matplotlib.__version__} finds no {CJK_FONT} face in {path.name}: "
             "Chinese figure text needs matplotlib >= 3.11"
