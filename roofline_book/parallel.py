@@ -7,9 +7,9 @@
 
 链路：一个节点内（至多 ``per_node`` 块 GPU）走设备的 ``link_bandwidth``（NVLink、Infinity Fabric
 或 PCIe），跨节点走一个 NIC（:func:`roofline_book.hardware.network`）。交换芯片能在网络中归约
-（``link_reduces``，NVLink SHARP）时，all-reduce 的带宽项取每块设备只送出、收回 ``(n-1)/n`` 份
-数据的下限，与 reduce-scatter 相同；否则取 ring 的 ``2(n-1)/n``，这是不在网络中归约的任何算法的
-下限。
+（``link_reduces``，NVLink SHARP）时，all-reduce 的带宽项取每块设备送出、收回整个缓冲区一次的
+下限（``f = 1``：rank i 输入的每个元素都影响其他每个 rank 的输出，它至少要送出 ``S``、收进 ``S``）；
+否则取 ring 的 ``2(n-1)/n``，这是不在网络中归约的任何算法的下限。
 
 Examples
 --------
@@ -62,24 +62,38 @@ def _link(device: Hardware) -> tuple[float, float]:
 def all_reduce(nbytes: float, devices: int, device: Hardware) -> CommTime:
     """``devices`` 块 ``device`` 在节点内 all-reduce ``nbytes`` 字节（每块设备的缓冲区）的时间。
 
-    带宽项：交换芯片会归约时取 reduce-scatter 的 ``(n-1)/n x nbytes / B``，否则取 ring 的
-    ``2(n-1)/n x nbytes / B``；延迟项总取 ring 的 ``2(n-1) alpha``。
+    带宽项：交换芯片会归约时取 ``nbytes / B``（每块设备把缓冲区送出一次、收回一次，``f = 1``），
+    否则取 ring 的 ``2(n-1)/n x nbytes / B``；延迟项总取 ring 的 ``2(n-1) alpha``。
 
     Examples
     --------
-    8 块 H100 all-reduce 16 KiB：NVLink SHARP 让每块设备送出 7/8 x 16384 字节，450 GB/s：
+    8 块 H100 all-reduce 16 KiB：NVLink SHARP 让每块设备送出 16384 字节、收回 16384 字节，450 GB/s：
 
     >>> from roofline_book import hardware
     >>> t = all_reduce(16384, 8, hardware("h100-sxm"))
-    >>> round(t.bandwidth_s * 1e9, 1), round(t.latency_s * 1e6, 2)   # 14336 / 450e9; 14 x 0.47
-    (31.9, 6.58)
+    >>> round(t.bandwidth_s * 1e9, 1), round(t.latency_s * 1e6, 2)   # 16384 / 450e9; 14 x 0.47
+    (36.4, 6.58)
     """
     bw, lat = _link(device)
     ring = collective_time("all_reduce", nbytes, devices, bw, lat)
     if not device.link_reduces:
         return ring
-    switch = collective_time("reduce_scatter", nbytes, devices, bw, lat)
-    return CommTime(latency_s=ring.latency_s, bandwidth_s=switch.bandwidth_s)
+    return CommTime(latency_s=ring.latency_s, bandwidth_s=switch_share(devices) * nbytes / bw)
+
+
+def switch_share(devices: int) -> float:
+    """交换芯片中归约（NVLink SHARP）的 all-reduce 每块设备送出（也收进）的字节占缓冲区的份额。
+
+    总是 1（一块设备时为 0）：rank i 输入的每个元素都影响其他每个 rank 的输出，所以它至少要把整个
+    缓冲区送出一次；交换芯片归约好的结果再整个送回来。ring 的 ``2(n-1)/n`` 多出的是 reduce-scatter
+    之后再 all-gather 的那一趟。
+
+    Examples
+    --------
+    >>> switch_share(8), switch_share(1)
+    (1.0, 0.0)
+    """
+    return 1.0 if _validate.size("devices", devices) > 1 else 0.0
 
 
 @dataclass(frozen=True)
@@ -520,10 +534,14 @@ def tp_width_to_hide(
     >>> h100 = hardware("h100-sxm")
     >>> round(tp_width_to_hide(h100, 8, 450e9))   # 1070.5e12 x (2 x 7/8 x 2 / 450e9) / 6
     1388
+    >>> round(tp_width_to_hide(h100, 8, 450e9, reduces=True))   # 1070.5e12 x (2 / 450e9) / 6
+    793
     """
     a = bytes_per_element(dtype)
-    op = "reduce_scatter" if reduces else "all_reduce"
-    per_element = collective_time(op, a, tp, bandwidth, 0.0).bandwidth_s
+    if reduces:
+        per_element = switch_share(tp) * a / _validate.positive("bandwidth", bandwidth)
+    else:
+        per_element = collective_time("all_reduce", a, tp, bandwidth, 0.0).bandwidth_s
     return device.peak_flops(dtype) * per_element / (2 * (3 if gated else 2))
 
 
@@ -541,6 +559,7 @@ __all__ = [
     "inference_comms",
     "infer",
     "strategy_intensities",
+    "switch_share",
     "tp_width_to_hide",
     "weight_bytes_per_device",
 ]
@@ -559,8 +578,8 @@ def strategy_intensities(
     """每种并行方式每块设备每送出一个字节所做的 FLOPs（FLOP/byte），一步训练、每块设备 ``tokens``
     个 token。
 
-    送出的字节是 ring 集合通信每块设备发出的量（``reduces`` 时 all-reduce 取交换芯片归约的
-    ``(n-1)/n``）：
+    送出的字节是 ring 集合通信每块设备送出的量（``reduces`` 时 all-reduce 取交换芯片归约的
+    ``f = 1``，:func:`switch_share`）：
 
     - ``"DP"``：backward 的 ``4 N T`` （梯度只能与它重叠）对 16 位梯度 ``2 P`` 字节的 all-reduce；
     - ``"FSDP"``：``6 N T`` 对两次权重 all-gather 加一次梯度 reduce-scatter；
@@ -582,7 +601,7 @@ def strategy_intensities(
 
     def sent(op: str, nbytes: float, devices: int) -> float:
         if op == "all_reduce" and reduces:
-            op = "reduce_scatter"
+            return switch_share(devices) * nbytes
         return collective_time(op, nbytes, devices, 1.0, 0.0).bandwidth_s  # bytes at 1 B/s
 
     step = 6 * n * tokens
