@@ -2,8 +2,9 @@
 
 一种切分把每块设备的工作（FLOPs、HBM 字节）除以它的份数，同时加上设备之间必须搬运的字节。通信
 的代价来自 :mod:`roofline_book.collectives` 的 alpha-beta 模型：带宽项（字节除以每个方向的链路
-带宽）计入时间下界；延迟项（每一步 alpha）单独列出，不计入下界，因为 one-shot all-reduce kernel
-（TensorRT-LLM、vLLM 的 custom all-reduce）与 NVLink SHARP 把小消息的延迟压到 ring 模型之下。
+带宽）计入时间下界，与计算取大者（两者可以重叠）；延迟项（每一步 alpha）单独列出，不计入下界，
+因为 one-shot all-reduce kernel（TensorRT-LLM、vLLM 的 custom all-reduce）与 NVLink SHARP 把小
+消息的延迟压到 ring 模型之下。
 
 链路：一个节点内（至多 ``per_node`` 块 GPU）走设备的 ``link_bandwidth``（NVLink、Infinity Fabric
 或 PCIe），跨节点走一个 NIC（:func:`roofline_book.hardware.network`）。交换芯片能在网络中归约
@@ -315,10 +316,19 @@ class ParallelStep:
     """一步推理在一组设备上的下界。
 
     ``device_s``：一块设备上算子一个接一个的时间（:func:`roofline_book.inference.step_time`）。
-    ``seconds`` = ``device_s`` 加通信的带宽项（kernel 一个接一个，通信也是 kernel）；
-    ``floor_s`` = 一块设备上任何实现（融合、重叠）的下界 ``device_floor_s`` 与通信带宽项中大的一个
-    （通信与计算完全重叠）；``latency_s`` 是通信的延迟项，
-    不计入两者。
+    ``seconds`` = ``device_s`` 与通信带宽项中大的一个：通信与计算可以重叠（GEMM 与 all-reduce 融合的
+    kernel 就这样做），所以两者之和不是下界；
+    ``floor_s`` = 一块设备上任何实现（融合、重叠）的下界 ``device_floor_s`` 与通信带宽项中大的一个；
+    ``serial_s`` = ``device_s`` 加通信带宽项，是计算与通信不重叠时的估计，不是下界。
+    ``latency_s`` 是通信的延迟项，不计入以上任何一个。
+
+    Examples
+    --------
+    设备 3 ms、通信带宽项 1 ms：下界 max(3, 1) = 3 ms，不重叠时的估计 3 + 1 = 4 ms，通信占 1/4。
+
+    >>> s = ParallelStep(3e-3, 2e-3, 1e-3, 5e-3, ())
+    >>> s.seconds, s.serial_s, s.floor_s, s.share
+    (0.003, 0.004, 0.002, 0.25)
     """
 
     device_s: float
@@ -329,6 +339,10 @@ class ParallelStep:
 
     @property
     def seconds(self) -> float:
+        return max(self.device_s, self.communication_s)
+
+    @property
+    def serial_s(self) -> float:
         return self.device_s + self.communication_s
 
     @property
@@ -337,8 +351,8 @@ class ParallelStep:
 
     @property
     def share(self) -> float:
-        """通信带宽项占 ``seconds`` 的比例。"""
-        return self.communication_s / self.seconds
+        """通信带宽项占不重叠时的估计 ``serial_s`` 的比例。"""
+        return self.communication_s / self.serial_s
 
 
 @dataclass(frozen=True)

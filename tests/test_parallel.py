@@ -107,7 +107,11 @@ def test_llama_70b_decode_on_8_h100_by_hand():
     # every device streams its 17.64 GB of weights and 1/8 of the cache from HBM
     streamed = r.weight_bytes_per_device + kv_cache_bytes(LLAMA70, 4096) / 8
     assert r.decode.device_s == pytest.approx(streamed / H100.memory_bandwidth, rel=0.02)
-    assert r.decode.seconds == r.decode.device_s + r.decode.communication_s
+    # compute and communication may overlap (fused GEMM + all-reduce kernels): the bound is the
+    # larger, 5.2 ms of HBM against 6.4 us of NVLink; their sum is the no-overlap estimate
+    assert r.decode.seconds == max(r.decode.device_s, r.decode.communication_s)
+    assert r.decode.seconds == r.decode.device_s
+    assert r.decode.serial_s == r.decode.device_s + r.decode.communication_s
     assert r.decode.floor_s <= r.decode.seconds
     # bandwidth: a sliver of the step; NCCL's ring latency: a fifth of it
     assert r.decode.share < 0.002 and r.decode.latency_s > 0.2 * r.decode.seconds
