@@ -494,6 +494,31 @@ def critical_intensity(device: Hardware, bandwidth: float, dtype: str = "bf16") 
     return device.peak_flops(dtype) / _validate.positive("bandwidth", bandwidth)
 
 
+def tokens_to_hide(
+    config: ModelConfig, device: Hardware, seconds: float, dtype: str = "bf16"
+) -> float:
+    """每块设备每步至少要处理多少 token，backward 的计算才盖住 ``seconds`` 秒的梯度同步。
+
+    梯度在 backward 中产生，同步只能与 backward（每个 token ``4 N`` FLOPs，``N`` 是矩阵乘法的权重）
+    重叠：``4 N T / peak = seconds``，``T = seconds x peak / (4 N)``。``seconds`` 取
+    :func:`roofline_book.training.train` 算出的 DP 通信（节点内、节点间分层时即分层的时间）。
+
+    Examples
+    --------
+    Llama-3-8B，H100：133 ms 的梯度 all-reduce 要 0.133 x 1070.5e12 / (4 x 7.5e9) 个 token。
+
+    >>> from roofline_book import hardware
+    >>> from roofline_book.inference import model
+    >>> m, h100 = model("llama-3-8b"), hardware("h100-sxm")
+    >>> n = 32 * m.layer_matrix_parameters() + 128256 * 4096
+    >>> round(tokens_to_hide(m, h100, 0.133)), round(0.133 * h100.peak_flops("bf16") / (4 * n))
+    (4743, 4743)
+    """
+    c = config
+    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
+    return _validate.positive("seconds", seconds) * device.peak_flops(dtype) / (4 * n)
+
+
 def dp_tokens_to_hide(
     config: ModelConfig,
     device: Hardware,
@@ -502,7 +527,8 @@ def dp_tokens_to_hide(
     latency: float = 0.0,
     dtype: str = "bf16",
 ) -> float:
-    """每块设备每步至少要处理多少 token，backward 的计算才盖得住 16 位梯度的 ring all-reduce。
+    """每块设备每步至少要处理多少 token，backward 的计算才盖住 16 位梯度在 ``dp`` 块设备上一个扁平
+    ring 的 all-reduce（每一步都走 ``bandwidth``；分层的 all-reduce 用 :func:`tokens_to_hide`）。
 
     梯度在 backward 中产生，all-reduce 只能与 backward（每个 token ``4 N`` FLOPs）重叠：
     ``4 N T / peak = t_allreduce(2 P bytes)``，解出 ``T`` （``P`` 是全部权重，``N`` 是矩阵乘法的
@@ -520,10 +546,8 @@ def dp_tokens_to_hide(
     >>> round(t), round(63 / 64 * p / n * h100.peak_flops("bf16") / 50e9)
     (22551, 22551)
     """
-    c = config
-    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
-    t = collective_time("all_reduce", 2 * c.parameters(), dp, bandwidth, latency)
-    return t.seconds * device.peak_flops(dtype) / (4 * n)
+    t = collective_time("all_reduce", 2 * config.parameters(), dp, bandwidth, latency)
+    return tokens_to_hide(config, device, t.seconds, dtype)
 
 
 def tp_width_to_hide(
@@ -574,6 +598,7 @@ __all__ = [
     "infer",
     "strategy_intensities",
     "switch_share",
+    "tokens_to_hide",
     "tp_width_to_hide",
     "weight_bytes_per_device",
 ]

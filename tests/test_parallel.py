@@ -23,6 +23,7 @@ from roofline_book.parallel import (
     device_ops,
     dp_tokens_to_hide,
     infer,
+    tokens_to_hide,
     tp_width_to_hide,
     weight_bytes_per_device,
 )
@@ -196,6 +197,12 @@ def test_dp_step_on_64_h100_by_hand():
     hierarchical = 2 * 7 / 8 * g / NVLINK + 2 * 7 / 8 * (g / 8) / NDR
     (dp,) = step.comms
     assert dp.time.bandwidth_s == pytest.approx(hierarchical) and dp.overlaps
+    # the tokens per GPU the backward (4 N FLOPs a token) needs to cover it: T = t x peak / 4N
+    n = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 128256 * 4096
+    peak = 989.4e12 * 1980 / 1830
+    assert tokens_to_hide(LLAMA8, H100, dp.time.bandwidth_s) == pytest.approx(
+        hierarchical * peak / (4 * n)
+    )
     # it hides under the backward pass: the bound is the compute, and the MFU is 1
     assert step.seconds == step.compute_s and step.mfu == pytest.approx(1.0)
     # full recompute: a fourth forward pass of FLOPs the model does not count, MFU 3/4
