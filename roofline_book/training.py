@@ -2,7 +2,7 @@
 
 一步训练在 ``dp x tp x pp`` 块设备上：DP 的梯度 all-reduce（ZeRO-2 换成 reduce-scatter 加
 all-gather，ZeRO-3/FSDP 再加上 forward 与 backward 各一次权重 all-gather），Megatron TP 每层的
-all-reduce，PP 的 stage hand-off 与流水线空泡 ``(p - 1) / (m + p - 1)``。集合通信的代价来自
+all-reduce，PP 的 stage hand-off 与流水线气泡 ``(p - 1) / (m + p - 1)``。集合通信的代价来自
 :mod:`roofline_book.collectives`，链路与推理时相同（:mod:`roofline_book.parallel`）。
 
 Examples
