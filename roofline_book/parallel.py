@@ -2,14 +2,15 @@
 
 一种切分把每块设备的工作（FLOPs、HBM 字节）除以它的份数，同时加上设备之间必须搬运的字节。通信
 的代价来自 :mod:`roofline_book.collectives` 的 alpha-beta 模型：带宽项（字节除以每个方向的链路
-带宽）计入时间下界；延迟项（每一步 alpha）单独列出，不计入下界，因为 one-shot all-reduce kernel
-（TensorRT-LLM、vLLM 的 custom all-reduce）与 NVLink SHARP 把小消息的延迟压到 ring 模型之下。
+带宽）计入时间下界，与计算取大者（两者可以重叠）；延迟项（每一步 alpha）单独列出，不计入下界，
+因为 one-shot all-reduce kernel（TensorRT-LLM、vLLM 的 custom all-reduce）与 NVLink SHARP 把小
+消息的延迟压到 ring 模型之下。
 
 链路：一个节点内（至多 ``per_node`` 块 GPU）走设备的 ``link_bandwidth``（NVLink、Infinity Fabric
 或 PCIe），跨节点走一个 NIC（:func:`roofline_book.hardware.network`）。交换芯片能在网络中归约
-（``link_reduces``，NVLink SHARP）时，all-reduce 的带宽项取每块设备只送出、收回 ``(n-1)/n`` 份
-数据的下限，与 reduce-scatter 相同；否则取 ring 的 ``2(n-1)/n``，这是不在网络中归约的任何算法的
-下限。
+（``link_reduces``，NVLink SHARP）时，all-reduce 的带宽项取每块设备送出、收回整个缓冲区一次的
+下限（``f = 1``：rank i 输入的每个元素都影响其他每个 rank 的输出，它至少要送出 ``S``、收进 ``S``）；
+否则取 ring 的 ``2(n-1)/n``，这是不在网络中归约的任何算法的下限。
 
 Examples
 --------
@@ -62,24 +63,38 @@ def _link(device: Hardware) -> tuple[float, float]:
 def all_reduce(nbytes: float, devices: int, device: Hardware) -> CommTime:
     """``devices`` 块 ``device`` 在节点内 all-reduce ``nbytes`` 字节（每块设备的缓冲区）的时间。
 
-    带宽项：交换芯片会归约时取 reduce-scatter 的 ``(n-1)/n x nbytes / B``，否则取 ring 的
-    ``2(n-1)/n x nbytes / B``；延迟项总取 ring 的 ``2(n-1) alpha``。
+    带宽项：交换芯片会归约时取 ``nbytes / B``（每块设备把缓冲区送出一次、收回一次，``f = 1``），
+    否则取 ring 的 ``2(n-1)/n x nbytes / B``；延迟项总取 ring 的 ``2(n-1) alpha``。
 
     Examples
     --------
-    8 块 H100 all-reduce 16 KiB：NVLink SHARP 让每块设备送出 7/8 x 16384 字节，450 GB/s：
+    8 块 H100 all-reduce 16 KiB：NVLink SHARP 让每块设备送出 16384 字节、收回 16384 字节，450 GB/s：
 
     >>> from roofline_book import hardware
     >>> t = all_reduce(16384, 8, hardware("h100-sxm"))
-    >>> round(t.bandwidth_s * 1e9, 1), round(t.latency_s * 1e6, 2)   # 14336 / 450e9; 14 x 0.47
-    (31.9, 6.58)
+    >>> round(t.bandwidth_s * 1e9, 1), round(t.latency_s * 1e6, 2)   # 16384 / 450e9; 14 x 0.47
+    (36.4, 6.58)
     """
     bw, lat = _link(device)
     ring = collective_time("all_reduce", nbytes, devices, bw, lat)
     if not device.link_reduces:
         return ring
-    switch = collective_time("reduce_scatter", nbytes, devices, bw, lat)
-    return CommTime(latency_s=ring.latency_s, bandwidth_s=switch.bandwidth_s)
+    return CommTime(latency_s=ring.latency_s, bandwidth_s=switch_share(devices) * nbytes / bw)
+
+
+def switch_share(devices: int) -> float:
+    """交换芯片中归约（NVLink SHARP）的 all-reduce 每块设备送出（也收进）的字节占缓冲区的份额。
+
+    总是 1（一块设备时为 0）：rank i 输入的每个元素都影响其他每个 rank 的输出，所以它至少要把整个
+    缓冲区送出一次；交换芯片归约好的结果再整个送回来。ring 的 ``2(n-1)/n`` 多出的是 reduce-scatter
+    之后再 all-gather 的那一趟。
+
+    Examples
+    --------
+    >>> switch_share(8), switch_share(1)
+    (1.0, 0.0)
+    """
+    return 1.0 if _validate.size("devices", devices) > 1 else 0.0
 
 
 @dataclass(frozen=True)
@@ -301,10 +316,19 @@ class ParallelStep:
     """一步推理在一组设备上的下界。
 
     ``device_s``：一块设备上算子一个接一个的时间（:func:`roofline_book.inference.step_time`）。
-    ``seconds`` = ``device_s`` 加通信的带宽项（kernel 一个接一个，通信也是 kernel）；
-    ``floor_s`` = 一块设备上任何实现（融合、重叠）的下界 ``device_floor_s`` 与通信带宽项中大的一个
-    （通信与计算完全重叠）；``latency_s`` 是通信的延迟项，
-    不计入两者。
+    ``seconds`` = ``device_s`` 与通信带宽项中大的一个：通信与计算可以重叠（GEMM 与 all-reduce 融合的
+    kernel 就这样做），所以两者之和不是下界；
+    ``floor_s`` = 一块设备上任何实现（融合、重叠）的下界 ``device_floor_s`` 与通信带宽项中大的一个；
+    ``serial_s`` = ``device_s`` 加通信带宽项，是计算与通信不重叠时的估计，不是下界。
+    ``latency_s`` 是通信的延迟项，不计入以上任何一个。
+
+    Examples
+    --------
+    设备 3 ms、通信带宽项 1 ms：下界 max(3, 1) = 3 ms，不重叠时的估计 3 + 1 = 4 ms，通信占 1/4。
+
+    >>> s = ParallelStep(3e-3, 2e-3, 1e-3, 5e-3, ())
+    >>> s.seconds, s.serial_s, s.floor_s, s.share
+    (0.003, 0.004, 0.002, 0.25)
     """
 
     device_s: float
@@ -315,6 +339,10 @@ class ParallelStep:
 
     @property
     def seconds(self) -> float:
+        return max(self.device_s, self.communication_s)
+
+    @property
+    def serial_s(self) -> float:
         return self.device_s + self.communication_s
 
     @property
@@ -323,8 +351,8 @@ class ParallelStep:
 
     @property
     def share(self) -> float:
-        """通信带宽项占 ``seconds`` 的比例。"""
-        return self.communication_s / self.seconds
+        """通信带宽项占不重叠时的估计 ``serial_s`` 的比例。"""
+        return self.communication_s / self.serial_s
 
 
 @dataclass(frozen=True)
@@ -466,6 +494,31 @@ def critical_intensity(device: Hardware, bandwidth: float, dtype: str = "bf16") 
     return device.peak_flops(dtype) / _validate.positive("bandwidth", bandwidth)
 
 
+def tokens_to_hide(
+    config: ModelConfig, device: Hardware, seconds: float, dtype: str = "bf16"
+) -> float:
+    """每块设备每步至少要处理多少 token，backward 的计算才盖住 ``seconds`` 秒的梯度同步。
+
+    梯度在 backward 中产生，同步只能与 backward（每个 token ``4 N`` FLOPs，``N`` 是矩阵乘法的权重）
+    重叠：``4 N T / peak = seconds``，``T = seconds x peak / (4 N)``。``seconds`` 取
+    :func:`roofline_book.training.train` 算出的 DP 通信（节点内、节点间分层时即分层的时间）。
+
+    Examples
+    --------
+    Llama-3-8B，H100：133 ms 的梯度 all-reduce 要 0.133 x 1070.5e12 / (4 x 7.5e9) 个 token。
+
+    >>> from roofline_book import hardware
+    >>> from roofline_book.inference import model
+    >>> m, h100 = model("llama-3-8b"), hardware("h100-sxm")
+    >>> n = 32 * m.layer_matrix_parameters() + 128256 * 4096
+    >>> round(tokens_to_hide(m, h100, 0.133)), round(0.133 * h100.peak_flops("bf16") / (4 * n))
+    (4743, 4743)
+    """
+    c = config
+    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
+    return _validate.positive("seconds", seconds) * device.peak_flops(dtype) / (4 * n)
+
+
 def dp_tokens_to_hide(
     config: ModelConfig,
     device: Hardware,
@@ -474,7 +527,8 @@ def dp_tokens_to_hide(
     latency: float = 0.0,
     dtype: str = "bf16",
 ) -> float:
-    """每块设备每步至少要处理多少 token，backward 的计算才盖得住 16 位梯度的 ring all-reduce。
+    """每块设备每步至少要处理多少 token，backward 的计算才盖住 16 位梯度在 ``dp`` 块设备上一个扁平
+    ring 的 all-reduce（每一步都走 ``bandwidth``；分层的 all-reduce 用 :func:`tokens_to_hide`）。
 
     梯度在 backward 中产生，all-reduce 只能与 backward（每个 token ``4 N`` FLOPs）重叠：
     ``4 N T / peak = t_allreduce(2 P bytes)``，解出 ``T`` （``P`` 是全部权重，``N`` 是矩阵乘法的
@@ -492,10 +546,8 @@ def dp_tokens_to_hide(
     >>> round(t), round(63 / 64 * p / n * h100.peak_flops("bf16") / 50e9)
     (22551, 22551)
     """
-    c = config
-    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
-    t = collective_time("all_reduce", 2 * c.parameters(), dp, bandwidth, latency)
-    return t.seconds * device.peak_flops(dtype) / (4 * n)
+    t = collective_time("all_reduce", 2 * config.parameters(), dp, bandwidth, latency)
+    return tokens_to_hide(config, device, t.seconds, dtype)
 
 
 def tp_width_to_hide(
@@ -520,10 +572,14 @@ def tp_width_to_hide(
     >>> h100 = hardware("h100-sxm")
     >>> round(tp_width_to_hide(h100, 8, 450e9))   # 1070.5e12 x (2 x 7/8 x 2 / 450e9) / 6
     1388
+    >>> round(tp_width_to_hide(h100, 8, 450e9, reduces=True))   # 1070.5e12 x (2 / 450e9) / 6
+    793
     """
     a = bytes_per_element(dtype)
-    op = "reduce_scatter" if reduces else "all_reduce"
-    per_element = collective_time(op, a, tp, bandwidth, 0.0).bandwidth_s
+    if reduces:
+        per_element = switch_share(tp) * a / _validate.positive("bandwidth", bandwidth)
+    else:
+        per_element = collective_time("all_reduce", a, tp, bandwidth, 0.0).bandwidth_s
     return device.peak_flops(dtype) * per_element / (2 * (3 if gated else 2))
 
 
@@ -541,6 +597,8 @@ __all__ = [
     "inference_comms",
     "infer",
     "strategy_intensities",
+    "switch_share",
+    "tokens_to_hide",
     "tp_width_to_hide",
     "weight_bytes_per_device",
 ]
@@ -559,8 +617,8 @@ def strategy_intensities(
     """每种并行方式每块设备每送出一个字节所做的 FLOPs（FLOP/byte），一步训练、每块设备 ``tokens``
     个 token。
 
-    送出的字节是 ring 集合通信每块设备发出的量（``reduces`` 时 all-reduce 取交换芯片归约的
-    ``(n-1)/n``）：
+    送出的字节是 ring 集合通信每块设备送出的量（``reduces`` 时 all-reduce 取交换芯片归约的
+    ``f = 1``，:func:`switch_share`）：
 
     - ``"DP"``：backward 的 ``4 N T`` （梯度只能与它重叠）对 16 位梯度 ``2 P`` 字节的 all-reduce；
     - ``"FSDP"``：``6 N T`` 对两次权重 all-gather 加一次梯度 reduce-scatter；
@@ -582,7 +640,7 @@ def strategy_intensities(
 
     def sent(op: str, nbytes: float, devices: int) -> float:
         if op == "all_reduce" and reduces:
-            op = "reduce_scatter"
+            return switch_share(devices) * nbytes
         return collective_time(op, nbytes, devices, 1.0, 0.0).bandwidth_s  # bytes at 1 B/s
 
     step = 6 * n * tokens

@@ -2,7 +2,7 @@
 
 一步训练在 ``dp x tp x pp`` 块设备上：DP 的梯度 all-reduce（ZeRO-2 换成 reduce-scatter 加
 all-gather，ZeRO-3/FSDP 再加上 forward 与 backward 各一次权重 all-gather），Megatron TP 每层的
-all-reduce，PP 的 stage hand-off 与流水线空泡 ``(p - 1) / (m + p - 1)``。集合通信的代价来自
+all-reduce，PP 的 stage hand-off 与流水线气泡 ``(p - 1) / (m + p - 1)``。集合通信的代价来自
 :mod:`roofline_book.collectives`，链路与推理时相同（:mod:`roofline_book.parallel`）。
 
 Examples
@@ -149,7 +149,7 @@ def train(
     """一步训练：``batch`` 条 ``seq`` 个 token 的序列（全局），在 ``split.devices`` 块设备上。
 
     每个 DP 副本做 ``batch / dp`` 条序列，分成 ``m = batch / (dp x micro_batch)`` 个 micro-batch
-    走过 ``pp`` 个 stage（1F1B），流水线空泡占 ``(p - 1) / (m + p - 1)``。内存每块设备：16 位权重与
+    走过 ``pp`` 个 stage（1F1B），流水线气泡占 ``(p - 1) / (m + p - 1)``。内存每块设备：16 位权重与
     梯度各 2 字节、Adam 状态 12 字节每个权重，按 ZeRO 阶段除以 ``dp``；激活每层
     ``34 s b h / t`` 字节（:data:`ACTIVATION_BYTES_PER_LAYER`），recompute 时只存每层的输入
     ``2 s b h / t``，1F1B 的第一个 stage 同时存 ``min(m, p)`` 个 micro-batch。

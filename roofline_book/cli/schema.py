@@ -179,7 +179,10 @@ _LAYER_OP = _op_entry({})
 def _phase(extra: dict[str, dict]) -> dict:
     return _obj(
         {
-            "time_lower_bound_s": _num("every kernel one after another [s]"),
+            "time_lower_bound_s": _num(
+                "every kernel one after another; on several devices the larger of that and the "
+                "collectives' bandwidth terms, which may overlap it [s]"
+            ),
             "any_implementation_time_lower_bound_s": _num(
                 "no implementation, fused or overlapped, is faster [s]"
             ),
