@@ -49,6 +49,8 @@ ALLOWED = {
     *("nvlink", "infiniband", "ndr", "pcie", "fsdp", "zero"),
     # collectives: the operation, its algorithms and nccl-tests' bandwidth
     *("all", "reduce", "ring", "tree", "rank", "busbw", "gloo"),
+    # the alpha-beta model, named in English as the prose names it
+    *("alpha", "beta"),
 }
 
 #: The CLI's page: its figure is the command line's output, in the CLI's language.
