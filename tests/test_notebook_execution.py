@@ -184,3 +184,50 @@ def test_an_unsupported_myst_nb_is_refused_by_name(monkeypatch):
     monkeypatch.setattr(executor, "version", versions.__getitem__)
     with pytest.raises(Exception, match=r"needs myst-nb>=1\.4,<1\.5 .*found 1\.5\.0"):
         executor._check_versions()
+
+
+def test_a_kernel_that_never_answered_is_started_once_more(monkeypatch):
+    """A kernel that died at start (a TCP port taken between jupyter-client's pick and the
+    kernel's bind: seen in a fresh clone, where section 15's torch.distributed ran beside
+    it) ran none of its page, so the page is run again, once; a failing cell is not."""
+    import myst_nb.core.execute as execute
+
+    executor = _executor()
+    starts: list[str] = []
+
+    def client(errors):
+        class Client:
+            exec_metadata: dict = {}
+
+            def __init__(self, *args, **kwargs):
+                starts.append("start")
+
+            def __enter__(self):
+                if errors:
+                    raise errors.pop(0)
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        return Client
+
+    def job():
+        return executor._Job("p", pathlib.Path("p.md"), None, None, 1.0)
+
+    died = RuntimeError("Kernel didn't respond in 30 seconds")
+    monkeypatch.setattr(execute, "NotebookClientCache", client([died]))
+    ran = job()
+    executor._execute_one(ran, None)
+    assert ran.error is None and len(starts) == 2
+    starts.clear()
+    monkeypatch.setattr(execute, "NotebookClientCache", client([died, died]))
+    twice = job()
+    executor._execute_one(twice, None)
+    assert twice.error is died and len(starts) == 2  # once more, not forever
+    starts.clear()
+    cell = RuntimeError("ZeroDivisionError in a cell")
+    monkeypatch.setattr(execute, "NotebookClientCache", client([cell]))
+    failed = job()
+    executor._execute_one(failed, None)
+    assert failed.error is cell and len(starts) == 1

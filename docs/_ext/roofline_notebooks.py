@@ -14,9 +14,14 @@ in the cache's database, exactly as it would during the read.
 
 A kernel is stopped at once when its notebook has run, where a polite shutdown of
 an ipykernel 7 kernel waits 2.5 s about one time in three before it is killed
-anyway (:func:`_immediate_shutdown`). How long each page ran is remembered next to
-the cache (``roofline-durations.json``) to order the next build; a page never run
-here is guessed from what it is (see :func:`_expected_seconds`).
+anyway (:func:`_immediate_shutdown`). A kernel that never came up is started once more
+(:func:`_never_started`): the TCP ports jupyter-client picks for it are free only until
+something else takes them, and with two kernels starting at once, or a page running
+torch.distributed (section 15's collectives), a kernel can find a port taken and die
+before it answers; nothing of its page has run then, so running it again is safe.
+How long each page ran is remembered next to the cache (``roofline-durations.json``)
+to order the next build; a page never run here is guessed from what it is (see
+:func:`_expected_seconds`).
 
 Every page that fails is reported, each with its cell's error, once the pages
 that ran are in the cache; the build then stops, as ``nb_execution_raise_on_error``
@@ -160,11 +165,27 @@ def _immediate_shutdown() -> Iterator[None]:
     from myst_nb.core.execute import cache as client_module
 
     original = client_module.single_nb_execution
-    client_module.single_nb_execution = functools.partial(original, shutdown_kernel="immediate")
+    client_module.single_nb_execution = functools.partial(
+        original, shutdown_kernel="immediate", startup_timeout=STARTUP_TIMEOUT
+    )
     try:
         yield
     finally:
         client_module.single_nb_execution = original
+
+
+STARTUP_TIMEOUT = 30
+"""Seconds a kernel has to answer after it is started (nbclient's default is 60); one that
+does not is started once more (:func:`_never_started`)."""
+
+
+def _never_started(exc: BaseException) -> bool:
+    """Whether ``exc`` is jupyter-client's word that the kernel never answered its first
+    request: it died at start (a port taken) or did not come up in time."""
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        "Kernel didn't respond" in text or "Kernel died before replying to kernel_info" in text
+    )
 
 
 def _execute_one(job: _Job, nb_config: Any) -> None:
@@ -173,17 +194,24 @@ def _execute_one(job: _Job, nb_config: Any) -> None:
     from myst_nb.core.execute import NotebookClientCache
 
     start = time.perf_counter()
-    try:
-        client = NotebookClientCache(
-            job.notebook, job.path, nb_config, _PageLogger(job.docname), read_fmt=job.read_fmt
-        )
-        with client:
-            pass
-        metadata = client.exec_metadata or {}
-        if metadata.get("error"):  # failed cells, with nb_execution_raise_on_error off
-            job.error = RuntimeError(metadata.get("traceback") or metadata["error"])
-    except Exception as exc:  # a failing cell, a timeout, a kernel that died
-        job.error = exc
+    for attempt in (1, 2):
+        try:
+            client = NotebookClientCache(
+                job.notebook, job.path, nb_config, _PageLogger(job.docname), read_fmt=job.read_fmt
+            )
+            with client:
+                pass
+            metadata = client.exec_metadata or {}
+            if metadata.get("error"):  # failed cells, with nb_execution_raise_on_error off
+                job.error = RuntimeError(metadata.get("traceback") or metadata["error"])
+        except Exception as exc:  # a failing cell, a timeout, a kernel that died
+            if attempt == 1 and _never_started(exc):
+                logger.info(
+                    "%s: its kernel never answered (%s); starting it again", job.docname, exc
+                )
+                continue
+            job.error = exc
+        break
     job.seconds = time.perf_counter() - start
     state = "failed" if job.error else "executed"
     logger.info("%s: %s in %.2f s", job.docname, state, job.seconds)
