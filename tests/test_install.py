@@ -1,7 +1,7 @@
 """The package as users install it: a wheel and an sdist, and the wheel alone in a fresh venv.
 
-The fresh environment gets the wheel and what it declares (NumPy, tabulate),
-nothing else, and runs outside the repository, so nothing can be imported
+The fresh environment gets the wheel and what it declares (tabulate; the models are pure
+Python, so not NumPy), nothing else, and runs outside the repository, so nothing can be imported
 from the source tree by accident.
 """
 
@@ -79,14 +79,14 @@ def test_the_extras_bring_what_the_package_asks_for(dist):
         name = re.match(r"[A-Za-z0-9_.-]+", requirement)[0].lower().replace("-", "_")
         extra = re.search(r'extra == "([^"]+)"', requirement)
         declared.setdefault(extra[1] if extra else "", set()).add(name)
-    assert declared[""] == {"numpy", "tabulate"}  # all the models and the CLI need
+    assert declared[""] == {"tabulate"}  # all the models and the CLI's model commands need
     for extra, modules in EXTRAS.items():
         assert declared[extra] == set(modules), extra
 
 
 @pytest.fixture(scope="module")
 def fresh(dist, tmp_path_factory) -> Path:
-    """A virtual environment with the wheel and its two dependencies only; its bin folder."""
+    """A virtual environment with the wheel and its one dependency (tabulate) only; its bin."""
     home = tmp_path_factory.mktemp("fresh")
     venv.EnvBuilder(with_pip=True).create(home / "venv")
     bin_ = home / "venv" / "bin"
