@@ -7,11 +7,27 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Iterable
 
-import numpy as np
-
 from .units import MAX_SIZE
+
+
+def is_bool(value: object) -> bool:
+    """``value`` 是 Python 的 ``bool`` 或 NumPy 的 ``numpy.bool_``。
+
+    布尔值不是尺寸也不是实数，虽然 ``bool`` 是 ``int`` 的子类。本模块不导入 NumPy：
+    ``numpy.bool_`` 的实例只能来自已经导入的 NumPy，所以只在 ``sys.modules`` 里找它。
+
+    Examples
+    --------
+    >>> is_bool(True), is_bool(1), is_bool(0.0)
+    (True, False, False)
+    """
+    if isinstance(value, bool):
+        return True
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.bool_)
 
 
 def size(name: str, value: object, *, minimum: int = 1) -> int:
@@ -29,7 +45,7 @@ def size(name: str, value: object, *, minimum: int = 1) -> int:
     ...
     ValueError: m must be an integer from 1 to 2**63 - 1 (a tensor size is an int64), got 2**64
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+    if is_bool(value) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"{name} must be an integer >= {minimum}, got {value!r} ({type(value).__name__})"
         )
@@ -76,7 +92,7 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     用于 FLOPs、字节数这类由尺寸相乘得到的计数：它们可以远大于任何一个 tensor 的尺寸
     （:func:`size` 的上限）。布尔值、float 和字符串照样拒绝。
     """
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+    if is_bool(value) or not isinstance(value, numbers.Integral):
         raise TypeError(
             f"{name} must be an integer >= {minimum}, got {value!r} ({type(value).__name__})"
         )
@@ -98,7 +114,7 @@ def non_negative(name: str, value: object) -> float:
 
 def _real(name: str, value: object, *, strict: bool) -> float:
     relation = "> 0" if strict else ">= 0"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if is_bool(value) or not isinstance(value, numbers.Real):
         raise TypeError(
             f"{name} must be a finite real number {relation}, "
             f"got {value!r} ({type(value).__name__})"
@@ -110,24 +126,6 @@ def _real(name: str, value: object, *, strict: bool) -> float:
     if not math.isfinite(value) or value < 0 or (strict and value == 0):
         raise ValueError(f"{name} must be a finite real number {relation}, got {value!r}")
     return value
-
-
-def non_negative_array(name: str, value: object) -> np.ndarray:
-    """``value`` 的各项都有限且 >= 0 时，以 float64 数组返回。"""
-    if isinstance(value, (bool, np.bool_, str, bytes)):
-        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError) as exc:  # ragged lists and the like
-        raise TypeError(f"{name} must be a number or an array of numbers: {exc}") from None
-    if array.dtype == np.bool_ or not np.issubdtype(array.dtype, np.number):
-        raise TypeError(f"{name} must hold real numbers, got an array of dtype {array.dtype}")
-    if np.issubdtype(array.dtype, np.complexfloating):
-        raise TypeError(f"{name} must hold real numbers, got complex values")
-    array = array.astype(np.float64)
-    if array.size and not (np.all(np.isfinite(array)) and np.all(array >= 0)):
-        raise ValueError(f"{name} must hold finite numbers >= 0, got {value!r}")
-    return array
 
 
 def choice(name: str, value: object, allowed: tuple[str, ...]) -> str:

@@ -1,13 +1,15 @@
 """可选依赖：导入一个，或用一行说明该装哪个 extra。
 
-模型只需要 NumPy（文本表格还要 ``tabulate``）。作图需要 matplotlib，DataFrame 需要 pandas，
-测量需要 torch，读 run file 需要 jsonschema，图上的中文需要 Noto Sans CJK SC 字体
-（``noto_cjk_sans_otc``）；每项都有包的一个 extra，按它启用的功能命名。
+模型是纯 Python（命令行的文本表格还要 ``tabulate``），没有 NumPy 也能导入和运行；只有把数组
+传给 :func:`~roofline_book.roofline.attainable` 这类函数时才需要 NumPy。作图需要 matplotlib，
+DataFrame 需要 pandas，测量需要 torch，读 run file 需要 jsonschema，图上的中文需要
+Noto Sans CJK SC 字体（``noto_cjk_sans_otc``）；每项都有包的一个 extra，按它启用的功能命名，
+需要 NumPy 的 extra 都带上它。
 
 Examples
 --------
 >>> EXTRAS["plot"]
-('matplotlib',)
+('numpy', 'matplotlib')
 >>> require("math", "arithmetic").sqrt(4.0)
 2.0
 >>> require("no_such_module_here", "this")
@@ -22,11 +24,11 @@ import importlib
 from types import ModuleType
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "plot": ("matplotlib",),
-    "table": ("pandas",),
-    "report": ("pandas", "matplotlib", "jsonschema"),
-    "bench": ("torch", "tqdm", "jsonschema"),
-    "zh": ("matplotlib", "noto_cjk_sans_otc"),
+    "plot": ("numpy", "matplotlib"),
+    "table": ("numpy", "pandas"),
+    "report": ("numpy", "pandas", "matplotlib", "jsonschema"),
+    "bench": ("numpy", "torch", "tqdm", "jsonschema"),
+    "zh": ("numpy", "matplotlib", "noto_cjk_sans_otc"),
 }
 """``pip install 'roofline-book[EXTRA]'`` 的每个 extra 及其带来的模块；``pyproject.toml`` 声明的
 与此相同（有测试保证两者一致）。

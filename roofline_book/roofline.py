@@ -25,8 +25,7 @@ Examples
 from __future__ import annotations
 
 import math
-
-import numpy as np
+import numbers
 
 from . import _validate
 from .bounds import COMPUTE_RESOURCES as COMPUTE_RESOURCES
@@ -34,6 +33,7 @@ from .bounds import MEMORY_RESOURCES as MEMORY_RESOURCES
 from .bounds import Bound, Ceilings, TimeBound
 from .bounds import bound as _bound
 from .dtypes import Precision, bytes_per_element
+from .extras import MissingExtra
 from .hardware import Hardware
 from .ops import Cost
 
@@ -73,19 +73,33 @@ def attainable(intensity, peak_flops: float, bandwidth: float):
     Returns
     -------
     float or numpy.ndarray
-        标量的算术强度返回 float，否则返回同 shape 的数组。
+        标量的算术强度返回 float，否则返回同 shape 的数组。标量不用 NumPy（纯 Python 的
+        ``min``，得到与 NumPy 相同的 float）；数组需要 NumPy，只在传入数组时才导入它。
+        ``B * I`` 超过 1e308 时为 inf，``min(P, inf) = P``。
 
     Examples
     --------
+    >>> attainable(50, 100e12, 1e12) / 1e12, attainable(1e300, 100e12, 1e12) / 1e12
+    (50.0, 100.0)
     >>> attainable([1, 10, 100, 1000], 100e12, 1e12) / 1e12
     array([  1.,  10., 100., 100.])
     """
     peak = _validate.positive("peak_flops", peak_flops)
     band = _validate.positive("bandwidth", bandwidth)
-    values = _validate.non_negative_array("intensity", intensity)
-    with np.errstate(over="ignore"):  # B * I past 1e308 is inf, and min(P, inf) = P
-        result = np.minimum(peak, band * values)
-    return float(result) if result.ndim == 0 else result
+    if _validate.is_bool(intensity) or isinstance(intensity, (str, bytes)):
+        raise TypeError(f"intensity must be a number or an array of numbers, got {intensity!r}")
+    if isinstance(intensity, numbers.Real):  # Python floats overflow to inf, as NumPy's do
+        return min(peak, band * _validate.non_negative("intensity", intensity))
+    try:
+        from . import _arrays  # the one model module that imports NumPy
+    except ModuleNotFoundError as exc:
+        if exc.name != "numpy":
+            raise
+        raise MissingExtra(
+            "attainable() on an array of intensities needs numpy (pip install numpy); "
+            "a single intensity does not"
+        ) from None
+    return _arrays.attainable(intensity, peak, band)
 
 
 def bound(intensity: float, peak_flops: float, bandwidth: float) -> Bound:

@@ -1,11 +1,12 @@
 """The package as users install it: a wheel and an sdist, and the wheel alone in a fresh venv.
 
-The fresh environment gets the wheel and what it declares (NumPy, tabulate),
-nothing else, and runs outside the repository, so nothing can be imported
+The fresh environment gets the wheel and what it declares (tabulate; the models are pure
+Python, so not NumPy), nothing else, and runs outside the repository, so nothing can be imported
 from the source tree by accident.
 """
 
 import email
+import json
 import os
 import re
 import subprocess
@@ -15,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from test_nonumpy import RUN_COMMANDS, RUNS, in_process, same_output
 
 import roofline_book
 from roofline_book.extras import EXTRAS
@@ -79,14 +81,17 @@ def test_the_extras_bring_what_the_package_asks_for(dist):
         name = re.match(r"[A-Za-z0-9_.-]+", requirement)[0].lower().replace("-", "_")
         extra = re.search(r'extra == "([^"]+)"', requirement)
         declared.setdefault(extra[1] if extra else "", set()).add(name)
-    assert declared[""] == {"numpy", "tabulate"}  # all the models and the CLI need
+    assert declared[""] == {"tabulate"}  # all the models and the CLI's model commands need
     for extra, modules in EXTRAS.items():
         assert declared[extra] == set(modules), extra
 
 
 @pytest.fixture(scope="module")
 def fresh(dist, tmp_path_factory) -> Path:
-    """A virtual environment with the wheel and its two dependencies only; its bin folder."""
+    """A virtual environment with the wheel and its one dependency (tabulate) only; its bin.
+
+    The extras' tests, last in this module, install [plot] and [report] into it.
+    """
     home = tmp_path_factory.mktemp("fresh")
     venv.EnvBuilder(with_pip=True).create(home / "venv")
     bin_ = home / "venv" / "bin"
@@ -117,6 +122,19 @@ def test_fresh_install_commands_work(fresh):
     assert devices.returncode == 0 and "h100-sxm" in devices.stdout, devices.stderr
     version = _run(cli, "--version", cwd=fresh.parent)
     assert version.stdout.strip() == f"roofline-book {roofline_book.__version__}"
+
+
+def test_fresh_install_runs_the_model_commands_without_numpy(fresh):
+    # the wheel alone brings no NumPy, and op, block, infer, train and devices print what they
+    # print in the book's environment, which has it (test_nonumpy.py's commands)
+    numpy = _run(str(fresh / "python"), "-c", "import numpy", cwd=fresh.parent)
+    assert numpy.returncode == 1 and "No module named 'numpy'" in numpy.stderr
+    done = _run(str(fresh / "python"), "-c", RUN_COMMANDS, json.dumps(RUNS), cwd=fresh.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["loaded"] == []
+    for argv, got in zip(RUNS, report["results"], strict=True):
+        same_output(argv, got, in_process(argv))
 
 
 def test_fresh_install_names_the_missing_extra(fresh, tmp_path):

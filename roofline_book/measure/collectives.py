@@ -37,8 +37,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .. import __version__, _validate
 from ..collectives import OPS, algorithm_bandwidth, bus_bandwidth, collective_time
 from .timing import MIN_SAMPLES, Timing
@@ -101,6 +99,8 @@ class Point:
     @property
     def quartiles_s(self) -> tuple[float, float]:
         """样本的第一与第三四分位数，s（两者之差即 ``timing.iqr_s``）。"""
+        import numpy as np  # here: the command line imports this module and runs without NumPy
+
         q1, q3 = np.percentile(self.timing.samples_s, [25, 75])
         return float(q1), float(q3)
 

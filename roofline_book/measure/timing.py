@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from .. import _validate
 
 MIN_SAMPLES = 5
@@ -78,11 +76,15 @@ class Timing:
     @property
     def median_s(self) -> float:
         """样本的中位数（秒）。"""
+        import numpy as np  # here, not at the top: the command line's models run without NumPy
+
         return float(np.median(self.samples_s))
 
     @property
     def iqr_s(self) -> float:
         """样本的四分位距（秒）。"""
+        import numpy as np
+
         q1, q3 = np.percentile(self.samples_s, [25, 75])
         return float(q3 - q1)
 
