@@ -9,10 +9,22 @@ BUILD   := _build
 MATHJAX_VERSION := 3.2.2
 MATHJAX := $(BUILD)/mathjax/mathjax
 ES5     := $(BUILD)/npm/node_modules/mathjax/es5
+# The calculator page (docs/calculator.md) runs the package in the reader's browser: the
+# Pyodide core from the npm registry, and the package's pure-Python dependencies as wheels
+# from PyPI, both served from the site's own files (_static/calculator/); the package's own
+# wheel is built by docs/_ext/roofline_calculator.py.
+PYODIDE_VERSION := 0.29.3
+CALCULATOR := $(BUILD)/calculator/calculator
+PYODIDE := $(CALCULATOR)/pyodide
+# What the page loads of the npm package: the loader, the interpreter (JS glue and
+# WebAssembly), the standard library and the package index the loader reads at start.
+PYODIDE_FILES := pyodide.js pyodide.asm.js pyodide.asm.wasm python_stdlib.zip pyodide-lock.json
+# The base install's dependencies, at the versions requirements.txt pins.
+CALCULATOR_DEPS := tabulate
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax html pdf check check-types check-tests check-subprocess-tests test \
+.PHONY: all venv mathjax pyodide html pdf check check-types check-tests check-subprocess-tests test \
 	doctest bench lint dist livehtml clean distclean html-tools pdf-tools
 
 all: html
@@ -30,6 +42,7 @@ html-tools:
 	$(if $(wildcard $(PY))$(VENV_OK),,$(error $(PYTHON) cannot create a virtual environment: install its venv module (Debian: python3-venv)))
 	$(if $(wildcard $(MATHJAX)/tex-chtml.js),,$(call need,node,install Node.js and npm (Debian: nodejs npm); MathJax comes from the npm registry))
 	$(if $(wildcard $(MATHJAX)/tex-chtml.js),,$(call need,npm,install npm (Debian: npm); MathJax comes from the npm registry))
+	$(if $(wildcard $(PYODIDE)/package.json),,$(call need,npm,install npm (Debian: npm); Pyodide comes from the npm registry))
 	@:
 
 pdf-tools:
@@ -69,7 +82,23 @@ $(MATHJAX)/tex-chtml.js:
 
 mathjax: $(MATHJAX)/tex-chtml.js
 
-html: html-tools $(VENV)/.installed $(MATHJAX)/tex-chtml.js
+$(PYODIDE)/package.json:
+	mkdir -p $(BUILD)/npm-pyodide
+	npm install --silent --no-save --no-audit --no-fund --prefix $(BUILD)/npm-pyodide \
+	  pyodide@$(PYODIDE_VERSION)
+	rm -rf $(PYODIDE) && mkdir -p $(PYODIDE)
+	cp $(addprefix $(BUILD)/npm-pyodide/node_modules/pyodide/,$(PYODIDE_FILES) package.json) $(PYODIDE)/
+
+$(BUILD)/calculator-deps.fetched: requirements.txt
+	rm -rf $(CALCULATOR)/wheels/deps && mkdir -p $(CALCULATOR)/wheels/deps
+	$(VENV)/bin/pip download --quiet --no-deps --only-binary :all: --dest $(CALCULATOR)/wheels/deps \
+	  $(foreach d,$(CALCULATOR_DEPS),"$$(grep -i '^$(d)==' requirements.txt)")
+	touch $@
+
+pyodide: $(PYODIDE)/package.json $(BUILD)/calculator-deps.fetched
+
+html: html-tools $(VENV)/.installed $(MATHJAX)/tex-chtml.js $(PYODIDE)/package.json \
+  $(BUILD)/calculator-deps.fetched
 	$(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html
 
 # The whole book as one PDF: the LaTeX builder on the same sources, conf and notebook
@@ -136,7 +165,8 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/mypy $(LINTED)
 
-livehtml: html-tools $(VENV)/.installed $(MATHJAX)/tex-chtml.js
+livehtml: html-tools $(VENV)/.installed $(MATHJAX)/tex-chtml.js $(PYODIDE)/package.json \
+  $(BUILD)/calculator-deps.fetched
 	$(VENV)/bin/sphinx-autobuild -c . docs $(BUILD)/html --watch roofline_book --watch docs/_ext \
 	  --ignore "*.ipynb" --ignore "$(BUILD)/*" --re-ignore "jupyter_execute/.*"
 

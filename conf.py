@@ -40,6 +40,7 @@ extensions = [
     "sphinx_design",
     "sphinxcontrib.bibtex",
     "roofline_build",
+    "roofline_calculator",
     "roofline_notebooks",
     "roofline_pdf",
     "roofline_fonts",
@@ -107,7 +108,10 @@ SUBTITLE = "为什么不能只看 FLOPs"
 html_title = f"{project}：{SUBTITLE}"
 # MathJax is served from the site itself (make fetches it from the npm registry), so
 # math renders with no network.
-html_static_path = ["docs/_static", str(ROOT / "_build" / "mathjax")]
+# The calculator page's Pyodide, wheels and manifest (docs/_ext/roofline_calculator.py) are
+# served the same way, under _static/calculator/.
+roofline_calculator = str(ROOT / "_build" / "calculator")
+html_static_path = ["docs/_static", str(ROOT / "_build" / "mathjax"), roofline_calculator]
 html_favicon = "docs/_static/favicon.svg"
 # The whole book as one PDF (make pdf copies it into the site); the footer of every
 # page links it (docs/_templates/pdf-download.html).

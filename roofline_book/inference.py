@@ -406,10 +406,10 @@ def step_time(ops: list[tuple[str, Cost]], device: Hardware, precisions: Precisi
     """
     times = {name: time_bound(cost, device, precisions.activations) for name, cost in ops}
     return StepBound(
-        seconds=sum(t.seconds for t in times.values()),
+        seconds=math.fsum(t.seconds for t in times.values()),
         by_op=MappingProxyType({n: t.seconds for n, t in times.items()}),
-        compute=sum(t.seconds for t in times.values() if t.bound == "compute"),
-        memory=sum(t.seconds for t in times.values() if t.bound == "memory"),
+        compute=math.fsum(t.seconds for t in times.values() if t.bound == "compute"),
+        memory=math.fsum(t.seconds for t in times.values() if t.bound == "memory"),
     )
 
 

@@ -417,8 +417,8 @@ def _step(config, split, batch, new, context, device, p, per_node, net) -> Paral
     return ParallelStep(
         device_s=step_time(ops, device, p).seconds,
         device_floor_s=time_bound(floor, device, p.activations).seconds,
-        communication_s=sum(c.time.bandwidth_s for c in comms),
-        latency_s=sum(c.time.latency_s for c in comms),
+        communication_s=math.fsum(c.time.bandwidth_s for c in comms),
+        latency_s=math.fsum(c.time.latency_s for c in comms),
         comms=tuple(comms),
     )
 

@@ -17,6 +17,7 @@ gemm  1.37 ms
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,21 @@ from .ops import DEFAULT_SRAM_BYTES, Cost, FlashTile, fa3_tile
 from .roofline import Bound, TimeBound, main_unit, time_bound, unit_rates
 from .transformer import DecoderConfig, block_ops, optimizer_ops
 from .units import si
+
+#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）。
+RESOURCE_ZH = {
+    "compute": "计算",
+    "matrix": "矩阵单元",
+    "vector": "向量单元",
+    "special": "特殊函数单元",
+    "hbm": "HBM",
+    "l1": "L1",
+    "l2": "L2",
+    "l3": "L3",
+    "llc": "末级缓存",
+    "dram": "DRAM",
+    "memory": "内存",
+}
 
 
 @dataclass(frozen=True)
@@ -121,7 +137,7 @@ def cost_table(
         raise TypeError(f"device must be a Hardware, got {type(device).__name__}")
     pairs = _named_costs(named)
     times = [time_bound(c, device, dtype) for _, c in pairs]
-    total = sum(t.seconds for t in times)
+    total = math.fsum(t.seconds for t in times)
     return [
         Row(name, cost, t, t.seconds / total) for (name, cost), t in zip(pairs, times, strict=True)
     ]

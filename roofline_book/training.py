@@ -105,7 +105,7 @@ class TrainingStep:
 
     @property
     def communication_s(self) -> float:
-        return sum(c.time.bandwidth_s for c in self.comms)
+        return math.fsum(c.time.bandwidth_s for c in self.comms)
 
     def _per_link(self) -> dict[str, float]:
         links: dict[str, float] = {}
@@ -119,9 +119,9 @@ class TrainingStep:
 
     @property
     def exposed_s(self) -> float:
-        tp = sum(c.time.bandwidth_s for c in self.comms if not c.overlaps)
+        tp = math.fsum(c.time.bandwidth_s for c in self.comms if not c.overlaps)
         rest = [c.time.bandwidth_s for c in self.comms if c.overlaps]
-        return max(self.compute_s + tp, sum(rest))
+        return max(self.compute_s + tp, math.fsum(rest))
 
     @property
     def mfu(self) -> float:

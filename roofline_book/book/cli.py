@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import subprocess
@@ -14,26 +12,24 @@ def _run(args: tuple[str, ...], cwd: str | None, check: bool) -> subprocess.Comp
     """在本进程中运行 ``roofline-book ARGS``：调用 console script 所调用的 ``main``，并捕获它的输出
     （一页要运行十几条命令；每条都启动一个新解释器，每条要多花一两秒）。
     """
-    from .. import cli
+    from ..cli import calculator
 
-    out, err = io.StringIO(), io.StringIO()
     before = os.getcwd()
     try:
         if cwd is not None:
             os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                status = cli.main(list(args))
-            except SystemExit as exc:  # argparse exits on a usage error
-                status = exc.code if isinstance(exc.code, int) else 1
+        done = calculator.run(list(args))
     finally:
         os.chdir(before)
-    done = subprocess.CompletedProcess(
-        ["roofline-book", *args], status, out.getvalue(), err.getvalue()
+    status = done["code"]
+    completed = subprocess.CompletedProcess(
+        ["roofline-book", *args], status, done["stdout"], done["stderr"]
     )
     if check and status:
-        raise subprocess.CalledProcessError(status, done.args, done.stdout, done.stderr)
-    return done
+        raise subprocess.CalledProcessError(
+            status, completed.args, completed.stdout, completed.stderr
+        )
+    return completed
 
 
 def run_cli(*args: str, cwd: str | None = None) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..tables import Row, table_frame
+from ..tables import RESOURCE_ZH, Row, table_frame
 from ..tables import markdown_table as markdown_table_text
 from ..units import si
 
@@ -24,22 +24,6 @@ def short(value: float) -> str:
     ('0.167', '42.7', '100', '1365')
     """
     return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
-#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）。
-RESOURCE_ZH = {
-    "compute": "计算",
-    "matrix": "矩阵单元",
-    "vector": "向量单元",
-    "special": "特殊函数单元",
-    "hbm": "HBM",
-    "l1": "L1",
-    "l2": "L2",
-    "l3": "L3",
-    "llc": "末级缓存",
-    "dram": "DRAM",
-    "memory": "内存",
-}
 
 
 def resource_zh(resource: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,7 +66,7 @@ def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
     ]
     if total:
         summed = sum((r.cost for r in rows), ops.ZERO)
-        seconds = sum(r.time.seconds for r in rows)
+        seconds = math.fsum(r.time.seconds for r in rows)
         body.append(
             ("total", si(summed.flops, "FLOP"), si(summed.bytes, "B"), str(summed.kernels))
             + ("", "", "", si(seconds, "s"), "")

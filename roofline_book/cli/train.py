@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from ..inference import model, models
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         "compute_time_s": step.compute_s,
         "pipeline_bubble": step.bubble,
         "communication_time_s": step.communication_s,
-        "communication_latency_s": sum(c.time.latency_s for c in step.comms),
+        "communication_latency_s": math.fsum(c.time.latency_s for c in step.comms),
         "step_time_lower_bound_s": step.seconds,
         "step_time_exposed_tp_s": step.exposed_s,
         "mfu_upper_bound": step.mfu,

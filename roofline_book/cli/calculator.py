@@ -1,0 +1,218 @@
+"""命令行在书的计算器页面上：在本进程中运行一条命令，把它的 JSON 结果排成中文表格与图中的点。
+
+计算器页面（``docs/calculator.md``）在读者的浏览器里用 Pyodide 运行本包：页面的
+``window.rooflineBook.run(argv)`` 调用 :func:`run`，与安装后的 ``roofline-book`` 得到同样的
+stdout；:func:`tables` 与 :func:`points` 读 ``--json`` 的结果，给出页面上的表格和 roofline
+图中的点。这里只用标准库和本包的纯 Python 部分（浏览器里没有 NumPy）。
+
+Examples
+--------
+>>> done = run(["op", "softmax", "--rows", "4096", "--cols", "4096", "--json"])
+>>> done["code"], done["stderr"]
+(0, '')
+>>> import json
+>>> result = json.loads(done["stdout"])
+>>> [row[0] for row in tables(result)[0]["rows"]][:3]
+['运算量', '读取', '写入']
+>>> run(["op", "softmax", "--rows", "0", "--cols", "8"])["code"]
+2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..tables import RESOURCE_ZH
+from ..units import si
+from .common import number as _number
+
+#: 限制类型的中文叫法（JSON 的 ``bound_kind``）。
+BOUND_KINDS_ZH = {"compute": "compute-bound", "memory": "memory-bound"}
+
+
+def run(argv: Sequence[str]) -> dict[str, Any]:
+    """在本进程中运行 ``roofline-book ARGV``，捕获它的输出。
+
+    Parameters
+    ----------
+    argv : sequence of str
+        ``roofline-book`` 之后的参数。
+
+    Returns
+    -------
+    dict
+        ``code`` （退出状态，int）、``stdout`` 与 ``stderr`` （str）：与在终端里运行
+        安装后的命令相同。
+    """
+    from . import main
+
+    if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a sequence of str, e.g. ['op', 'gemm', '--m', '64']")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(argv))
+        except SystemExit as exc:  # argparse exits on a usage error and on --help
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
+
+
+def _resource(name: str) -> str:
+    return RESOURCE_ZH.get(name, name)
+
+
+def _bound(result: Mapping[str, Any]) -> str:
+    kind = BOUND_KINDS_ZH.get(result["bound_kind"], result["bound_kind"])
+    return f"{_resource(result['bound'])}（{kind}）"
+
+
+def _rate(device: Mapping[str, Any], resource: str) -> str:
+    if resource in device["peaks_per_s"]:
+        return si(device["peaks_per_s"][resource], "FLOP/s")
+    return si(device["bandwidths_Bps"][resource], "B/s")
+
+
+def _op_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    device = result["device"]
+    rows = [
+        ["运算量", si(result["flops"], "FLOP")],
+        ["读取", si(result["bytes_read"], "B")],
+        ["写入", si(result["bytes_written"], "B")],
+        ["必需字节数", si(result["bytes"], "B")],
+    ]
+    if result["reread_bytes"]:
+        rows.append(["重读的字节", si(result["reread_bytes"], "B")])
+    rows += [
+        ["kernel 数", str(result["kernels"])],
+        ["算术强度", f"{_number(result['intensity'])} FLOP/B"],
+        ["ridge point", f"{_number(device['ridge_point'])} FLOP/B"],
+        ["受限于", _bound(result)],
+        ["可达算力", si(result["attainable_per_s"], "FLOP/s")],
+        ["时间下界", si(result["time_lower_bound_s"], "s")],
+    ]
+    times = [
+        [
+            _resource(name),
+            _rate(device, name),
+            si(seconds, "s"),
+            "是" if name == result["bound"] else "",
+        ]
+        for name, seconds in result["time_by_resource_s"].items()
+    ]
+    return [
+        {"title": f"{result['operator']} 的代价与时间下界", "header": ["量", "数值"], "rows": rows},
+        {
+            "title": "每种资源所需的时间",
+            "header": ["资源", "峰值或带宽", "时间", "决定下界"],
+            "rows": times,
+        },
+    ]
+
+
+def _layer_table(title: str, layer_ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return {
+        "title": title,
+        "header": ["算子", "FLOPs", "字节", "算术强度（FLOP/B）", "受限于", "时间下界"],
+        "rows": [
+            [
+                op["name"],
+                si(op["flops"], "FLOP"),
+                si(op["bytes"], "B"),
+                _number(op["intensity"]),
+                _resource(op["bound"]),
+                si(op["time_lower_bound_s"], "s"),
+            ]
+            for op in layer_ops
+        ],
+    }
+
+
+def _infer_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    prefill, decode = result["prefill"], result["decode"]
+    fits = result["max_batch"]
+    rows = [
+        ["参数量", si(result["parameters"])],
+        ["权重", si(result["weight_bytes"], "B")],
+        ["每个 token 的 KV cache", si(result["kv_cache_bytes_per_token"], "B")],
+        ["每条序列的 KV cache", si(result["kv_cache_bytes_per_sequence"], "B")],
+        ["整个 batch 的 KV cache", si(result["kv_cache_bytes"], "B")],
+        ["显存放得下的最大 batch", "—" if fits is None else str(fits)],
+        ["prefill 时间下界（逐 kernel）", si(prefill["time_lower_bound_s"], "s")],
+        ["prefill 时间下界（任意实现）", si(prefill["any_implementation_time_lower_bound_s"], "s")],
+        ["decode 一步的时间下界（逐 kernel）", si(decode["time_lower_bound_s"], "s")],
+        [
+            "decode 一步的时间下界（任意实现）",
+            si(decode["any_implementation_time_lower_bound_s"], "s"),
+        ],
+        ["decode 每秒 token 数（上界）", _number(decode["tokens_per_s"])],
+        ["decode 达到 ridge point 所需的 batch", _number(result["decode_batch_to_ridge"])],
+    ]
+    if result["devices"] > 1:
+        rows.append(["每步的通信时间（decode）", si(result["communication_time_s"], "s")])
+    return [
+        {"title": f"{result['model']} 的推理", "header": ["量", "数值"], "rows": rows},
+        _layer_table("一层的算子：prefill", prefill["layer_ops"]),
+        _layer_table("一层的算子：decode 一步", decode["layer_ops"]),
+    ]
+
+
+def tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``op --json`` 或 ``infer --json`` 的结果，排成页面上的中文表格。
+
+    Parameters
+    ----------
+    result : mapping
+        命令 JSON 输出解析后的对象。
+
+    Returns
+    -------
+    list of dict
+        每张表一个 ``{"title", "header", "rows"}``，单元格都是 str，数字与命令行文本输出
+        一样由 :func:`roofline_book.units.si` 写出。
+
+    Raises
+    ------
+    ValueError
+        ``result`` 不是 ``op`` 或 ``infer`` 的结果。
+    """
+    command = result.get("command") if isinstance(result, Mapping) else None
+    if command == "op":
+        return _op_tables(result)
+    if command == "infer":
+        return _infer_tables(result)
+    raise ValueError(f"result must be the JSON of `op` or `infer`; got command {command!r}")
+
+
+def points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """roofline 图上的点：每个算子的算术强度与它可达的算力。
+
+    Returns
+    -------
+    list of dict
+        ``{"label", "group", "intensity" (FLOP/B), "rate" (FLOP/s)}``；``group`` 为
+        ``"op"``、``"prefill"`` 或 ``"decode"``。不做 FLOP 的算子（如 KV cache write）不在图上。
+    """
+    command = result.get("command") if isinstance(result, Mapping) else None
+    if command == "op":
+        found = [(result["operator"], "op", result)]
+    elif command == "infer":
+        found = [
+            (op["name"], phase, op)
+            for phase in ("prefill", "decode")
+            for op in result[phase]["layer_ops"]
+        ]
+    else:
+        raise ValueError(f"result must be the JSON of `op` or `infer`; got command {command!r}")
+    return [
+        {
+            "label": label,
+            "group": group,
+            "intensity": item["intensity"],
+            "rate": item["attainable_per_s"],
+        }
+        for label, group, item in found
+        if item["flops"] > 0 and item["intensity"] > 0
+    ]

@@ -1,0 +1,432 @@
+"""The calculator page: the package run by Pyodide in a real browser, against the installed CLI.
+
+The browser tests (marker ``site``) serve the built site and drive Debian's Chromium, as
+test_browser.py does: ``window.rooflineBook.run(argv)`` must give exactly what the venv's
+``roofline-book`` prints for the same arguments; the form must show the numbers the command's
+text output shows, and a point on the roofline at the command's intensity; no request may
+leave the site, which must also work served from a subdirectory. The budgets: the page's own
+downloads at most 15 MB, the first answer within 10 s of opening it, a later one within
+200 ms. The figures each run measured go to _build/calculator-timing.json.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+import pytest
+from conftest import BUILD, ROOT
+from test_browser import CHROMIUM, _Page, _Quiet, browser  # noqa: F401 - the fixture
+
+from roofline_book.book import calculator as page_spec
+from roofline_book.cli import calculator
+
+HTML = BUILD / "html"
+CLI = pathlib.Path(sys.executable).with_name("roofline-book")
+PAGE = "calculator.html"
+DOWNLOAD_LIMIT = 15 * 1024 * 1024
+FIRST_ANSWER_S = 10.0
+LATER_ANSWER_S = 0.2
+TIMING = BUILD / "calculator-timing.json"
+
+
+def in_browser(test):
+    """A test of the built page in Chromium (marker ``site``; CI installs Chromium, so there a
+    missing browser is a failure, not a skip)."""
+    missing = not pathlib.Path(CHROMIUM).exists() and not os.environ.get("CI")
+    return pytest.mark.site(pytest.mark.skipif(missing, reason=f"no Chromium at {CHROMIUM}")(test))
+
+
+def _installed(argv: list[str]) -> subprocess.CompletedProcess:
+    """The installed command, in a fresh interpreter, as a reader's terminal runs it."""
+    return subprocess.run([str(CLI), *argv], capture_output=True, text=True, cwd=ROOT)
+
+
+def _serve(directory: pathlib.Path):
+    handler = functools.partial(_Quiet, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd, f"http://127.0.0.1:{httpd.server_address[1]}"
+
+
+@pytest.fixture(scope="module")
+def hosted(tmp_path_factory):
+    """The site served under /roofline-book/, as a project's Pages site is."""
+    if not (HTML / PAGE).exists():
+        pytest.fail(f"{HTML / PAGE} is missing: run `make html` first")
+    top = tmp_path_factory.mktemp("pages")
+    (top / "roofline-book").symlink_to(HTML.resolve(), target_is_directory=True)
+    httpd, url = _serve(top)
+    yield f"{url}/roofline-book"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _open(browser, base: str, query: str = ""):  # noqa: F811 - the fixture's value
+    p = _Page(browser, base)
+    requested: list[str] = []
+    p.page.on("request", lambda r: requested.append(r.url))
+    started = time.perf_counter()
+    p.open(PAGE + query)
+    p.page.wait_for_function(
+        "() => ['done', 'error', 'failed'].includes("
+        "document.getElementById('roofline-calculator').dataset.state)",
+        timeout=60_000,
+    )
+    first = time.perf_counter() - started
+    return p, requested, first
+
+
+@pytest.fixture(scope="module")
+def opened(browser, hosted):  # noqa: F811
+    """One calculator page, opened once, for the tests that only call its run()."""
+    p, _, _ = _open(browser, hosted)
+    yield p
+    p.close()
+
+
+def _record(**figures: float) -> None:
+    data = json.loads(TIMING.read_text()) if TIMING.is_file() else {}
+    data.update(figures)
+    TIMING.write_text(json.dumps(data, indent=2) + "\n")
+
+
+CASES = {
+    "gemm": ["op", "gemm", "--m", "4096", "--k", "4096", "--n", "4096", "--json"],
+    "softmax": ["op", "softmax", "--rows", "8192", "--cols", "32000", "--dtype", "fp32", "--json"],
+    "infer": [
+        "infer",
+        "--model",
+        "llama-3-8b",
+        "--batch",
+        "8",
+        "--context",
+        "8192",
+        "--kv-dtype",
+        "fp8",
+        "--device",
+        "h200-sxm",
+        "--json",
+    ],
+    "bad input": ["op", "softmax", "--rows", "0", "--cols", "8", "--json"],
+    "ad-hoc device": ["op", "add", "--numel", "1M", "--peak", "100T", "--bandwidth", "1T"],
+}
+
+
+@in_browser
+@pytest.mark.parametrize("case", CASES)
+def test_run_gives_the_installed_commands_output(opened, case):
+    argv = CASES[case]
+    got = opened.page.evaluate("argv => window.rooflineBook.run(argv)", argv)
+    want = _installed(argv)
+    assert (got["code"], got["stdout"], got["stderr"]) == (
+        want.returncode,
+        want.stdout,
+        want.stderr,
+    )
+    if case == "bad input":
+        assert want.returncode == 2 and "--rows" in want.stderr
+    else:
+        assert want.returncode == 0 and want.stdout
+    assert not opened.outside, f"requests left the site: {opened.outside}"
+    assert not opened.errors, opened.errors
+
+
+def _cli_text_rows(argv: list[str]) -> dict[str, str]:
+    """The installed command's text output, label -> value."""
+    out = _installed(argv).stdout
+    return {
+        m.group(1).strip(): m.group(2).strip()
+        for m in re.finditer(r"^(\S.*?)\s{2,}(\S.*)$", out, re.M)
+    }
+
+
+def _page_rows(page, caption_part: str) -> dict[str, str]:
+    return page.evaluate(
+        """part => {
+            const t = [...document.querySelectorAll('.calc-table')]
+                .find(t => t.caption.textContent.includes(part));
+            return Object.fromEntries([...t.tBodies[0].rows].map(
+                r => [r.cells[0].textContent, r.cells[1].textContent]));
+        }""",
+        caption_part,
+    )
+
+
+@in_browser
+def test_form_shows_the_commands_numbers_and_a_point_on_the_roofline(browser, hosted):  # noqa: F811
+    command = "op gemm --m 4096 --k 4096 --n 4096 --dtype bf16 --device h100-sxm"
+    query = "?" + urllib.parse.urlencode({"cmd": command})
+    p, requested, first = _open(browser, hosted, query)
+    try:
+        page = p.page
+        assert page.locator("#roofline-calculator").get_attribute("data-state") == "done"
+        text = _cli_text_rows(command.split())
+        shown = _page_rows(page, "代价与时间下界")
+        pairs = {  # the page's row -> the text output's row
+            "运算量": "FLOPs",
+            "读取": "bytes read",
+            "写入": "bytes written",
+            "kernel 数": "kernels",
+            "时间下界": "time lower bound",
+        }
+        for zh, en in pairs.items():
+            assert shown[zh] == text[en], (zh, shown[zh], text[en])
+        assert text["bytes"].startswith(shown["必需字节数"])
+        assert text["intensity"] == shown["算术强度"]
+        # the point sits at the command's intensity and attainable rate
+        result = json.loads(_installed([*command.split(), "--json"]).stdout)
+        dot = page.locator(".calc-point").first
+        assert float(dot.get_attribute("data-intensity")) == result["intensity"]
+        assert float(dot.get_attribute("data-rate")) == result["attainable_per_s"]
+        box = dot.bounding_box()
+        frame = page.locator(".calc-roofline").bounding_box()
+        assert box and frame and frame["x"] <= box["x"] <= frame["x"] + frame["width"]
+        # a later change: the table follows within the budget
+        later = []
+        for m in ("8192", "512", "300"):
+            before = page.evaluate(
+                "() => document.getElementById('roofline-calculator').dataset.answers"
+            )
+            started = time.perf_counter()
+            page.fill("input[name='arg:m']", m)
+            page.wait_for_function(
+                "n => document.getElementById('roofline-calculator').dataset.answers !== n",
+                arg=before,
+            )
+            later.append(time.perf_counter() - started)
+            changed = command.replace("--m 4096", f"--m {m}")
+            assert (
+                _page_rows(page, "代价与时间下界")["运算量"]
+                == _cli_text_rows(changed.split())["FLOPs"]
+            )
+        # the address carries the command shown, for a reader to share
+        address = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["cmd"]
+        assert ["$ roofline-book " + address[0]] == [page.locator(".calc-command").inner_text()]
+        assert address[0] == changed
+        own = _own_bytes(requested)
+        _record(
+            first_answer_s=round(first, 2),
+            later_answer_s=round(max(later), 3),
+            page_download_bytes=own,
+        )
+        assert first <= FIRST_ANSWER_S, f"first answer after {first:.1f} s"
+        assert max(later) <= LATER_ANSWER_S, f"a later answer took {max(later) * 1e3:.0f} ms"
+        assert own <= DOWNLOAD_LIMIT, f"the page downloads {own / 2**20:.1f} MiB"
+        assert not p.outside and not p.errors, (p.outside, p.errors)
+    finally:
+        p.close()
+
+
+def _own_bytes(requested: list[str]) -> int:
+    """Bytes of the files the calculator page fetched that no other page fetches."""
+    total = 0
+    for url in set(requested):
+        path = urllib.parse.urlsplit(url).path.split("/roofline-book/", 1)[-1]
+        if path.startswith("_static/calculator") or path == PAGE:
+            total += (HTML / urllib.parse.unquote(path)).stat().st_size
+    return total
+
+
+@in_browser
+def test_a_bad_input_shows_the_commands_error_in_place(browser, hosted):  # noqa: F811
+    p, _, _ = _open(browser, hosted, "?" + urllib.parse.urlencode({"cmd": "op softmax --rows 0"}))
+    try:
+        page = p.page
+        assert page.locator("#roofline-calculator").get_attribute("data-state") == "error"
+        want = _installed(
+            ["op", "softmax", "--rows", "0", "--cols", "4096", "--device", "h100-sxm", "--json"]
+        )
+        assert page.locator(".calc-error").inner_text() == want.stderr.strip()
+        page.fill("input[name='arg:rows']", "4096")
+        page.wait_for_function(
+            "() => document.getElementById('roofline-calculator').dataset.state === 'done'"
+        )
+        assert page.locator(".calc-error").is_hidden()
+        assert not p.outside and not p.errors, (p.outside, p.errors)
+    finally:
+        p.close()
+
+
+@in_browser
+def test_a_model_shows_prefill_decode_and_the_batch_that_fits(browser, hosted):  # noqa: F811
+    command = "infer --model llama-2-7b --batch 4 --kv-dtype fp8 --device h100-sxm"
+    p, _, _ = _open(browser, hosted, "?" + urllib.parse.urlencode({"cmd": command}))
+    try:
+        page = p.page
+        text = _cli_text_rows(command.split())
+        shown = _page_rows(page, "的推理")
+        assert shown["显存放得下的最大 batch"] == text["largest batch that fits"]
+        assert shown["整个 batch 的 KV cache"] == text["KV cache, whole batch"]
+        assert text["decode step, kernel by kernel"].startswith(
+            shown["decode 一步的时间下界（逐 kernel）"]
+        )
+        groups = page.eval_on_selector_all(".calc-point", "ds => ds.map(d => d.dataset.group)")
+        result = json.loads(_installed([*command.split(), "--json"]).stdout)
+        with_flops = [
+            op
+            for phase in ("prefill", "decode")
+            for op in result[phase]["layer_ops"]
+            if op["flops"] > 0
+        ]
+        assert sorted(groups) == sorted(
+            phase
+            for phase in ("prefill", "decode")
+            for op in result[phase]["layer_ops"]
+            if op["flops"] > 0
+        ) and len(groups) == len(with_flops)
+        assert not p.outside and not p.errors, (p.outside, p.errors)
+    finally:
+        p.close()
+
+
+@in_browser
+def test_other_pages_load_nothing_of_the_calculator(browser, hosted):  # noqa: F811
+    p = _Page(browser, hosted)
+    requested: list[str] = []
+    p.page.on("request", lambda r: requested.append(r.url))
+    try:
+        p.open("chapters/05-gemm.html")
+        p.page.wait_for_load_state("networkidle")
+        assert not [
+            u
+            for u in requested
+            if "calculator" in u.rsplit("/", 1)[-1] or "/_static/calculator/" in u
+        ]
+    finally:
+        p.close()
+
+
+# -- no browser: the page's Python side and the chapters' links --------------------------
+
+
+def test_tables_show_what_the_text_output_shows():
+    argv = ["infer", "--model", "mistral-7b", "--batch", "16", "--weights-dtype", "int4"]
+    result = json.loads(calculator.run([*argv, "--json"])["stdout"])
+    text = _cli_text_rows(argv)
+    rows = dict(calculator.tables(result)[0]["rows"])
+    assert rows["显存放得下的最大 batch"] == text["largest batch that fits"]
+    assert rows["权重"] == text["weights"]
+    assert text["prefill, any implementation"].startswith(rows["prefill 时间下界（任意实现）"])
+
+
+def test_run_in_process_matches_a_fresh_interpreter():
+    for argv in CASES.values():
+        got = calculator.run(argv)
+        want = _installed(argv)
+        assert (got["code"], got["stdout"], got["stderr"]) == (
+            want.returncode,
+            want.stdout,
+            want.stderr,
+        )
+    with pytest.raises(TypeError, match="argv"):
+        calculator.run("op gemm")
+
+
+def test_every_operator_argument_has_a_label_and_flag_the_command_accepts():
+    from roofline_book.cli.operators import OPERATORS
+
+    spec = page_spec.spec()
+    assert [o["key"] for o in spec["operators"]] == list(OPERATORS)
+    for operator in spec["operators"]:
+        helptext = calculator.run(["op", operator["key"], "--help"])["stdout"]
+        for arg in operator["args"]:
+            assert arg["flag"] in helptext, (operator["key"], arg["flag"])
+            assert re.search(r"[\u4e00-\u9fff]", arg["label"]) or arg["label"].isascii()
+        example = ["op", operator["key"]]
+        for arg in operator["args"]:
+            if arg["required"]:
+                example += [arg["flag"], str(arg["example"])]
+        # the form's first answer for each operator is a real answer, not an error
+        assert calculator.run(example)["code"] == 0, example
+
+
+LINK = re.compile(r"\{calculator\}`([^`]+)`")
+
+
+def _links() -> list[tuple[str, str]]:
+    return [
+        (page.relative_to(ROOT / "docs").as_posix(), m.group(1))
+        for page in sorted((ROOT / "docs").rglob("*.md"))
+        for m in LINK.finditer(page.read_text("utf-8"))
+    ]
+
+
+def test_the_chapters_link_the_calculator_with_commands_that_run():
+    links = _links()
+    assert len({page for page, _ in links}) >= 6, links
+    for page, command in links:
+        done = calculator.run(command.split())
+        assert done["code"] == 0, (page, command, done["stderr"])
+
+
+def _sample_links() -> list[str]:
+    """A chapter link with a flag, one with a device, and one of a model."""
+    commands = [c for _, c in _links()]
+    picks = [
+        next(c for c in commands if c.startswith("op") and "--causal" in c),
+        next(c for c in commands if c.startswith("op") and "--device" in c),
+        next(c for c in commands if c.startswith("infer")),
+    ]
+    return picks
+
+
+@in_browser
+@pytest.mark.parametrize("command", _sample_links())
+def test_a_chapters_link_opens_the_calculator_on_its_command(browser, hosted, command):  # noqa: F811
+    p, _, _ = _open(browser, hosted, "?" + urllib.parse.urlencode({"cmd": command}))
+    try:
+        page = p.page
+        assert page.locator("#roofline-calculator").get_attribute("data-state") == "done"
+        shown = page.locator(".calc-command").inner_text()
+        expected = command if "--device" in command else f"{command} --device h100-sxm"
+        assert shown == f"$ roofline-book {expected}"
+        got = page.evaluate("argv => window.rooflineBook.run(argv)", [*command.split(), "--json"])
+        assert got["stdout"] == _installed([*command.split(), "--json"]).stdout
+    finally:
+        p.close()
+
+
+def _many_commands() -> list[list[str]]:
+    """Every chapter link, every catalog model on two devices (TP 1 and 8, quantized KV), and
+    every operator's first form answer: each with --json."""
+    from roofline_book.decoders import models
+
+    commands = [c.split() for _, c in _links()]
+    for key in models():
+        commands.append(["infer", "--model", key, "--batch", "16", "--device", "h200-sxm"])
+        commands.append(["infer", "--model", key, "--tp", "8", "--kv-dtype", "fp8"])
+    for operator in page_spec.spec()["operators"]:
+        example = ["op", operator["key"], "--device", "mi300x"]
+        for arg in operator["args"]:
+            if arg["required"]:
+                example += [arg["flag"], str(arg["example"])]
+        commands.append(example)
+    return [[*c, "--json"] for c in commands]
+
+
+@in_browser
+def test_the_browser_prints_what_this_python_prints_for_many_commands(opened):
+    """Pyodide's Python is not this one (another version, libm in WebAssembly): every float
+    the package prints must still come out the same, bit for bit."""
+    commands = _many_commands()
+    got = opened.page.evaluate(
+        "async list => { const out = []; for (const a of list) "
+        "out.push((await window.rooflineBook.run(a)).stdout); return out; }",
+        commands,
+    )
+    differ = [
+        " ".join(c)
+        for c, out in zip(commands, got, strict=True)
+        if out != calculator.run(c)["stdout"]
+    ]
+    assert not differ, differ
