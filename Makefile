@@ -118,6 +118,11 @@ pdf: pdf-tools html
 # command line in subprocesses (their output shown when they end; about half the tests' time
 # on this machine), and the rest.
 CHECK_MARKERS := -m "not site and not install"
+# Bytecode on: where the environment sets PYTHONDONTWRITEBYTECODE (as this project's machines
+# do), pytest would parse and rewrite the asserts of every test module and doctest again on
+# each run, and each interpreter a test starts would compile what it imports (about 10 s of
+# the cores' time a run); the caches live in __pycache__, which git ignores.
+CHECK_ENV := env -u PYTHONDONTWRITEBYTECODE
 CHECK_SUBPROCESS := tests/test_notebook_execution.py tests/test_shown_code.py \
   tests/test_build_extension.py tests/test_stderr.py tests/test_cli.py
 check: $(VENV)/.installed
@@ -130,11 +135,11 @@ check-types:
 	$(VENV)/bin/mypy $(LINTED)
 
 check-tests:
-	$(PY) -m pytest -q $(CHECK_MARKERS) $(addprefix --ignore=,$(CHECK_SUBPROCESS))
+	$(CHECK_ENV) $(PY) -m pytest -q $(CHECK_MARKERS) $(addprefix --ignore=,$(CHECK_SUBPROCESS))
 
 check-subprocess-tests:
 	@mkdir -p $(BUILD)
-	@$(PY) -m pytest -q $(CHECK_MARKERS) $(CHECK_SUBPROCESS) > $(BUILD)/check-subprocess.log 2>&1; \
+	@$(CHECK_ENV) $(PY) -m pytest -q $(CHECK_MARKERS) $(CHECK_SUBPROCESS) > $(BUILD)/check-subprocess.log 2>&1; \
 	  status=$$?; echo "== $(CHECK_SUBPROCESS)"; cat $(BUILD)/check-subprocess.log; exit $$status
 
 # Everything: the book and PDF built, lint, then every test (the built site's and the PDF's,
