@@ -167,6 +167,8 @@ latex_documents = [
 ]
 # docs/_ext/roofline_pdf.py gives the root page a book's shape: an unnumbered preface,
 # the chapters numbered as on the site, the appendices lettered.
+# Pages only the site has: the calculator runs the package in the reader's browser.
+roofline_web_only = ("calculator",)
 latex_show_urls = "no"
 latex_show_pagerefs = False
 latex_elements = {

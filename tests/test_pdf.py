@@ -6,13 +6,14 @@ and figure numbers are read from the built HTML, so the checks follow the book.
 
 from __future__ import annotations
 
+import ast
 import html
 import itertools
 import re
 
 import pypdf
 import pytest
-from conftest import BUILD
+from conftest import BUILD, ROOT
 from pdf_text import body_text, glued_in
 from pdf_text import squeeze as _squeeze
 from test_site import PAGES
@@ -58,8 +59,28 @@ def text(reader) -> str:
     )
 
 
+def _web_only() -> tuple[str, ...]:
+    """conf.py's ``roofline_web_only``: pages only the site has (the PDF leaves them out)."""
+    tree = ast.parse((ROOT / "conf.py").read_text("utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "roofline_web_only" for t in node.targets
+        ):
+            return tuple(ast.literal_eval(node.value))
+    return ()
+
+
 def _chapter_pages() -> list[str]:
-    return [p for p in PAGES if p != "index"]
+    return [p for p in PAGES if p != "index" and p not in _web_only()]
+
+
+def test_pages_only_the_site_has_are_not_in_the_pdf(reader, text):
+    assert _web_only() == ("calculator",)
+    titles = _bookmarks(reader)
+    for page in _web_only():
+        assert _title(page) not in titles
+    # the chapters' links to it keep their words, without a reference the PDF cannot follow
+    assert "这些习题都可以在在线计算器里验算" in _squeeze(text)
 
 
 def _title(page: str) -> str:

@@ -1,7 +1,7 @@
 """The PDF's shape: the root page's preface, chapters and appendices as a book has them.
 
 On the site, index.md is a page of its own: a preface in a few ``##`` sections,
-then two toctrees (正文, numbered; 附录). The LaTeX builder inlines each toctree
+then toctrees (正文, numbered; 工具; 附录). The LaTeX builder inlines each toctree
 where it stands, so left alone the preface's sections would become chapters 1-4
 and the book's chapters sections inside the last of them. For the LaTeX builder
 only, ``doctree-read`` rebuilds the root page as a book:
@@ -12,7 +12,11 @@ only, ``doctree-read`` rebuilds the root page as a book:
   site's numbers 1, 2, ...;
 - the toctrees follow at the top level, so each page they list is a chapter;
 - ``\\appendix`` goes before the toctree whose entries all live under
-  ``appendix/``, so those pages are lettered appendices (A, B, ...).
+  ``appendix/``, so those pages are lettered appendices (A, B, ...);
+- a toctree of pages only the site has (``roofline_web_only`` in conf.py: the
+  calculator, which runs in the reader's browser) is left out, and a link to one
+  of them from another page (``doctree-resolved``) keeps its text, not a
+  reference to a page the PDF does not have.
 
 Every other builder gets the page as written.
 
@@ -49,6 +53,23 @@ def _is_appendix(wrapper: nodes.Element) -> bool:
     return bool(entries) and all(ref.startswith("appendix/") for ref in entries)
 
 
+def _is_web_only(app: Sphinx, wrapper: nodes.Element) -> bool:
+    entries = [
+        ref for toctree in wrapper.findall(addnodes.toctree) for _t, ref in toctree["entries"]
+    ]
+    return bool(entries) and all(ref in app.config.roofline_web_only for ref in entries)
+
+
+def _unlink_web_only(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """On the LaTeX builder, a link to a page only the site has becomes its text."""
+    if app.builder.format != "latex":
+        return
+    pages = {f"%{page}" for page in app.config.roofline_web_only}
+    for ref in list(doctree.findall(nodes.reference)):
+        if ref.get("refuri", "").split("#", 1)[0] in pages:
+            ref.replace_self(nodes.inline("", "", *ref.children))
+
+
 def _book_root(app: Sphinx, doctree: nodes.document) -> None:
     if app.builder.format != "latex" or app.env.docname != app.config.root_doc:
         return
@@ -68,6 +89,8 @@ def _book_root(app: Sphinx, doctree: nodes.document) -> None:
     root.children = []
     root += [title, _raw(r"\booknumberingoff"), preface, _raw(r"\booknumberingon")]
     for wrapper in wrappers:
+        if _is_web_only(app, wrapper):
+            continue
         if _is_appendix(wrapper):
             root += _raw(r"\appendix")
         root += wrapper
@@ -224,6 +247,8 @@ def fit_wide_tables(app: Sphinx, doctree: nodes.document, docname: str) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("roofline_web_only", (), "env", tuple)
     app.connect("doctree-read", _book_root)
     app.connect("doctree-resolved", fit_wide_tables)
+    app.connect("doctree-resolved", _unlink_web_only)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
