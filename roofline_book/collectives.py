@@ -335,6 +335,21 @@ def bus_bandwidth(op: str, algbw: float, devices: int) -> float:
     return _real("algbw", algbw, strict=False) * bus_factor(op, devices)
 
 
+def switch_share(devices: int) -> float:
+    """交换芯片中归约（NVLink SHARP）的 all-reduce 每块设备送出（也收进）的字节占缓冲区的份额。
+
+    总是 1（一块设备时为 0）：rank i 输入的每个元素都影响其他每个 rank 的输出，所以它至少要把整个
+    缓冲区送出一次；交换芯片归约好的结果再整个送回来。ring 的 ``2(n-1)/n`` 多出的是 reduce-scatter
+    之后再 all-gather 的那一趟。
+
+    Examples
+    --------
+    >>> switch_share(8), switch_share(1)
+    (1.0, 0.0)
+    """
+    return 1.0 if _devices("devices", devices) > 1 else 0.0
+
+
 def hierarchical_all_reduce(
     nbytes: float,
     per_node: int,

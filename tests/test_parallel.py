@@ -15,18 +15,14 @@ import pytest
 
 from roofline_book import hardware
 from roofline_book.cli import main
-from roofline_book.inference import kv_cache_bytes, model, weight_bytes
-from roofline_book.parallel import (
-    Split,
-    all_reduce,
+from roofline_book.comm_roofline import (
     critical_intensity,
-    device_ops,
     dp_tokens_to_hide,
-    infer,
     tokens_to_hide,
     tp_width_to_hide,
-    weight_bytes_per_device,
 )
+from roofline_book.inference import kv_cache_bytes, model, weight_bytes
+from roofline_book.parallel import Split, all_reduce, device_ops, infer, weight_bytes_per_device
 from roofline_book.training import TrainSplit, train, training_flops
 
 H100, A100, H20 = hardware("h100-sxm"), hardware("a100-sxm"), hardware("h20")

@@ -26,7 +26,7 @@ def comm_roofline(
     各并行方式的 ``I``。
 
     计算与通信完全重叠时，一块设备能达到的算力不超过这条 roof：``I`` 在 ridge point
-    （:func:`roofline_book.parallel.critical_intensity`）左侧时，通信决定时间。
+    （:func:`roofline_book.comm_roofline.critical_intensity`）左侧时，通信决定时间。
 
     Parameters
     ----------
@@ -36,7 +36,7 @@ def comm_roofline(
     links : mapping of str to float
         图例标签 -> 每个方向的链路带宽（byte/s）。
     strategies : mapping of str to float, optional
-        标签 -> 每送出一个字节的 FLOPs（:func:`roofline_book.parallel.strategy_intensities`），
+        标签 -> 每送出一个字节的 FLOPs（:func:`roofline_book.comm_roofline.strategy_intensities`），
         画在每条 roof 上。
     colors : mapping of str to str, optional
         链路标签 -> 颜色。
