@@ -48,10 +48,13 @@ SCALE_BYTES = 2
 UNQUANTIZED = "bf16"
 
 
-def _weight_format(name: object) -> str:
+def _weight_format(name: object, field: str = "weights") -> str:
     if isinstance(name, str) and name.strip().lower() == INT4:
         return INT4
-    return precision_name(name)  # type: ignore[arg-type]
+    try:
+        return precision_name(name, field)  # type: ignore[arg-type]
+    except ValueError as exc:  # a weight may also be int4, which is no element type
+        raise ValueError(f"{exc}; weights may also be {INT4}") from None
 
 
 def _bits(name: str) -> int:
@@ -89,8 +92,8 @@ class Precisions:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weight_format(self.weights))
-        object.__setattr__(self, "activations", precision_name(self.activations))
-        object.__setattr__(self, "kv", precision_name(self.kv))
+        object.__setattr__(self, "activations", precision_name(self.activations, "activations"))
+        object.__setattr__(self, "kv", precision_name(self.kv, "kv"))
         for flag in ("zero_point", "quantize_embeddings"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")

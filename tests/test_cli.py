@@ -616,7 +616,15 @@ INFER_ERRORS = {
     "weights that do not fit": (("--model", "llama-2-70b"), "at most 0 sequence(s)"),
     "unknown weight format": (
         ("--model", "llama-2-7b", "--weights-dtype", "int3"),
-        "not a known precision",
+        "--weights-dtype 'int3' is not a known precision; allowed: fp64",
+    ),
+    "unknown KV cache precision": (
+        ("--model", "llama-2-7b", "--kv-dtype", "fp9"),
+        "error: --kv-dtype 'fp9' is not a known precision",
+    ),
+    "unknown activation precision": (
+        ("--model", "llama-2-7b", "--dtype", "bf17"),
+        "error: --dtype 'bf17' is not a known precision",
     ),
 }
 

@@ -60,19 +60,26 @@ def _rows(ops, device: Hardware, p: Precisions) -> list[tuple[str, ...]]:
 
 
 _HEADER = ("operator", "FLOPs", "bytes", "FLOP/B", "bound", "time bound")
+#: Precisions' fields, by the flag that gives each.
+_PRECISION_FLAGS = {"weights": "--weights-dtype", "activations": "--dtype", "kv": "--kv-dtype"}
 
 
 def run(args: argparse.Namespace) -> int:
     """``infer`` 子命令。"""
     config = model(args.model)
     device = device_from_args(args)
-    p = Precisions(
-        weights=args.weights_dtype,
-        activations=args.dtype,
-        kv=args.kv_dtype,
-        zero_point=args.zero_point,
-        quantize_embeddings=args.quantize_embeddings,
-    )
+    try:
+        p = Precisions(
+            weights=args.weights_dtype,
+            activations=args.dtype,
+            kv=args.kv_dtype,
+            zero_point=args.zero_point,
+            quantize_embeddings=args.quantize_embeddings,
+        )
+    except ValueError as exc:  # name the flag the user typed, not the field
+        field, _, rest = str(exc).partition(" ")
+        flag = _PRECISION_FLAGS.get(field)
+        raise UsageError(f"{flag} {rest}" if flag else str(exc)) from None
     for flag in ("batch", "context", "prompt"):
         value = getattr(args, flag)
         if value is not None and value < 1:
