@@ -11,6 +11,7 @@ downloads at most 15 MB, the first answer within 10 s of opening it, a later one
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -84,6 +85,19 @@ def _open(browser, base: str, query: str = ""):  # noqa: F811 - the fixture's va
     )
     first = time.perf_counter() - started
     return p, requested, first
+
+
+@contextlib.contextmanager
+def _on(browser, hosted, command: str, state: str = "done"):  # noqa: F811
+    """The calculator opened on ``command`` (its ``?cmd=``), once it has answered with
+    ``state``; on leaving, no request has left the site and the console shows no error."""
+    p, _, _ = _open(browser, hosted, "?" + urllib.parse.urlencode({"cmd": command}))
+    try:
+        assert p.page.locator("#roofline-calculator").get_attribute("data-state") == state
+        yield p.page
+        assert not p.outside and not p.errors, (p.outside, p.errors)
+    finally:
+        p.close()
 
 
 @pytest.fixture(scope="module")
@@ -173,9 +187,9 @@ def test_form_shows_the_commands_numbers_and_a_point_on_the_roofline(browser, ho
         text = _cli_text_rows(command.split())
         shown = _page_rows(page, "代价与时间下界")
         pairs = {  # the page's row -> the text output's row
-            "运算量": "FLOPs",
-            "读取": "bytes read",
-            "写入": "bytes written",
+            "FLOPs": "FLOPs",
+            "读取的字节": "bytes read",
+            "写入的字节": "bytes written",
             "kernel 数": "kernels",
             "时间下界": "time lower bound",
         }
@@ -183,10 +197,13 @@ def test_form_shows_the_commands_numbers_and_a_point_on_the_roofline(browser, ho
             assert shown[zh] == text[en], (zh, shown[zh], text[en])
         assert text["bytes"].startswith(shown["必需字节数"])
         assert text["intensity"] == shown["算术强度"]
-        # the point sits at the command's intensity and attainable rate
+        # the point sits at its unit's intensity (chapter 4: I_u = F_u / bytes) and the
+        # attainable rate the command gives
         result = json.loads(_installed([*command.split(), "--json"]).stdout)
         dot = page.locator(".calc-point").first
-        assert float(dot.get_attribute("data-intensity")) == result["intensity"]
+        unit = result["attainable_unit"]
+        assert unit == "matrix" and result["flops_by_unit"][unit] == 2 * 4096**3
+        assert float(dot.get_attribute("data-intensity")) == 2 * 4096**3 / result["bytes"]
         assert float(dot.get_attribute("data-rate")) == result["attainable_per_s"]
         box = dot.bounding_box()
         frame = page.locator(".calc-roofline").bounding_box()
@@ -206,12 +223,12 @@ def test_form_shows_the_commands_numbers_and_a_point_on_the_roofline(browser, ho
             later.append(time.perf_counter() - started)
             changed = command.replace("--m 4096", f"--m {m}")
             assert (
-                _page_rows(page, "代价与时间下界")["运算量"]
+                _page_rows(page, "代价与时间下界")["FLOPs"]
                 == _cli_text_rows(changed.split())["FLOPs"]
             )
         # the address carries the command shown, for a reader to share
         address = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["cmd"]
-        assert ["$ roofline-book " + address[0]] == [page.locator(".calc-command").inner_text()]
+        assert ["roofline-book " + address[0]] == [page.locator(".calc-command").inner_text()]
         assert address[0] == changed
         own = _own_bytes(requested)
         _record(
@@ -239,10 +256,7 @@ def _own_bytes(requested: list[str]) -> int:
 
 @in_browser
 def test_a_bad_input_shows_the_commands_error_in_place(browser, hosted):  # noqa: F811
-    p, _, _ = _open(browser, hosted, "?" + urllib.parse.urlencode({"cmd": "op softmax --rows 0"}))
-    try:
-        page = p.page
-        assert page.locator("#roofline-calculator").get_attribute("data-state") == "error"
+    with _on(browser, hosted, "op softmax --rows 0", state="error") as page:
         want = _installed(
             ["op", "softmax", "--rows", "0", "--cols", "4096", "--device", "h100-sxm", "--json"]
         )
@@ -252,41 +266,29 @@ def test_a_bad_input_shows_the_commands_error_in_place(browser, hosted):  # noqa
             "() => document.getElementById('roofline-calculator').dataset.state === 'done'"
         )
         assert page.locator(".calc-error").is_hidden()
-        assert not p.outside and not p.errors, (p.outside, p.errors)
-    finally:
-        p.close()
 
 
 @in_browser
 def test_a_model_shows_prefill_decode_and_the_batch_that_fits(browser, hosted):  # noqa: F811
     command = "infer --model llama-2-7b --batch 4 --kv-dtype fp8 --device h100-sxm"
-    p, _, _ = _open(browser, hosted, "?" + urllib.parse.urlencode({"cmd": command}))
-    try:
-        page = p.page
+    with _on(browser, hosted, command) as page:
         text = _cli_text_rows(command.split())
         shown = _page_rows(page, "的推理")
-        assert shown["显存放得下的最大 batch"] == text["largest batch that fits"]
+        assert shown["显存装得下的最大 batch"] == text["largest batch that fits"]
         assert shown["整个 batch 的 KV cache"] == text["KV cache, whole batch"]
         assert text["decode step, kernel by kernel"].startswith(
-            shown["decode 一步的时间下界（逐 kernel）"]
+            shown["decode 一步的时间下界（算子逐个执行）"]
         )
         groups = page.eval_on_selector_all(".calc-point", "ds => ds.map(d => d.dataset.group)")
         result = json.loads(_installed([*command.split(), "--json"]).stdout)
-        with_flops = [
-            op
-            for phase in ("prefill", "decode")
-            for op in result[phase]["layer_ops"]
-            if op["flops"] > 0
-        ]
-        assert sorted(groups) == sorted(
+        # one point per operator that does FLOPs on a FLOP/s unit, in its phase's colour
+        expected = [
             phase
             for phase in ("prefill", "decode")
             for op in result[phase]["layer_ops"]
-            if op["flops"] > 0
-        ) and len(groups) == len(with_flops)
-        assert not p.outside and not p.errors, (p.outside, p.errors)
-    finally:
-        p.close()
+            if op["flops"] > 0 and op["attainable_unit"] not in (None, "special")
+        ]
+        assert sorted(groups) == sorted(expected) and len(expected) > 10
 
 
 @in_browser
@@ -314,9 +316,33 @@ def test_tables_show_what_the_text_output_shows():
     result = json.loads(calculator.run([*argv, "--json"])["stdout"])
     text = _cli_text_rows(argv)
     rows = dict(calculator.tables(result)[0]["rows"])
-    assert rows["显存放得下的最大 batch"] == text["largest batch that fits"]
+    assert rows["显存装得下的最大 batch"] == text["largest batch that fits"]
     assert rows["权重"] == text["weights"]
-    assert text["prefill, any implementation"].startswith(rows["prefill 时间下界（任意实现）"])
+    assert text["prefill, any implementation"].startswith(rows["prefill 的时间下界（任何实现）"])
+    tokens = text["decode tokens per second"].split()[0]
+    assert rows["decode 每秒 token 数的上限（算子逐个执行）"] == tokens
+    assert rows["权重 GEMM 达到 ridge point 的 decode batch"] == text["decode batch to the ridge"]
+
+
+def test_an_ad_hoc_device_gets_one_compute_roof_and_its_tables():
+    argv = ["op", "add", "--numel", "1M", "--peak", "100T", "--bandwidth", "1T"]
+    result = json.loads(calculator.run([*argv, "--json"])["stdout"])
+    first, times = calculator.tables(result)
+    text = _cli_text_rows(argv)
+    assert dict(first["rows"])["时间下界"] == text["time lower bound"] == "6 us"  # 6 MB / 1 TB/s
+    assert [row[:2] for row in times["rows"]] == [["计算", "100 TFLOP/s"], ["HBM", "1 TB/s"]]
+    (point,) = calculator.points(result)
+    assert point["intensity"] == 1e6 / 6e6 and point["rate"] == 1e12 / 6  # B x I on the HBM roof
+
+
+def test_points_leave_out_the_special_unit_and_ops_without_flops():
+    result = json.loads(calculator.run(["infer", "--model", "llama-2-7b", "--json"])["stdout"])
+    names = {p["label"] for p in calculator.points(result) if p["group"] == "decode"}
+    assert "KV cache write" not in names and "QKV projection" in names
+    # an operator the special function unit bounds: its rate counts evaluations, not FLOPs
+    gelu = json.loads(calculator.run(["op", "gelu", "--numel", "1M", "--json"])["stdout"])
+    assert calculator.points(gelu)[0]["unit"] == "vector"
+    assert calculator.points({**gelu, "attainable_unit": "special"}) == []
 
 
 def test_run_in_process_matches_a_fresh_interpreter():
@@ -383,17 +409,12 @@ def _sample_links() -> list[str]:
 @in_browser
 @pytest.mark.parametrize("command", _sample_links())
 def test_a_chapters_link_opens_the_calculator_on_its_command(browser, hosted, command):  # noqa: F811
-    p, _, _ = _open(browser, hosted, "?" + urllib.parse.urlencode({"cmd": command}))
-    try:
-        page = p.page
-        assert page.locator("#roofline-calculator").get_attribute("data-state") == "done"
+    with _on(browser, hosted, command) as page:
         shown = page.locator(".calc-command").inner_text()
         expected = command if "--device" in command else f"{command} --device h100-sxm"
-        assert shown == f"$ roofline-book {expected}"
+        assert shown == f"roofline-book {expected}"
         got = page.evaluate("argv => window.rooflineBook.run(argv)", [*command.split(), "--json"])
         assert got["stdout"] == _installed([*command.split(), "--json"]).stdout
-    finally:
-        p.close()
 
 
 def _many_commands() -> list[list[str]]:
@@ -430,3 +451,14 @@ def test_the_browser_prints_what_this_python_prints_for_many_commands(opened):
         if out != calculator.run(c)["stdout"]
     ]
     assert not differ, differ
+
+
+@in_browser
+def test_an_ad_hoc_device_in_the_form(browser, hosted):  # noqa: F811
+    command = "op add --numel 1M --peak 100T --bandwidth 1T"
+    with _on(browser, hosted, command) as page:
+        assert page.locator("select[name='device']").input_value() == ""
+        shown = _page_rows(page, "代价与时间下界")
+        assert shown["时间下界"] == _cli_text_rows(command.split())["time lower bound"]
+        legend = page.locator(".calc-roofline").text_content() or ""
+        assert "计算 100 TFLOP/s" in legend and "特殊函数单元" not in legend

@@ -54,11 +54,11 @@
     const site = pyodide.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
     for (const wheel of manifest.wheels) {
       const name = wheel.path.split("/").pop();
-      onProgress(`正在安装 ${name} ……`);
+      onProgress(`正在安装 ${name}……`);
       const bytes = await fetchBytes(new URL(wheel.path, base));
       pyodide.unpackArchive(bytes, "wheel", { extractDir: site });
     }
-    onProgress("正在导入 roofline_book ……");
+    onProgress("正在导入 roofline_book……");
     pyodide.runPython("import importlib; importlib.invalidate_caches()");
     calculator = pyodide.pyimport("roofline_book.cli.calculator");
     manifest.python = pyodide.runPython("import sys; sys.version.split()[0]");
@@ -167,7 +167,7 @@
     form.append(datalist("calc-weight-formats", spec.weight_formats));
 
     const mode = params.get("mode") === "infer" ? "infer" : "op";
-    const modes = element("fieldset", { class: "calc-modes" }, element("legend", {}, "计算什么"));
+    const modes = element("fieldset", { class: "calc-modes" }, element("legend", {}, "计算对象"));
     for (const [value, text] of [
       ["op", "一个算子"],
       ["infer", "一个模型的推理"],
@@ -202,7 +202,7 @@
           input.dataset.default = String(arg.default === true);
         } else {
           const value = given !== null ? given : arg.example !== null ? String(arg.example) : "";
-          const placeholder = arg.required ? "必填" : arg.default === null ? "默认" : `默认 ${arg.default}`;
+          const placeholder = arg.required ? "必填" : arg.default === null ? "可省略" : `默认 ${arg.default}`;
           input = element("input", {
             type: "text",
             name: `arg:${arg.name}`,
@@ -236,13 +236,13 @@
       ),
       field("batch", element("input", { type: "text", name: "batch", value: q("batch", ""), placeholder: "默认 1" }), "--batch"),
       field(
-        "context（每条序列 decode 时看到的 token 数）",
-        element("input", { type: "text", name: "context", value: q("context", ""), placeholder: "默认 4096 或模型的窗口" }),
+        "context（decode 一步每条序列要看的 token 数，含新 token）",
+        element("input", { type: "text", name: "context", value: q("context", ""), placeholder: "默认 4096（模型的上下文更短时取它）" }),
         "--context"
       ),
       field(
         "prompt 长度",
-        element("input", { type: "text", name: "prompt", value: q("prompt", ""), placeholder: "默认：context" }),
+        element("input", { type: "text", name: "prompt", value: q("prompt", ""), placeholder: "默认等于 context" }),
         "--prompt"
       ),
       field(
@@ -266,7 +266,7 @@
         element("input", { type: "text", name: "kv_dtype", value: q("kv_dtype", ""), placeholder: "默认 bf16", list: "calc-precisions" }),
         "--kv-dtype"
       ),
-      field("tensor parallel 的设备数", element("input", { type: "text", name: "tp", value: q("tp", ""), placeholder: "默认 1" }), "--tp")
+      field("张量并行（TP）的设备数", element("input", { type: "text", name: "tp", value: q("tp", ""), placeholder: "默认 1" }), "--tp")
     );
     form.append(inferSet);
 
@@ -292,7 +292,7 @@
       "div",
       { class: "calc-adhoc" },
       field("峰值（FLOP/s）", peak, "--peak"),
-      field("内存带宽（B/s）", bandwidth, "--bandwidth")
+      field("HBM 带宽（B/s）", bandwidth, "--bandwidth")
     );
     deviceSet.append(field("目录中的设备", deviceSelect, "--device"), adhoc);
     form.append(deviceSet);
@@ -346,7 +346,7 @@
     async function update() {
       sync();
       const args = argv();
-      command.textContent = "$ roofline-book " + args.map(quote).join(" ");
+      command.textContent = "roofline-book " + args.map(quote).join(" ");
       const ticket = ++latest;
       const done = await run([...args, "--json"]);
       if (ticket !== latest) return; // a newer change is on its way
@@ -365,21 +365,29 @@
       results.classList.remove("calc-stale");
       figure.classList.remove("calc-stale");
       results.replaceChildren(...pythonJson("tables", result).map(table));
-      figure.replaceChildren(roofline(result, pythonJson("points", result), spec.colors));
+      figure.replaceChildren(roofline(result, pythonJson("points", result), spec.colors, spec.axes));
       root.dataset.state = "done";
       root.dataset.answers = String(Number(root.dataset.answers || 0) + 1);
     }
 
+    function guarded() {
+      return update().catch((failure) => {
+        error.textContent = `计算器出错：${failure.message}`;
+        error.hidden = false;
+        root.dataset.state = "error";
+      });
+    }
+
     sync();
-    form.addEventListener("input", update);
-    form.addEventListener("change", update);
+    form.addEventListener("input", guarded);
+    form.addEventListener("change", guarded);
     ready.then(
       (manifest) => {
         status.textContent =
           `本页运行的是 roofline_book ${manifest.roofline_book} 本身（由 Pyodide ${manifest.pyodide} ` +
           `中的 Python ${manifest.python} 执行），与命令行 roofline-book 是同一份代码；计算都在这个浏览器里完成。`;
         status.classList.add("calc-ready");
-        return update();
+        return guarded();
       },
       (failure) => {
         status.textContent = `计算器没能启动：${failure.message}`;
@@ -430,7 +438,7 @@
   const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
   const power = (e) => "10" + String(e).replace(/./g, (c) => SUPERSCRIPT[c]);
 
-  const RESOURCE_ZH = { matrix: "矩阵单元", vector: "向量单元", special: "特殊函数单元", hbm: "HBM", l2: "L2" };
+  const RESOURCE_ZH = { compute: "计算", matrix: "矩阵单元", vector: "向量单元", hbm: "HBM", l2: "L2" };
   const GROUPS = {
     op: ["#D55E00", "算子"],
     prefill: ["#E69F00", "prefill 的算子"],
@@ -444,7 +452,7 @@
     return node;
   }
 
-  function roofline(result, points, colors) {
+  function roofline(result, points, colors, axes) {
     const device = result.device;
     const W = 780,
       H = 440,
@@ -452,7 +460,10 @@
       right = 210,
       top = 36,
       bottom = 52;
-    const peaks = Object.entries(device.peaks_per_s).filter(([, p]) => p > 0);
+    // the special function unit counts evaluations, not FLOPs: it has no roof on this axis;
+    // an ad-hoc device has one peak for every unit, drawn once
+    let peaks = Object.entries(device.peaks_per_s).filter(([name, p]) => p > 0 && name !== "special");
+    if (device.adhoc) peaks = [["compute", Math.max(...peaks.map(([, p]) => p))]];
     const bands = Object.entries(device.bandwidths_Bps).filter(([, b]) => b > 0);
     const hbm = device.bandwidths_Bps.hbm || Math.min(...bands.map(([, b]) => b));
     const top_peak = Math.max(...peaks.map(([, p]) => p));
@@ -480,7 +491,7 @@
       svg(
         "text",
         { x: left, y: 22, "font-size": 15, fill: "#000" },
-        `${title} 的 roofline（${device.precision}）`
+        `${title} 的 roofline（${device.precision.toUpperCase()}）`
       )
     );
     // grid and ticks at powers of ten
@@ -502,12 +513,12 @@
       svg("rect", { x: left, y: top, width: W - left - right, height: H - top - bottom, fill: "none", stroke: "#000" })
     );
     root.append(
-      svg("text", { x: (left + W - right) / 2, y: H - 12, "text-anchor": "middle", "font-size": 13, fill: "#000" }, "算术强度（FLOP/B）")
+      svg("text", { x: (left + W - right) / 2, y: H - 12, "text-anchor": "middle", "font-size": 13, fill: "#000" }, axes.x)
     );
     const yLabel = svg(
       "text",
       { x: 0, y: 0, "text-anchor": "middle", "font-size": 13, fill: "#000", transform: `translate(20 ${(top + H - bottom) / 2}) rotate(-90)` },
-      "可达算力（FLOP/s）"
+      axes.y
     );
     root.append(yLabel);
 

@@ -19,6 +19,7 @@ from ..decoders import models
 from ..dtypes import BYTES
 from ..hardware import catalog
 from ..plotting.ceilings import RESOURCE_COLORS
+from ..plotting.style import TEXTS
 
 #: 每个算子参数在表单上的中文标签，按参数名索引（命令行的 ``--NAME``）。
 ARG_LABELS = {
@@ -34,7 +35,7 @@ ARG_LABELS = {
     "flops_per_element": "每个元素的 FLOPs",
     "rows": "行数",
     "d": "归一化的特征数 d",
-    "weight_dtype": "weight 的精度",
+    "weight_dtype": "norm 的 weight（与 bias）的精度",
     "cols": "每行的元素数",
     "params": "参数个数",
     "impl": "实现",
@@ -42,19 +43,19 @@ ARG_LABELS = {
     "param_dtype": "参数的精度",
     "grad_dtype": "梯度的精度",
     "state_dtype": "两个矩的精度",
-    "model_dtype": "模型副本的精度",
+    "model_dtype": "优化器另写的权重副本的精度",
     "heads": "head 数",
     "seq_q": "query 的序列长度",
     "seq_k": "key 的序列长度",
-    "head_dim": "head_dim",
+    "head_dim": "head dim",
     "causal": "causal mask",
-    "sram_bytes": "一个 thread block 的片上内存（字节）",
+    "sram_bytes": "一个 thread block 的片上存储（字节）",
     "tile": "输出 tile 的边长",
     "tokens": "token 数",
     "in_features": "输入特征数",
     "out_features": "输出特征数",
     "upcast": "中间结果用 FP32",
-    "kv_heads": "K/V 的 head 数",
+    "kv_heads": "KV head 数",
 }
 
 #: 必填尺寸在表单上的初始值（一个 Llama-2-7B 规模的例子），按参数名索引。
@@ -79,13 +80,13 @@ EXAMPLES = {
 
 #: 每个算子在表单下拉框里的中文说明。
 OPERATOR_LABELS = {
-    "gemm": "矩阵乘 C = A @ B",
+    "gemm": "矩阵乘法 C = A @ B",
     "add": "逐元素加法",
     "residual_add": "residual add",
     "relu": "ReLU",
     "gelu": "GELU（tanh 近似）",
     "swiglu": "SwiGLU 的门控激活",
-    "elementwise": "一般的逐元素 kernel",
+    "elementwise": "通用的 elementwise kernel",
     "rmsnorm": "RMSNorm（融合为一个 kernel）",
     "layernorm": "LayerNorm",
     "softmax": "softmax（沿最后一维）",
@@ -151,6 +152,11 @@ def spec() -> dict[str, Any]:
         "weight_formats": list(WEIGHT_FORMATS),
         "defaults": dict(DEFAULTS),
         "colors": dict(RESOURCE_COLORS),
+        # the book's figures' axis titles, in Chinese
+        "axes": {
+            "x": TEXTS["zh"]["intensity axis"],
+            "y": TEXTS["zh"]["attainable axis"].format(unit="FLOP/s"),
+        },
     }
 
 

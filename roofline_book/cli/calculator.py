@@ -13,7 +13,7 @@ Examples
 >>> import json
 >>> result = json.loads(done["stdout"])
 >>> [row[0] for row in tables(result)[0]["rows"]][:3]
-['运算量', '读取', '写入']
+['FLOPs', '读取的字节', '写入的字节']
 >>> run(["op", "softmax", "--rows", "0", "--cols", "8"])["code"]
 2
 """
@@ -70,29 +70,40 @@ def _bound(result: Mapping[str, Any]) -> str:
 
 
 def _rate(device: Mapping[str, Any], resource: str) -> str:
-    if resource in device["peaks_per_s"]:
-        return si(device["peaks_per_s"][resource], "FLOP/s")
+    """The rate the resource's time divides by: a unit's peak, or a memory level's bandwidth."""
+    peaks = device["peaks_per_s"]
+    if resource == "special":  # evaluations of sin, exp, ..., not FLOPs
+        return f"{si(peaks[resource])} 次/s"
+    if resource in peaks:
+        return si(peaks[resource], "FLOP/s")
+    if resource == "compute":  # an ad-hoc device: one peak for every unit
+        return si(max(peaks.values()), "FLOP/s")
     return si(device["bandwidths_Bps"][resource], "B/s")
 
 
 def _op_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     device = result["device"]
     rows = [
-        ["运算量", si(result["flops"], "FLOP")],
-        ["读取", si(result["bytes_read"], "B")],
-        ["写入", si(result["bytes_written"], "B")],
+        ["FLOPs", si(result["flops"], "FLOP")],
+        ["读取的字节", si(result["bytes_read"], "B")],
+        ["写入的字节", si(result["bytes_written"], "B")],
         ["必需字节数", si(result["bytes"], "B")],
     ]
     if result["reread_bytes"]:
-        rows.append(["重读的字节", si(result["reread_bytes"], "B")])
+        rows.append(["重复读取的字节", si(result["reread_bytes"], "B")])
+    ridge = "ridge point" if device["adhoc"] else "ridge point（矩阵单元对 HBM）"
     rows += [
         ["kernel 数", str(result["kernels"])],
         ["算术强度", f"{_number(result['intensity'])} FLOP/B"],
-        ["ridge point", f"{_number(device['ridge_point'])} FLOP/B"],
+        [ridge, f"{_number(device['ridge_point'])} FLOP/B"],
         ["受限于", _bound(result)],
-        ["可达算力", si(result["attainable_per_s"], "FLOP/s")],
-        ["时间下界", si(result["time_lower_bound_s"], "s")],
     ]
+    unit = result["attainable_unit"]
+    if unit is not None:
+        rate = result["attainable_per_s"]
+        shown = f"{si(rate)} 次/s" if unit == "special" else si(rate, "FLOP/s")
+        rows.append([f"可达性能（{_resource(unit)}）", shown])
+    rows.append(["时间下界", si(result["time_lower_bound_s"], "s")])
     times = [
         [
             _resource(name),
@@ -103,7 +114,11 @@ def _op_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         for name, seconds in result["time_by_resource_s"].items()
     ]
     return [
-        {"title": f"{result['operator']} 的代价与时间下界", "header": ["量", "数值"], "rows": rows},
+        {
+            "title": f"{result['operator']} 的代价与时间下界",
+            "header": ["项目", "数值"],
+            "rows": rows,
+        },
         {
             "title": "每种资源所需的时间",
             "header": ["资源", "峰值或带宽", "时间", "决定下界"],
@@ -139,23 +154,39 @@ def _infer_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         ["每个 token 的 KV cache", si(result["kv_cache_bytes_per_token"], "B")],
         ["每条序列的 KV cache", si(result["kv_cache_bytes_per_sequence"], "B")],
         ["整个 batch 的 KV cache", si(result["kv_cache_bytes"], "B")],
-        ["显存放得下的最大 batch", "—" if fits is None else str(fits)],
-        ["prefill 时间下界（逐 kernel）", si(prefill["time_lower_bound_s"], "s")],
-        ["prefill 时间下界（任意实现）", si(prefill["any_implementation_time_lower_bound_s"], "s")],
-        ["decode 一步的时间下界（逐 kernel）", si(decode["time_lower_bound_s"], "s")],
+    ]
+    split = result["devices"] > 1
+    if split:
+        rows += [
+            ["每块设备的权重", si(result["weight_bytes_per_device"], "B")],
+            [
+                "每块设备上每条序列的 KV cache",
+                si(result["kv_cache_bytes_per_sequence_per_device"], "B"),
+            ],
+        ]
+    rows += [
+        ["显存装得下的最大 batch", "—" if fits is None else str(fits)],
+        ["prefill 的时间下界（算子逐个执行）", si(prefill["time_lower_bound_s"], "s")],
         [
-            "decode 一步的时间下界（任意实现）",
+            "prefill 的时间下界（任何实现）",
+            si(prefill["any_implementation_time_lower_bound_s"], "s"),
+        ],
+        ["decode 一步的时间下界（算子逐个执行）", si(decode["time_lower_bound_s"], "s")],
+        [
+            "decode 一步的时间下界（任何实现）",
             si(decode["any_implementation_time_lower_bound_s"], "s"),
         ],
-        ["decode 每秒 token 数（上界）", _number(decode["tokens_per_s"])],
-        ["decode 达到 ridge point 所需的 batch", _number(result["decode_batch_to_ridge"])],
+        # as the text output words them: a count of tokens, a batch
+        ["decode 每秒 token 数的上限（算子逐个执行）", f"{decode['tokens_per_s']:,.0f}"],
+        ["权重 GEMM 达到 ridge point 的 decode batch", f"{result['decode_batch_to_ridge']:.0f}"],
     ]
-    if result["devices"] > 1:
-        rows.append(["每步的通信时间（decode）", si(result["communication_time_s"], "s")])
+    if split:
+        rows.append(["decode 一步的通信时间（带宽项）", si(result["communication_time_s"], "s")])
+    where = "，一块设备上" if split else ""
     return [
-        {"title": f"{result['model']} 的推理", "header": ["量", "数值"], "rows": rows},
-        _layer_table("一层的算子：prefill", prefill["layer_ops"]),
-        _layer_table("一层的算子：decode 一步", decode["layer_ops"]),
+        {"title": f"{result['model']} 的推理", "header": ["项目", "数值"], "rows": rows},
+        _layer_table(f"一层的算子：prefill{where}", prefill["layer_ops"]),
+        _layer_table(f"一层的算子：decode 一步{where}", decode["layer_ops"]),
     ]
 
 
@@ -189,11 +220,15 @@ def tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 def points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """roofline 图上的点：每个算子的算术强度与它可达的算力。
 
+    横坐标与书中的图一样，是决定下界的那个计算单元自己的算术强度 ``I_u = F_u / bytes``
+    （第 4 章），纵坐标是它在该处的可达速率，所以点落在这个单元的 roof 上或其下。
+
     Returns
     -------
     list of dict
-        ``{"label", "group", "intensity" (FLOP/B), "rate" (FLOP/s)}``；``group`` 为
-        ``"op"``、``"prefill"`` 或 ``"decode"``。不做 FLOP 的算子（如 KV cache write）不在图上。
+        ``{"label", "group", "unit", "intensity" (FLOP/B), "rate" (FLOP/s)}``；``group`` 为
+        ``"op"``、``"prefill"`` 或 ``"decode"``。不做 FLOP 的算子（如 KV cache write）与受特殊
+        函数单元限制的算子（它的速率按每秒求值次数计，不在 FLOP/s 轴上）不在图上。
     """
     command = result.get("command") if isinstance(result, Mapping) else None
     if command == "op":
@@ -206,13 +241,20 @@ def points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         ]
     else:
         raise ValueError(f"result must be the JSON of `op` or `infer`; got command {command!r}")
-    return [
-        {
-            "label": label,
-            "group": group,
-            "intensity": item["intensity"],
-            "rate": item["attainable_per_s"],
-        }
-        for label, group, item in found
-        if item["flops"] > 0 and item["intensity"] > 0
-    ]
+    placed = []
+    for label, group, item in found:
+        unit = item["attainable_unit"]
+        if unit is None or unit == "special" or item["bytes"] == 0:
+            continue
+        flops = item["flops"] if unit == "compute" else item["flops_by_unit"][unit]
+        if flops > 0:
+            placed.append(
+                {
+                    "label": label,
+                    "group": group,
+                    "unit": unit,
+                    "intensity": flops / item["bytes"],
+                    "rate": item["attainable_per_s"],
+                }
+            )
+    return placed
