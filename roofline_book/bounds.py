@@ -39,6 +39,7 @@ Examples
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -92,6 +93,11 @@ class Level:
                 _validate.positive(label, getattr(self, label))
 
 
+#: :meth:`Ceilings.of` of the last devices it was built for, by ``id``: (device, its ceilings).
+_OF: OrderedDict[int, tuple[Hardware, Ceilings]] = OrderedDict()
+_OF_SIZE = 64
+
+
 @dataclass(frozen=True)
 class Ceilings:
     """一台机器的各项上限：每种单元在每种精度下的速率，以及由内向外的存储层级。
@@ -137,6 +143,19 @@ class Ceilings:
         """
         if not isinstance(device, Hardware):
             raise TypeError(f"device must be a roofline_book.Hardware, got {type(device).__name__}")
+        # A device is frozen, so its ceilings never change: a decode loop of thousands of steps
+        # asks for the same device's ceilings thousands of times (they took 60% of step_time).
+        cached = _OF.get(id(device))
+        if cached is not None and cached[0] is device:
+            return cached[1]
+        ceilings = cls._of(device)
+        _OF[id(device)] = (device, ceilings)  # holding the device, so its id is not reused
+        if len(_OF) > _OF_SIZE:
+            _OF.popitem(last=False)
+        return ceilings
+
+    @classmethod
+    def _of(cls, device: Hardware) -> Ceilings:
         keys = [ANY_PRECISION] if ANY_PRECISION in device.dense_peaks else []
         keys += sorted({peak_key(p) for p in BYTES})
         rates: dict[tuple[str, str], float] = {}

@@ -140,3 +140,13 @@ def test_time_bound_is_the_cold_start_on_the_catalog_ceilings():
     warm = bound(add(2**20), c, "bf16", resident=True)  # 6 MiB: the 50 MiB L2 holds it
     assert isinstance(warm, TimeBound) and warm.resource == "l2"
     assert warm.by_resource["l2"] == pytest.approx(6 * MIB / 8428.6e9)
+
+
+def test_the_ceilings_of_a_device_are_its_own_however_many_are_made():
+    from roofline_book import adhoc
+
+    # more devices than Ceilings.of keeps, made and dropped in turn: ids may repeat
+    for i in range(1, 200):
+        device = adhoc(f"made {i}", i * 1e12, 1e12)
+        assert Ceilings.of(device).rates["compute", "any"] == i * 1e12
+        assert Ceilings.of(device) is Ceilings.of(device)
