@@ -61,7 +61,17 @@ def _build(book: pathlib.Path) -> subprocess.CompletedProcess:
 
 
 def test_every_page_is_executed_once_and_read_from_the_cache(tmp_path):
+    """Each page runs once, through myst-nb's client, so its execution options hold: a
+    temporary folder as the kernel's cwd (nb_execution_in_temp) and a notebook's own
+    ``execution: allow_errors``, each as myst-nb would honour them during the read; the read
+    then takes every page from the cache, and a changed page alone runs again."""
     book = _book(tmp_path)
+    with (book / "conf.py").open("a") as conf:
+        conf.write("nb_execution_in_temp = True\nsuppress_warnings = ['mystnb.exec']\n")
+    (book / "a.md").write_text(_page("A", "import os\nprint(6 * 7, 'cwd', os.getcwd())"))
+    slow = "import time\ntime.sleep(0.2)\nprint('b')\n1 / 0"
+    more = "\n```{code-cell} ipython3\nprint('ran on')\n```\n"
+    (book / "b.md").write_text(_with_metadata(_page("B", slow), allow_errors=True) + more)
     first = _build(book)
     assert first.returncode == 0, first.stderr
     assert "executing 2 notebooks, 2 at a time" in first.stdout
@@ -69,6 +79,10 @@ def test_every_page_is_executed_once_and_read_from_the_cache(tmp_path):
     assert "Executing notebook" not in first.stdout + first.stderr  # myst-nb ran none itself
     html = (book / "_build" / "a.html").read_text("utf-8")
     assert "42" in html
+    (cwd,) = re.findall(r"cwd (\S+)", html)
+    assert pathlib.Path(cwd) != book and not pathlib.Path(cwd).exists()  # a temporary folder
+    b = (book / "_build" / "b.html").read_text("utf-8")
+    assert "ZeroDivisionError" in b and "ran on" in b  # the error shown, the next cell run
     durations = json.loads((book / "_cache" / "roofline-durations.json").read_text())
     assert set(durations) == {"a.md", "b.md"}
     assert durations["b.md"] >= 0.2  # it slept that long
@@ -145,27 +159,6 @@ def test_every_failing_page_is_reported_with_its_error(tmp_path):
     assert "b.md: executing the notebook failed (DeadKernelError)" in done.stderr
     # c's metadata asked for 1 s (the book's default is 30 s)
     assert "c.md: executing the notebook failed (CellTimeoutError)" in done.stderr
-
-
-def test_the_execution_options_hold(tmp_path):
-    """Run through myst-nb's client: a temporary folder as the kernel's cwd
-    (nb_execution_in_temp) and a notebook's own ``execution: allow_errors``, each as
-    myst-nb would honour them during the read."""
-    book = _book(tmp_path)
-    with (book / "conf.py").open("a") as conf:
-        conf.write("nb_execution_in_temp = True\nsuppress_warnings = ['mystnb.exec']\n")
-    (book / "a.md").write_text(_page("A", "import os\nprint('cwd', os.getcwd())"))
-    more = "\n```{code-cell} ipython3\nprint('ran on')\n```\n"
-    (book / "b.md").write_text(_with_metadata(_page("B", "1 / 0"), allow_errors=True) + more)
-    done = _build(book)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.count(": executed in ") == 2
-    assert "Executing notebook" not in done.stdout + done.stderr  # the read ran none again
-    a = (book / "_build" / "a.html").read_text("utf-8")
-    (cwd,) = re.findall(r"cwd (\S+)", a)
-    assert pathlib.Path(cwd) != book and not pathlib.Path(cwd).exists()  # a temporary folder
-    b = (book / "_build" / "b.html").read_text("utf-8")
-    assert "ZeroDivisionError" in b and "ran on" in b  # the error shown, the next cell run
 
 
 def _executor():
