@@ -1,4 +1,7 @@
-"""The command line, run as a real subprocess: its figures are the library's figures."""
+"""The command line: its figures are the library's figures. Most tests run it in this process (the
+runner the chapters and the calculator page use, which test_calculator holds to a fresh
+interpreter); those about the process itself (tracebacks, --version, the console script) run
+a fresh one."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import pytest
 
 import roofline_book as rb
 from roofline_book import cli
+from roofline_book.cli import calculator
 from roofline_book.tables import block_table, optimizer_table
 from roofline_book.transformer import LLAMA2_7B, DecoderConfig
 
@@ -24,8 +28,19 @@ ROOT = Path(__file__).resolve().parents[1]
 H100 = rb.hardware("h100-sxm")
 
 
-def run(*args: str, program: tuple[str, ...] = (sys.executable, "-m", "roofline_book")):
-    """Run the CLI in a fresh interpreter; return the CompletedProcess."""
+#: The interpreter's own command line for the package: a fresh process, as a terminal runs it.
+FRESH = (sys.executable, "-m", "roofline_book")
+
+
+def run(*args: str, program: tuple[str, ...] | None = None) -> subprocess.CompletedProcess:
+    """Run the CLI and return the CompletedProcess: in this process (the runner the chapters
+    and the calculator page use, which test_calculator holds to a fresh interpreter's output),
+    or, given ``program``, in a fresh interpreter."""
+    if program is None:
+        done = calculator.run(list(args))
+        return subprocess.CompletedProcess(
+            ["roofline-book", *args], done["code"], done["stdout"], done["stderr"]
+        )
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     )
@@ -501,7 +516,7 @@ def test_bad_input_is_one_line_and_exit_2(case, call):
 )
 def test_bad_input_in_a_real_process_has_no_traceback(case):
     argv, expected = ERRORS[case]
-    done = run(*argv)
+    done = run(*argv, program=FRESH)
     assert (done.returncode, done.stdout) == (2, "")
     assert "Traceback" not in done.stderr
     assert len(done.stderr.splitlines()) == 1 and expected in done.stderr
@@ -523,7 +538,7 @@ def test_bad_sizes(text):
 
 
 def test_help_and_version():
-    done = run("--version")
+    done = run("--version", program=FRESH)
     assert (done.returncode, done.stdout.strip()) == (0, f"roofline-book {rb.__version__}")
     done = run("op", "attention", "--help")
     assert done.returncode == 0
