@@ -11,18 +11,15 @@ import shutil
 import subprocess
 import sys
 
+from sphinx_book import extension
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 CUDA_PAGE = ROOT / "docs" / "appendix" / "cuda-benchmarks.md"
 
 
 def _extension():
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    try:
-        import roofline_build
-    finally:
-        sys.path.pop(0)
-    return roofline_build
+    return extension("roofline_build")
 
 
 def test_the_package_digest_follows_content_not_file_times(tmp_path):

@@ -8,34 +8,11 @@ import json
 import pathlib
 import re
 import subprocess
-import sys
 
 import pytest
+from sphinx_book import FRONT, build, conf, extension
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-FRONT = """---
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  name: python3
-  display_name: Python 3
----
-"""
-
-CONF = f"""
-import sys
-
-import pytest
-sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
-extensions = ["myst_nb", "roofline_notebooks"]
-nb_execution_mode = "cache"
-nb_execution_cache_path = "_cache"
-nb_execution_raise_on_error = True
-nb_execution_timeout = 30
-exclude_patterns = ["_build", "_cache"]
-"""
+CONF = conf("roofline_notebooks", nb_execution_timeout=30)
 
 
 def _page(title: str, code: str) -> str:
@@ -51,13 +28,7 @@ def _book(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 def _build(book: pathlib.Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sphinx", "-j", "2", "-b", "html", str(book), str(book / "_build")],
-        capture_output=True,
-        text=True,
-        cwd=book,
-        timeout=300,
-    )
+    return build(book, "-j", "2")
 
 
 def test_every_page_is_executed_once_and_read_from_the_cache(tmp_path):
@@ -119,11 +90,7 @@ def test_a_failing_cell_stops_the_build_with_its_error(tmp_path):
 
 
 def test_a_page_never_run_is_guessed_from_what_slows_it(tmp_path):
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    try:
-        import roofline_notebooks as executor
-    finally:
-        sys.path.pop(0)
+    executor = extension("roofline_notebooks")
     config = type("Config", (), {"roofline_run_pages": ("measured.md",)})()
     app = type("App", (), {"srcdir": tmp_path, "config": config})()
     plain, torch_page, measured = (tmp_path / n for n in ("plain.md", "t.md", "measured.md"))
@@ -162,12 +129,7 @@ def test_every_failing_page_is_reported_with_its_error(tmp_path):
 
 
 def _executor():
-    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
-    try:
-        import roofline_notebooks
-    finally:
-        sys.path.pop(0)
-    return roofline_notebooks
+    return extension("roofline_notebooks")
 
 
 def test_an_unsupported_myst_nb_is_refused_by_name(monkeypatch):

@@ -5,35 +5,13 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-import sys
 
 import nbformat.v4 as nbf
+from sphinx_book import FRONT, build, conf, extension
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+stderr_lines = extension("roofline_stderr").stderr_lines
 
-from roofline_stderr import stderr_lines  # noqa: E402
-
-FRONT = """---
-jupytext:
-  text_representation:
-    format_name: myst
-kernelspec:
-  name: python3
-  display_name: Python 3
----
-"""
-
-CONF = f"""
-import sys
-sys.path.insert(0, {str(ROOT / "docs" / "_ext")!r})
-extensions = ["myst_nb", "roofline_stderr"]
-nb_execution_mode = "cache"
-nb_execution_cache_path = "_cache"
-nb_execution_raise_on_error = True
-nb_output_stderr = "remove"
-exclude_patterns = ["_build", "_cache"]
-"""
+CONF = conf("roofline_stderr", nb_output_stderr="remove")
 
 QUIET = "print(6 * 7)"
 NOISY = 'import sys\nprint("\\ncareful: the font is missing\\nsecond line", file=sys.stderr)'
@@ -50,17 +28,7 @@ def _build(book: pathlib.Path, pages: dict[str, str]) -> subprocess.CompletedPro
     (book / "index.md").write_text(f"# Book\n\n```{{toctree}}\n{toc}\n```\n")
     for name, cells in pages.items():
         (book / f"{name}.md").write_text(f"{FRONT}\n# {name}\n{cells}")
-    command = [
-        sys.executable,
-        "-m",
-        "sphinx",
-        "-q",
-        "-b",
-        "html",
-        str(book),
-        str(book / "_build" / "html"),
-    ]
-    return subprocess.run(command, capture_output=True, text=True, cwd=book, timeout=300)
+    return build(book, "-q", out="_build/html")
 
 
 def test_first_stderr_line_of_each_cell():
