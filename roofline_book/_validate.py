@@ -45,13 +45,7 @@ def size(name: str, value: object, *, minimum: int = 1) -> int:
     ...
     ValueError: m must be an integer from 1 to 2**63 - 1 (a tensor size is an int64), got 2**64
     """
-    if is_bool(value) or not isinstance(value, numbers.Integral):
-        raise TypeError(
-            f"{name} must be an integer >= {minimum}, got {value!r} ({type(value).__name__})"
-        )
-    value = int(value)
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value}")
+    value = count(name, value, minimum=minimum)
     if value > MAX_SIZE:
         shown = (
             f"2**{value.bit_length() - 1}"
