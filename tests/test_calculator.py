@@ -343,6 +343,9 @@ def test_points_leave_out_the_special_unit_and_ops_without_flops():
     gelu = json.loads(calculator.run(["op", "gelu", "--numel", "1M", "--json"])["stdout"])
     assert calculator.points(gelu)[0]["unit"] == "vector"
     assert calculator.points({**gelu, "attainable_unit": "special"}) == []
+    # nor is there a FLOP/s roof for it: H100's roofs are its two memory levels and two units
+    names = [r["name"] for r in calculator.roofs(gelu)]
+    assert sorted(names) == ["hbm", "l2", "matrix", "vector"]
 
 
 def test_run_in_process_matches_a_fresh_interpreter():

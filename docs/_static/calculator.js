@@ -365,7 +365,9 @@
       results.classList.remove("calc-stale");
       figure.classList.remove("calc-stale");
       results.replaceChildren(...pythonJson("tables", result).map(table));
-      figure.replaceChildren(roofline(result, pythonJson("points", result), spec.colors, spec.axes));
+      figure.replaceChildren(
+        roofline(result, pythonJson("points", result), pythonJson("roofs", result), spec)
+      );
       root.dataset.state = "done";
       root.dataset.answers = String(Number(root.dataset.answers || 0) + 1);
     }
@@ -421,29 +423,8 @@
   }
 
   // ------------------------------------------------------------- the roofline
-  const SI = [
-    [1e15, "P"],
-    [1e12, "T"],
-    [1e9, "G"],
-    [1e6, "M"],
-    [1e3, "k"],
-    [1, ""],
-  ];
-  function si(value, unit) {
-    for (const [scale, prefix] of SI) {
-      if (Math.abs(value) >= scale * 0.99995) return `${+(value / scale).toPrecision(4)} ${prefix}${unit}`;
-    }
-    return `${+value.toPrecision(4)} ${unit}`;
-  }
   const SUPERSCRIPT = { "-": "⁻", 0: "⁰", 1: "¹", 2: "²", 3: "³", 4: "⁴", 5: "⁵", 6: "⁶", 7: "⁷", 8: "⁸", 9: "⁹" };
   const power = (e) => "10" + String(e).replace(/./g, (c) => SUPERSCRIPT[c]);
-
-  const RESOURCE_ZH = { compute: "计算", matrix: "矩阵单元", vector: "向量单元", hbm: "HBM", l2: "L2" };
-  const GROUPS = {
-    op: ["#D55E00", "算子"],
-    prefill: ["#E69F00", "prefill 的算子"],
-    decode: ["#56B4E9", "decode 的算子"],
-  };
 
   function svg(tag, attributes, text) {
     const node = document.createElementNS(SVG, tag);
@@ -452,7 +433,8 @@
     return node;
   }
 
-  function roofline(result, points, colors, axes) {
+  function roofline(result, points, roofs, spec) {
+    const { colors, axes, groups } = spec;
     const device = result.device;
     const W = 780,
       H = 440,
@@ -460,18 +442,16 @@
       right = 210,
       top = 36,
       bottom = 52;
-    // the special function unit counts evaluations, not FLOPs: it has no roof on this axis;
-    // an ad-hoc device has one peak for every unit, drawn once
-    let peaks = Object.entries(device.peaks_per_s).filter(([name, p]) => p > 0 && name !== "special");
-    if (device.adhoc) peaks = [["compute", Math.max(...peaks.map(([, p]) => p))]];
-    const bands = Object.entries(device.bandwidths_Bps).filter(([, b]) => b > 0);
-    const hbm = device.bandwidths_Bps.hbm || Math.min(...bands.map(([, b]) => b));
-    const top_peak = Math.max(...peaks.map(([, p]) => p));
-    const ridges = peaks.map(([, p]) => p / hbm);
+    // the roofs the package chose (cli.calculator.roofs): memory levels, then compute units
+    const bands = roofs.filter((r) => r.kind === "memory");
+    const peaks = roofs.filter((r) => r.kind === "compute");
+    const hbm = device.bandwidths_Bps.hbm || Math.min(...bands.map((r) => r.rate));
+    const top_peak = Math.max(...peaks.map((r) => r.rate));
+    const ridges = peaks.map((r) => r.rate / hbm);
     const xs = [...points.map((p) => p.intensity), ...ridges];
     const x0 = Math.floor(Math.log10(Math.min(...xs)) - 1);
     const x1 = Math.ceil(Math.log10(Math.max(...xs)) + 1);
-    const ys = [...points.map((p) => p.rate), hbm * 10 ** x0, ...peaks.map(([, p]) => p)];
+    const ys = [...points.map((p) => p.rate), hbm * 10 ** x0, ...peaks.map((r) => r.rate)];
     const y0 = Math.floor(Math.log10(Math.min(...ys.filter((y) => y > 0))) - 0.5);
     const y1 = Math.ceil(Math.log10(top_peak) + 0.3);
     const X = (v) => left + ((Math.log10(v) - x0) / (x1 - x0)) * (W - left - right);
@@ -548,7 +528,7 @@
     };
 
     // memory roofs: bandwidth x intensity, up to the highest peak
-    for (const [name, band] of bands) {
+    for (const { name, rate: band, label } of bands) {
       const color = colors[name] || "#000";
       const end = Math.min(xmax, top_peak / band);
       plot.append(
@@ -562,20 +542,20 @@
           "stroke-dasharray": name === "hbm" ? "none" : "5 3",
         })
       );
-      legend(color, `${RESOURCE_ZH[name] || name} ${si(band, "B/s")}`, name !== "hbm");
+      legend(color, label, name !== "hbm");
     }
     // compute roofs: each unit's peak, from the HBM ridge on
-    for (const [name, peakRate] of peaks) {
+    for (const { name, rate: peakRate, label } of peaks) {
       const color = colors[name] || "#000";
       const start = Math.max(xmin, peakRate / hbm);
       plot.append(
         svg("line", { x1: X(start), y1: Y(peakRate), x2: X(xmax), y2: Y(peakRate), stroke: color, "stroke-width": 2 })
       );
-      legend(color, `${RESOURCE_ZH[name] || name} ${si(peakRate, "FLOP/s")}`, false);
+      legend(color, label, false);
     }
     const seen = new Set();
     for (const point of points) {
-      const [color] = GROUPS[point.group];
+      const [color] = groups[point.group];
       const dot = svg("circle", {
         cx: X(point.intensity),
         cy: Y(point.rate),
@@ -588,11 +568,11 @@
         "data-intensity": point.intensity,
         "data-rate": point.rate,
       });
-      dot.append(svg("title", {}, `${point.label}：${+point.intensity.toPrecision(4)} FLOP/B，${si(point.rate, "FLOP/s")}`));
+      dot.append(svg("title", {}, point.text));
       plot.append(dot);
       seen.add(point.group);
     }
-    for (const group of seen) legend(GROUPS[group][0], GROUPS[group][1], false, true);
+    for (const group of seen) legend(groups[group][0], groups[group][1], false, true);
     return root;
   }
 

@@ -19,7 +19,7 @@ from ..decoders import models
 from ..dtypes import BYTES
 from ..hardware import catalog
 from ..plotting.ceilings import RESOURCE_COLORS
-from ..plotting.style import TEXTS
+from ..plotting.style import PALETTE, TEXTS
 
 #: 每个算子参数在表单上的中文标签，按参数名索引（命令行的 ``--NAME``）。
 ARG_LABELS = {
@@ -152,6 +152,12 @@ def spec() -> dict[str, Any]:
         "weight_formats": list(WEIGHT_FORMATS),
         "defaults": dict(DEFAULTS),
         "colors": dict(RESOURCE_COLORS),
+        # the points' colour and legend, by what they are (cli.calculator.points' groups)
+        "groups": {
+            "op": [PALETTE["vermillion"], "算子"],
+            "prefill": [PALETTE["orange"], "prefill 的算子"],
+            "decode": [PALETTE["sky"], "decode 的算子"],
+        },
         # the book's figures' axis titles, in Chinese
         "axes": {
             "x": TEXTS["zh"]["intensity axis"],

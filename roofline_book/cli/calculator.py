@@ -248,13 +248,50 @@ def points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
             continue
         flops = item["flops"] if unit == "compute" else item["flops_by_unit"][unit]
         if flops > 0:
+            intensity, rate = flops / item["bytes"], item["attainable_per_s"]
             placed.append(
                 {
                     "label": label,
                     "group": group,
                     "unit": unit,
-                    "intensity": flops / item["bytes"],
-                    "rate": item["attainable_per_s"],
+                    "intensity": intensity,
+                    "rate": rate,
+                    "text": f"{label}：{_number(intensity)} FLOP/B，{si(rate, 'FLOP/s')}",
                 }
             )
     return placed
+
+
+def roofs(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """roofline 图上的 roof：各存储层级的带宽（斜线）与各计算单元的峰值（水平线）。
+
+    特殊函数单元按每秒求值次数计，不在 FLOP/s 轴上；ad-hoc 设备的各单元共用一个峰值，只画一条
+    ``"compute"``。
+
+    Returns
+    -------
+    list of dict
+        ``{"kind" ("memory" 或 "compute"), "name", "rate" (B/s 或 FLOP/s), "label"}``，
+        存储层级在前。
+
+    Examples
+    --------
+    >>> done = run(["op", "add", "--numel", "1M", "--peak", "100T", "--bandwidth", "1T", "--json"])
+    >>> import json
+    >>> [r["label"] for r in roofs(json.loads(done["stdout"]))]
+    ['HBM 1 TB/s', '计算 100 TFLOP/s']
+    """
+    device = result["device"]
+    memory = [
+        {"kind": "memory", "name": n, "rate": b, "label": f"{_resource(n)} {si(b, 'B/s')}"}
+        for n, b in device["bandwidths_Bps"].items()
+        if b
+    ]
+    peaks = {n: p for n, p in device["peaks_per_s"].items() if p and n != "special"}
+    if device["adhoc"]:
+        peaks = {"compute": max(peaks.values())}
+    compute = [
+        {"kind": "compute", "name": n, "rate": p, "label": f"{_resource(n)} {si(p, 'FLOP/s')}"}
+        for n, p in peaks.items()
+    ]
+    return memory + compute
