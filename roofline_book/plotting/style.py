@@ -40,7 +40,7 @@ UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "FLOP
 #: 物理量的符号、单位和公式两种语言相同。
 TEXTS = {
     "en": {
-        "memory roof": "memory roof\nP = B I",
+        "memory roof": "memory roof\n$P = B_{{\\rm peak}}\\,I$",
         "compute roof": "compute roof",
         "ridge point": "ridge point",
         "memory-bound": "memory-bound",
@@ -93,7 +93,7 @@ TEXTS = {
         "precision ridge": "{precision} (ridge {ridge:.0f} FLOP/byte)",
     },
     "zh": {
-        "memory roof": "memory roof\nP = B I",
+        "memory roof": "memory roof\n$P = B_{{\\rm peak}}\\,I$",
         "compute roof": "compute roof",
         "ridge point": "ridge point",
         "memory-bound": "memory-bound",
