@@ -42,10 +42,17 @@ UNITS = {
     "s": ("s",),
 }
 _QUANTITY = {unit: quantity for quantity, units in UNITS.items() for unit in units}
+_RATES = ("FLOP/s", "byte/s")
+_RATE_PREFIXES = "k, M, G, T, P, E"
+_SUB_UNIT = {"m": "milli, 1e-3", "u": "micro, 1e-6", "n": "nano, 1e-9", "p": "pico, 1e-12"}
 
 
 def si(value: float, unit: str = "", digits: int = 4) -> str:
     """给 ``value`` 加上 SI 前缀，保留 ``digits`` 位有效数字。
+
+    时间（``unit="s"``）只用小于 1 的前缀（ms、us、ns、ps）：“Ms” 与 “ms” 只差一个大写字母，
+    1000 秒以上写成秒，超过 ``digits`` 位时用科学记数法。大于 E 能写的值也写成不带前缀的
+    科学记数法，而不是 “1e+22 E”。NaN 不是能打印的量，抛出 :class:`ValueError`。
 
     Examples
     --------
@@ -55,15 +62,20 @@ def si(value: float, unit: str = "", digits: int = 4) -> str:
     ('999.7 GFLOP/s', '1 TFLOP/s')
     >>> si(0, "B"), si(float("inf"), "s")
     ('0 B', 'inf s')
+    >>> si(5.243e6, "s"), si(1234.5, "s"), si(1e40, "s"), si(1e40, "FLOP")
+    ('5.243e+06 s', '1234 s', '1e+40 s', '1e+40 FLOP')
     """
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError(f"cannot print NaN as a quantity in {unit or 'plain numbers'}")
     if not math.isfinite(value) or value == 0:
         return f"{value:g} {unit}".rstrip()
     magnitude = abs(value)
     # A value that rounds up to 1000 at this many digits takes the next prefix.
     threshold = 1 - 0.5 * 10.0**-digits
-    prefix, scale = next(
-        ((p, v) for p, v in _PREFIXES if magnitude >= v * threshold), _PREFIXES[-1]
-    )
+    prefixes = _PREFIXES[_PREFIXES.index(("", 1.0)) :] if unit == "s" else _PREFIXES
+    if magnitude >= 1000 * prefixes[0][1] * threshold:  # beyond the largest prefix: scientific
+        return f"{value:.{digits}g} {unit}".rstrip()
+    prefix, scale = next(((p, v) for p, v in prefixes if magnitude >= v * threshold), prefixes[-1])
     text = f"{value / scale:.{digits}g}"
     return f"{text} {prefix}{unit}".rstrip()
 
@@ -84,6 +96,8 @@ def binary(value: float, unit: str = "B", digits: int = 4) -> str:
     >>> binary(0), binary(512)
     ('0 B', '512 B')
     """
+    if isinstance(value, float) and math.isnan(value):
+        raise ValueError(f"cannot print NaN as a quantity in {unit or 'plain numbers'}")
     if not math.isfinite(value) or value == 0:
         return f"{value:g} {unit}".rstrip()
     magnitude = abs(value)
@@ -123,6 +137,8 @@ def parse_si(text: str, name: str = "value", *, quantity: str | None = None) -> 
     ----------
     text : str
         一个数，可带 SI 前缀（k、M、G、T、P、E 及 m、u、n、p）和单位（:data:`UNITS`）。
+        速率（``quantity`` 为 ``"FLOP/s"`` 或 ``"byte/s"``）只接受 k 到 E：``100m`` 是
+        0.1 FLOP/s，没有这样的设备，多半是想写 ``100M``，所以拒绝并说明 m 的意思。
     name : str
         错误信息中的参数名。
     quantity : str, optional
@@ -142,6 +158,10 @@ def parse_si(text: str, name: str = "value", *, quantity: str | None = None) -> 
     Traceback (most recent call last):
     ...
     ValueError: peak: '1Tbyte/s' is in byte/s; this takes FLOP/s (e.g. 989.5T or 989.5TFLOP/s)
+    >>> parse_si("100m", "peak", quantity="FLOP/s")
+    Traceback (most recent call last):
+    ...
+    ValueError: peak: '100m' has the prefix m (milli, 1e-3); a rate takes k, M, ... (mega: 100M)
     """
     if not isinstance(text, str):
         raise TypeError(f"{name} must be a string such as '989.5T', got {text!r}")
@@ -151,9 +171,10 @@ def parse_si(text: str, name: str = "value", *, quantity: str | None = None) -> 
     unit = match[3] if match else ""
     if not match or (unit and unit not in _QUANTITY):
         units = ", ".join(UNITS[quantity] if quantity else _QUANTITY)
+        prefixes = _RATE_PREFIXES if quantity in _RATES else "k, M, G, T, P, E, m, u, n, p"
         raise ValueError(
             f"{name}: cannot read {text!r}; write a number with an optional SI prefix "
-            f"(k, M, G, T, P, E) and unit ({units}), e.g. 989.5T, 3.35TB/s or 2e12"
+            f"({prefixes}) and unit ({units}), e.g. 989.5T, 3.35TB/s or 2e12"
         )
     if quantity is not None and unit and _QUANTITY[unit] != quantity:
         flops = quantity == "FLOP/s"
@@ -163,6 +184,11 @@ def parse_si(text: str, name: str = "value", *, quantity: str | None = None) -> 
             f"(e.g. {plain} or {example})"
         )
     number, prefix = match[1], match[2]
+    if quantity in _RATES and prefix in _SUB_UNIT:
+        raise ValueError(
+            f"{name}: {text!r} has the prefix {prefix} ({_SUB_UNIT[prefix]}); a rate takes "
+            f"{_RATE_PREFIXES} (mega: {number}M)"
+        )
     return float(number) * _SCALE.get(prefix, 1.0)
 
 
@@ -180,7 +206,10 @@ _SIZE_SCALE = {
     "Gi": 2**30,
     "Ti": 2**40,
 }
-SIZE_FORMS = "e.g. 4096, 1_048_576, 4k (= 4000), 4Ki (= 4096) or 2^20"
+SIZE_FORMS = (
+    "e.g. 4096, 1_048_576, 4k (= 4000), 1.5M, 4Ki (= 4096) or 2^20; "
+    "no exponent (1e3) and no decimal point without a suffix (4.0)"
+)
 """:func:`parse_size` 接受的写法，错误信息和帮助文字照此列出。"""
 
 MAX_SIZE = 2**63 - 1
@@ -189,17 +218,27 @@ MAX_SIZE = 2**63 - 1
 _MISPLACED_UNDERSCORE = re.compile(r"(^|\D)_|_(\D|$)")
 
 
-def parse_size(text: str) -> int:
-    """读一个尺寸：>= 0 的整数，可以直接写，可以带 SI 或二进制后缀，也可以写成幂。
+def parse_size(text: str, minimum: int = 0) -> int:
+    """读一个尺寸：>= ``minimum`` 的整数，可以直接写，可以带 SI 或二进制后缀，也可以写成幂。
 
     ``k`` 表示 1000，``Ki`` 表示 1024；算出来不是整数的值会被拒绝，
-    不会四舍五入。下划线只能像 Python 那样夹在数字之间；``0^0`` 没有定义；大于
+    不会四舍五入。规则与 Python API 一致：API 的尺寸只收 ``int``，拒绝 ``4.0`` 这样的 float，
+    所以这里也不收写成 float 的数（``4.0``、``1e3``）；小数点只能出现在后缀之前（``1.5M``）。
+    下划线只能像 Python 那样夹在数字之间；``0^0`` 没有定义；大于
     :data:`MAX_SIZE` 的尺寸不是任何 tensor 的尺寸，一律拒绝。
+
+    Parameters
+    ----------
+    text : str
+        键入的尺寸。
+    minimum : int
+        允许的最小值；命令行的尺寸都是 1。
 
     Raises
     ------
     ValueError
-        读不懂时抛出，错误信息列出可接受的写法（:data:`SIZE_FORMS`）。
+        读不懂或小于 ``minimum`` 时抛出，都是同一条信息：要什么（>= ``minimum`` 的整数）、
+        可接受的写法（:data:`SIZE_FORMS`）和键入的原文。
 
     Examples
     --------
@@ -210,11 +249,16 @@ def parse_size(text: str) -> int:
     >>> parse_size("1.0001k")
     Traceback (most recent call last):
     ...
-    ValueError: expected a whole number (e.g. ...), got '1.0001k'
+    ValueError: expected a whole number >= 0 (e.g. ...), got '1.0001k'
+    >>> parse_size("-1", minimum=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a whole number >= 1 (e.g. ...), got '-1'
     """
+    wrong = f"expected a whole number >= {minimum} ({SIZE_FORMS}), got {text!r}"
     stripped = str(text).strip()
     if _MISPLACED_UNDERSCORE.search(stripped):  # as in Python: 1_000, never _1 or 1__0
-        raise ValueError(f"expected a whole number ({SIZE_FORMS}), got {text!r}")
+        raise ValueError(wrong)
     flat = stripped.replace("_", "")
     power = _POWER.match(flat)
     value: Fraction | int | None = None
@@ -225,10 +269,12 @@ def parse_size(text: str) -> int:
         if base > 1 and exponent * math.log10(base) > 64:
             raise ValueError(f"{text!r} is too large a size (at most 2^63 - 1)")
         value = base**exponent
-    elif match := _SIZE.match(flat):
+    elif (match := _SIZE.match(flat)) and (match[2] or "." not in match[1]):
         value = Fraction(match[1]) * _SIZE_SCALE[match[2] or ""]
     if value is None or (isinstance(value, Fraction) and value.denominator != 1):
-        raise ValueError(f"expected a whole number ({SIZE_FORMS}), got {text!r}")
+        raise ValueError(wrong)
     if value > MAX_SIZE:
         raise ValueError(f"{text!r} is too large a size (at most 2^63 - 1)")
+    if value < minimum:
+        raise ValueError(wrong)
     return int(value)

@@ -487,7 +487,7 @@ ERRORS = {
     "precision the device lacks": ((*GEMM, "--device", "l20", "--dtype", "tf32"), "tf32"),
     "negative size": (("op", "gemm", "--m", "-4", "--k", "4", "--n", "4"), "--m"),
     "non-integer size": (("op", "add", "--numel", "1.5"), "whole number"),
-    "zero size": (("op", "add", "--numel", "0"), "numel must be an integer >= 1"),
+    "zero size": (("op", "add", "--numel", "0"), "--numel: expected a whole number >= 1"),
     "missing size": (("op", "gemm", "--m", "4", "--k", "4"), "required: --n"),
     "malformed unit": ((*GEMM, "--peak", "100X", "--bandwidth", "1T"), "cannot read '100X'"),
     "bytes as a peak": ((*GEMM, "--peak", "1TB/s", "--bandwidth", "1T"), "--peak"),
@@ -731,7 +731,7 @@ EDGES = {
     "devices, empty device": (("devices", "--device", ""), "unknown device ''; allowed"),
     # the flag the user typed, not the library's parameter
     "infer prompt 0": (("infer", "--model", "llama-3-8b", "--prompt", "0"),
-                       "--prompt must be a whole number >= 1, got 0"),
+                       "argument --prompt: expected a whole number >= 1"),
     "infer context 0": (("infer", "--model", "llama-3-8b", "--context", "0"), "--context"),
     "block attention": (("block", "--attention", "bogus"),
                         "--attention must be one of eager, materialized, flash; got 'bogus'"),
@@ -742,8 +742,8 @@ EDGES = {
     "zero intensity point": (("plot", "--out", "x.svg", "--point",
                               "elementwise:1M,flops_per_element=0"), "intensity is 0 FLOP/byte"),
     "empty point": (("plot", "--out", "x.svg", "--point", ""), "--point '': unknown operator ''"),
-    "library error, flag named": (("op", "linear-backward", "--tokens", "4", "--in-features", "0",
-                                   "--out-features", "4"), "--in-features must be an integer >= 1"),
+    "library error, flag named": (("op", "rope", "--tokens", "4", "--heads", "4", "--head-dim",
+                                   "3"), "--head-dim must be even (RoPE rotates pairs), got 3"),
     "unrecognized argument": ((*GEMM, "--bogus", "1"),
                               "unrecognized arguments: --bogus 1 (see 'roofline-book op gemm "),
 }  # fmt: skip
@@ -982,3 +982,59 @@ def test_operator_ids_are_stable_identifiers(outputs):
     assert [op["id"] for op in block["optimizer"]["ops"]] == [
         "adamw_loop", "adamw_foreach", "adamw_fused"
     ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------
+# A new user's inputs: what each is refused with, or how it prints
+
+
+@pytest.mark.parametrize(
+    "argv,named",
+    [
+        # block has no --model; argparse used to take it as the one flag it begins
+        # (--model-dtype) and answered about the AdamW step
+        (("block", "--model", "llama-3-8b"), "unrecognized arguments: --model llama-3-8b"),
+        ((*GEMM, "--dev", "h20"), "unrecognized arguments: --dev h20"),
+        (("infer", "--model", "llama-3-8b", "--bat", "2"), "unrecognized arguments: --bat 2"),
+    ],
+)
+def test_a_flag_is_never_taken_for_a_longer_one(call, argv, named):
+    status, stdout, stderr = call(*argv)
+    assert (status, stdout) == (2, "")
+    assert len(stderr.splitlines()) == 1 and named in stderr, stderr
+
+
+def test_profile_without_a_script_asks_only_for_the_script(call):
+    # a script may take no arguments: ARGS is optional
+    status, _, stderr = call("profile")
+    assert status == 2
+    assert "the following arguments are required: SCRIPT (see" in stderr, stderr
+
+
+@pytest.mark.parametrize("text", ["4.0", "1e3", "-1", "0"])
+def test_sizes_one_rule_one_message(call, text):
+    status, _, stderr = call("op", "gemm", "--m", text, "--k", "64", "--n", "64")
+    assert status == 2
+    assert "argument --m: expected a whole number >= 1 (e.g. 4096" in stderr, stderr
+    assert f"got '{text}'" in stderr
+    # the API refuses a float size too, whole or not: the same rule
+    with pytest.raises(TypeError, match=r"m must be an integer >= 1, got 4.0 \(float\)"):
+        rb.gemm(4.0, 64, 64)
+
+
+def test_a_rate_with_a_milli_prefix_is_refused(call):
+    status, _, stderr = call(*GEMM, "--peak", "100m", "--bandwidth", "1T")
+    assert status == 2
+    assert "--peak: '100m' has the prefix m (milli, 1e-3)" in stderr and "100M" in stderr
+
+
+def test_long_times_print_in_seconds(call):
+    # 2 * 64**3 = 524_288 FLOP at 100 FLOP/s = 5242.88 s: seconds, never "5.243 ks";
+    # at 1 FLOP/s 524_288 s prints as 5.243e+05 s, never "524.3 ks" (and no "Ms")
+    for peak, text in (("100", "5243 s"), ("1", "5.243e+05 s")):
+        status, stdout, _ = call(
+            "op", "gemm", "--m", "64", "--k", "64", "--n", "64", "--peak", peak,
+            "--bandwidth", "1T",
+        )  # fmt: skip
+        assert status == 0
+        assert f"time lower bound     {text}" in stdout, stdout

@@ -102,3 +102,58 @@ def test_parse_size_limits():
     # 2**63 - 1 = 9_223_372_036_854_775_807, the largest int64: the largest tensor size
     assert parse_size("9_223_372_036_854_775_807") == MAX_SIZE == 2**63 - 1
     assert parse_size("2^62") == 2**62 and parse_size("0^3") == 0 and parse_size("1_000") == 1000
+
+
+@pytest.mark.parametrize(
+    "value,text",
+    [
+        # 64^3 GEMM at 0.1 FLOP/s: 2 * 64**3 / 0.1 = 5_242_880 s; "Ms" would read as ms
+        (5_242_880.0, "5.243e+06 s"),
+        (1234.5, "1234 s"),  # 4 digits still fit: plain seconds
+        (12_345.0, "1.234e+04 s"),
+        (1e40, "1e+40 s"),
+        (1.5e-3, "1.5 ms"),  # below a second the prefixes stay
+        (2.5e-9, "2.5 ns"),
+    ],
+)
+def test_times_take_no_prefix_above_a_second(value, text):
+    assert si(value, "s") == text
+
+
+def test_si_beyond_the_largest_prefix_is_scientific():
+    # 1e40 FLOP is 1e22 EFLOP: no prefix reads that, so it is written 1e+40 FLOP
+    assert si(1e40, "FLOP") == "1e+40 FLOP"
+    assert si(999.9e18, "B") == "999.9 EB"  # still within E
+
+
+def test_si_refuses_nan():
+    with pytest.raises(ValueError, match="cannot print NaN"):
+        si(float("nan"), "s")
+
+
+@pytest.mark.parametrize(
+    "text,prefix,meaning",
+    [("100m", "m", "milli, 1e-3"), ("3u", "u", "micro, 1e-6"), ("1nB/s", "n", "nano, 1e-9")],
+)
+def test_a_rate_refuses_sub_unit_prefixes(text, prefix, meaning):
+    # a rate of 0.1 FLOP/s is no device: "100m" is a mistyped 100M, so it is refused, and the
+    # message says what m means
+    quantity = "byte/s" if text.endswith("B/s") else "FLOP/s"
+    with pytest.raises(ValueError, match=re.escape(f"has the prefix {prefix} ({meaning})")):
+        parse_si(text, "--peak", quantity=quantity)
+    assert parse_si("1.5m") == pytest.approx(1.5e-3)  # not a rate: milli is fine
+
+
+@pytest.mark.parametrize("text", ["4.0", "1e3", "1E3", "-1", "0", "4.5", "1.0001k"])
+def test_parse_size_one_rule_one_message(text):
+    # the Python API takes sizes as int only (gemm(4.0, ...) is a TypeError), so text written
+    # as a float (4.0, 1e3) is refused as well; a negative or zero size gets the same message,
+    # with the minimum in it
+    with pytest.raises(ValueError) as info:
+        parse_size(text, minimum=1)
+    assert str(info.value).startswith("expected a whole number >= 1 (e.g. 4096")
+    assert str(info.value).endswith(f"got {text!r}")
+
+
+def test_parse_size_decimal_point_before_a_suffix():
+    assert parse_size("1.5M") == 1_500_000 and parse_size("0.5Ki") == 512

@@ -87,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
             "on your own shapes and hardware."
         ),
         epilog=(
-            f"Sizes: whole numbers ({SIZE_FORMS}); k, M, G, T are powers of 1000, "
+            f"Sizes: whole numbers >= 1 ({SIZE_FORMS}); k, M, G, T are powers of 1000, "
             "Ki, Mi, Gi, Ti powers of 1024. Rates: a number with an optional SI prefix "
             "and unit, e.g. 989.5T or 3.35TB/s. --json prints base units: FLOP, byte, "
             "FLOP/s, byte/s, second. Bad input exits with status 2."

@@ -58,9 +58,14 @@ class Parser(argparse.ArgumentParser):
 
     以 ``-`` 开头、后面是数字的参数（``--peak -1T``、``--m -1``）当作值读入，再由该选项的检查
     拒绝（“must be > 0”），而不是被当成一个未知的选项。
+
+    选项只认全名（``allow_abbrev=False``）：argparse 默认把 ``--model`` 当作唯一以它开头的
+    ``--model-dtype`` 的缩写，于是一个打错或用错子命令的选项会悄悄变成另一个选项；这里它是
+    “unrecognized arguments: --model”。
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE^]|[A-Za-z/_]|$)")
 
@@ -88,8 +93,11 @@ def plain_text(text: str) -> str:
     return text.replace("``", "")
 
 
-def parse_size(text: str) -> int:
+def parse_size(text: str, minimum: int = 1) -> int:
     """把 :func:`roofline_book.units.parse_size` 用作 argparse 的 type。
+
+    命令行的尺寸 >= ``minimum``，默认为 1（``elementwise`` 的 ``--outputs`` 与
+    ``--flops-per-element`` 可以为 0）。
 
     Examples
     --------
@@ -98,10 +106,10 @@ def parse_size(text: str) -> int:
     >>> parse_size("4.5")
     Traceback (most recent call last):
     ...
-    argparse.ArgumentTypeError: expected a whole number (e.g. ...), got '4.5'
+    argparse.ArgumentTypeError: expected a whole number >= 1 (e.g. ...), got '4.5'
     """
     try:
-        return _parse_size(text)
+        return _parse_size(text, minimum=minimum)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

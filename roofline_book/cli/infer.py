@@ -80,10 +80,6 @@ def run(args: argparse.Namespace) -> int:
         field, _, rest = str(exc).partition(" ")
         flag = _PRECISION_FLAGS.get(field)
         raise UsageError(f"{flag} {rest}" if flag else str(exc)) from None
-    for flag in ("batch", "context", "prompt"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            raise UsageError(f"--{flag} must be a whole number >= 1, got {value}")
     context = args.context if args.context is not None else min(4096, config.max_context)
     prompt = args.prompt if args.prompt is not None else context
     if context > config.max_context:

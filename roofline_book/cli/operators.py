@@ -11,6 +11,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from .. import ops
@@ -30,6 +31,7 @@ class Arg:
     kind: str  # "size", "text" or "flag"
     help: str
     required: bool | None = None  # None: as the library's signature says
+    minimum: int = 1  # the smallest size the library takes (kind "size" only)
 
     @property
     def flag(self) -> str:
@@ -168,8 +170,8 @@ OPERATORS: dict[str, Operator] = {
         (
             _NUMEL,
             Arg("inputs", "size", "tensors read"),
-            Arg("outputs", "size", "tensors written"),
-            Arg("flops_per_element", "size", "FLOPs per element"),
+            Arg("outputs", "size", "tensors written", minimum=0),
+            Arg("flops_per_element", "size", "FLOPs per element", minimum=0),
             _DTYPE,
         ),
     ),
@@ -294,7 +296,7 @@ def add_operator_arguments(parser: argparse.ArgumentParser, spec: Operator) -> N
         parser.add_argument(
             arg.flag,
             dest=arg.name,
-            type=parse_size if arg.kind == "size" else str,
+            type=partial(parse_size, minimum=arg.minimum) if arg.kind == "size" else str,
             required=required,
             default=argparse.SUPPRESS,
             metavar="N" if arg.kind == "size" else arg.name.upper(),
@@ -399,7 +401,7 @@ def parse_point(
                 arg, value = sizes[len(positional)], item
                 positional.append(item)
             if arg.kind == "size":
-                given[arg.name] = parse_size(value)
+                given[arg.name] = parse_size(value, minimum=arg.minimum)
             elif arg.kind == "flag":
                 if value.lower() not in _TRUE | _FALSE:
                     raise UsageError(f"--point {text!r}: {arg.name} must be true or false")

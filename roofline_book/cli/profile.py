@@ -10,7 +10,7 @@ from ..bounds import CACHE_MARGIN
 from ..extras import require
 from ..hardware import hardware
 from ..units import si
-from .common import UsageError, emit_json, output_file, read_run_file
+from .common import UsageError, emit_json, output_file, parse_size, read_run_file
 
 
 def _roof(args: argparse.Namespace) -> Any:
@@ -39,8 +39,6 @@ def run(args: argparse.Namespace) -> int:
     require("torch", "profile")
     from ..measure import profiling
 
-    if args.limit < 1:
-        raise UsageError(f"--limit must be a whole number >= 1, got {args.limit}")
     plot = None if args.plot is None else output_file(args.plot, "--plot")
     suffix = "" if plot is None else plot.suffix.lower().removeprefix(".")
     if plot is not None:
@@ -137,8 +135,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     profile.add_argument(
         "--region", metavar="NAME", help="only the ops inside torch.profiler.record_function(NAME)"
     )
-    profile.add_argument("--limit", type=int, default=25, help="rows in the table (default 25)")
+    profile.add_argument(
+        "--limit", type=parse_size, default=25, metavar="N", help="rows in the table (default 25)"
+    )
     profile.add_argument("script", metavar="SCRIPT", help="the Python script to run")
-    profile.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS",
-                         help="the script's arguments")  # fmt: skip
+    script_args = profile.add_argument(
+        "args", nargs=argparse.REMAINDER, metavar="ARGS", help="the script's arguments, if any"
+    )
+    # argparse makes every positional required, a REMAINDER too; a script may take no argv,
+    # and "required: SCRIPT, ARGS" would say otherwise
+    script_args.required = False
     profile.set_defaults(handler=run)
