@@ -71,6 +71,44 @@ def test_elementwise_and_broadcast():
     assert exp.profiler_flops is None  # the profiler counts none for exp
 
 
+def test_where_with_scalar_branches_writes_its_full_output():
+    """``where(condition, self, other)``: the schema's output has the broadcast shape of all
+    three operands, the condition (``Tensor condition``, bool) among them. Python-number branches
+    become 0-dim tensors (``where.Scalar`` runs ``where.self`` on two ``scalar_tensor``s): they
+    read nothing, but the output is written in full. FP32, 1024 x 1024 = 1,048,576 outputs."""
+    n = 1024 * 1024
+    x = torch.randn(1024, 1024)
+    cond = x > 0
+    attribution = profiling.attribute(
+        _profile(lambda: (torch.where(cond, 1.0, 0.0), torch.where(cond, x, 0.0)))
+    )
+    rows = {r.shapes: r for r in _rows(attribution, "aten::where") if r.kind == "model"}
+    scalars = rows[((1024, 1024), (), ())]
+    # 1 B condition + 0 + 0 read, 4 B written per element: 5,242,880 B; one select each
+    assert (scalars.cost.bytes_read, scalars.cost.bytes_written) == (1 * n, 4 * n)
+    assert scalars.bytes == 5_242_880 and scalars.flops == n
+    one = rows[((1024, 1024), (1024, 1024), ())]  # 1 B condition + 4 B self read, 4 B written
+    assert one.bytes == 9 * n
+    # the Scalar overloads above them are composite: counted once, in where.self
+    outer = [r for r in _rows(attribution, "aten::where") if r.dtypes[1:] != ("float", "float")]
+    assert outer and {r.kind for r in outer} == {"composite"}
+
+
+def test_elementwise_output_is_the_promoted_broadcast_of_every_tensor():
+    """torch's promotion (torch.result_type): a dimensioned tensor outranks a 0-dim one of the
+    same category, so 0-dim FP32 times BF16 is BF16; bool and integer tensors broadcast too."""
+    n = 4096
+    xb, mask = torch.randn(n).bfloat16(), torch.randn(n) > 0
+    scale = torch.tensor(2.0)  # 0-dim FP32, recorded first
+    attribution = profiling.attribute(_profile(lambda: (scale * xb, scale * mask)))
+    muls = {r.dtypes: r.cost for r in _rows(attribution, "aten::mul")}
+    bf16 = muls[("float", "c10::BFloat16")]
+    assert (bf16.bytes_read, bf16.bytes_written) == (2 * n, 2 * n)  # BF16 out: 2 B, not 4
+    flags = muls[("float", "bool")]
+    assert (flags.bytes_read, flags.bytes_written) == (1 * n, 4 * n)  # a bool read, FP32 out
+    assert flags.flops == n
+
+
 def test_layer_norm_and_rms_norm():
     x, w, b = torch.randn(10, 32), torch.randn(32), torch.randn(32)
     attribution = profiling.attribute(_profile(lambda: F.layer_norm(x, (32,), w, b)))

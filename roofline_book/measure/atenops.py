@@ -14,8 +14,9 @@ overload，得到每个位置的名字。于是 ``is_causal``、``dim``、``norm
 
 约定（NB）：输入 ``[]`` 是标量或 0 维 tensor，不搬运字节（记录中分不出包成 0 维 tensor 的
 Python 数）；只作用于 0 维 tensor 的算子（优化器的步数 ``step += 1``）照样计 FLOPs；elementwise
-的输出取各输入广播后的 shape 和第一个 tensor 输入的精度；原地算子（``add_``）读写自己的第一个输入，
-代价与非原地版本相同。每个元素的 FLOPs 按 :func:`roofline_book.ops.elementwise`
+的输出取全部 tensor 输入（bool 与整数的也算）广播后的 shape，精度按 torch 的类型提升；原地算子
+（``add_``）读写自己的第一个输入，代价与非原地版本相同。每个元素的 FLOPs 按
+:func:`roofline_book.ops.elementwise`
 的约定计：每次算术运算计 1，一次超越函数在特殊函数单元上计 1；随机数生成器的整数运算
 不计 FLOPs。两个 shape 相同的输入即使其实是同一个 tensor（AdamW 的
 ``addcmul_(grad, grad)``），也按两个 tensor 计：shape 分辨不出来。
@@ -47,6 +48,7 @@ from . import atenlayers as layers
 from .atencalls import (
     WRAPPERS,
     Call,
+    Shape,
     argument_names,
     broadcast,
     data_tensors,
@@ -64,27 +66,42 @@ from .atencalls import (
 # Elementwise, copies and fills
 
 
+def _result_precision(floats: list[tuple[Shape, str]]) -> str:
+    """elementwise 输出的精度，按 torch 的类型提升：有维度的浮点 tensor 优先，全是 0 维时才取
+    0 维的（``torch.tensor(2.0) * x_bf16`` 是 BF16）；精度不同时取较宽的，位宽相同的 BF16 与 FP16
+    得 FP32。
+    """
+    shaped = [p for s, p in floats if s] or [p for _, p in floats]
+    widest = max(bytes_per_element(p) for p in shaped)
+    kinds = {p for p in shaped if bytes_per_element(p) == widest}
+    return kinds.pop() if len(kinds) == 1 else "fp32"
+
+
 def _pointwise(flops: int, special: int = 0, *, tensors: int | None = None):
-    """一个 elementwise 算子：每个 tensor 输入读一次，写出一个广播后 shape 的输出。"""
+    """一个 elementwise 算子：输出取所有 tensor 输入广播后的 shape，每个 tensor 输入读一次。
+
+    bool 与整数的 tensor 也是输入（``where`` 的 condition、``x * mask``）：它们参与广播，按自己的
+    元素大小读；只有它们的调用（整数的 ``add``）没有模型。输出的精度见 :func:`_result_precision`。
+    """
 
     def cost(call: Call) -> Cost | None:
         names = call.names()
         inputs = [
-            (i, shape, precision)
+            (i, shape, dtype)
             for i, (shape, dtype) in enumerate(zip(call.shapes, call.dtypes, strict=False))
-            if (precision := precision_of(dtype)) is not None
-            and not (i < len(names) and names[i] == "out")
+            if itemsize(dtype) is not None and not (i < len(names) and names[i] == "out")
         ][:tensors]
-        if not inputs:
+        floats = [(s, p) for _, s, d in inputs if (p := precision_of(d)) is not None]
+        if not floats:
             return None
         out_shape = broadcast([s for _, s, _ in inputs])
         if out_shape is None:
             return None
-        n, precision = numel(out_shape), inputs[0][2]
+        n, precision = numel(out_shape), _result_precision(floats)
         if not out_shape:  # only 0-dim tensors: the work, no bytes (see the module's NB)
             return Cost(flops, 0, 0, vector_flops=flops - special, special_flops=special)
         # each input's distinct elements once (an expanded one has fewer than its shape)
-        read = sum(call.distinct(i) * bytes_per_element(p) for i, s, p in inputs if s)
+        read = sum(call.distinct(i) * (itemsize(d) or 0) for i, s, d in inputs if s)
         return Cost(flops * n, read, n * bytes_per_element(precision),
                     vector_flops=(flops - special) * n, special_flops=special * n)  # fmt: skip
 
