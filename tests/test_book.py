@@ -173,3 +173,33 @@ def test_cpu_run_reads_the_variable_else_the_newest_run_in_build_bench(tmp_path,
     monkeypatch.setattr(runs, "BENCH_FOLDER", pathlib.Path("no-such-folder"))
     with pytest.raises(FileNotFoundError, match=r"`make bench`.*roofline-book bench --quick"):
         book.cpu_run()
+
+
+def test_an_add_from_dram_is_held_to_the_same_add_in_l2_not_to_the_gemm_peak():
+    # Chapter 4: an add runs on the vector lanes, so the FP32 GEMM peak is the wrong ceiling for
+    # it. Chapter 9 holds the streaming add to the run's own add with its data in L2.
+    import copy
+    import json
+    import pathlib
+
+    from roofline_book.book import measured, runs
+
+    fixture = json.loads(
+        (pathlib.Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text("utf-8")
+    )
+    run = copy.deepcopy(fixture)
+    # the fixture's small add: 2^14 FP32 elements (192 KiB, in L2) in its median 2 us
+    l2_add = 2**14 / 2e-6  # 8.192 GFLOP/s
+    run["ceilings"]["vector_flops"] = {
+        "fp32": {"value": l2_add, "entry": "add/fp32/add/numel=16384"}
+    }
+    h = measured.highlights(run)
+    # the streaming add: 2^24 FLOPs in its median 9 ms = 1.864 GFLOP/s, 22.8% of 8.192
+    assert h["add_of_l2_add_pct"] == pytest.approx(100 * (2**24 / 9e-3) / l2_add)
+    assert h["add_of_l2_add_pct"] == pytest.approx(22.76, abs=0.01)
+    assert "add_flops_frac_pct" not in h  # no FLOP/s of an add against the GEMM peak
+    assert "add_of_l2_add_pct" not in measured.highlights(fixture)  # no L2 add, no ratio
+    # the summary row names what the probe measured: an add in L2, not the vector units' peak
+    rows = runs.summary_rows(run)
+    assert rows["实测 L2 内 add 速率 fp32"] == "8.192 GFLOP/s"
+    assert not any("向量" in name for name in rows)

@@ -18,8 +18,9 @@ def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
     键：``cpu_name``、``cpu_threads``；测得的峰值 ``cpu_peak32_g`` 与
     ``cpu_peak16_g`` （GFLOP/s），带宽 ``cpu_bw_g`` 与 copy ``cpu_copy_g`` （GB/s），
     ridge point ``cpu_ridge32`` 与 ``cpu_ridge16`` （FLOP/byte）；最大的 FP32 add：
-    ``add_numel_m`` （Mi 个元素）、``add_bw_g`` （GB/s）、``add_over_copy`` 和
-    ``add_flops_frac_pct`` （占 FP32 峰值的 %）；小 GEMM
+    ``add_numel_m`` （Mi 个元素）、``add_bw_g`` （GB/s）、``add_over_copy``，run 测了
+    L2 之内的 FP32 add 时还有 ``add_of_l2_add_pct`` （它的 FLOP/s 占那个速率的 %：
+    同一种运算数据留在 L2 时的速率，而不是 GEMM 的峰值）；小 GEMM
     （:data:`~roofline_book.measure.suites.SMALL_GEMM`）与最大的 FP32 方阵 GEMM 占 FP32
     峰值的 %（``small_gemm_pct``、``large_gemm_n``、``large_gemm_pct``）；各类结论的个数
     （``n_claims``、``n_pass``、``n_fail``、``n_inconclusive``、``n_unmeasured``）。
@@ -56,7 +57,7 @@ def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
     add_flops, add_bw = big_add.rates
     largest = max(squares, key=lambda e: e.shape["n"])
     verdicts = [c.verdict for c in check_claims(raw)]
-    return run_figures(run) | {
+    out = run_figures(run) | {
         "cpu_name": run.device.name,
         "cpu_threads": int(run.device.threads or 0),
         "cpu_peak32_g": peak32 / 1e9,
@@ -68,7 +69,6 @@ def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
         "add_numel_m": big_add.shape["numel"] / 2**20,
         "add_bw_g": add_bw / 1e9,
         "add_over_copy": add_bw / copy.value,
-        "add_flops_frac_pct": 100 * add_flops / peak32,
         "small_gemm_pct": 100 * small[0].rates[0] / peak32,
         "large_gemm_n": int(largest.shape["n"]),
         "large_gemm_pct": 100 * largest.rates[0] / peak32,
@@ -78,6 +78,10 @@ def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
         "n_inconclusive": verdicts.count("inconclusive"),
         "n_unmeasured": verdicts.count("not measured"),
     }
+    l2_add = run.ceilings.vector_flops.get("fp32")
+    if l2_add is not None:  # the same add with its data in L2: the rate to hold it against
+        out["add_of_l2_add_pct"] = 100 * add_flops / l2_add.value
+    return out
 
 
 def _rounds(entry: Entry) -> int:

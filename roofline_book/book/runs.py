@@ -193,7 +193,7 @@ MEASURED_ZH = {
     "peak": "实测峰值 {}",
     "bandwidth": "实测带宽（{}）",
     "cache bandwidth": "实测带宽（{} copy）",
-    "vector": "实测向量速率 {}",
+    "vector": "实测 L2 内 add 速率 {}",
 }
 
 

@@ -84,7 +84,10 @@ def roofline_bounds_time(run: Run) -> Check:
         "its data must reach (DRAM when it streams, the cache level that holds it otherwise, none "
         "where no roof was measured for that level); an entry faster than its bound by less than "
         "its noise (half its IQR, the largest spread among the ceilings a bound uses, "
-        f"{_TOLERANCE_RULE}) makes the claim inconclusive, by more, false"
+        f"{_TOLERANCE_RULE}) makes the claim inconclusive, by more, false. Since every compute "
+        "term uses the best GEMM the run saw, no GEMM can beat its compute bound, and no other "
+        "entry outruns the best GEMM: in practice the claim can fail only on entries bound by "
+        "their bytes"
     )
     if run.memory_roof is None:
         return _not_measured(claim, rule, "bandwidth")
