@@ -83,6 +83,8 @@ def precision_name(dtype: Precision, name: str = "dtype") -> str:
     --------
     >>> precision_name("BFloat16"), precision_name("half"), precision_name("fp8")
     ('bf16', 'fp16', 'fp8_e4m3')
+    >>> precision_name("torch.bfloat16")   # a torch dtype's name, as the command line gets it
+    'bf16'
     """
     if type(dtype).__name__ == "dtype" and type(dtype).__module__ == "torch":
         text = str(dtype).removeprefix("torch.")
@@ -92,12 +94,13 @@ def precision_name(dtype: Precision, name: str = "dtype") -> str:
         raise TypeError(
             f"{name} must be a precision name such as 'bf16' or a torch.dtype, got {dtype!r}"
         )
-    key = text.strip().lower()
+    key = text.strip().lower().removeprefix("torch.")  # "torch.bfloat16", as a torch dtype prints
     key = _ALIASES.get(key, key)
     if key not in BYTES:
         raise ValueError(
             f"{name} {dtype!r} is not a known precision; allowed: {', '.join(BYTES)} "
-            "(aliases such as 'bfloat16', 'float32', 'half' and torch dtypes work too)"
+            "(aliases such as 'bfloat16', 'float32', 'half' work too, and torch dtypes or their "
+            "names, e.g. 'torch.bfloat16')"
         )
     return key
 

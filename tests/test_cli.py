@@ -1038,3 +1038,46 @@ def test_long_times_print_in_seconds(call):
         )  # fmt: skip
         assert status == 0
         assert f"time lower bound     {text}" in stdout, stdout
+
+
+def test_a_torch_dtype_name_is_a_precision(call):
+    # the error text says torch dtypes work; their printed names (str(torch.bfloat16) is
+    # 'torch.bfloat16') work on the command line too: 2 bytes per element, as bf16
+    status, stdout, stderr = call(
+        "op", "gemm", "--m", "64", "--k", "64", "--n", "64", "--dtype", "torch.bfloat16", "--json"
+    )
+    assert (status, stderr) == (0, "")
+    out = json.loads(stdout)
+    assert out["bytes_read"] == 2 * 2 * 64 * 64  # A and B, 64 x 64 each, 2 bytes
+    assert out["device"]["precision"] == "bf16"
+
+
+def test_the_operator_line_prints_canonical_names(call):
+    status, stdout, _ = call(
+        "op", "attention", "--batch", "1", "--heads", "8", "--seq-q", "4096", "--head-dim",
+        "128", "--impl", "FLASH", "--dtype", "BFloat16",
+    )  # fmt: skip
+    assert status == 0
+    line = stdout.splitlines()[0]
+    assert "impl=flash" in line and "dtype=bf16" in line, line
+    # FlashAttention-3's forward tile for head dim 128, BF16, non-causal on Hopper:
+    # kBlockM 128, kBlockN 176, a cluster of 2 (hopper/tile_size.h, tile_size_fwd_sm90)
+    assert "tile=(block_m 128, block_n 176, cluster_m 2)" in line, line
+    assert "{" not in line
+
+
+def test_attention_help_states_the_causal_alignment(call):
+    status, stdout, _ = call("op", "attention", "--help")
+    assert status == 0
+    text = " ".join(stdout.split())
+    assert "aligned bottom-right as FlashAttention (>= 2.1)" in text
+    assert "scaled_dot_product_attention(is_causal=True) aligns it top-left" in text
+
+
+def test_json_counts_stay_exact_beyond_int64():
+    # 2 * (2**62)**3 = 2**187 FLOPs: exact in the JSON, beyond int64, as the schema says
+    out = run_json("op", "gemm", "--m", "2^62", "--k", "2^62", "--n", "2^62")
+    assert out["flops"] == 2**187
+    from roofline_book.cli.schema import SCHEMAS
+
+    assert "2**53" in SCHEMAS["op"]["properties"]["flops"]["description"]

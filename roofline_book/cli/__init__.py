@@ -33,7 +33,8 @@ Subcommands
 速率带 SI 前缀和可选的单位：``--peak 989.5T``、``--bandwidth 3.35TB/s``。
 
 输出：带 SI 前缀的对齐表格；加 ``--json`` 时为基本单位（FLOP、byte、FLOP/s、byte/s、秒、
-FLOP/byte）的普通数。
+FLOP/byte）的普通数。FLOPs 与字节数是精确的整数：很大的 shape （每维接近 ``2^63``）下它们超过
+int64 与 JavaScript 能精确表示的 ``2^53``，读它们的程序要按大整数读（Python 的 ``json`` 就是这样）。
 
 错误的输入在 stderr 上打印一行，写明错在哪里、允许什么，并以状态 2 退出。
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..dtypes import precision_name
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
@@ -44,7 +45,29 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def call_text(name: str, arguments: dict[str, Any]) -> str:
-    shown = ", ".join(f"{k}={v}" for k, v in arguments.items() if v is not None)
+    """文本输出的 ``operator`` 一行：算子收到的参数，写成规范的样子。
+
+    精度写成规范名称（``--dtype torch.bfloat16`` 显示为 ``bf16``），实现名写成小写
+    （``--impl FLASH`` 显示为 ``flash``），flash kernel 的 tile 写成 ``(block_m 128, ...)``
+    而不是 Python 的 dict。
+
+    Examples
+    --------
+    >>> call_text("attention", {"dtype": "BFloat16", "impl": "FLASH",
+    ...                         "tile": {"block_m": 128, "block_n": 176, "cluster_m": 2}})
+    'attention(dtype=bf16, impl=flash, tile=(block_m 128, block_n 176, cluster_m 2))'
+    """
+
+    def text(key: str, value: Any) -> str:
+        if key.endswith("dtype"):
+            return precision_name(value, key)
+        if key == "impl" and isinstance(value, str):
+            return value.strip().lower()
+        if isinstance(value, dict):  # a flash tile, as --json prints it
+            return "(" + ", ".join(f"{k} {v}" for k, v in value.items()) + ")"
+        return str(value)
+
+    shown = ", ".join(f"{k}={text(k, v)}" for k, v in arguments.items() if v is not None)
     return f"{name}({shown})"
 
 
@@ -59,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         first, _, rest = str(exc).partition(" ")
         flags = {a.name: a.flag for a in spec.args}
         raise type(exc)(f"{flags[first]} {rest}" if first in flags else str(exc)) from None
-    precision = spec.roof_precision(arguments)
+    precision = precision_name(spec.roof_precision(arguments))  # bf16, not torch.bfloat16
     figures = cost_figures(cost, device, precision)
     if args.json:
         emit_json(

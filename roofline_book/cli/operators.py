@@ -136,7 +136,14 @@ def _attention_args(impls: tuple[str, ...]) -> tuple[Arg, ...]:
         Arg("head_dim", "size", "width of one head"),
         _DTYPE,
         Arg("impl", "text", f"implementation: {', '.join(impls)}"),
-        Arg("causal", "flag", "apply a causal mask"),
+        Arg(
+            "causal",
+            "flag",
+            "apply a causal mask, aligned bottom-right as FlashAttention (>= 2.1) aligns it: "
+            "query i sees keys 0 .. seq_k - seq_q + i. PyTorch's "
+            "scaled_dot_product_attention(is_causal=True) aligns it top-left (query i sees "
+            "keys 0 .. i); the two differ when --seq-q and --seq-k differ",
+        ),
         Arg(
             "sram_bytes",
             "size",

@@ -113,7 +113,7 @@ _PER_UNIT = _obj(
 )
 
 COST = {
-    "flops": _int("FLOPs [FLOP]"),
+    "flops": _int("FLOPs [FLOP], exact: beyond 2**53 (huge shapes) read it as a big integer"),
     "flops_by_unit": _PER_UNIT,
     "bytes_read": _int("compulsory bytes read [byte]"),
     "bytes_written": _int("compulsory bytes written [byte]"),
