@@ -46,7 +46,11 @@ ALGORITHMS = ("ring", "tree")
 """``ring``：每个 rank 只与邻居交换，步数随 n 线性增长，带宽最省；``tree``：binomial tree，
 步数为 ``ceil(log2 n)`` 量级，但每一层都要把整块 buffer 传一遍。只有 all-reduce 与
 broadcast 有 tree 形式；其余操作的唯一算法也记作 ``ring`` （all-to-all 是两两交换，
-send/recv 是一跳）。"""
+send/recv 是一跳）。
+
+NB：这里的 tree 是教科书的 binomial tree。NCCL 的 tree 只连节点：节点之内是一条链，没有 tree
+（NVIDIA/nccl#919）；节点内的小消息 all-reduce 走 one-shot、two-shot 这类直接读写其他 GPU 缓冲区的
+kernel，或 NVLink SHARP。"""
 
 TREE_OPS = ("all_reduce", "broadcast")
 """有 tree 形式的操作。"""
@@ -350,6 +354,25 @@ def switch_share(devices: int) -> float:
     return 1.0 if _devices("devices", devices) > 1 else 0.0
 
 
+NCCL_BASE_LATENCY = 6.6e-6
+"""NCCL 调优模型里 ring 集合通信的固定延迟（``baseLat``，Ring，LL 协议），s。
+
+NCCL 2.30.7（``src/graph/tuning.cc``，``ncclTunerConstantsDefaults``；自 2.18.1 起不变）估一次 ring
+集合通信的延迟为 ``baseLat + nsteps x hwLat``：``baseLat`` 与步数无关（launch 与同步），``hwLat``
+是每一步的延迟（硬件目录的 ``link_latency``）。这是 NCCL 选算法用的模型，不是测量。"""
+
+
+def _links(
+    nbytes: float, per_node: int, nodes: int, intra_bw: float, inter_bw: float
+) -> tuple[float, int, int]:
+    size = _real("nbytes", nbytes, strict=False)
+    p = _devices("per_node", per_node)
+    m = _devices("nodes", nodes)
+    for name, value in (("intra_bw", intra_bw), ("inter_bw", inter_bw)):
+        _real(name, value, strict=True)
+    return size, p, m
+
+
 def hierarchical_all_reduce(
     nbytes: float,
     per_node: int,
@@ -358,16 +381,30 @@ def hierarchical_all_reduce(
     intra_lat: float,
     inter_bw: float,
     inter_lat: float,
+    *,
+    intra_reduces: bool = False,
 ) -> CommTime:
-    """跨 ``nodes`` 个节点、每节点 ``per_node`` 个 rank 的分层 all-reduce（三段都用 ring）。
+    """跨 ``nodes`` 个节点、每节点 ``per_node`` 个 rank 的分层 all-reduce：带宽项取最忙的那条链路。
 
     1. 节点内 reduce-scatter：每个 rank 得到 ``S/p`` 的部分和（``p = per_node``）；
     2. 节点间 all-reduce：各节点上同号的 rank 组成一个 ``nodes`` 个 rank 的环，归约 ``S/p``；
        ``p`` 个环同时进行，各走自己的网卡；
     3. 节点内 all-gather：把 ``S`` 拼回每个 rank。
 
-    NB：``inter_bw`` 按每个 rank 一块网卡（DGX 的做法）取每个 rank 每个方向的带宽；几个 GPU 共用
-    一块网卡时，应传入均分后的带宽。
+    三段走的是不同的链路（节点内的 NVLink 等，节点间的网卡），NCCL 把 buffer 切成小块流水地送过
+    它们（NVLSTree，或每条网卡一个 channel 的 ring），所以带宽项不是三段之和，而是每条链路各自要
+    传的字节除以它的带宽中最大的一个：
+
+    - 网卡：``2(N-1)/N x (S/p) / inter_bw``（``N = nodes``），每个节点 ``p`` 块网卡分担节点之间
+      ``2(N-1)/N x S`` 的流量，这是不在网络中归约时任何算法都省不掉的；
+    - 节点内：ring 的 reduce-scatter 加 all-gather，``2(p-1)/p x S / intra_bw``；交换芯片会归约
+      （``intra_reduces``，NVLink SHARP）时取 ``S / intra_bw`` （:func:`switch_share`）。
+
+    延迟项是三段 ring 的步数乘各自每步的延迟之和（流水线的第一块要依次走过三段）。
+
+    NB：``inter_bw`` 按每个 rank 一块网卡（DGX 的做法，“rail”）取每个 rank 每个方向的带宽；几个 GPU
+    共用一块网卡时，应传入均分后的带宽。节点间的交换机若在网络中归约（InfiniBand SHARP），网卡
+    那一项还会更小，这里不假定有它。
 
     Parameters
     ----------
@@ -379,26 +416,94 @@ def hierarchical_all_reduce(
         节点内（NVLink 等）与节点间（每个 rank 的网卡）每个方向的带宽，byte/s，> 0。
     intra_lat, inter_lat : float
         节点内与节点间每一步的延迟，s，>= 0。
+    intra_reduces : bool
+        节点内的交换芯片能否归约（NVLink SHARP）。
 
     Examples
     --------
-    2 个节点、每节点 8 个 GPU，1 GB：节点内两段各 7 步、各发 ``7/8`` GB，节点间对
-    ``1/8`` GB 做 2 个 rank 的 all-reduce（2 步，发 ``2 x 1/2 x 1/8`` GB）：
+    2 个节点、每节点 8 个 GPU，1 GB：节点内 ring 送出 ``2 x 7/8`` GB（400 GB/s 上 4.375 ms），
+    网卡送出 ``2 x 1/2 x 1/8`` GB（50 GB/s 上 2.5 ms），下界取大的一个：
 
     >>> t = hierarchical_all_reduce(1e9, 8, 2, 400e9, 1e-6, 50e9, 5e-6)
     >>> round(t.latency_s * 1e6, 3)                  # 2 x 7 x 1 + 2 x 5
     24.0
-    >>> round(t.bandwidth_s * 1e3, 4)                # 2 x 0.875e9 / 400e9 + 0.125e9 / 50e9
-    6.875
+    >>> round(t.bandwidth_s * 1e3, 4)                # max(1.75e9 / 400e9, 0.125e9 / 50e9)
+    4.375
+    >>> t = hierarchical_all_reduce(1e9, 8, 2, 400e9, 1e-6, 50e9, 5e-6, intra_reduces=True)
+    >>> round(t.bandwidth_s * 1e3, 4)                # max(1e9 / 400e9, 0.125e9 / 50e9)
+    2.5
     """
-    size = _real("nbytes", nbytes, strict=False)
-    p = _devices("per_node", per_node)
-    m = _devices("nodes", nodes)
-    for name, value in (("intra_bw", intra_bw), ("inter_bw", inter_bw)):
-        _real(name, value, strict=True)
+    size, p, m = _links(nbytes, per_node, nodes, intra_bw, inter_bw)
     for name, value in (("intra_lat", intra_lat), ("inter_lat", inter_lat)):
         _real(name, value, strict=False)
     inside = collective_time("reduce_scatter", size, p, intra_bw, intra_lat)
-    across = collective_time("all_reduce", size / p, m, inter_bw, inter_lat)
     gather = collective_time("all_gather", size, p, intra_bw, intra_lat)
-    return inside + across + gather
+    across = collective_time("all_reduce", size / p, m, inter_bw, inter_lat)
+    nvlink = switch_share(p) * size / intra_bw if intra_reduces else inside.bandwidth_s * 2
+    return CommTime(
+        latency_s=inside.latency_s + across.latency_s + gather.latency_s,
+        bandwidth_s=max(nvlink, across.bandwidth_s),
+    )
+
+
+def flat_ring_all_reduce(
+    nbytes: float,
+    per_node: int,
+    nodes: int,
+    intra_bw: float,
+    intra_lat: float,
+    inter_bw: float,
+    inter_lat: float,
+) -> CommTime:
+    """NCCL 跨节点的扁平 ring all-reduce：``n = per_node x nodes`` 个 rank 一个环，每块网卡一个
+    channel。
+
+    NCCL 只建扁平的环（不建二维环）：``p = per_node`` 个 channel 各是一个经过全部 ``n`` 个 rank 的
+    环，每个环在每个节点里走 ``p - 1`` 跳 NVLink、从一块网卡出节点，不同的环从不同的网卡
+    （rail）出去。每个 rank 一共送出 ``2(n-1)/n x S``，其中 ``1/p`` 走它自己的网卡、其余走节点内：
+
+    - 网卡：``2(n-1)/n x (S/p) / inter_bw``；
+    - 节点内：``2(n-1)/n x (p-1)/p x S / intra_bw``。
+
+    各个 channel 同时走不同的链路，带宽项取两者中大的一个。延迟项按 NCCL 的 ring 模型：``2(n-1)``
+    步里 ``2(N-1)`` 步跨节点（每步 ``inter_lat``），其余在节点内（每步 ``intra_lat``）。与
+    :func:`hierarchical_all_reduce` 相比，网卡上多传 ``(n-1)/n`` 对 ``(N-1)/N`` 之比。
+
+    Parameters
+    ----------
+    nbytes : float
+        每个 rank 的 buffer，byte，>= 0。
+    per_node, nodes : int
+        每个节点的 rank 数（也是网卡数、channel 数）与节点数，>= 1。
+    intra_bw, inter_bw : float
+        节点内与每块网卡每个方向的带宽，byte/s，> 0。
+    intra_lat, inter_lat : float
+        节点内与节点间每一步的延迟，s，>= 0。
+
+    Examples
+    --------
+    4 个节点、每节点 8 个 rank，1 GB：网卡送出 ``2 x 31/32 x 1/8`` GB，节点内送出
+    ``2 x 31/32 x 7/8`` GB：
+
+    >>> t = flat_ring_all_reduce(1e9, 8, 4, 400e9, 1e-6, 50e9, 5e-6)
+    >>> round(t.bandwidth_s * 1e3, 4)          # max(0.2421875e9 / 50e9, 1.6953125e9 / 400e9)
+    4.8438
+    >>> round(t.latency_s * 1e6, 3)            # (62 - 6) x 1 + 6 x 5
+    86.0
+    """
+    size, p, m = _links(nbytes, per_node, nodes, intra_bw, inter_bw)
+    for name, value in (("intra_lat", intra_lat), ("inter_lat", inter_lat)):
+        _real(name, value, strict=False)
+    n = p * m
+    if n == 1:
+        return CommTime(0.0, 0.0)
+    sent = 2 * (n - 1) / n * size
+    across_steps = 2 * (m - 1)
+    if m == 1:  # one node: every hop of the ring stays inside it
+        nic, nvlink = 0.0, sent / intra_bw
+    else:
+        nic, nvlink = sent / p / inter_bw, sent * (p - 1) / p / intra_bw
+    return CommTime(
+        latency_s=(2 * (n - 1) - across_steps) * intra_lat + across_steps * inter_lat,
+        bandwidth_s=max(nic, nvlink),
+    )

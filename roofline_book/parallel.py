@@ -2,9 +2,9 @@
 
 一种切分把每块设备的工作（FLOPs、HBM 字节）除以它的份数，同时加上设备之间必须搬运的字节。通信
 的代价来自 :mod:`roofline_book.collectives` 的 alpha-beta 模型：带宽项（字节除以每个方向的链路
-带宽）计入时间下界，与计算取大者（两者可以重叠）；延迟项（每一步 alpha）单独列出，不计入下界，
-因为 one-shot all-reduce kernel（TensorRT-LLM、vLLM 的 custom all-reduce）与 NVLink SHARP 把小
-消息的延迟压到 ring 模型之下。
+带宽）计入时间下界，与计算取大者（两者可以重叠）；延迟项（NCCL 调优模型的 ``baseLat`` 加每一步
+``alpha``）单独列出，是估计，不计入下界，因为 one-shot all-reduce kernel（TensorRT-LLM 的、sglang
+沿用的，和 vLLM 自己的 custom all-reduce）与 NVLink SHARP 把小消息的延迟压到 ring 模型之下。
 
 链路：一个节点内（至多 ``per_node`` 块 GPU）走设备的 ``link_bandwidth``（NVLink、Infinity Fabric
 或 PCIe），跨节点走一个 NIC（:func:`roofline_book.hardware.network`）。交换芯片能在网络中归约
@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from . import _validate
-from .collectives import CommTime, collective_time, switch_share
+from .collectives import NCCL_BASE_LATENCY, CommTime, collective_time, switch_share
 from .decoders import ModelConfig
 from .device import Hardware, Network
 from .dtypes import bytes_per_element
@@ -61,11 +61,18 @@ def _link(device: Hardware) -> tuple[float, float]:
     return device.link_bandwidth, device.link_latency
 
 
+def _nccl(t: CommTime, devices: int) -> CommTime:
+    """加上 NCCL 调优模型中 ring 集合通信的固定延迟 ``baseLat``（只有一块设备时不通信）。"""
+    base = NCCL_BASE_LATENCY if devices > 1 else 0.0
+    return CommTime(latency_s=base + t.latency_s, bandwidth_s=t.bandwidth_s)
+
+
 def all_reduce(nbytes: float, devices: int, device: Hardware) -> CommTime:
     """``devices`` 块 ``device`` 在节点内 all-reduce ``nbytes`` 字节（每块设备的缓冲区）的时间。
 
     带宽项：交换芯片会归约时取 ``nbytes / B``（每块设备把缓冲区送出一次、收回一次，``f = 1``），
-    否则取 ring 的 ``2(n-1)/n x nbytes / B``；延迟项总取 ring 的 ``2(n-1) alpha``。
+    否则取 ring 的 ``2(n-1)/n x nbytes / B``；延迟项是 NCCL 调优模型对 ring（LL 协议）的估计
+    ``baseLat + 2(n-1) alpha`` （:data:`~roofline_book.collectives.NCCL_BASE_LATENCY`）。
 
     Examples
     --------
@@ -73,11 +80,11 @@ def all_reduce(nbytes: float, devices: int, device: Hardware) -> CommTime:
 
     >>> from roofline_book import hardware
     >>> t = all_reduce(16384, 8, hardware("h100-sxm"))
-    >>> round(t.bandwidth_s * 1e9, 1), round(t.latency_s * 1e6, 2)   # 16384 / 450e9; 14 x 0.47
-    (36.4, 6.58)
+    >>> round(t.bandwidth_s * 1e9, 1), round(t.latency_s * 1e6, 2)   # 16384 / 450e9; 6.6 + 14 x 0.6
+    (36.4, 15.0)
     """
     bw, lat = _link(device)
-    ring = collective_time("all_reduce", nbytes, devices, bw, lat)
+    ring = _nccl(collective_time("all_reduce", nbytes, devices, bw, lat), devices)
     if not device.link_reduces:
         return ring
     return CommTime(latency_s=ring.latency_s, bandwidth_s=switch_share(devices) * nbytes / bw)
@@ -285,7 +292,7 @@ def inference_comms(
                 )
             )
         logits = batch * config.vocab * a
-        t = collective_time("all_gather", logits, tp, bw, lat)
+        t = _nccl(collective_time("all_gather", logits, tp, bw, lat), tp)
         out.append(Comm("LM head logits all-gather", "all_gather", 1, logits, tp, device.link, t))
     if split.pp > 1:
         across = split.devices > per_node

@@ -4,7 +4,10 @@ References: nccl-tests doc/PERFORMANCE.md and src/*.cu (*GetBw: the busbw factor
 buffer is "size"); Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
 Operations in MPICH", IJHPCA 19(1), 2005 (binomial-tree reduce and broadcast: ceil(lg p) steps,
 each moving the whole buffer); Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for
-clusters of workstations", JPDC 69(2), 2009 (ring all-reduce: 2(p-1) steps of S/p).
+clusters of workstations", JPDC 69(2), 2009 (ring all-reduce: 2(p-1) steps of S/p). NCCL
+builds only flat rings across nodes, one channel per NIC ("we only build flat rings, no 2D
+ring", sjeaugey, NVIDIA/nccl#471); its tuning model (src/graph/tuning.cc, NCCL 2.30.7) gives a
+ring 2(nNodes-1) network steps of its 2(n-1).
 """
 
 import math
@@ -19,6 +22,7 @@ from roofline_book.collectives import (
     bus_factor,
     collective_time,
     crossover_bytes,
+    flat_ring_all_reduce,
     half_bandwidth_bytes,
     hierarchical_all_reduce,
 )
@@ -139,17 +143,47 @@ def test_hierarchical_all_reduce_by_hand():
     # 4 nodes x 8 GPUs, S = 1 GB; NVLink 450 GB/s, 1 us; NIC 50 GB/s, 10 us
     # in node: reduce-scatter then all-gather: 2 x 7 steps = 14 us; 2 x 7/8 GB / 450 GB/s
     # across:  all-reduce of S/8 = 125 MB over 4 ranks: 6 steps = 60 us; 2 x 3/4 x 125 MB / 50 GB/s
+    # the phases use different links and are pipelined: the bound is the busier link
     t = hierarchical_all_reduce(1e9, 8, 4, 450 * GB, 1 * US, 50 * GB, 10 * US)
     assert t.latency_s == pytest.approx(14e-6 + 60e-6)
-    assert t.bandwidth_s == pytest.approx(2 * 0.875e9 / 450e9 + 1.5 * 0.125e9 / 50e9)
-    # it beats a flat ring of 32 over the NIC: 62 steps, 2 x 31/32 GB / 50 GB/s
-    flat = collective_time("all_reduce", 1e9, 32, 50 * GB, 10 * US)
-    assert flat.seconds == pytest.approx(620e-6 + 2 * 31 / 32 * 1e9 / 50e9)
-    assert t.seconds < flat.seconds
+    nvlink, nic = 2 * 0.875e9 / 450e9, 1.5 * 0.125e9 / 50e9  # 3.89 ms, 3.75 ms
+    assert t.bandwidth_s == pytest.approx(max(nvlink, nic)) == pytest.approx(3.889e-3, rel=1e-3)
+    # NVLink SHARP: each GPU sends its 1 GB once into the switch, 2.22 ms; the NIC now binds
+    reduced = hierarchical_all_reduce(1e9, 8, 4, 450 * GB, 1 * US, 50 * GB, 10 * US,
+                                      intra_reduces=True)  # fmt: skip
+    assert reduced.bandwidth_s == pytest.approx(nic)
     # one node: just the in-node ring all-reduce
     one = hierarchical_all_reduce(1e9, 8, 1, 450 * GB, 1 * US, 50 * GB, 10 * US)
     ring = collective_time("all_reduce", 1e9, 8, 450 * GB, 1 * US)
     assert one.seconds == pytest.approx(ring.seconds)
+
+
+def test_flat_ring_with_a_channel_per_nic_by_hand():
+    # 4 nodes x 8 ranks, 1 GiB; 400 GB/s inside, 50 GB/s per NIC (the chapter's numbers).
+    # NCCL's flat ring: 8 channels, each leaves every node through one NIC, so each rank's
+    # 2 x 31/32 x 1 GiB goes 1/8 over its NIC and 7/8 over NVLink
+    s = 2**30
+    t = flat_ring_all_reduce(s, 8, 4, 400 * GB, 2 * US, 50 * GB, 10 * US)
+    nic = 2 * 31 / 32 * s / 8 / 50e9  # 5.20 ms
+    nvlink = 2 * 31 / 32 * 7 / 8 * s / 400e9  # 4.55 ms
+    assert (nic, nvlink) == (pytest.approx(5.202e-3, rel=1e-3), pytest.approx(4.552e-3, rel=1e-3))
+    assert t.bandwidth_s == pytest.approx(nic)
+    # NCCL's ring model: of 62 steps, 2 x (4 - 1) = 6 cross the network
+    assert t.latency_s == pytest.approx(56 * 2e-6 + 6 * 10e-6)
+    # every hop over a NIC (the ring NCCL does not build): 8 times the NIC's bytes
+    every_hop = collective_time("all_reduce", s, 32, 50 * GB, 10 * US)
+    assert every_hop.bandwidth_s == pytest.approx(8 * nic)
+    # the hierarchical bound, max(4.70, 4.03) ms, is below the flat ring
+    h = hierarchical_all_reduce(s, 8, 4, 400 * GB, 2 * US, 50 * GB, 10 * US)
+    assert h.bandwidth_s == pytest.approx(max(2 * 7 / 8 * s / 400e9, 1.5 * s / 8 / 50e9))
+    assert h.bandwidth_s == pytest.approx(4.697e-3, rel=1e-3)
+    assert h.bandwidth_s < t.bandwidth_s
+    # one node: the ring stays on NVLink, 2 x 7/8
+    one = flat_ring_all_reduce(s, 8, 1, 400 * GB, 2 * US, 50 * GB, 10 * US)
+    assert one.seconds == pytest.approx(
+        collective_time("all_reduce", s, 8, 400 * GB, 2 * US).seconds
+    )
+    assert flat_ring_all_reduce(s, 1, 1, 400 * GB, 2 * US, 50 * GB, 10 * US).seconds == 0
 
 
 def test_comm_time_is_frozen():
@@ -182,6 +216,8 @@ def test_comm_time_is_frozen():
         (lambda: hierarchical_all_reduce(1e9, 8, 0, 1e9, 0, 1e9, 0), "nodes must be"),
         (lambda: hierarchical_all_reduce(1e9, 8, 2, 1e9, 0, -1, 0), "inter_bw must be"),
         (lambda: hierarchical_all_reduce(1e9, 8, 2, 1e9, -1, 1, 0), "intra_lat must be"),
+        (lambda: flat_ring_all_reduce(1e9, 8, 2, 1e9, 0, 0, 0), "inter_bw must be"),
+        (lambda: flat_ring_all_reduce(1e9, 8, 2, 1e9, 0, 1e9, -1), "inter_lat must be"),
     ],
 )
 def test_bad_input_names_the_argument(call, match):

@@ -4,7 +4,9 @@ The shapes are the models' config.json (Llama-3-70B: hidden 8192, 80 layers, 64 
 heads of 128, MLP 28672, vocabulary 128,256; Llama-3-8B: 4096, 32 layers, 32 and 8 heads, MLP
 14336; Mixtral-8x7B: 4096, 32 layers, 8 experts of MLP 14336, 2 per token). The links are the
 catalog's, per direction: H100 NVLink 450 GB/s (900 GB/s both ways, NVIDIA), A100 300 GB/s,
-InfiniBand NDR 50 GB/s (400 Gb/s); NCCL's per-step latencies 0.47 us (NVLink) and 2.7 us (NET).
+InfiniBand NDR 50 GB/s (400 Gb/s). Latency: NCCL 2.30.7's tuning model (src/graph/tuning.cc,
+ncclTunerConstantsDefaults), Ring with the LL protocol: baseLat 6.6 us per collective, hwLat
+0.6 us per NVLink step (0.47 us before NCCL 2.18.1) and 2.7 us per NET step.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from roofline_book.training import TrainSplit, train, training_flops
 H100, A100, H20 = hardware("h100-sxm"), hardware("a100-sxm"), hardware("h20")
 LLAMA70, LLAMA8, MIXTRAL = model("llama-3-70b"), model("llama-3-8b"), model("mixtral-8x7b")
 NVLINK, NDR = 450e9, 50e9
+BASE, STEP = 6.6e-6, 0.6e-6  # NCCL 2.30.7: baseLat (Ring, LL); hwLat (NVLink, Ring, LL)
 
 
 def test_catalog_links_are_per_direction():
@@ -59,7 +62,8 @@ def test_all_reduce_by_hand():
     # f = 1, 16384 B / 450e9 B/s = 36.4 ns (not the reduce-scatter's 7/8, 31.9 ns)
     t = all_reduce(16384, 8, H100)
     assert t.bandwidth_s == pytest.approx(16384 / 450e9) == pytest.approx(36.41e-9, rel=1e-3)
-    assert t.latency_s == pytest.approx(2 * 7 * 0.47e-6)  # ring: 2(n-1) steps
+    assert t.latency_s == pytest.approx(BASE + 2 * 7 * STEP)  # 6.6 + 14 x 0.6 = 15.0 us
+    assert t.latency_s == pytest.approx(15.0e-6)
     # 8 A100: no reduction in the switch, the ring's 2 x 7/8
     assert all_reduce(16384, 8, A100).bandwidth_s == pytest.approx(2 * 7 / 8 * 16384 / 300e9)
 
@@ -100,7 +104,9 @@ def test_llama_70b_decode_on_8_h100_by_hand():
     ar = 161 * 8192 * 2 / NVLINK
     ag = 7 / 8 * 128256 * 2 / NVLINK
     assert r.decode.communication_s == pytest.approx(ar + ag)
-    assert r.decode.latency_s == pytest.approx(161 * 14 * 0.47e-6 + 7 * 0.47e-6)
+    # NCCL's model: 161 all-reduces of 6.6 + 14 x 0.6 us and one all-gather of 6.6 + 7 x 0.6 us
+    assert r.decode.latency_s == pytest.approx(161 * (BASE + 14 * STEP) + BASE + 7 * STEP)
+    assert r.decode.latency_s == pytest.approx(2.4258e-3)
     # every device streams its 17.64 GB of weights and 1/8 of the cache from HBM
     streamed = r.weight_bytes_per_device + kv_cache_bytes(LLAMA70, 4096) / 8
     assert r.decode.device_s == pytest.approx(streamed / H100.memory_bandwidth, rel=0.02)
@@ -187,15 +193,19 @@ def test_dp_step_on_64_h100_by_hand():
     step = train(LLAMA8, H100, TrainSplit(dp=64), batch=512, seq=4096)
     flops = training_flops(LLAMA8, 512 * 4096, 4096)
     assert step.compute_s == pytest.approx(flops / 64 / H100.peak_flops("bf16"))
-    # 8 nodes of 8: reduce-scatter and all-gather inside each node over NVLink, an all-reduce
-    # of 1/8 of the 2-byte gradients across the 8 nodes over InfiniBand
+    # 8 nodes of 8: inside each node over NVLink (the switch reduces: the 16.06 GB of 2-byte
+    # gradients out once, 35.7 ms at 450 GB/s), across the 8 nodes over InfiniBand (each GPU's
+    # NIC carries 2 x 7/8 of 1/8 of them, 70.3 ms at 50 GB/s); the phases run on different
+    # links, pipelined, so the bound is the busier link, not the sum
     g = 2 * LLAMA8.parameters()
-    hierarchical = 2 * 7 / 8 * g / NVLINK + 2 * 7 / 8 * (g / 8) / NDR
+    assert g / 1e9 == pytest.approx(16.06, abs=0.01)
+    hierarchical = max(g / NVLINK, 2 * 7 / 8 * (g / 8) / NDR)
+    assert hierarchical == pytest.approx(70.26e-3, rel=1e-3)
     (dp,) = step.comms
     assert dp.time.bandwidth_s == pytest.approx(hierarchical) and dp.overlaps
     # the tokens per GPU the backward (4 N FLOPs a token) needs to cover it: T = t x peak / 4N
     n = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 128256 * 4096
-    peak = 989.4e12 * 1980 / 1830
+    peak = 989.4e12  # the H100 whitepaper's dense BF16
     assert tokens_to_hide(LLAMA8, H100, dp.time.bandwidth_s) == pytest.approx(
         hierarchical * peak / (4 * n)
     )
@@ -204,6 +214,23 @@ def test_dp_step_on_64_h100_by_hand():
     # full recompute: a fourth forward pass of FLOPs the model does not count, MFU 3/4
     again = train(LLAMA8, H100, TrainSplit(dp=64), batch=512, seq=4096, recompute=True)
     assert again.mfu == pytest.approx(0.75)
+
+
+def test_the_dp_all_reduce_bound_is_below_published_multi_node_runs():
+    """Published nccl-tests all-reduce busbw across nodes of 8 H100: about 380 GB/s without
+    SHARP (GTC 2024 slide quoted in NVIDIA/nccl#1649), 320 GB/s on 4 x 8 H100 over RoCE
+    (NVIDIA/nccl#1221), 330.9 GB/s on 4 x 8 H100 over InfiniBand (vpbenchmarking). At 380 GB/s
+    the 64-GPU all-reduce of 16.06 GB takes 16.06e9 x 2 x 63/64 / 380e9 = 83.2 ms: the bound
+    must not exceed it (the sum of the phases, 62.5 + 70.3 = 132.7 ms, did)."""
+    step = train(LLAMA8, H100, TrainSplit(dp=64), batch=512, seq=4096)
+    (dp,) = step.comms
+    g = 2 * LLAMA8.parameters()
+    measured = g * 2 * 63 / 64 / 380e9
+    assert measured == pytest.approx(83.2e-3, rel=1e-3)
+    assert dp.time.bandwidth_s <= measured
+    # the largest busbw the bound allows: 2 x 63/64 x g / t = 450 GB/s, at 8 NICs x 50 GB/s and
+    # 7/8 of the node's traffic out of it: 400 x 8/7 x 63/64
+    assert g * 2 * 63 / 64 / dp.time.bandwidth_s == pytest.approx(400e9 * 8 / 7 * 63 / 64)
 
 
 def test_pipeline_bubble_and_tp_all_reduces():
@@ -230,8 +257,8 @@ def test_bad_training_input():
 
 
 def test_communication_roofline_by_hand():
-    # H100: 1070.5 TFLOP/s (989.4 at 1830 MHz, scaled to 1980) over 450 GB/s of NVLink
-    peak = 989.4e12 * 1980 / 1830
+    # H100: the whitepaper's dense BF16 989.4 TFLOP/s over 450 GB/s of NVLink = 2198.7 FLOP/byte
+    peak = 989.4e12
     assert critical_intensity(H100, NVLINK) == pytest.approx(peak / NVLINK)
     # an 8-way TP MLP (gate, up, down): 6 h w FLOPs a token per device against a ring
     # all-reduce of h BF16 values, 2 x 7/8 x 2 h / 450e9 s
@@ -407,11 +434,12 @@ def test_dp_ranks_that_do_not_fill_whole_nodes_ring_over_the_network():
 
 
 def test_the_latency_term_stays_out_of_the_bound():
-    """A one-shot all-reduce of 4 KiB on 8 H100 takes 5.7 us (sglang#2904, in the published
-    measurements): less than NCCL's ring latency alone, 14 x 0.47 us = 6.58 us, so a bound with
-    the latency term in it would be beaten; the bandwidth term (8 ns) is not."""
-    t = all_reduce(4096, 8, H100)
-    assert t.latency_s == pytest.approx(6.58e-6) and t.latency_s > 5.7e-6 > t.bandwidth_s
+    """A one-shot all-reduce of 4096 FP32 values (16 KiB) on 8 H100 takes 5.7 us (sglang#2904;
+    sgl-kernel tests/test_trt_reduce.py allocates torch.float32): less than NCCL's model of a
+    ring all-reduce, 6.6 + 14 x 0.6 = 15.0 us, so a bound with the latency term in it would be
+    beaten; the bandwidth term (16384 / 450e9 = 36 ns) is not."""
+    t = all_reduce(4096 * 4, 8, H100)
+    assert t.latency_s == pytest.approx(15.0e-6) and t.latency_s > 5.7e-6 > t.bandwidth_s
 
 
 def test_bad_input_names_the_argument():
