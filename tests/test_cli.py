@@ -628,7 +628,10 @@ INFER_ERRORS = {
         ("--model", "llama-2-7b", "--batch", "64"),
         "--batch 64 does not fit on h100-sxm at --context 4096: at most ",
     ),
-    "weights that do not fit": (("--model", "llama-2-70b"), "at most 0 sequence(s)"),
+    "weights that do not fit": (
+        ("--model", "llama-2-70b"),
+        "does not fit on h100-sxm at --context 4096, not even one sequence",
+    ),
     "unknown weight format": (
         ("--model", "llama-2-7b", "--weights-dtype", "int3"),
         "--weights-dtype 'int3' is not a known precision; allowed: fp64",
@@ -1081,3 +1084,19 @@ def test_json_counts_stay_exact_beyond_int64():
     from roofline_book.cli.schema import SCHEMAS
 
     assert "2**53" in SCHEMAS["op"]["properties"]["flops"]["description"]
+
+
+def test_a_model_that_does_not_fit_says_so_and_names_the_tp_that_fits(call):
+    # Qwen2.5-72B in BF16: 145.4 GB of weights (72.7e9 parameters x 2 bytes) against
+    # 0.9 x 85.52 GB = 76.97 GB of an H100 (10% left unused, vLLM's gpu_memory_utilization
+    # 0.9): not one sequence fits. Split over 2 devices each holds 72.7 GB of weights, and one
+    # 4096-token sequence's KV cache (80 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes x 4096
+    # = 1.342 GB, half of it per device) fits beside them: --tp 2 is the hint.
+    status, _, stderr = call("infer", "--model", "qwen2.5-72b")
+    assert status == 2
+    assert "--batch" not in stderr, stderr  # no --batch was given
+    assert "qwen2.5-72b does not fit on h100-sxm at --context 4096, not even one" in stderr
+    assert "KV cache 1.342 GB per sequence per device" in stderr
+    assert stderr.rstrip().endswith("add --tp 2 to split each layer over 2 devices"), stderr
+    status, stdout, _ = call("infer", "--model", "qwen2.5-72b", "--tp", "2")
+    assert status == 0 and "largest batch that fits" in stdout

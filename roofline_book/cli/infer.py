@@ -102,14 +102,22 @@ def run(args: argparse.Namespace) -> int:
         fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
         weights_here, kv_here = weight_bytes(config, p), per_sequence
     where = device.key if group is None else f"{split.devices} x {device.key}"
-    if fits is not None and args.batch > fits:
+    batch = 1 if args.batch is None else args.batch
+    if fits is not None and batch > fits:
+        what = (
+            f"{config.key} does not fit on {where} at --context {context}, not even one sequence"
+            if fits == 0
+            else f"--batch {batch} does not fit on {where} at --context {context}: at most "
+            f"{fits} sequence(s)"
+        )
         raise UsageError(
-            f"--batch {args.batch} does not fit on {where} at --context {context}: "
-            f"at most {fits} sequence(s) (weights {si(weights_here, 'B')} per device, "
+            f"{what} (weights {si(weights_here, 'B')} per device, "
             f"activations about {si(activation_peak(config, p) // split.tp, 'B')}, "
             f"KV cache {si(kv_here, 'B')} per sequence per device, "
             f"of {si(device.memory_capacity or 0, 'B')} with {MEMORY_RESERVE:.0%} left unused)"
+            f"{_fit_hint(args, config, device, split, batch, context, prompt, p)}"
         )
+    args.batch = batch
     prefill = step_ops(config, args.batch, prompt, prompt, p)
     decode = step_ops(config, args.batch, 1, context, p)
     t_prefill, t_decode = step_time(prefill, device, p), step_time(decode, device, p)
@@ -272,6 +280,37 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_hint(
+    args: argparse.Namespace,
+    config,
+    device: Hardware,
+    split: Split,
+    batch: int,
+    context: int,
+    prompt: int,
+    p: Precisions,
+) -> str:
+    """不装下时的提示：装得下 ``batch`` 条序列的最小 ``--tp``（同一节点内），没有则为空。"""
+    if device.link_bandwidth is None:
+        return "; a device with more memory, or smaller --weights-dtype/--kv-dtype/--context"
+    for tp in range(split.tp + 1, GPUS_PER_NODE + 1):
+        wider = Split(tp=tp, pp=split.pp, ep=split.ep)
+        try:
+            wider.check(config)
+            group = infer_split(
+                config, device, wider, batch=1, context=context, prompt=prompt, precisions=p
+            )
+        except ValueError:  # tp does not divide the heads, ep does not divide tp, ...
+            continue
+        if group.max_batch is not None and group.max_batch >= batch:
+            more = "" if args.batch is None else f", at most {group.max_batch} sequence(s)"
+            return f"; add --tp {tp} to split each layer over {tp} devices{more}"
+    return (
+        f"; it does not fit with --tp {GPUS_PER_NODE} either: add --pp, or use smaller "
+        "--weights-dtype/--kv-dtype/--context"
+    )
+
+
 def _split(args: argparse.Namespace, config, device: Hardware) -> Split:
     """``--tp --pp --ep`` 的切分；不允许的切分是一行写明参数的错误。"""
     try:
@@ -303,7 +342,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     infer.add_argument(
         "--model", required=True, metavar="NAME", help=f"one of: {', '.join(models())}"
     )
-    infer.add_argument("--batch", type=parse_size, default=1, metavar="N", help="sequences (1)")
+    infer.add_argument("--batch", type=parse_size, metavar="N", help="sequences (1)")
     infer.add_argument(
         "--context",
         type=parse_size,
