@@ -7,7 +7,8 @@
 报告和各项检查都调用它。规则有两部分：
 
 - **哪个单元的上限管哪些 FLOPs。** 矩阵 FLOPs 除以矩阵单元的速率；向量工作按 lane slot 计
-  （:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`），除以每秒 lane slot 数；
+  （:attr:`Cost.vector_slots <roofline_book.ops.Cost.vector_slots>`），除以每秒 lane slot 数（其中
+  ``Cost.fp32_vector_slots`` 按 FP32 的速率）；
   特殊函数求值次数除以它们的速率。只有一个峰值的机器（``"compute"``）让所有 FLOPs 共用它。
 - **数据必须到达哪一级。** 冷启动（``resident=False``）时，必需字节来自最外一级（HBM、DRAM），
   途经它之内每个有带宽的层级；数据可能已在 cache 中时（``resident=True``：前一个算子刚写出它，
@@ -195,7 +196,7 @@ class Ceilings:
         >>> from roofline_book import hardware
         >>> h100 = Ceilings.of(hardware("h100-sxm"))
         >>> round(h100.rate("matrix", "bf16") / 1e12, 1), h100.rate("vector", "fp32") / 1e12
-        (1070.5, 33.5)
+        (989.4, 33.5)
         """
         unit = _validate.choice("unit", unit, COMPUTE_RESOURCES)
         precision_name(dtype)  # reject unknown names
@@ -392,6 +393,11 @@ def bound(
                     f"allowed: {', '.join(have) or 'none'}"
                 )
             times[unit] = amount / rate
+        fp32 = ceilings.rate("vector", "fp32") if cost.fp32_vector_slots else None
+        if fp32 is not None:  # slots that run in FP32 whatever the data (Cost.fp32_vector_slots)
+            rest = cost.vector_slots - cost.fp32_vector_slots
+            times["vector"] = times["vector"] * rest / cost.vector_slots
+            times["vector"] += cost.fp32_vector_slots / fp32
     levels = ceilings.levels
     ws = cost.bytes / max(cost.kernels, 1) if working_set is None else working_set
     outer = len(levels) - 1

@@ -17,6 +17,7 @@ gemm  1.37 ms
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -260,7 +261,14 @@ HOPPER_DEVICES = frozenset({"h100-sxm", "h800-sxm", "h20", "h200-sxm"})
 def device_flash_tile(
     device: Hardware, head_dim: int, dtype: Precision = "bf16", causal: bool = False
 ) -> FlashTile | None:
-    """``device`` 运行的 flash kernel 的 tile：Hopper 上是 FlashAttention-3 的 tile，否则为 None。
+    """``device`` 上 flash kernel 的下界所取的 tile：Hopper 上是 FlashAttention-3 的 tile 加上两块
+    一组的 cluster，否则为 None。
+
+    K、V 的重读取决于调度，而不只取决于算子：FA3 在不加 mask 且 head dim 够大时让相邻两个 query
+    块组成 cluster、以 TMA multicast 共享每次 K/V 读入，加 causal mask 时不用（:func:`fa3_tile`）。
+    同样的 tile 用两块的 cluster（或 ``Br`` 加倍）重读至多是不用时的一半，Hopper 的任何 kernel 都
+    可以这样调度，所以下界在这两种调度中取重读较少的一种，即总是带 cluster。FA3 自己的调度给出的 L2
+    时间是一个估计（它还依赖测得的 L2 带宽），不是下界。
 
     None 表示这个设备没有公开的 tile 表，于是 :func:`roofline_book.ops.attention` 退回它的片上存储规
     则（``sram_bytes``，:func:`device_sram_bytes`）。FA3 不支持的 head dim 或精度（大于 256、FP32）
@@ -271,15 +279,18 @@ def device_flash_tile(
     >>> from roofline_book.hardware import hardware
     >>> device_flash_tile(hardware("h100-sxm"), 128)
     FlashTile(block_m=128, block_n=176, cluster_m=2)
+    >>> device_flash_tile(hardware("h100-sxm"), 128, causal=True)    # FA3 itself: no cluster
+    FlashTile(block_m=128, block_n=128, cluster_m=2)
     >>> device_flash_tile(hardware("a100-sxm"), 128) is None
     True
     """
     if device.key not in HOPPER_DEVICES:
         return None
     try:
-        return fa3_tile(head_dim, dtype, causal)
+        tile = fa3_tile(head_dim, dtype, causal)
     except ValueError:
         return None
+    return dataclasses.replace(tile, cluster_m=max(tile.cluster_m, 2))
 
 
 def block_table(

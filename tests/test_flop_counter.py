@@ -97,3 +97,36 @@ def test_sdpa_on_cpu_is_not_counted(is_causal):
     )
     assert flops == 0
     assert attention(1, 2, 16, 16, 8, "fp32", causal=is_causal).flops > 0
+
+
+def test_eager_attention_kernels_match_pytorch_ops():
+    """Hugging Face's eager attention in BF16, run by PyTorch: the ops that launch a kernel."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    views = {"transpose", "expand", "view", "_unsafe_view"}
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names, self.softmax_input = [], None
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            if name == "_softmax":
+                self.softmax_input = args[0].dtype
+            if name not in views:
+                self.names.append(name)
+            return func(*args, **(kwargs or {}))
+
+    b, h, n, d = 1, 2, 8, 4
+    q, k, v = (torch.randn(b, h, n, d, dtype=torch.bfloat16) for _ in range(3))
+    mask = torch.full((n, n), float("-inf")).triu(1)[None, None].to(torch.bfloat16)
+    with Ops() as seen:  # transformers' eager_attention_forward
+        w = torch.matmul(q, k.transpose(2, 3)) * d**-0.5
+        w = w + mask
+        w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+        torch.matmul(w, v)
+    # bmm, mul, add, the cast to FP32, _softmax on FP32, the cast back, bmm
+    assert seen.names == ["bmm", "mul", "add", "_to_copy", "_softmax", "_to_copy", "bmm"]
+    assert seen.softmax_input == torch.float32
+    assert attention(b, h, n, n, d, "bf16", impl="eager", causal=True).kernels == len(seen.names)

@@ -106,9 +106,39 @@ def test_adamw_bytes_per_parameter():
     assert adamw(p, "loop").bytes == 80 * p
     assert adamw(p, "foreach").bytes == adamw(p, "loop").bytes
     # master weights: bf16 gradients shrink the two gradient reads of the loop by 2 bytes
-    # each, and the step also writes the bf16 weight copy (2 bytes)
-    assert adamw(p, "loop", grad_dtype="bf16", model_dtype="bf16").bytes == (76 + 2) * p
+    # each; the fused step writes the bf16 weight copy in its one pass (2 bytes), the loop in a
+    # cast kernel of its own that reads the FP32 master (4) and writes the copy (2)
+    assert adamw(p, "loop", grad_dtype="bf16", model_dtype="bf16").bytes == (76 + 4 + 2) * p
     assert adamw(p, "fused", grad_dtype="bf16", model_dtype="bf16").bytes == (26 + 2) * p
+
+
+def test_master_weight_adamw_casts_in_a_kernel_of_its_own_unless_fused():
+    # Transformer Engine FusedAdam(master_weights=True) writes the BF16 copy in its one kernel;
+    # an unfused step needs one more pass, param.to(bf16): the 8 passes of the loop over 7
+    # tensors are 56 kernels, 63 with the cast (82 bytes per parameter, not 78).
+    mixed = {"grad_dtype": "bf16", "model_dtype": "bf16"}
+    loop = adamw(7 * 1000, "loop", tensors=7, **mixed)
+    assert (loop.bytes // 7000, loop.kernels) == (82, 63)
+    # foreach: the cast is a multi_tensor_apply pass of depth 2 (master in, copy out): the 202 M
+    # parameters of a 7B block are 3089 chunks, ceil(3089 / 320) = 10 launches, 9 passes
+    foreach = adamw(202_383_360, "foreach", tensors=7, **mixed)
+    assert foreach.kernels == 9 * 10
+    fused = adamw(202_383_360, "fused", tensors=7, **mixed)
+    assert (fused.bytes // 202_383_360, fused.kernels) == (28, 10)
+
+
+def test_adamw_launches_follow_the_cuda_build():
+    # ATen/native/cuda/MultiTensorApply.cuh (PyTorch 2.13): `#if CUDART_VERSION >= 13000`
+    # depth_to_max_blocks[5] = {2240, ...}, else 320. The 7B block's 3089 chunks:
+    # ceil(3089 / 320) = 10 launches a pass in a CUDA 12 build, ceil(3089 / 2240) = 2 in CUDA 13,
+    # so foreach's 8 passes are 80 or 16 launches against the loop's 8 x 7 = 56.
+    p = 202_383_360
+    assert adamw(p, "fused", tensors=7, cuda=13).kernels == 2
+    assert adamw(p, "foreach", tensors=7, cuda=13).kernels == 16
+    assert adamw(p, "foreach", tensors=7).kernels == 80
+    assert adamw(p, "loop", tensors=7, cuda=13).kernels == 56
+    with pytest.raises(ValueError, match="cuda must be 12 or 13"):
+        adamw(p, "loop", cuda=11)
 
 
 def test_adamw_refuses_grads_torch_cannot_take():
@@ -441,3 +471,55 @@ def test_attention_kv_heads_must_divide_heads(kv_heads):
         attention(1, 8, 16, 16, 32, kv_heads=kv_heads)
     with pytest.raises((ValueError, TypeError), match="kv_heads"):
         attention_backward(1, 8, 16, 16, 32, kv_heads=kv_heads)
+
+
+def test_eager_attention_casts_bf16_in_a_kernel_of_its_own():
+    # Hugging Face eager attention: softmax(S, dim=-1, dtype=torch.float32).to(dtype). ATen
+    # aten/src/ATen/native/SoftMax.cpp fuses the cast only for Half:
+    #   if (input_.is_cuda() && input_.scalar_type() == ScalarType::Half
+    #       && dtype == ScalarType::Float) return at::_softmax(input_, dim_, true);
+    #   else { Tensor converted = dtype.has_value() ? input_.toType(dtype.value()) : input_; ...
+    # Per BF16 score beyond Q, K, V, O: S written (2), scale (2 + 2), mask (2 + 2, the mask read
+    # once for all 32 heads), cast (2 + 4), softmax (4 + 4), cast back (4 + 2), P read by PV (2).
+    heads, n, d = 32, 1024, 64
+    qkvo = 4 * heads * n * d * 2
+    causal = attention(1, heads, n, n, d, impl="eager", causal=True)
+    assert causal.kernels == 7
+    assert (causal.bytes - qkvo) / (heads * n * n) == 2 + 4 + 4 + 6 + 8 + 6 + 2 + 2 / 32
+    plain = attention(1, heads, n, n, d, impl="eager")
+    assert plain.kernels == 6 and (plain.bytes - qkvo) / (heads * n * n) == 28
+    # FP16 takes the fused half-to-float softmax (read 2, write 4): 5 kernels, 20 bytes unmasked
+    half = attention(1, heads, n, n, d, "fp16", impl="eager")
+    assert half.kernels == 5 and (half.bytes - qkvo) / (heads * n * n) == 2 + 4 + 6 + 6 + 2
+    # FP32 converts nothing: S (4), scale (8), softmax (8), P (4); 4 kernels
+    single = attention(1, heads, n, n, d, "fp32", impl="eager")
+    assert single.kernels == 4 and (single.bytes - 2 * qkvo) / (heads * n * n) == 24
+
+
+def test_softmax_lower_bound_takes_one_exp():
+    # A minimal kernel: one exp per element, a multiply by the row sum's reciprocal. PyTorch's
+    # own kernel (aten/src/ATen/native/cuda/SoftMax.cu) does three special evaluations:
+    # SumExpFloat `sum + std::exp(v - max_k)`, then SoftMaxForwardEpilogue
+    # `std::exp(input - max_input) / sum`, an IEEE division (a MUFU.RCP).
+    c = ops.softmax(4096, 4096)
+    assert c.special_flops == 4096 * 4096 and c.vector_flops == 4 * 4096 * 4096
+    assert ops.pointwise.SOFTMAX_SPECIAL_PER_ELEMENT_ATEN == 2 + 1
+
+
+def test_rope_is_a_multiply_and_an_fma():
+    # x * cos + rotate_half(x) * sin: the second product is added (an FMA), 2 lane slots of 3 FLOPs
+    c = ops.rope(16, 4, 8)
+    elements = 16 * (4 + 4) * 8
+    assert (c.flops, c.vector_slots) == (3 * elements, 2 * elements)
+
+
+def test_flash_softmax_runs_at_the_fp32_vector_rate():
+    # FlashAttention-2/-3 keep S in FP32 accumulators: the 4 vector FLOPs per kept score run at
+    # H100's FP32 lane rate, 67e12 / 2 = 33.5e12 slots/s, whatever the input precision
+    from roofline_book import hardware, time_bound
+
+    heads, n, d = 32, 4096, 128
+    for dtype in ("bf16", "fp8"):
+        c = attention(1, heads, n, n, d, dtype, tile=ops.fa3_tile(d, dtype))
+        vector = time_bound(c, hardware("h100-sxm"), dtype).by_resource["vector"]
+        assert vector == pytest.approx(4 * heads * n * n / 33.5e12)

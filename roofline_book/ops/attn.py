@@ -207,13 +207,20 @@ def attention(
     mask 保留下来的 ``(query, key)`` 对，而不融合的实现先算出全部得分再加 mask，所以它们
     的 FLOPs 也包括被 mask 掉的部分。
 
+    causal mask 按右下对齐（FlashAttention >= 2.1 的约定）：query ``i`` 看到 key
+    ``0 .. seq_k - seq_q + i``。PyTorch ``scaled_dot_product_attention(is_causal=True)`` 按左上对齐
+    （query ``i`` 看到 key ``0 .. i``）；两者只在 ``seq_q != seq_k`` 时不同，例如 ``seq_q = 4096``、
+    ``seq_k = 1`` 时右下对齐只保留 1 对，左上对齐保留 4096 对。
+
     ``impl="materialized"``：kernel 数最少的不融合实现，三个 kernel。``S = Q K^T`` 写回
     内存，softmax 读 ``S``、写 ``P``，``O = P V`` 再把 ``P`` 读回来；得分按 ``dtype``
     存放，每个 BF16 得分 8 字节。
 
-    ``impl="eager"``：Hugging Face eager 代码的写法，六个 kernel：``Q K^T``、缩放、加
-    mask（仅 ``causal=True``；mask 每条序列一份，读一次）、按 FP32 计算并写出的 softmax、
-    转回 ``dtype``，以及 ``P V``：每个 BF16 得分约 24 字节。
+    ``impl="eager"``：Hugging Face eager 代码的写法：``Q K^T``、缩放、加 mask（仅
+    ``causal=True``；mask 每条序列一份，读一次）、``softmax(..., dtype=torch.float32)``、转回
+    ``dtype``，以及 ``P V``。ATen 只对 FP16 输入把转换并入 softmax；BF16 的得分先由单独的一个 kernel
+    转成 FP32（见 ``_eager``），所以 BF16 下是七个 kernel，每个得分约 32 字节（不加 mask 时六个、
+    28 字节）。FP32 的 softmax 的向量运算按 FP32 的速率计（``Cost.fp32_vector_slots``）。
 
     ``impl="flash"``：一个分块 kernel（FlashAttention）。``Br`` 行 query 组成的块留在片上， key 与
     value 的各行依次流过，这是 FlashAttention-2（Dao 2023）与 FlashAttention-3 的循环顺序。必需流量
@@ -221,7 +228,8 @@ def attention(
     （或者以 multicast 共享它们的每一组块）都要读一遍 K 和 V，约 ``seq_q / Br`` 次：第一次之后的读取
     记为 ``Cost.reread_bytes``，一个 head 的 K 和 V 记为 ``Cost.reread_footprint``。这个 footprint
     装得进 L2 时（当前 GPU 上是几 MB 对几十 MB 的 L2），roofline 把重读算在 L2 上，装不下时算在 HBM
-    上。
+    上。FlashAttention-2 与 -3 把得分留在 FP32 累加器里，softmax 按 FP32 做，与 ``dtype`` 无关，
+    所以它的向量运算按 FP32 的速率计（``Cost.fp32_vector_slots``）。
 
     给了 ``tile`` 时 ``Br`` 为 ``tile.block_m``：一个真实 kernel 的 tile，例如 Hopper 上
     FlashAttention-3 的（:func:`fa3_tile`），它的 ``Br`` 由寄存器预算而不是 shared memory 决定。没有
@@ -281,11 +289,11 @@ def attention(
     >>> fl.reread_footprint == 2 * 4096 * 128 * 2         # one head's K and V
     True
 
-    eager 代码每个得分搬运的字节数是 materialized 的 3 倍（32 个 head 共用一份 mask）：
+    eager 代码每个 BF16 得分搬运的字节数是 materialized 的 4 倍（32 个 head 共用一份 mask）：
 
     >>> eager = attention(1, 32, 4096, 4096, 128, impl="eager", causal=True)
     >>> eager.kernels, round((eager.bytes - 32 * 4 * 4096 * 128 * 2) / (32 * 4096**2))
-    (6, 24)
+    (7, 32)
 
     causal 的一步 decode，一个 query 对 1024 个 key 的 cache，能看到每一个 key：
 
@@ -356,6 +364,7 @@ def attention(
         bytes_read=batch * s * head_dim * (heads * seq_q + 2 * kv * seq_k),
         bytes_written=bh * s * head_dim * seq_q,
         vector_flops=bh * pairs * softmax_vector,
+        fp32_vector_slots=bh * pairs * softmax_vector,  # softmax in the FP32 accumulators
         special_flops=bh * pairs,
         reread_bytes=batch * kv * s * head_dim * 2 * (keys - seq_k),
         reread_footprint=s * head_dim * 2 * seq_k,
@@ -365,15 +374,32 @@ def attention(
 def _eager(
     batch: int, bh: int, seq_q: int, seq_k: int, d: int, dtype: Precision, causal: bool
 ) -> Cost:
-    """Hugging Face eager attention 的六个 kernel（不加 mask 时五个）。"""
+    """Hugging Face eager attention 的各个 kernel：BF16 七个（不加 mask 时六个）。
+
+    ``softmax(S, dim=-1, dtype=torch.float32).to(dtype)``：ATen 只对 FP16 走融合的 half-to-float
+    路径，其他精度先由一个单独的 kernel 转成 FP32（``aten/src/ATen/native/SoftMax.cpp``）::
+
+        if (input_.is_cuda() && input_.scalar_type() == ScalarType::Half &&
+            dtype == ScalarType::Float) return at::_softmax(input_, dim_, true);
+        else { Tensor converted = dtype.has_value() ? input_.toType(dtype.value()) : input_; ... }
+
+    FP32 输入不需要转换（``toType`` 与 ``.to`` 原样返回），也没有转回的 kernel。
+    """
     scores = bh * seq_q * seq_k
     s, f32 = bytes_per_element(dtype), bytes_per_element("fp32")
     total = gemm(seq_q, d, seq_k, dtype, batch=bh)  # S = Q K^T
     total += elementwise(scores, dtype)  # S * scale
     if causal:  # S + mask; the (batch, 1, seq_q, seq_k) mask is read once
         total += elementwise(scores, dtype) + Cost(0, s * batch * seq_q * seq_k, 0, 0)
-    total += softmax(bh * seq_q, seq_k, dtype) + Cost(0, 0, (f32 - s) * scores, 0)  # FP32 out
-    total += Cost(0, f32 * scores, s * scores)  # .to(dtype)
+    probs = softmax(bh * seq_q, seq_k, "fp32")  # computed in FP32, written in FP32
+    probs = dataclasses.replace(probs, fp32_vector_slots=probs.vector_slots)
+    if s == f32:  # nothing to convert
+        return total + probs + gemm(seq_q, seq_k, d, dtype, batch=bh)
+    if precision_name(dtype) == "fp16":  # the fused half-to-float softmax reads FP16
+        probs = dataclasses.replace(probs, bytes_read=s * scores)
+    else:  # input_.toType(kFloat): a kernel of its own
+        total += Cost(0, s * scores, f32 * scores)
+    total += probs + Cost(0, f32 * scores, s * scores)  # .to(dtype)
     return total + gemm(seq_q, seq_k, d, dtype, batch=bh)  # O = P V
 
 

@@ -49,6 +49,10 @@ class Cost:
     reread_footprint : int
         要让这些重读命中 cache，cache 必须装下的字节数（byte）；装得进设备的 L2 时，
         roofline 把重读算在 L2 上，否则算在 HBM 上。
+    fp32_vector_slots : int
+        :attr:`vector_slots` 中无论数据是什么精度都按 FP32 运行的 lane slot 数：它们按 FP32 的
+        lane 速率计时（FlashAttention 在 FP32 累加器里做 softmax，输入是 BF16 也一样）。其余 slot
+        按算子数据的精度计时。
 
     Examples
     --------
@@ -66,6 +70,10 @@ class Cost:
 
     >>> Cost(5, 4, 4, vector_flops=5, vector_fma_flops=4).vector_slots
     3
+    >>> Cost(5, 4, 4, vector_flops=5, fp32_vector_slots=6)
+    Traceback (most recent call last):
+    ...
+    ValueError: fp32_vector_slots must be <= vector_slots (5), got 6
     """
 
     flops: int
@@ -77,6 +85,7 @@ class Cost:
     reread_bytes: int = 0
     reread_footprint: int = 0
     vector_fma_flops: int = 0
+    fp32_vector_slots: int = 0
 
     def __post_init__(self) -> None:
         for field in (
@@ -89,12 +98,18 @@ class Cost:
             "reread_bytes",
             "reread_footprint",
             "vector_fma_flops",
+            "fp32_vector_slots",
         ):
             _validate.count(field, getattr(self, field))
         if self.vector_fma_flops > self.vector_flops or self.vector_fma_flops % 2:
             raise ValueError(
                 f"vector_fma_flops must be an even number <= vector_flops ({self.vector_flops}), "
                 f"2 FLOP per FMA; got {self.vector_fma_flops}"
+            )
+        if self.fp32_vector_slots > self.vector_slots:
+            raise ValueError(
+                f"fp32_vector_slots must be <= vector_slots ({self.vector_slots}), "
+                f"got {self.fp32_vector_slots}"
             )
         if self.vector_flops + self.special_flops > self.flops:
             raise ValueError(
@@ -150,6 +165,7 @@ class Cost:
             reread_bytes=self.reread_bytes + other.reread_bytes,
             reread_footprint=max(self.reread_footprint, other.reread_footprint),
             vector_fma_flops=self.vector_fma_flops + other.vector_fma_flops,
+            fp32_vector_slots=self.fp32_vector_slots + other.fp32_vector_slots,
         )
 
     def __radd__(self, other: object) -> Cost:
@@ -171,6 +187,7 @@ class Cost:
             reread_bytes=self.reread_bytes * times,
             reread_footprint=self.reread_footprint,
             vector_fma_flops=self.vector_fma_flops * times,
+            fp32_vector_slots=self.fp32_vector_slots * times,
         )
 
     __rmul__ = __mul__

@@ -116,7 +116,7 @@ def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 
     params = _validate.size("params", params)
     tensors = _validate.size("tensors", tensors)
     depth = _validate.size("depth", depth)
-    if isinstance(cuda, bool) or cuda not in _MULTI_TENSOR_LIMITS:
+    if not isinstance(cuda, int) or isinstance(cuda, bool) or cuda not in _MULTI_TENSOR_LIMITS:
         raise ValueError(
             f"cuda must be 12 or 13 (the CUDA major version of the build), got {cuda!r}"
         )
@@ -164,6 +164,7 @@ def adamw(
     grad_dtype: Precision | None = None,
     state_dtype: Precision | None = None,
     model_dtype: Precision | None = None,
+    cuda: int = 12,
 ) -> Cost:
     """对分在 ``tensors`` 个 tensor 中的 ``params`` 个参数做一步 AdamW。
 
@@ -173,12 +174,16 @@ def adamw(
 
     kernel launch：loop 每趟对每个 tensor launch 一次；foreach 和 fused 经由 PyTorch 的
     ``multi_tensor_apply``，每趟对每批 chunk launch 一次（:func:`multi_tensor_launches`），
-    所以大模型每趟要 launch 好几次，而不是一次。
+    所以大模型每趟要 launch 好几次，而不是一次；每次能带多少 chunk 取决于 PyTorch 构建时的 CUDA
+    版本（``cuda``）。
 
-    精度：``torch.optim.AdamW`` 要求梯度与参数同精度。FP32 master weight 和矩配 16 位梯度
-    是 Megatron-LM 和 DeepSpeed 的混合精度优化器的做法，它们还会写出下一次前向要读的 16 位
-    权重副本：给出 ``model_dtype`` 表示这份副本，此时 ``grad_dtype`` 可以与
-    ``param_dtype`` 不同。
+    精度：``torch.optim.AdamW`` 要求梯度与参数同精度。FP32 master weight 和矩配 16 位梯度，并在
+    同一个 kernel 里写出下一次前向要读的 16 位权重副本，是 Transformer Engine 的 ``FusedAdam``
+    （``master_weights=True``）和 Megatron-LM 的 ``--use-precision-aware-optimizer
+    --main-grads-dtype bf16`` 的做法（Megatron-LM 的 BF16 默认配置保留 FP32 梯度）：给出
+    ``model_dtype`` 表示这份副本，此时 ``grad_dtype`` 可以与 ``param_dtype`` 不同。fused 在它唯一
+    的一趟里写出副本；loop 与 foreach 另要一趟转换（读 master weight、写副本）：loop 每个 tensor
+    一个 kernel，foreach 经 ``multi_tensor_apply``。
 
     Parameters
     ----------
@@ -197,6 +202,9 @@ def adamw(
     model_dtype : str or torch.dtype, optional
         这一步另外写出的模型权重副本的精度（master-weight 优化器）；
         ``torch.optim.AdamW`` 不写副本，为 None。
+    cuda : {12, 13}
+        PyTorch 构建时的 CUDA 主版本，决定 foreach 与 fused 每次 launch 能带的 chunk 数
+        （:func:`multi_tensor_launches`）。
 
     Examples
     --------
@@ -218,17 +226,31 @@ def adamw(
     >>> adamw(10**9, "fused", tensors=100).kernels
     48
 
-    master weight：FP32 权重和矩，BF16 梯度，再写回一份 BF16 副本（每个参数多 2 字节）：
+    CUDA 13 构建每次 launch 带 2240 块：``ceil(15259 / 2240) = 7`` 次：
+
+    >>> adamw(10**9, "fused", tensors=100, cuda=13).kernels
+    7
+
+    master weight：FP32 权重和矩，BF16 梯度，再写回一份 BF16 副本（每个参数多 2 字节）。loop 的
+    副本由另一个 kernel 转换：80 - 2 x 2（两趟读 BF16 梯度）+ 4 + 2 = 82 字节，每个 tensor 多一个
+    kernel：
 
     >>> mixed = adamw(1, "fused", grad_dtype="bf16", model_dtype="bf16")
     >>> mixed.bytes_read, mixed.bytes_written
     (14, 14)
+    >>> loop = adamw(7, "loop", tensors=7, grad_dtype="bf16", model_dtype="bf16")
+    >>> loop.bytes // 7, loop.kernels
+    (82, 63)
     """
     params = _validate.size("params", params)
     tensors = _validate.size("tensors", tensors)
     if tensors > params:
         raise ValueError(f"tensors must be <= params ({params}), got {tensors}")
     passes = adamw_passes(impl)
+    if not isinstance(cuda, int) or isinstance(cuda, bool) or cuda not in _MULTI_TENSOR_LIMITS:
+        raise ValueError(
+            f"cuda must be 12 or 13 (the CUDA major version of the build), got {cuda!r}"
+        )
     for name, dtype in (("param_dtype", param_dtype), ("grad_dtype", grad_dtype),
                         ("state_dtype", state_dtype), ("model_dtype", model_dtype)):  # fmt: skip
         if dtype is None:
@@ -246,8 +268,9 @@ def adamw(
             raise ValueError(
                 f"grad_dtype ({grad_dtype}) differs from param_dtype ({param_dtype}): "
                 "torch.optim.AdamW needs them equal; for FP32 master weights with 16-bit "
-                "gradients (Megatron-LM, DeepSpeed) also give model_dtype, the precision "
-                "of the weight copy the step writes"
+                "gradients (Transformer Engine FusedAdam with master_weights, Megatron-LM's "
+                "precision-aware optimizer) also give model_dtype, the precision of the "
+                "weight copy the step writes"
             )
     state = param_dtype if state_dtype is None else state_dtype
     width = {
@@ -265,11 +288,16 @@ def adamw(
             flops=p.flops * params,
             bytes_read=params * sum(width[t] for t in p.reads),
             bytes_written=params * sum(width[t] for t in p.writes),
-            kernels=tensors if loop else multi_tensor_launches(params, tensors, depth),
+            kernels=tensors if loop else multi_tensor_launches(params, tensors, depth, cuda=cuda),
             vector_flops=(p.flops - p.special) * params,
             special_flops=p.special * params,
             vector_fma_flops=p.fma * params,
         )
-    if model_dtype is not None:  # the 16-bit weight copy, written in the same pass
-        total += Cost(0, 0, params * bytes_per_element(model_dtype), 0)
-    return total
+    if model_dtype is None:
+        return total
+    copy = params * bytes_per_element(model_dtype)
+    if impl.strip().lower() == "fused":  # the 16-bit weight copy, written in the same pass
+        return total + Cost(0, 0, copy, 0)
+    # unfused: a cast pass reads the master weight and writes the copy
+    launches = tensors if loop else multi_tensor_launches(params, tensors, 2, cuda=cuda)
+    return total + Cost(0, params * width["param"], copy, launches)

@@ -182,6 +182,10 @@ def swiglu(numel: int, dtype: Precision = "bf16") -> Cost:
 #: （``rotate_half`` 中的 ``-x2``），融合 kernel 把这个符号并入减法，所以不计。
 ROPE_FLOPS_PER_ELEMENT = 3
 
+#: 其中配成 FMA 的 FLOPs：``x * cos`` 是一次乘法，``+ rotate_half(x) * sin`` 是先乘后加（一个
+#: FMA，2 FLOP），所以每个元素占 2 个 lane slot。
+ROPE_FMA_FLOPS_PER_ELEMENT = 2
+
 
 def rope(
     tokens: int,
@@ -195,7 +199,8 @@ def rope(
 
     ``Q`` 和 ``K`` 的每个元素做 ``x * cos + rotate_half(x) * sin``
     （:data:`~roofline_book.ops.pointwise.ROPE_FLOPS_PER_ELEMENT`
-    ，全是向量单元的工作）。必需流量：读 ``Q``
+    ，全是向量单元的工作：一次乘法和一个 FMA，即
+    :data:`~roofline_book.ops.pointwise.ROPE_FMA_FLOPS_PER_ELEMENT`）。必需流量：读 ``Q``
     （``tokens x heads x head_dim``）、``K`` （``tokens x kv_heads x head_dim``）以及 ``cos`` 和
     ``sin`` 两张表（各 ``tokens x head_dim``，所有 head 共用，精度为 ``dtype``），写出旋转后的
     ``Q`` 和 ``K``：
@@ -231,6 +236,8 @@ def rope(
     (100663296, 69206016, 67108864)
     >>> c.flops_by_unit["vector"] == c.flops, round(c.intensity, 2)
     (True, 0.74)
+    >>> c.vector_slots == 2 * 2 * 4096 * 4096      # a multiply and an FMA per element
+    True
     """
     tokens = _validate.size("tokens", tokens)
     heads = _validate.size("heads", heads)
@@ -246,6 +253,7 @@ def rope(
         bytes_read=s * (rotated + 2 * tokens * head_dim),
         bytes_written=s * rotated,
         vector_flops=flops,
+        vector_fma_flops=ROPE_FMA_FLOPS_PER_ELEMENT * rotated,
     )
 
 
@@ -368,25 +376,35 @@ def layernorm(
 
 
 #: 数值稳定的 softmax 每个元素的 FLOPs：求 running max、相减、exp（NB：计为一个，在特殊
-#: 函数单元上）、累加进 sum、相除。
+#: 函数单元上）、累加进 sum、乘以行和的倒数。
 SOFTMAX_FLOPS_PER_ELEMENT = 5
 
-#: 其中未融合 softmax 的特殊函数求值：exp 与除以行和的除法，PyTorch 的 kernel 对每个元素都按
-#: IEEE 除法做（特殊函数单元上的一次倒数，见 :data:`SWIGLU_SPECIAL_PER_ELEMENT`）。
-SOFTMAX_SPECIAL_PER_ELEMENT = 2
+#: 其中的特殊函数求值：exp 一次。最少的 kernel 每行求一次行和的倒数，再逐元素乘它（向量单元上的
+#: 乘法；NB：每行那一次倒数不计，下界只会偏低）。下界取这个最少的次数。
+SOFTMAX_SPECIAL_PER_ELEMENT = 1
+
+#: PyTorch 自己的 CUDA softmax kernel 每个元素的特殊函数求值：exp 两次、倒数一次。ATen
+#: ``aten/src/ATen/native/cuda/SoftMax.cu`` 在求和那一趟算一次 exp（``SumExpFloat``：
+#: ``sum + std::exp(v - max_k)``），写出时又算一次（``SoftMaxForwardEpilogue``：
+#: ``std::exp(input - max_input) / sum``），那次除法是 IEEE 除法（不开 fast math），编译成特殊函数
+#: 单元上的一次倒数（MUFU.RCP）。:func:`softmax` 不用它：它是一个 kernel 的做法，不是下界。
+SOFTMAX_SPECIAL_PER_ELEMENT_ATEN = 3
 
 
 def softmax(rows: int, cols: int, dtype: Precision = "bf16") -> Cost:
     """沿 ``rows x cols`` tensor 的最后一维做 softmax，一个融合 kernel。
 
     每行读一次、写一次（一行装得进片上，或 online softmax 一趟算出 max 和 sum）；见
-    :data:`~roofline_book.ops.pointwise.SOFTMAX_FLOPS_PER_ELEMENT`。
+    :data:`~roofline_book.ops.pointwise.SOFTMAX_FLOPS_PER_ELEMENT`。每个元素一次 exp
+    （:data:`~roofline_book.ops.pointwise.SOFTMAX_SPECIAL_PER_ELEMENT`），其余在向量单元上：这是
+    最少的 kernel 的计法，所以是下界。PyTorch 自己的 kernel 每个元素做
+    :data:`~roofline_book.ops.pointwise.SOFTMAX_SPECIAL_PER_ELEMENT_ATEN` 次特殊函数求值。
 
     Examples
     --------
     >>> c = softmax(4, 8, "fp32")
-    >>> c.flops, c.bytes, c.special_flops       # an exp and a reciprocal per element
-    (160, 256, 64)
+    >>> c.flops, c.bytes, c.special_flops       # one exp per element
+    (160, 256, 32)
     """
     rows = _validate.size("rows", rows)
     cols = _validate.size("cols", cols)
