@@ -27,8 +27,8 @@ def critical_intensity(device: Hardware, bandwidth: float, dtype: str = "bf16") 
     --------
     >>> from roofline_book import hardware
     >>> h100 = hardware("h100-sxm")
-    >>> round(critical_intensity(h100, h100.link_bandwidth))      # 1070.5 T / 450 G
-    2379
+    >>> round(critical_intensity(h100, h100.link_bandwidth))      # 989.4 T / 450 G
+    2199
     """
     return device.peak_flops(dtype) / _validate.positive("bandwidth", bandwidth)
 
@@ -44,14 +44,14 @@ def tokens_to_hide(
 
     Examples
     --------
-    Llama-3-8B，H100：133 ms 的梯度 all-reduce 要 0.133 x 1070.5e12 / (4 x 7.5e9) 个 token。
+    Llama-3-8B，H100：133 ms 的梯度 all-reduce 要 0.133 x 989.4e12 / (4 x 7.5e9) 个 token。
 
     >>> from roofline_book import hardware
     >>> from roofline_book.inference import model
     >>> m, h100 = model("llama-3-8b"), hardware("h100-sxm")
     >>> n = 32 * m.layer_matrix_parameters() + 128256 * 4096
     >>> round(tokens_to_hide(m, h100, 0.133)), round(0.133 * h100.peak_flops("bf16") / (4 * n))
-    (4743, 4743)
+    (4384, 4384)
     """
     c = config
     n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
@@ -83,7 +83,7 @@ def dp_tokens_to_hide(
     >>> p, n = m.parameters(), 32 * m.layer_matrix_parameters() + 128256 * 4096
     >>> t = dp_tokens_to_hide(m, h100, 64, 50e9)
     >>> round(t), round(63 / 64 * p / n * h100.peak_flops("bf16") / 50e9)
-    (22551, 22551)
+    (20843, 20843)
     """
     t = collective_time("all_reduce", 2 * config.parameters(), dp, bandwidth, latency)
     return tokens_to_hide(config, device, t.seconds, dtype)
@@ -109,10 +109,10 @@ def tp_width_to_hide(
     --------
     >>> from roofline_book import hardware
     >>> h100 = hardware("h100-sxm")
-    >>> round(tp_width_to_hide(h100, 8, 450e9))   # 1070.5e12 x (2 x 7/8 x 2 / 450e9) / 6
-    1388
-    >>> round(tp_width_to_hide(h100, 8, 450e9, reduces=True))   # 1070.5e12 x (2 / 450e9) / 6
-    793
+    >>> round(tp_width_to_hide(h100, 8, 450e9))   # 989.4e12 x (2 x 7/8 x 2 / 450e9) / 6
+    1283
+    >>> round(tp_width_to_hide(h100, 8, 450e9, reduces=True))   # 989.4e12 x (2 / 450e9) / 6
+    733
     """
     a = bytes_per_element(dtype)
     if reduces:

@@ -121,13 +121,15 @@ class Ceiling:
     derivation : str
         由公开数字推算出的数字，写出公式；否则为 ``""``。
     clock_hz : float or None
-        这个上限所对应的 SM 时钟频率（Hz）；不知道时为 None。
+        厂商给出这个数字时所按的 SM 时钟（Hz）；存储层级与不知道时为 None。
 
     Examples
     --------
     >>> from roofline_book import hardware
     >>> [str(c) for c in hardware("h100-sxm").ceilings() if c.resource == "special"]
     ['special fp32: 4.182 T evaluations/s at 1980 MHz']
+    >>> [str(c) for c in hardware("h100-sxm").ceilings() if c.precision == "bf16"]
+    ['matrix bf16: 989.4 TFLOP/s at 1830 MHz', 'vector bf16: 133.8 TFLOP/s at 1980 MHz']
     """
 
     resource: str
@@ -181,8 +183,7 @@ class Hardware:
         向量单元各精度的速率（FLOP/s，与厂商的算法相同，一个 FMA 计 2 FLOP）：FP32 与 FP64 lane，
         以及有公开数字时 16 位 packed 的非 Tensor Core 速率（HFMA2、BF16x2）。
     special_peak : float or None
-        每秒特殊函数求值次数（exp、rsqrt、倒数等），有公开数字或可推算时给出；这是结果的个数，不是
-        FLOP/s。
+        每秒特殊函数求值次数（exp、rsqrt、倒数等；结果的个数，不是 FLOP/s），有出处或可推算时给出。
     sparse_peaks : mapping of str to float
         2:4 结构化稀疏的速率（FLOP/s），仅供参考。
     memory_capacity : float or None
@@ -195,19 +196,16 @@ class Hardware:
         容量（byte），有公开数字时给出；``last_level_cache`` 是 L2 之外的一级 cache（AMD 的
         Infinity Cache）。
     l2_bandwidth : float or None
-        L2 带宽（byte/s），厂商或所引用的测量给出时才有（NVIDIA 的芯片用他人的测量：
-        NVIDIA 不公布）。
+        L2 带宽（byte/s），厂商或所引用的测量给出时才有。
     clock_hz : float or None
-        所有上限所对应的 SM 时钟频率（Hz）：设备能跑到的最高频率。
+        厂商标出向量单元速率所按的 SM 时钟（Hz），即 boost 时钟；矩阵单元的数字也按它标出，
+        除非 ``matrix_clock_hz`` 另给一个较低的时钟。特殊函数的速率按它推算。
     shared_memory_per_sm, l1_shared_per_sm, register_file_per_sm : float or None
-        每个 SM 的片上存储（byte）：一个 block 最多能用作 shared memory 的量、L1 与 shared memory 合
-        计、寄存器堆。
+        每个 SM 的片上存储（byte）：一个 block 最多可用的 shared memory、L1 与它合计、寄存器堆。
     sms : int or None
         streaming multiprocessor 的个数（AMD 上为 compute unit）。
-    fp32_lanes_per_sm : int or None
-        每个 SM 的 FP32 lane 数，是推算 ``special_peak`` 所用的公开数字之一。
-    sfu_per_sm_per_clock : int or None
-        每个 SM 每个时钟周期的特殊函数结果数，是推算 ``special_peak`` 所用的公开数字之一。
+    fp32_lanes_per_sm, sfu_per_sm_per_clock : int or None
+        每个 SM 的 FP32 lane 数、每个时钟周期的特殊函数结果数（推算 ``special_peak`` 所用）。
     link : str
         节点内与其他 GPU 的互连，:data:`LINKS` 之一；不知道时为 ``""``。
     link_bandwidth : float or None
@@ -228,13 +226,12 @@ class Hardware:
     compared_sources : mapping of str to tuple of Source
         与某个数字比较过但没有采用的出处（厂商的另一个数字、更低的测量），按字段名索引。
     compared_figures : mapping of str to tuple of float
-        这些出处给出的数字，顺序相同，目录记下了它们时才有（例如 B200 Tech Brief 的 7.7 TB/s）。
+        这些出处给出的数字，顺序相同（例如 B200 Tech Brief 的 7.7 TB/s）。
     derivations : mapping of str to str
-        每个由公开数字推算出的数字的公式，或者某个数字是怎样选出的；某一精度用
-        ``"peak_flops.bf16"`` 这样的键。
-    vendor_peaks : mapping of str to float
-        厂商在低于 ``clock_hz`` 的时钟下标出的那些精度的 dense 数字（FLOP/s），换算之前的值，
-        仅供参考。
+        推算出的数字的公式，或某个数字是怎样选出的；某一精度用 ``"peak_flops.bf16"`` 这样的键。
+    matrix_clock_hz : mapping of str to float
+        厂商按低于 ``clock_hz`` 的时钟标出矩阵单元速率的那些精度，及那个时钟（Hz）：Hopper 的
+        Tensor Core 各行按 1830 MHz。``dense_peaks`` 就是厂商的数字，不换算到别的时钟。
     """
 
     key: str
@@ -268,7 +265,7 @@ class Hardware:
     compared_sources: Mapping[str, tuple[Source, ...]] = field(default_factory=dict)
     compared_figures: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     derivations: Mapping[str, str] = field(default_factory=dict)
-    vendor_peaks: Mapping[str, float] = field(default_factory=dict)
+    matrix_clock_hz: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _validate.positive("memory_bandwidth", self.memory_bandwidth)
@@ -298,6 +295,10 @@ class Hardware:
         for name in ("pcie_generation", "pcie_lanes"):
             if getattr(self, name) is not None:
                 _validate.size(name, getattr(self, name))
+        for precision, rated in self.matrix_clock_hz.items():
+            if precision not in self.dense_peaks:
+                raise ValueError(f"matrix_clock_hz names {precision!r}, which has no matrix rate")
+            _validate.positive(f"matrix_clock_hz[{precision!r}]", rated)
         for precision, sparse in self.sparse_peaks.items():
             dense = self.dense_peaks.get(precision)
             if dense is not None and sparse < dense:
@@ -320,7 +321,7 @@ class Hardware:
             "compared_sources",
             "compared_figures",
             "derivations",
-            "vendor_peaks",
+            "matrix_clock_hz",
         ):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
@@ -448,7 +449,7 @@ class Hardware:
         >>> from roofline_book import hardware
         >>> h100 = hardware("h100-sxm")
         >>> [round(h100.ceiling(u, "bf16") / 1e12, 1) for u in ("matrix", "vector")]
-        [1070.5, 133.8]
+        [989.4, 133.8]
         >>> h100.ceiling("tensor")
         Traceback (most recent call last):
         ...
@@ -461,6 +462,40 @@ class Hardware:
             return self.vector_peak(dtype)
         precision_name(dtype)  # reject unknown names here too
         return self.special_peak_flops()
+
+    def rated_clock(self, unit: str = "matrix", dtype: Precision = "bf16") -> float | None:
+        """厂商给出 ``unit`` 单元在 ``dtype`` 精度下的数字时所按的 SM 时钟（Hz）；不知道时为 None。
+
+        Examples
+        --------
+        >>> from roofline_book import hardware; h100 = hardware("h100-sxm")
+        >>> h100.rated_clock("matrix", "bf16") / 1e6, h100.rated_clock("vector", "bf16") / 1e6
+        (1830.0, 1980.0)
+        """
+        unit = _validate.choice("unit", unit, COMPUTE_UNITS)
+        key = dtype if dtype == ANY_PRECISION else peak_key(dtype)
+        if unit == "matrix" and key in self.matrix_clock_hz:
+            return self.matrix_clock_hz[key]
+        return self.clock_hz
+
+    def per_sm_clock(self, unit: str = "matrix", dtype: Precision = "bf16") -> float:
+        """每个 SM 每个时钟周期的上限：:meth:`ceiling` / (SM 数 x :meth:`rated_clock`)。
+
+        比较同一个 SM 上的两种单元（exp 对矩阵单元）时用它：两者在同一个时钟下比，时钟约掉。
+
+        Examples
+        --------
+        H100 SXM：989.4e12 / (132 x 1.83e9) = 4096 次 dense BF16 FLOP 对 16 次特殊函数求值。
+
+        >>> from roofline_book import hardware
+        >>> h100 = hardware("h100-sxm")
+        >>> round(h100.per_sm_clock("matrix", "bf16")), round(h100.per_sm_clock("special"))
+        (4096, 16)
+        """
+        clock = self.rated_clock(unit, dtype)
+        if self.sms is None or clock is None:
+            raise ValueError(f"{self.key} has no published SM count and clock")
+        return self.ceiling(unit, dtype) / (self.sms * clock)
 
     def bandwidth(self, level: str = "hbm") -> float | None:
         """一个存储层级的带宽（byte/s）；L2 没有数字时为 None。
@@ -500,7 +535,7 @@ class Hardware:
         >>> from roofline_book import hardware
         >>> h100 = hardware("h100-sxm")
         >>> round(h100.ridge_point("bf16")), round(h100.ridge_point("fp8"))
-        (320, 639)
+        (295, 591)
         """
         band = self.bandwidth(level)
         if band is None:
@@ -529,7 +564,7 @@ class Hardware:
                     v,
                     cited(figure, p),
                     self.derivations.get(f"{figure}.{p}", ""),
-                    self.clock_hz,
+                    self.rated_clock(resource, p),
                 )
                 for p, v in peaks.items()
             ]

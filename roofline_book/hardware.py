@@ -7,22 +7,23 @@
 峰值都是 *dense* 速率。厂商通常先印出 2:4 稀疏的速率，是 dense 的 2 倍；这些单独保存
 （:meth:`~roofline_book.device.Hardware.sparse_peak_flops`），从不用作 roof。
 
-设备的每个上限都对应同一个时钟 ``Hardware.clock_hz``，即设备能跑到的最高 SM 时钟：时间下界必须取
-任何 kernel 能达到的最高速率。厂商按较低时钟标出的数字（Hopper 的 Tensor Core 各行，1830 MHz）
-换算到这个时钟，厂商的数字与公式都保留下来（``Hardware.vendor_peaks``、``Hardware.derivations``）。
+每个上限都是厂商公布的 dense 数字，按厂商标出它时所用的时钟，不换算：这也是论文、MFU 数字和
+读者手里的数字。大多数数字按 boost 时钟 ``Hardware.clock_hz`` 标出；Hopper 的 Tensor Core 各行按
+1830 MHz 标出，``Hardware.matrix_clock_hz`` 记下这个时钟。特殊函数的速率由每个 SM 每个时钟的
+结果数推算，按 ``clock_hz`` 计，与厂商的向量速率同一个时钟。
 
 Examples
 --------
-H100 SXM：NVIDIA 给出 1830 MHz 下 dense BF16 为 989.4 TFLOP/s，换算到驱动报告的 SM 最高时钟
-1980 MHz：
+H100 SXM：NVIDIA 给出 dense BF16 为 989.4 TFLOP/s（1830 MHz 下每个 SM 每个时钟 4096 FLOP），
+HBM 3.35 TB/s；向量速率按 1980 MHz：
 
 >>> h100 = hardware("H100-SXM")
->>> h100.clock_hz / 1e6, h100.vendor_peaks["bf16"] / 1e12
-(1980.0, 989.4)
->>> round(h100.peak_flops("bf16") / 1e12, 1), h100.memory_bandwidth / 1e12
-(1070.5, 3.35)
+>>> h100.peak_flops("bf16") / 1e12, h100.memory_bandwidth / 1e12
+(989.4, 3.35)
 >>> round(h100.ridge_point("bf16"))
-320
+295
+>>> h100.matrix_clock_hz["bf16"] / 1e6, h100.clock_hz / 1e6
+(1830.0, 1980.0)
 >>> h100.ceiling("vector", "bf16") / 1e12        # packed BF16x2 non-tensor math
 133.8
 
@@ -180,10 +181,10 @@ def _figure_source_name(key: str) -> str:
     return key
 
 
-def _scaled_matrix(entry: Mapping, fields: dict, derivations: dict, where: str) -> dict[str, float]:
-    """把 ``fields`` 中按较低时钟标出的矩阵单元速率换算到设备的时钟。
+def _rated_matrix_clocks(entry: Mapping, fields: dict, where: str) -> dict[str, float]:
+    """``matrix_clock_hz``：厂商按低于 ``clock_hz`` 的时钟标出的矩阵单元各精度的时钟（Hz）。
 
-    返回被换算的那些厂商数字，按精度索引。
+    数字原样用作 roof，不换算；这里只检查它们，并记下每个数字所对应的时钟。
     """
     rated = entry.get("matrix_clock_hz", {})
     if not rated:
@@ -191,28 +192,18 @@ def _scaled_matrix(entry: Mapping, fields: dict, derivations: dict, where: str) 
     clock = entry.get("clock_hz")
     if clock is None:
         raise ValueError(f"{where}: matrix_clock_hz needs the device's clock_hz")
-    vendor: dict[str, float] = {}
-    dense, sparse = dict(fields["dense_peaks"]), dict(fields.get("sparse_peaks", {}))
+    out: dict[str, float] = {}
     for precision, at in rated.items():
-        if precision not in dense:
+        if precision not in fields["dense_peaks"]:
             raise ValueError(f"{where}: matrix_clock_hz names {precision!r}, which has no rate")
         _validate.positive(f"{where}: matrix_clock_hz[{precision!r}]", at)
         if at > clock:
             raise ValueError(
                 f"{where}: matrix_clock_hz[{precision!r}] ({at:g}) is above clock_hz "
-                f"({clock:g}); a ceiling is stated at the device's highest clock"
+                f"({clock:g}); clock_hz is the device's highest rated SM clock"
             )
-        vendor[precision] = dense[precision]
-        dense[precision] *= clock / at
-        unit = "TOP/s" if precision == "int8" else "TFLOP/s"
-        derivations[f"peak_flops.{precision}"] = (
-            f"{vendor[precision] / 1e12:g} {unit} (vendor, dense, at {at / 1e6:g} MHz) "
-            f"x {clock / 1e6:g} / {at / 1e6:g} MHz = {dense[precision] / 1e12:.1f} {unit}"
-        )
-        if precision in sparse:
-            sparse[precision] *= clock / at
-    fields["dense_peaks"], fields["sparse_peaks"] = dense, sparse
-    return vendor
+        out[precision] = float(at)
+    return out
 
 
 def _derived_special(entry: Mapping) -> tuple[float, str] | None:
@@ -221,7 +212,10 @@ def _derived_special(entry: Mapping) -> tuple[float, str] | None:
     if "special" in entry or not all(k in entry for k in needed):
         return None
     sfu, sms, clock = (entry[k] for k in needed)
-    formula = f"{sfu} results/clock/SM x {sms} SMs x {clock / 1e6:g} MHz"
+    formula = (
+        f"{sfu} results/clock/SM x {sms} SMs x {clock / 1e6:g} MHz "
+        "(clock_hz, the clock of the vendor's vector figures)"
+    )
     return sfu * sms * clock, formula
 
 
@@ -319,7 +313,7 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
                 if unit.endswith("mib")
                 else f"{amount:g} GiB, the nominal capacity read as binary (no driver total cited)",
             )
-        vendor = _scaled_matrix(entry, fields, derivations, where)
+        matrix_clocks = _rated_matrix_clocks(entry, fields, where)
         derived = _derived_special(entry)
         if derived is not None:
             fields["special_peak"], derivations["special_peak"] = derived
@@ -333,7 +327,7 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
             compared_sources=compared,
             compared_figures=figures,
             derivations=derivations,
-            vendor_peaks=vendor,
+            matrix_clock_hz=matrix_clocks,
             **fields,
         )
     return MappingProxyType(devices)

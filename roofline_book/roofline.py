@@ -259,7 +259,7 @@ def attainable_on(
     >>> from roofline_book import hardware
     >>> h100 = hardware("h100-sxm")
     >>> round(attainable_on(1000, h100) / 1e12, 1), attainable_on(1000, h100, unit="vector") / 1e12
-    (1070.5, 133.8)
+    (989.4, 133.8)
     """
     if not isinstance(device, Hardware):
         raise TypeError(f"device must be a Hardware, got {type(device).__name__}")

@@ -107,9 +107,9 @@ def test_share_picks_rows_by_name_and_bound():
 
 
 def test_first_size_of_a_sweep_past_the_ridge():
-    ridge = hardware("h100-sxm").ridge_point("bf16")  # 1070.5e12 / 3.35e12 = 319.6 FLOP/byte
+    ridge = hardware("h100-sxm").ridge_point("bf16")  # 989.4e12 / 3.35e12 = 295.3 FLOP/byte
     sizes = [2**p for p in range(4, 15)]
-    # square BF16: I = 2n / 6; 2n/6 >= 319.6 first at 1024 (341.3; 512 gives 170.7)
+    # square BF16: I = 2n / 6; 2n/6 >= 295.3 first at 1024 (341.3; 512 gives 170.7)
     assert book.first_size(sizes, ridge, "bf16") == 1024
     assert book.first_size(sizes, ridge, "fp32") == 2048  # I = 2n / 12
     # M x 4096 x 4096 BF16: I = 2 M 4096^2 / (2 (2 M 4096 + 4096^2)); M* = 378.6, so 512
@@ -123,11 +123,14 @@ def test_first_size_of_a_sweep_past_the_ridge():
 def test_hardware_tables_read_the_catalog():
     h100 = hardware("h100-sxm")
     peaks = book.peaks_frame()
-    # 989.4 TFLOP/s at 1830 MHz, scaled to 1980 MHz: 1070.5 TFLOP/s, printed 1.07 PFLOP/s
-    assert peaks.loc["h100-sxm", "矩阵 bf16"] == "1.07 PFLOP/s"
+    # the whitepaper's dense BF16 989.4 TFLOP/s (rated at 1830 MHz), as printed
+    assert peaks.loc["h100-sxm", "矩阵 bf16"] == "989.4 TFLOP/s"
     assert peaks.loc["h100-sxm", "向量 fp64"] == "34 TFLOP/s"  # the FP64 Tensor Core rate is 67
-    assert peaks.loc["h100-sxm", "向量 16 位"] == "133.8 TFLOP/s"  # packed BF16x2 / HFMA2
-    assert peaks.loc["h100-sxm", "ridge bf16 [FLOP/B]"] == f"{989.4 * 1980 / 1830 / 3.35:.0f}"
+    assert peaks.loc["h100-sxm", "向量 bf16x2"] == "133.8 TFLOP/s"  # packed BF16x2 / HFMA2
+    # A100 whitepaper: "Peak FP16 (non-Tensor) 78 TFLOPS, Peak BF16 (non-Tensor) 39"
+    assert peaks.loc["a100-sxm", "向量 fp16x2"] == "78 TFLOP/s"
+    assert peaks.loc["a100-sxm", "向量 bf16x2"] == "39 TFLOP/s"
+    assert peaks.loc["h100-sxm", "ridge bf16 [FLOP/B]"] == f"{989.4 / 3.35:.0f}"  # 295
     assert peaks.loc["h100-sxm", "容量"] == "79.65 GiB"  # 81559 MiB / 1024
     assert peaks.loc["h100-sxm", "特殊函数"] == "4.182 T 次/s"  # evaluations, not FLOP
     assert peaks.loc["h20", "可靠性"] == "二手资料"
@@ -147,6 +150,7 @@ def test_hardware_tables_read_the_catalog():
     assert special.loc["h100-sxm", "特殊函数"] == f"{16 * 132 * 1.98e9 / 1e12:.4g} T 次/s"
     clocks = book.clock_frame()
     assert clocks.loc[("h100-sxm", "bf16"), "厂商所用时钟"] == "1830 MHz"
+    assert clocks.loc[("h100-sxm", "bf16"), "每 SM 每时钟"] == "4096"  # 989.4e12/(132 x 1.83e9)
     assert "a100-sxm" not in clocks.index.get_level_values("设备")  # all at 1410 MHz
 
 

@@ -92,22 +92,42 @@ def test_special_function_rate_is_derived_at_the_device_clock():
     assert b200.special_peak_flops() == b200.vector_peak("fp32") / 2 == 37.5e12
 
 
-def test_one_clock_for_every_ceiling():
-    # Both units run on the SM clock, so at one clock the ratio of Tensor Core time to
-    # exp time per attention score is the ratio of per-clock rates (review E4; Shah et al.
-    # 2024, section 3.1): at head dim 64 a score costs 4 x 64 = 256 matrix FLOP against
-    # 1 exp, and an SM does 4096 dense BF16 FLOP (989.4e12 / (132 x 1.83e9) = 4096) and 16
-    # exps per clock: 256 / 4096 = 1 / 16 clock each, a ratio of exactly 1
+def test_two_units_of_one_sm_compare_at_one_clock():
+    # Both units run on the SM clock, so per attention score the ratio of Tensor Core time
+    # to exp time is the ratio of per-clock rates (Shah et al. 2024, section 3.1: "989
+    # TFLOPS of FP16 matmul but only 3.9 TFLOPS of special functions", both at 1830 MHz):
+    # at head dim 64 a score costs 4 x 64 = 256 matrix FLOP against 1 exp, and an SM does
+    # 4096 dense BF16 FLOP (989.4e12 / (132 x 1.83e9) = 4096.0) and 16 exps per clock:
+    # 256 / 4096 = 1 / 16 clock each, a ratio of exactly 1
     h100 = hardware("h100-sxm")
-    matrix_per_score = 256 / h100.peak_flops("bf16")
-    exp_per_score = 1 / h100.special_peak_flops()
-    assert matrix_per_score / exp_per_score == pytest.approx(1.0, rel=1e-4)
-    # every ceiling carries that clock, and the devices state the clock their figures use
-    assert {c.clock_hz for c in h100.ceilings() if not c.is_memory} == {1.98e9}
-    clocks = {k: d.clock_hz for k, d in catalog().items()}
-    assert clocks["a100-sxm"] == 1.41e9 and clocks["mi300x"] == 2.1e9
-    assert clocks["h200-sxm"] == clocks["h800-sxm"] == 1.98e9
-    assert clocks["l40s"] == clocks["rtx-4090"] == 2.52e9
+    assert h100.per_sm_clock("matrix", "bf16") == pytest.approx(4096, rel=1e-4)
+    assert h100.per_sm_clock("special") == 16
+    matrix_clocks = 256 / h100.per_sm_clock("matrix", "bf16")
+    exp_clocks = 1 / h100.per_sm_clock("special")
+    assert matrix_clocks / exp_clocks == pytest.approx(1.0, rel=1e-4)
+    # the two ceilings are rated at different clocks, so their plain ratio is not 256:
+    # 989.4e12 / (16 x 132 x 1.98e9 = 4.18176e12) = 236.6 = 256 x 1830 / 1980
+    ratio = h100.peak_flops("bf16") / h100.special_peak_flops()
+    assert ratio == pytest.approx(256 * 1830 / 1980, rel=1e-4)
+
+
+def test_each_ceiling_carries_the_clock_its_vendor_figure_is_rated_at():
+    # H100 SXM5: the 16/8-bit and TF32 Tensor Core rows at 1830 MHz (FlashAttention-3
+    # appendix C.1: "1830MHz (clock speed used to calculate the 989 TFLOPS)"); FP64 Tensor
+    # Core 67 = 132 x 256 FLOP/clk x 1.98 GHz = 66.9; the vector rates at 1980 MHz
+    # (128 lanes x 2 x 132 x 1.98e9 = 66.9e12, datasheet "FP32 67")
+    h100 = hardware("h100-sxm")
+    clocks = {(c.resource, c.precision): c.clock_hz for c in h100.ceilings() if not c.is_memory}
+    assert clocks[("matrix", "bf16")] == clocks[("matrix", "fp8")] == 1.83e9
+    assert clocks[("matrix", "tf32")] == clocks[("matrix", "int8")] == 1.83e9
+    assert clocks[("matrix", "fp64")] == clocks[("vector", "fp32")] == 1.98e9
+    assert clocks[("vector", "bf16")] == clocks[("special", "fp32")] == 1.98e9
+    assert {c.clock_hz for c in h100.ceilings() if c.is_memory} == {None}
+    # the devices state the boost clock their vector figures use
+    boost = {k: d.clock_hz for k, d in catalog().items()}
+    assert boost["a100-sxm"] == 1.41e9 and boost["mi300x"] == 2.1e9
+    assert boost["h200-sxm"] == boost["h800-sxm"] == boost["h100-sxm"] == 1.98e9
+    assert boost["l40s"] == boost["rtx-4090"] == 2.52e9
 
 
 @pytest.mark.parametrize(
@@ -122,27 +142,46 @@ def test_vendor_fp32_peaks_are_at_the_recorded_clock(key):
     assert dev.vector_peak("fp32") == pytest.approx(lanes, rel=0.005)
 
 
-def test_hopper_tensor_cores_are_scaled_from_1830_to_1980_mhz():
-    # NVIDIA's H100 SXM5 dense figures are at 1830 MHz (FlashAttention-3, appendix C.1);
-    # the whitepaper's dense BF16 989.4 TFLOP/s is 4096 FLOP/clock/SM x 132 x 1.83e9 =
-    # 989.43e12. At the 1980 MHz the driver reports as the SM's maximum it is
-    # 989.4e12 x 1980 / 1830 = 1070.50e12 (and 4096 x 132 x 1.98e9 = 1070.53e12)
+def test_hopper_tensor_cores_are_the_vendor_figures_at_1830_mhz():
+    # The roof is NVIDIA's dense figure as printed (H100 whitepaper table: BF16 989.4,
+    # FP8 1978.9, TF32 494.7 TFLOPS dense; the datasheet prints 1,979 BF16 "with
+    # sparsity", 1979 / 2 = 989.5), the figure MFU is measured against (Llama 3 paper,
+    # MAMF). It is 4096 FLOP/clock/SM x 132 SMs x 1.83e9 = 989.43e12, not rescaled to the
+    # 1980 MHz max SM clock (989.4 x 1980 / 1830 = 1070.5 would be)
     h100 = hardware("h100-sxm")
-    assert h100.vendor_peaks["bf16"] == 989.4e12
-    assert h100.peak_flops("bf16") == pytest.approx(989.4e12 * 1980 / 1830)
-    assert h100.peak_flops("bf16") == pytest.approx(4096 * 132 * 1.98e9, rel=1e-4)
-    assert h100.peak_flops("fp8") == pytest.approx(1978.9e12 * 1980 / 1830)  # 2141.1e12
-    assert h100.peak_flops("tf32") == pytest.approx(494.7e12 * 1980 / 1830)  # 535.2e12
-    assert h100.peak_flops("fp64") == 67e12  # the FP64 Tensor Core figure is at 1980 MHz
-    assert "1830 MHz" in h100.derivations["peak_flops.bf16"]
-    bf16 = next(c for c in h100.ceilings() if (c.resource, c.precision) == ("matrix", "bf16"))
-    assert "989.4" in bf16.derivation and bf16.clock_hz == 1.98e9
-    # sparse figures (reference only) scale with them: still twice dense
-    assert h100.sparse_peak_flops("bf16") == pytest.approx(2 * h100.peak_flops("bf16"), rel=1e-4)
-    # devices whose vendor figures are all at one clock keep them
+    assert h100.peak_flops("bf16") == 989.4e12
+    assert h100.peak_flops("bf16") == pytest.approx(4096 * 132 * 1.83e9, rel=1e-4)
+    assert h100.peak_flops("fp8") == 1978.9e12 and h100.peak_flops("tf32") == 494.7e12
+    assert h100.peak_flops("fp64") == 67e12  # the FP64 Tensor Core figure, at 1980 MHz
+    assert h100.matrix_clock_hz["bf16"] == 1.83e9 and h100.clock_hz == 1.98e9
+    assert h100.rated_clock("matrix", "fp8") == 1.83e9
+    assert h100.rated_clock("matrix", "fp64") == h100.rated_clock("vector", "bf16") == 1.98e9
+    # the H200 and H800 share the GH100 Tensor Cores and the clock
+    for key in ("h200-sxm", "h800-sxm"):
+        assert hardware(key).peak_flops("bf16") == 989.4e12
+        assert hardware(key).rated_clock("matrix", "bf16") == 1.83e9
+    # sparse figures (reference only) stay the vendor's: twice dense (1978.9 / 989.4)
+    assert h100.sparse_peak_flops("bf16") == 1978.9e12
+    # devices whose vendor figures are all at one clock record no matrix clock
     for key in ("a100-sxm", "mi300x", "l40s", "rtx-4090"):
-        assert not hardware(key).vendor_peaks
+        assert not hardware(key).matrix_clock_hz
     assert hardware("a100-sxm").peak_flops("bf16") == 312e12
+
+
+def test_devices_json_gives_the_vendor_peak_and_its_ridge(capsys):
+    # `roofline-book devices --device h100-sxm --json`: BF16 matrix 989.4 TFLOP/s (H100
+    # whitepaper, dense), ridge 989.4e12 / 3.35e12 (datasheet HBM3) = 295.34 FLOP/byte
+    import json
+
+    from roofline_book.cli import main
+
+    assert main(["devices", "--device", "h100-sxm", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["devices"][0]
+    assert out["matrix_peaks_per_s"]["bf16"] == 989.4e12
+    assert out["ridge_points"]["bf16"] == pytest.approx(989.4e12 / 3.35e12)
+    assert out["ridge_points"]["bf16"] == pytest.approx(295.34, abs=0.01)
+    bf16 = next(c for c in out["ceilings"] if (c["resource"], c["precision"]) == ("matrix", "bf16"))
+    assert bf16["value"] == 989.4e12 and bf16["clock_hz"] == 1.83e9
 
 
 def test_capacity_is_what_the_device_exposes():
@@ -229,7 +268,7 @@ def test_bad_unit_or_level_names_the_allowed_values():
 
 def test_known_datasheet_figures():
     h100 = hardware("h100-sxm")
-    assert h100.vendor_peaks["bf16"] == 989.4e12  # the whitepaper's dense figure, at 1830 MHz
+    assert h100.peak_flops("bf16") == 989.4e12  # the whitepaper's dense figure, at 1830 MHz
     assert h100.peak_flops("fp8_e5m2") == h100.peak_flops("fp8")
     assert h100.peak_flops("fp32") == 67e12
     h200 = hardware("h200-sxm")
@@ -239,9 +278,9 @@ def test_known_datasheet_figures():
 
 
 def test_ridge_points():
-    # 989.4e12 x 1980 / 1830 = 1070.50e12; / 3.35e12 = 319.55; / 4.8e12 = 223.02
-    assert hardware("h100-sxm").ridge_point("bf16") == pytest.approx(319.55, abs=0.01)
-    assert hardware("h200-sxm").ridge_point("bf16") == pytest.approx(223.02, abs=0.01)
+    # vendor dense BF16 989.4e12 / 3.35e12 (H100 HBM3) = 295.34; / 4.8e12 (H200) = 206.13
+    assert hardware("h100-sxm").ridge_point("bf16") == pytest.approx(295.34, abs=0.01)
+    assert hardware("h200-sxm").ridge_point("bf16") == pytest.approx(206.13, abs=0.01)
     # BF16 moves the ridge right of FP32 on every NVIDIA part with Tensor Cores
     for key in ("a100-sxm", "h100-sxm", "h200-sxm"):
         dev = hardware(key)

@@ -227,7 +227,7 @@ def test_step_floor_is_below_the_sum_and_is_max_of_flops_and_bytes():
     matrix += 2 * 4096 * 32000
     floor = step_floor(m, 1, T, T, H100)
     assert floor.resource == "matrix"
-    assert floor.seconds == pytest.approx(matrix / PEAK)  # 53.7 ms at 1070.5 TFLOP/s
+    assert floor.seconds == pytest.approx(matrix / PEAK)  # 58.1 ms at 989.4 TFLOP/s
     no_overlap = step_time(step_ops(m, 1, T, T), H100, Precisions()).seconds
     assert floor.seconds < no_overlap < 1.2 * floor.seconds
     # decode at batch 1: the weights (one embedding row), the cache, the new K and V

@@ -187,14 +187,14 @@ def test_square_gemm_fraction_reaches_one_past_the_ridge(ax):
     h100 = hardware("h100-sxm")
     sizes = [64, 1024, 4096]
     bf16, fp32 = plotting.square_gemm_fraction(ax, h100, sizes, {"bf16": "blue", "fp32": "red"})
-    # BF16 square GEMM intensity 2n/(3*2) = n/3: 64 -> 21.3 FLOP/byte, under the 320 ridge
-    # (989.4e12 x 1980 / 1830 = 1070.5e12 over 3.35e12 B/s)
-    assert bf16.get_ydata()[0] == pytest.approx(64 / 3 * 3.35e12 / (989.4e12 * 1980 / 1830))
-    assert list(bf16.get_ydata()[1:]) == [1.0, 1.0]  # n/3 >= 320 from n = 1024 on
+    # BF16 square GEMM intensity 2n/(3*2) = n/3: 64 -> 21.3 FLOP/byte, under the 295 ridge
+    # (vendor dense 989.4e12 over 3.35e12 B/s)
+    assert bf16.get_ydata()[0] == pytest.approx(64 / 3 * 3.35e12 / 989.4e12)
+    assert list(bf16.get_ydata()[1:]) == [1.0, 1.0]  # n/3 >= 295 from n = 1024 on
     # FP32 intensity 2n/(3*4) = n/6: 10.7 FLOP/byte at n = 64, under the FP32 ridge (about 20)
     assert fp32.get_ydata()[0] == pytest.approx(64 / 6 * 3.35e12 / h100.peak_flops("fp32"))
     assert list(fp32.get_ydata()[1:]) == [1.0, 1.0]
-    assert bf16.get_label() == "BF16 (ridge 320 FLOP/byte)"
+    assert bf16.get_label() == "BF16 (ridge 295 FLOP/byte)"  # 989.4 / 3.35 = 295.3
 
 
 def test_attention_sweep_draws_both_impls_and_the_floor():

@@ -53,20 +53,21 @@ def clock(value: float | None) -> str:
     return MISSING if value is None else f"{value / 1e6:g} MHz"
 
 
-def _packed(dev: Hardware) -> float | None:
-    """packed 16 位的向量速率，有公开数字且高于 FP32 lane 时给出。"""
-    rates = [dev.vector_peaks[p] for p in ("bf16", "fp16") if p in dev.vector_peaks]
-    return max(rates) if rates and max(rates) > dev.vector_peaks.get("fp32", 0) else None
+def _packed(dev: Hardware, precision: str) -> float | None:
+    """``precision`` （fp16 或 bf16）的 packed 向量速率，有公开数字且高于 FP32 lane 时给出。"""
+    rate = dev.vector_peaks.get(precision)
+    return rate if rate and rate > dev.vector_peaks.get("fp32", 0) else None
 
 
 def peaks_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
     """每个设备按单元与精度的计算上限、HBM 带宽与容量。
 
     各列：每种精度矩阵单元（Tensor Core / Matrix Core）的 dense 速率（``矩阵 bf16`` 等），向量单元的
-    FP32 与 FP64 速率（``向量 fp32``、``向量 fp64``）以及有公开数字时的 packed 16 位速率
-    （``向量 16 位``），特殊函数的每秒求值次数（``特殊函数``；既无公开数字也无法推算时为 ``—``），
-    这些数字所对应的时钟（``时钟``），``HBM 带宽``，BF16 GEMM 的 ridge point，``容量`` （二进制，
-    按设备呈现出来的量）和 ``可靠性`` （出处有多可靠）。
+    FP32 与 FP64 速率（``向量 fp32``、``向量 fp64``）以及有公开数字且高于 FP32 lane 时的 packed
+    FP16、BF16 速率（``向量 fp16x2``、``向量 bf16x2``：每条指令两个结果），特殊函数的每秒求值次数
+    （``特殊函数``；目录未收录其输入时为 ``—``），厂商标出向量速率所按的 boost 时钟（``时钟``；
+    矩阵单元另有时钟的见 :func:`clock_frame`），``HBM 带宽``，BF16 GEMM 的 ridge point，``容量``
+    （二进制，按设备呈现出来的量）和 ``可靠性`` （出处有多可靠）。
 
     Returns
     -------
@@ -75,16 +76,19 @@ def peaks_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
     Examples
     --------
-    1980 MHz 下的 H100 SXM：1070.5 TFLOP/s / 3.35 TB/s = 320 FLOP/byte；向量 lane 的 FP32 速率为
-    67 TFLOP/s，FP64 为 34，packed BF16 为 133.8：
+    H100 SXM：厂商的 dense BF16 989.4 TFLOP/s / 3.35 TB/s = 295 FLOP/byte；向量 lane 的 FP32 速率为
+    67 TFLOP/s，FP64 为 34，packed BF16 为 133.8；A100 的 packed FP16 是 78，BF16 是 39：
 
     >>> from roofline_book import EXAMPLE, hardware
     >>> df = peaks_frame({"h100-sxm": hardware("h100-sxm"), "example": EXAMPLE})
-    >>> columns = ["矩阵 bf16", "矩阵 int8", "向量 fp32", "向量 fp64", "向量 16 位", "HBM 带宽"]
+    >>> columns = ["矩阵 bf16", "矩阵 int8", "向量 fp32", "向量 fp64", "向量 bf16x2", "HBM 带宽"]
     >>> df.loc["h100-sxm", columns].tolist()
-    ['1.07 PFLOP/s', '2.141 POP/s', '67 TFLOP/s', '34 TFLOP/s', '133.8 TFLOP/s', '3.35 TB/s']
+    ['989.4 TFLOP/s', '1.979 POP/s', '67 TFLOP/s', '34 TFLOP/s', '133.8 TFLOP/s', '3.35 TB/s']
     >>> df.loc["h100-sxm", ["ridge bf16 [FLOP/B]", "时钟", "容量"]].tolist()
-    ['320', '1980 MHz', '79.65 GiB']
+    ['295', '1980 MHz', '79.65 GiB']
+    >>> a100 = peaks_frame({"a100-sxm": hardware("a100-sxm")})
+    >>> a100.loc["a100-sxm", ["向量 fp16x2", "向量 bf16x2"]].tolist()
+    ['78 TFLOP/s', '39 TFLOP/s']
     >>> df.loc["example", "矩阵 bf16"], df.loc["example", "可靠性"]
     ('—', '用户给定')
     """
@@ -97,7 +101,8 @@ def peaks_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
             row[f"矩阵 {p}"] = _rate(dev.dense_peaks.get(p), p)
         for p in ("fp32", "fp64"):
             row[f"向量 {p}"] = _rate(dev.vector_peaks.get(p), p)
-        row["向量 16 位"] = _rate(_packed(dev))
+        for p in ("fp16", "bf16"):
+            row[f"向量 {p}x2"] = _rate(_packed(dev, p))
         row["特殊函数"] = special_rate(dev.special_peak)
         row["时钟"] = clock(dev.clock_hz)
         row["HBM 带宽"] = si(dev.memory_bandwidth, "B/s")
@@ -111,8 +116,8 @@ def peaks_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 def special_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
     """每个特殊函数速率是怎样推算的：每时钟的 SFU 结果数、SM 个数、时钟、速率。
 
-    ``rate = SFU results per clock per SM x SMs x the device clock``，按每秒求值次数计；只有输入都有
-    公开数字的设备才有一行。
+    ``rate = SFU results per clock per SM x SMs x clock_hz``，按每秒求值次数计，时钟取厂商标出向量
+    速率所用的 boost 时钟；只有目录收录了全部输入的设备才有一行。
 
     Examples
     --------
@@ -139,20 +144,22 @@ def special_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
 
 
 def clock_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
-    """厂商按低于设备时钟的频率标出的矩阵单元峰值，换算到设备时钟。
+    """厂商按低于 boost 时钟的频率标出的矩阵单元峰值，以及那个时钟。
 
-    每个被换算的设备与精度一行：厂商的 dense 数字、它所对应的时钟、设备时钟，以及该时钟下的数字
-    （``vendor x device clock / rated clock``）。
+    每个这样的设备与精度一行：厂商的 dense 数字（就是本书的 roof，不换算）、它所按的时钟、由两者
+    算出的每个 SM 每个时钟的 FLOP 数，以及同一设备向量单元所按的 boost 时钟。
 
     Returns
     -------
     pandas.DataFrame
-        按 ``(设备, 精度)`` 索引；所有数字都在同一时钟下的设备没有行。
+        按 ``(设备, 精度)`` 索引；所有数字都按同一个时钟标出的设备没有行。
 
     Examples
     --------
+    989.4e12 / (132 x 1.83e9) = 4096：
+
     >>> clock_frame().loc[("h100-sxm", "bf16")].tolist()
-    ['989.4 TFLOP/s', '1830 MHz', '1980 MHz', '1.07 PFLOP/s']
+    ['989.4 TFLOP/s', '1830 MHz', '4096', '1980 MHz']
     """
     import pandas as pd
 
@@ -160,14 +167,13 @@ def clock_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
         {
             "设备": key,
             "精度": p,
-            "厂商 dense 峰值": _rate(vendor, p),
-            "厂商所用时钟": clock(dev.clock_hz * vendor / dev.dense_peaks[p]),
-            "设备时钟": clock(dev.clock_hz),
-            "本书所用峰值": _rate(dev.dense_peaks[p], p),
+            "厂商 dense 峰值": _rate(dev.dense_peaks[p], p),
+            "厂商所用时钟": clock(rated),
+            "每 SM 每时钟": f"{dev.per_sm_clock('matrix', p):.0f}" if dev.sms else MISSING,
+            "向量单元所用时钟": clock(dev.clock_hz),
         }
         for key, dev in _devices(devices).items()
-        for p, vendor in dev.vendor_peaks.items()
-        if dev.clock_hz
+        for p, rated in dev.matrix_clock_hz.items()
     ]
     return pd.DataFrame(rows).set_index(["设备", "精度"])
 
@@ -296,8 +302,8 @@ def sources_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
     """每个设备的每个数字来自哪里：文献、日期、可靠性、URL、口径。
 
     与某个数字比较过但没有采用的出处单独占一行（``数据`` 以 ``（对照，未采用）`` 结尾）。``口径`` 说
-    明数字是怎样读出的：容量是驱动报告的总量，还是按 GiB 读的标称容量；换算过的矩阵峰值写出时钟。出
-    处的注释（英文，与目录中保存的一样）由 ``roofline-book devices`` 显示，不在这里。
+    明数字是怎样读出的：容量是驱动报告的总量，还是按 GiB 读的标称容量；按低于 boost 时钟标出的矩阵
+    峰值写出时钟。出处的注释（英文，与目录中保存的一样）由 ``roofline-book devices`` 显示。
 
     Returns
     -------
@@ -325,11 +331,11 @@ def sources_frame(devices: Mapping[str, Hardware] | None = None) -> Any:
             if dev.memory_capacity_basis == "nominal":
                 gib = dev.memory_capacity / 2**30
                 return f"标称容量按 GiB 读作 {gib:g} GiB（未找到驱动报告的总量）"
-        if figure == "peak_flops" and dev.vendor_peaks and dev.clock_hz:
-            scaled = ", ".join(dev.vendor_peaks)
-            return f"{scaled} 由厂商所用时钟换算到 {clock(dev.clock_hz)}"
+        if figure == "peak_flops" and dev.matrix_clock_hz:
+            rated = sorted({clock(c) for c in dev.matrix_clock_hz.values()})
+            return f"{', '.join(dev.matrix_clock_hz)} 按 {', '.join(rated)} 标出，原样使用"
         if figure == "clock_hz":
-            return "全部 roof 按此时钟给出"
+            return "厂商向量速率所按的 boost 时钟"
         return ""
 
     def row(key: str, dev: Hardware, figure: str, src: Any, said: str | None = None) -> dict:

@@ -32,6 +32,11 @@ def _bytes(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
+def _clock(hz: float | None) -> str:
+    """the clock the vendor rates a figure at"""
+    return "-" if hz is None else f"{hz / 1e6:g} MHz"
+
+
 def _rate_unit(precision: str) -> str:
     return "OP/s" if precision == "int8" else "FLOP/s"  # int8 peaks count integer operations
 
@@ -77,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             out.append(entry)
         emit_json("devices", {"devices": out})
         return 0
-    header = ["device", "precision", "dense peak", "clock", "bandwidth", "ridge point"]
+    header = ["device", "precision", "dense peak", "rated at", "bandwidth", "ridge point"]
     if args.sparse:
         header.append("2:4-sparse peak (never a roof)")
     body = []
@@ -87,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                 d.key,
                 p,
                 si(d.peak_flops(p), _rate_unit(p)),
-                "-" if d.clock_hz is None else f"{d.clock_hz / 1e6:g} MHz",
+                _clock(d.rated_clock("matrix", p)),
                 si(d.memory_bandwidth, "B/s"),
                 f"{number(d.ridge_point(p))} {_rate_unit(p)[:-2]}/B",
             ]
@@ -99,8 +104,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no device here publishes a dense peak for {wanted}")
     print(text_table(header, body, right={2, 3, 4, 5, 6}))
     print()
-    print("other ceilings (elementwise work runs on the vector units, whose peaks count an FMA as")
-    print("2 FLOP, so an add or a max gets half; exp, rsqrt and a division's reciprocal run on the")
+    print("dense peaks: the vendor's figures, at the clock the vendor rates them (MFU uses them).")
+    print("other ceilings (elementwise work runs on the vector units: each lane issues 1")
+    print("instruction per clock, an FMA counts 2 FLOP, so an add or a max gets half; a packed")
+    print("16-bit instruction gives 2 results; exp, rsqrt and a division's reciprocal run on the")
     print("special function units, counted in evaluations/s; ridge points over HBM):")
     for d in devices:
         lines = []
