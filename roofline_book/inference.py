@@ -227,12 +227,15 @@ def layer_ops(
     if config.experts > 1:
         ops.append(("router", _linear(tokens, h, config.experts, p)))
         touched = expected_experts(config.experts, k, tokens)
-        up = _linear(tokens * k, h, width, p)
-        down = _linear(tokens * k, config.ffn, h, p)
-        # up and down above read one expert's weights; a step reads those of every expert
-        # its tokens touch
-        per_expert = p.weight_bytes(h * width) + p.weight_bytes(config.ffn * h)
-        ops.append(("experts up", up + Cost(0, round((touched - 1) * per_expert), 0, 0)))
+        # _linear reads one expert's weights; a step reads those of every expert its tokens
+        # touch, each matrix in its own row (up: gate and up, down: down). The two extras are
+        # rounded so that they sum to the rounded whole, as step_traffic counts it.
+        up_weights, down_weights = p.weight_bytes(h * width), p.weight_bytes(config.ffn * h)
+        extra = round((touched - 1) * (up_weights + down_weights))
+        extra_up = round((touched - 1) * up_weights)
+        up = _linear(tokens * k, h, width, p) + Cost(0, extra_up, 0, 0)
+        down = _linear(tokens * k, config.ffn, h, p) + Cost(0, extra - extra_up, 0, 0)
+        ops.append(("experts up", up))
     else:
         up = _linear(tokens, h, width, p)
         down = _linear(tokens, config.ffn, h, p)

@@ -263,6 +263,27 @@ def test_moe_reads_the_experts_its_tokens_touch():
     assert weights_64 == pytest.approx(expected_experts(8, 2, 64) * per_expert, rel=0.01)
 
 
+def test_moe_rows_each_carry_their_own_weights():
+    # Mixtral-8x7B (config.json: hidden_size 4096, intermediate_size 14336, num_local_experts 8,
+    # num_experts_per_tok 2), decode batch 64 in BF16. The step's 64 tokens touch
+    # 8 (1 - (6/8)^64) experts (uniform routing), each row reading those experts' own matrices:
+    # experts up: gate and up, 4096 x 2 x 14336 x 2 B = 234_881_024 B per expert;
+    # experts down: 14336 x 4096 x 2 B = 117_440_512 B per expert.
+    touched = 8 * (1 - 0.75**64)
+    ops = dict(layer_ops(model("mixtral-8x7b"), 64, 1, 4096))
+    up, down = ops["experts up"], ops["experts down"]
+    # 64 tokens x 2 experts = 128 rows in: 128 x 4096 x 2 B up, 128 x 14336 x 2 B down
+    assert up.bytes_read == pytest.approx(128 * 4096 * 2 + touched * 234_881_024, abs=1)
+    assert down.bytes_read == pytest.approx(128 * 14336 * 2 + touched * 117_440_512, abs=1)
+    assert down.bytes_read > 0.94e9  # all 8 experts' down matrices, not one (117 MB)
+    # the rows' total is what the step reads: both matrices of every touched expert
+    assert up.bytes_read + down.bytes_read == 128 * 4096 * 2 + 128 * 14336 * 2 + round(
+        touched * (234_881_024 + 117_440_512)
+    )
+    # each row's intensity is its own GEMM's: 2 x 128 x 14336 x 4096 FLOPs over its bytes
+    assert down.intensity == pytest.approx(2 * 128 * 14336 * 4096 / down.bytes)
+
+
 def test_decode_attention_is_aligned_bottom_right():
     m = adhoc_model("tiny", hidden=256, layers=2, heads=4, kv_heads=2, ffn=512, vocab=1000)
     step = dict(layer_ops(m, 1, 1, 1024))["attention"]
