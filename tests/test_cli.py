@@ -82,7 +82,7 @@ def test_op_gemm_json_equals_the_library():
     assert out["bytes"] == cost.bytes
     assert out["intensity"] == cost.intensity
     assert out["attainable_per_s"] == pytest.approx(rb.attainable(cost.intensity, peak, band))
-    assert out["attainable_per_s"] == pytest.approx(989.4e12 * 1980 / 1830)  # the 1980 MHz clock
+    assert out["attainable_per_s"] == 989.4e12  # the whitepaper's dense BF16, as printed
     time = rb.time_bound(cost, H100, "bf16")
     # every resource the GEMM uses, the largest of them is the bound and names it
     assert out["time_by_resource_s"] == {
@@ -192,11 +192,11 @@ def test_every_public_operator_is_registered():
     assert {spec.func for spec in OPERATORS.values()} == {getattr(ops, n) for n in OPERATORS}
 
 
-# H100 SXM at its 1980 MHz SM clock: BF16 Tensor Cores 989.4e12 x 1980 / 1830 (the
-# whitepaper's 1830 MHz figure scaled), vector lane operations at half the packed BF16x2
-# 133.8e12 (an add is one slot, not an FMA), 16 x 132 x 1.98e9 special evaluations, HBM
-# 3.35e12 B/s and L2 8.4286e12 B/s (measured by others)
-H100_BF16 = 989.4e12 * 1980 / 1830
+# H100 SXM: BF16 Tensor Cores 989.4e12 (the whitepaper's dense figure, rated at 1830 MHz),
+# vector lane operations at half the packed BF16x2 133.8e12 (an add is one slot, not an
+# FMA), 16 x 132 x 1.98e9 special evaluations (the 1980 MHz boost of the vector figures),
+# HBM 3.35e12 B/s and L2 8.4286e12 B/s (measured by others)
+H100_BF16 = 989.4e12
 
 
 def _h100_time(matrix=0, vector=0, special=0, nbytes=0, rereads=0):
@@ -303,10 +303,10 @@ def test_op_table_is_aligned_with_si_units():
     assert values["bytes"] == "100.7 MB (compulsory)"
     assert values["intensity"] == "1365 FLOP/B"  # 2 * 4096 / (3 * 2) = 1365.3
     assert values["bound"] == "matrix units"
-    # 989.4e12 x 1980 / 1830 = 1070.5e12 FLOP/s at the 1980 MHz SM clock
-    assert values["time, matrix units"] == "128.4 us  <- bound"
-    assert values["attainable, matrix units"] == "1.07 PFLOP/s (peak 1.07 PFLOP/s)"
-    assert values["time lower bound"] == "128.4 us"  # 137.4e9 / 1070.5e12
+    # 2 x 4096^3 = 137.44e9 FLOP / 989.4e12 FLOP/s (vendor dense BF16) = 138.9 us
+    assert values["time, matrix units"] == "138.9 us  <- bound"
+    assert values["attainable, matrix units"] == "989.4 TFLOP/s (peak 989.4 TFLOP/s)"
+    assert values["time lower bound"] == "138.9 us"
 
 
 # --------------------------------------------------------------------------
@@ -363,8 +363,8 @@ def test_devices_json_dense_peaks_and_ridge_points():
     devices = {d["key"]: d for d in out["devices"]}
     assert list(devices) == list(rb.catalog())
     h100 = devices["h100-sxm"]
-    assert h100["matrix_peaks_per_s"]["bf16"] == pytest.approx(989.4e12 * 1980 / 1830)
-    assert h100["ridge_points"]["bf16"] == pytest.approx(989.4e12 * 1980 / 1830 / 3.35e12)
+    assert h100["matrix_peaks_per_s"]["bf16"] == 989.4e12  # whitepaper, dense
+    assert h100["ridge_points"]["bf16"] == pytest.approx(989.4e12 / 3.35e12)  # 295.3
     assert h100["clock_hz"] == 1.98e9 and h100["memory_capacity_bytes"] == 81559 * 2**20
     assert h100["memory_capacity_basis"] == "driver"
     assert "sparse_peaks" not in h100 and "peak_flops_sparse" not in h100["sources"]
@@ -375,8 +375,8 @@ def test_devices_json_lists_every_ceiling_with_its_source():
     out = run_json("devices", "--device", "h100-sxm")
     (h100,) = out["devices"]
     ceilings = {(c["resource"], c["precision"]): c for c in h100["ceilings"]}
-    assert ceilings[("matrix", "bf16")]["value"] == pytest.approx(989.4e12 * 1980 / 1830)
-    assert "989.4" in ceilings[("matrix", "bf16")]["derivation"]
+    assert ceilings[("matrix", "bf16")]["value"] == 989.4e12
+    assert ceilings[("matrix", "bf16")]["clock_hz"] == 1.83e9  # the clock NVIDIA rates it at
     assert ceilings[("vector", "fp32")]["value"] == 67e12
     assert ceilings[("vector", "fp64")]["value"] == 34e12  # not the 67 of the FP64 Tensor Core
     assert ceilings[("vector", "bf16")]["value"] == 133.8e12  # packed BF16x2
@@ -397,12 +397,13 @@ def test_devices_sparse_is_labelled_and_never_a_ridge():
     assert done.returncode == 0 and done.stderr == ""
     header, row = done.stdout.splitlines()[:2]
     assert "2:4-sparse peak (never a roof)" in header
-    # ridge point from the dense 1070.5 TFLOP/s (319.6), not the sparse 2141 (639.1)
-    assert row.split() == ["h100-sxm", "bf16", "1.07", "PFLOP/s", "1980", "MHz", "3.35"] + [
+    # ridge point from the dense 989.4 TFLOP/s (/ 3.35e12 = 295.3), not the sparse 1978.9;
+    # the clock is the one NVIDIA rates the Tensor Core figure at, 1830 MHz
+    assert row.split() == ["h100-sxm", "bf16", "989.4", "TFLOP/s", "1830", "MHz", "3.35"] + [
         "TB/s",
-        "319.6",
+        "295.3",
         "FLOP/B",
-        "2.141",
+        "1.979",
         "PFLOP/s",
     ]
 

@@ -103,7 +103,7 @@ def test_type_errors():
 # Where a GEMM reaches a ridge point
 
 # a fixed ridge for the solvers: 989.5 TFLOP/s over 3.35 TB/s, about 295.4 FLOP/byte (H100 SXM
-# at NVIDIA's 1830 MHz Tensor Core rating; the catalog states it at 1980 MHz)
+# datasheet: 1,979 TFLOP/s BF16 with sparsity, halved)
 H100_RIDGE = 989.5e12 / 3.35e12
 
 
