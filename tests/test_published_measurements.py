@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from roofline_book import attention, elementwise, gemm, hardware, time_bound
-from roofline_book.collectives import bus_bandwidth
-from roofline_book.hardware import Hardware
+from roofline_book.collectives import bus_bandwidth, hierarchical_all_reduce
+from roofline_book.hardware import Hardware, network
 from roofline_book.inference import Precisions, model, step_ops, step_time
 from roofline_book.parallel import all_reduce
 from roofline_book.tables import device_sram_bytes
@@ -172,6 +172,28 @@ def _all_reduce_busbw(device: Hardware, c: Mapping[str, Any]) -> Limit:
     return Limit(bus_bandwidth("all_reduce", nbytes / seconds, n), True, f"bound {seconds:.4g} s")
 
 
+def _all_reduce_busbw_nodes(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """``collectives.hierarchical_all_reduce`` across ``devices / per_node`` nodes, the catalog's
+    link inside (its NVLink SHARP where the switch reduces) and one NIC of ``network`` per GPU:
+    the busiest link's bandwidth term, as the busbw it allows."""
+    n, p, nbytes = c["devices"], c["per_node"], c["bytes"]
+    if device.link_bandwidth is None or device.link_latency is None:
+        pytest.fail(f"{device.key} has no link in the catalog")
+    nic = network(c["network"])
+    t = hierarchical_all_reduce(
+        nbytes,
+        p,
+        n // p,
+        device.link_bandwidth,
+        device.link_latency,
+        nic.bandwidth,
+        nic.latency,
+        intra_reduces=device.link_reduces,
+    )
+    seconds = t.bandwidth_s
+    return Limit(bus_bandwidth("all_reduce", nbytes / seconds, n), True, f"bound {seconds:.4g} s")
+
+
 def _all_reduce_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
     """``parallel.all_reduce`` on the catalog's link: its bandwidth term is a time lower bound
     (the latency term is not: one-shot kernels beat NCCL's ring latency)."""
@@ -189,6 +211,7 @@ KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "prefill": _prefill,
     "capacity": _capacity,
     "all_reduce_busbw": _all_reduce_busbw,
+    "all_reduce_busbw_nodes": _all_reduce_busbw_nodes,
     "all_reduce_time": _all_reduce_time,
 }
 
