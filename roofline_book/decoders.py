@@ -330,4 +330,8 @@ def adhoc_model(name: str, **sizes: object) -> ModelConfig:
     unknown = set(sizes) - set(FIELDS)
     if unknown:
         raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {', '.join(FIELDS)}")
+    required = FIELDS[: FIELDS.index("vocab") + 1]  # the fields without a default
+    missing = [f for f in required if f not in sizes]
+    if missing:
+        raise TypeError(f"adhoc_model needs {', '.join(missing)}; required: {', '.join(required)}")
     return ModelConfig(key=_key(name), name=name, **sizes)  # type: ignore[arg-type]

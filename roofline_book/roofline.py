@@ -298,13 +298,30 @@ def fraction_of_roof(
     Traceback (most recent call last):
     ...
     ValueError: intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got 0.0
+
+    roof 是上界，比例不会大于 1。大于 1 说明某个输入不对（计时、FLOPs、由 cache 供数因而不该按这个
+    带宽算的字节数，或低于设备的峰值与带宽），返回它只会被读成“超过 roof”，所以拒绝：
+
+    >>> fraction_of_roof(1e9, 1e-9, 10, 1e12, 1e12)
+    Traceback (most recent call last):
+    ...
+    ValueError: flops / seconds = 1e+18 FLOP/s is 1e+06 times the roof ... at intensity 10 ...
     """
     rate = achieved(flops, seconds)
     if _validate.non_negative("intensity", intensity) == 0:
         raise ValueError(
             f"intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got {float(intensity)!r}"
         )
-    return rate / attainable(intensity, peak_flops, bandwidth)
+    roof = attainable(intensity, peak_flops, bandwidth)
+    fraction = rate / roof
+    if fraction > 1 + 1e-9:  # beyond rounding: no run beats an upper bound
+        raise ValueError(
+            f"flops / seconds = {rate:.4g} FLOP/s is {fraction:.4g} times the roof "
+            f"({roof:.4g} FLOP/s at intensity {float(intensity):.4g} FLOP/byte): a run cannot "
+            "beat the roof, so an input is wrong: the time, the FLOPs, bytes a cache served "
+            "(held to this bandwidth), or a peak or bandwidth below the device's"
+        )
+    return fraction
 
 
 def overhead_fraction(cost: Cost, peak_flops: float, bandwidth: float, overhead: float) -> float:

@@ -74,7 +74,8 @@ def max_batch(
 
         floor(((1 - reserve) x capacity - weights - activations) / kv_cache_bytes(context))
 
-    ``activations`` 默认为 :func:`activation_peak`。连权重都放不下时为 0。
+    ``activations`` 默认为 :func:`activation_peak`。连权重都放不下时为 0。``context`` 超出模型的
+    上下文窗口（``config.max_context``）时抛出 :class:`ValueError`，与 ``infer --context`` 一样。
 
     Examples
     --------
@@ -84,11 +85,19 @@ def max_batch(
     >>> m = model("llama-2-7b")
     >>> max_batch(m, gpu, 4096, activations=0)   # (72e9 - 13.48e9) / 2.15e9 = 27.3
     27
+    >>> max_batch(m, gpu, 10**7)
+    Traceback (most recent call last):
+    ...
+    ValueError: context (10000000) is beyond llama-2-7b's context window (4096)
     """
     p = precisions or Precisions()
     if device.memory_capacity is None:
         raise ValueError(f"{device.key} has no published memory capacity")
     context = _validate.size("context", context)
+    if context > config.max_context:  # as infer --context refuses it
+        raise ValueError(
+            f"context ({context}) is beyond {config.key}'s context window ({config.max_context})"
+        )
     reserve = _validate.non_negative("reserve", reserve)
     if reserve >= 1:
         raise ValueError(f"reserve must be below 1, got {reserve}")

@@ -249,3 +249,31 @@ def test_reals_beyond_a_float_and_wrong_types_are_named():
         attainable_on(1.0, 0)  # was AttributeError
     with pytest.raises(TypeError, match="config must be a DecoderConfig, got float"):
         block_table(cast(Any, 2.5), rb.hardware("h100-sxm"))
+
+
+def test_fraction_of_roof_above_one_is_refused():
+    # 1e9 FLOP in 1e-9 s is 1e18 FLOP/s; at 10 FLOP/byte and 1e12 byte/s the roof is
+    # min(1e12, 10 x 1e12) = 1e12 FLOP/s: a million times the roof, which no run reaches
+    with pytest.raises(ValueError, match=r"1e\+18 FLOP/s is 1e\+06 times the roof"):
+        fraction_of_roof(1e9, 1e-9, 10, 1e12, 1e12)
+    # at the roof exactly: 1e12 FLOP in 1 s against a 1e12 FLOP/s roof is 1.0
+    assert fraction_of_roof(1e12, 1.0, 10, 1e12, 1e12) == 1.0
+
+
+def test_max_batch_refuses_a_context_beyond_the_window():
+    # Llama-3-8B's max_position_embeddings is 8192 (config.json); infer --context refuses
+    # more, and so does the API
+    from roofline_book.inference import model
+    from roofline_book.serving import max_batch
+
+    h100 = rb.hardware("h100-sxm")
+    with pytest.raises(ValueError, match=r"context \(10000000\) is beyond llama-3-8b's .*\(8192\)"):
+        max_batch(model("llama-3-8b"), h100, 10**7)
+    assert max_batch(model("llama-3-8b"), h100, 8192) > 0  # the window itself is allowed
+
+
+def test_adhoc_model_names_a_missing_field():
+    from roofline_book.inference import adhoc_model
+
+    with pytest.raises(TypeError, match=r"^adhoc_model needs vocab; required: hidden, .*vocab$"):
+        adhoc_model("x", hidden=512, layers=2, heads=8, kv_heads=2, ffn=1024)
