@@ -207,3 +207,40 @@ def test_an_add_from_dram_is_held_to_the_same_add_in_l2_not_to_the_gemm_peak():
     rows = runs.summary_rows(run)
     assert rows["实测 L2 内 add 速率 fp32"] == "8.192 GFLOP/s"
     assert not any("向量" in name for name in rows)
+
+
+def _chapters_in_reading_order() -> list[str]:
+    """The main toctree of docs/index.md (caption 正文), as paths without the suffix."""
+    import pathlib
+
+    lines = (pathlib.Path(__file__).parents[1] / "docs" / "index.md").read_text("utf-8")
+    block = lines.split(":caption: 正文", 1)[1].split("```", 1)[0]
+    return [ln.strip() for ln in block.splitlines() if ln.strip() and not ln.startswith(":")]
+
+
+def test_the_summary_closes_the_book_and_chapter_numbers_in_prose_follow_the_toctree():
+    # DESIGN.md, the book's shape: "... multi-GPU, the DeepSeek-V3 case study, the summary last."
+    import pathlib
+    import re
+
+    chapters = _chapters_in_reading_order()
+    assert chapters[-1] == "chapters/13-summary"
+    assert chapters.index("chapters/14-multi-gpu") < chapters.index("chapters/13-summary")
+    # A chapter number typed into a link ("第 14 章") must be the one the numbered toctree gives
+    docs = pathlib.Path(__file__).parents[1] / "docs"
+    number = {docs / f"{c}.md": i for i, c in enumerate(chapters, 1)}
+    label = {}
+    for page in number:
+        for name in re.findall(r"^\(([\w-]+)\)=\s*\n#\s", page.read_text("utf-8"), re.M):
+            label[name] = page
+    wrong = []
+    for page in docs.rglob("*.md"):
+        text = page.read_text("utf-8")
+        for n, target in re.findall(r"\{doc\}`第 (\d+) 章 <([^>]+)>`", text):
+            path = (page.parent / target).resolve().with_suffix(".md")
+            if number.get(path) != int(n):
+                wrong.append(f"{page.name}: 第 {n} 章 -> {target}")
+        for n, target in re.findall(r"\{ref\}`第 (\d+) 章 <([\w-]+)>`", text):
+            if target in label and number[label[target]] != int(n):
+                wrong.append(f"{page.name}: 第 {n} 章 -> {target}")
+    assert not wrong, wrong
