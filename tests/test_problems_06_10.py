@@ -148,15 +148,16 @@ def test_chapter_6_prose_numbers(glued):
 H100_L2_BW = 8.4286e12
 
 
-def _time(matrix=0, vector=0, special=0, nbytes=0, rereads=0):
+def _time(matrix=0, vector=0, special=0, nbytes=0, rereads=0, vector32=0):
     """(seconds, bound) of the lower bound: each unit's work over its rate, bytes over HBM and L2.
 
-    ``vector`` is in lane slots (an FMA is one), BF16 data at the packed rate; every byte and
-    every re-read (served by the L2) passes the L2.
+    ``vector`` is in lane slots (an FMA is one), BF16 data at the packed rate; ``vector32`` lane
+    slots run in FP32 whatever the data (FlashAttention's softmax); every byte and every re-read
+    (served by the L2) passes the L2.
     """
     times = {
         "matrix": matrix / H100_BF16,
-        "vector": vector / H100_OPS_BF16,
+        "vector": vector / H100_OPS_BF16 + vector32 / H100_OPS_FP32,
         "special": special / H100_SPECIAL,
         "memory": nbytes / H100_BW,
         "l2": (nbytes + rereads) / H100_L2_BW,
@@ -192,37 +193,43 @@ def _block(attention):
     ]
 
 
-# RoPE on Q and K (T x H each): x * cos + rotate_half(x) * sin, 3 vector FLOPs per element;
-# read Q, K and the T x D cos and sin tables, write Q and K, 2 bytes each.
-ROPE = {"vector": 3 * 2 * T * H, "nbytes": 2 * (2 * T * H + 2 * T * D) + 2 * 2 * T * H}
+# RoPE on Q and K (T x H each): x * cos + rotate_half(x) * sin, a multiply and an FMA, 2 lane
+# slots per element; read Q, K and the T x D cos and sin tables, write Q and K, 2 bytes each.
+ROPE = {"vector": 2 * 2 * T * H, "nbytes": 2 * (2 * T * H + 2 * T * D) + 2 * 2 * T * H}
 
-# Causal FlashAttention keeps T(T+1)/2 pairs per head: 4D matrix FLOPs, 4 vector, one exp each.
+# Causal FlashAttention keeps T(T+1)/2 pairs per head: 4D matrix FLOPs, one exp, and 4 vector
+# FLOPs in FP32 (the scores stay in FP32 accumulators, FA2/FA3), at 67 / 2 = 33.5e12 slots/s.
 # Compulsory bytes: Q, K, V read and O written once. The K/V re-reads (one head's K and V,
-# 2 * 4096 * 128 * 2 = 2 MiB, fit in the 50 MiB L2) are not charged to HBM but to the L2:
-# with the table's 128-row query blocks, block m (of 32) reads keys up to 128 m, so
-# 128 * (1 + ... + 32) - 4096 = 63,488 key rows again per head, 32 * 2 * 128 * 2 bytes each:
-# 1,040,187,392 bytes, and (134,217,728 + 1,040,187,392) / 8.4286e12 = 139.3 us on the L2,
-# above the matrix units' 128.4 us.
+# 2 * 4096 * 128 * 2 = 2 MiB, fit in the 50 MiB L2) are not charged to HBM but to the L2.
+# The bound takes FA3's 128-row tile with 2-block clusters (fewer re-reads than FA3's own
+# causal schedule, no cluster): group g (of 16) reads keys up to 256 g, so
+# 256 * (1 + ... + 16) - 4096 = 30,720 key rows again per head, 32 * 2 * 128 * 2 bytes each:
+# 503,316,480 bytes, and (134,217,728 + 503,316,480) / 8.4286e12 = 75.6 us on the L2, below
+# the matrix units' 32 * 8,390,656 * 512 / 989.4e12 = 138.9 us. FA3's own schedule re-reads
+# 128 * (1 + ... + 32) - 4096 = 63,488 rows: 1,040,187,392 bytes, 139.3 us on the L2 (an
+# estimate for that schedule, not a bound).
 PAIRS = T * (T + 1) // 2
 FLASH_UNITS = {
     "matrix": HEADS * PAIRS * 4 * D,
-    "vector": HEADS * PAIRS * 4,
+    "vector32": HEADS * PAIRS * 4,
     "special": HEADS * PAIRS,
     "nbytes": 2 * HEADS * 4 * T * D,
-    "rereads": HEADS * 2 * D * 2 * (sum(128 * m for m in range(1, 33)) - T),
+    "rereads": HEADS * 2 * D * 2 * (sum(256 * g for g in range(1, 17)) - T),
 }
+FA3_OWN_REREADS = HEADS * 2 * D * 2 * (sum(128 * m for m in range(1, 33)) - T)
 # Materialized: all scores computed; S written, read; P written, read; Q, K, V read, O written.
-# Its softmax divides each score by the row sum: an exp and a reciprocal, 3 vector FLOPs.
+# Its softmax, as a minimal kernel: one exp per score, max, subtract, sum and the multiply by
+# the row sum's reciprocal on the vector units.
 MATERIALIZED_UNITS = {
     "matrix": HEADS * 4 * T * T * D,
-    "vector": HEADS * 3 * T * T,
-    "special": HEADS * 2 * T * T,
+    "vector": HEADS * 4 * T * T,
+    "special": HEADS * T * T,
     "nbytes": 2 * HEADS * (4 * T * D + 4 * T * T),
 }
 
 
 def _flops(op):
-    return op.get("matrix", 0) + op.get("vector", 0) + op.get("special", 0)
+    return sum(op.get(unit, 0) for unit in ("matrix", "vector", "vector32", "special"))
 
 
 # (FLOPs, compulsory bytes) of the two attention versions, as later chapters read them.
@@ -266,8 +273,19 @@ def test_chapter_7_prose_numbers(glued):
     assert g["fa_matrix_us"] == pytest.approx(FLASH_UNITS["matrix"] / H100_BF16 * 1e6)
     assert g["fa_special_us"] == pytest.approx(FLASH_UNITS["special"] / H100_SPECIAL * 1e6)
     assert g["fa_hbm_us"] == pytest.approx(FLASH_UNITS["nbytes"] / H100_BW * 1e6)
-    assert g["fa_resource"] == "L2"  # 139.3 us against 128.4 us on the matrix units
-    assert FLASH_UNITS["rereads"] == 1_040_187_392
+    assert g["fa_bound"] == "受矩阵单元限制"  # 138.9 us against 75.6 us on the L2
+    assert g["fa_l2_us"] == pytest.approx(
+        (FLASH_UNITS["nbytes"] + FLASH_UNITS["rereads"]) / H100_L2_BW * 1e6
+    )
+    assert FLASH_UNITS["rereads"] == 503_316_480
+    assert g["fa_reread_gb"] == pytest.approx(FLASH_UNITS["rereads"] / 1e9)
+    # FA3's own causal schedule (no cluster): an L2 estimate of 139.3 us, above 138.9 us
+    assert FA3_OWN_REREADS == 1_040_187_392 and g["fa3_own_c"] == 1
+    assert g["fa3_own_reread_gb"] == pytest.approx(FA3_OWN_REREADS / 1e9)
+    assert g["fa3_own_l2_us"] == pytest.approx(
+        (FLASH_UNITS["nbytes"] + FA3_OWN_REREADS) / H100_L2_BW * 1e6
+    )
+    assert g["fa3_own_bound"] == "受 L2 限制"
     assert g["fa_kv_mib"] == pytest.approx(2)
     _, flash_total = _memory_share(_block(FLASH_UNITS))
     _, mat_total = _memory_share(_block(MATERIALIZED_UNITS))
@@ -277,7 +295,7 @@ def test_chapter_7_prose_numbers(glued):
     assert g["gemm_share"] == pytest.approx(sum(_time(**p)[0] for p in projections) / flash_total)
     # Of the small operators (norms, RoPE, adds, SwiGLU) the one closest to its compute is
     # SwiGLU: 6 bytes per exp and reciprocal on the special units, 6 * 4.18 / (2 * 3.35) = 3.7
-    # (the flash attention row, L2-bound at 139.3 us against 128.4 us, is not among them)
+    # (the flash attention row, matrix-bound at 138.9 us, is not among them)
     swiglu_hbm = 3 * 2 * T * F / H100_BW
     assert g["min_mem_ratio"] == pytest.approx(swiglu_hbm / (2 * T * F / H100_SPECIAL))  # 3.74
     assert g["attn_mat_I"] == pytest.approx((4 * D + 5) / (4 * 2 * (1 + D / T)))
@@ -289,13 +307,19 @@ def test_chapter_7_prose_numbers(glued):
     # 4096 / 128 = 32 query blocks, 16 loads of every head's K and V, 15 of them re-reads
     assert g["attn_reread_gb"] == pytest.approx(15 * 2 * HEADS * 2 * T * D / 1e9)
     assert g["mat_bps"] == pytest.approx(8)
-    assert g["eager_nomask_bps"] == pytest.approx(20)  # no mask kernel: 2 + 4 + 6 + 6 + 2
-    assert g["eager_bps"] == pytest.approx(24 + 2 / 32)
+    # Eager BF16: ATen SoftMax.cpp fuses the FP32 cast into softmax only for Half, so a BF16 score
+    # is cast by a kernel of its own: S (2), scale (2 + 2), cast (2 + 4), softmax (4 + 4), cast
+    # back (4 + 2), P read (2) = 28 bytes in 6 kernels; the causal mask adds (2 + 2) and the mask
+    # read once for 32 heads (2 / 32): 32.06 bytes in 7 kernels, 4.0 times the materialized 8.
+    assert g["eager_nomask_bps"] == pytest.approx(28) and g["eager_nomask_kernels"] == 6
+    assert g["eager_bps"] == pytest.approx(32 + 2 / 32) and g["eager_kernels"] == 7
+    assert g["eager_vs_mat"] == pytest.approx((32 + 2 / 32) / 8)
     # Causal conventions: materialized counts all T^2 scores, flash the T(T+1)/2 it keeps.
     assert g["causal_flops_ratio"] == pytest.approx(MATERIALIZED[0] / FLASH_CAUSAL[0])
-    # Master-weight AdamW on the block: 78 against 28 bytes per parameter. A training step is
-    # taken as 3 forward passes (backward about twice the forward).
-    assert g["opt_ratio"] == pytest.approx(78 / 28)
+    # Master-weight AdamW on the block: the loop's 8 passes read the BF16 grad twice (76 bytes) and
+    # a cast kernel reads the FP32 master and writes the BF16 copy (4 + 2): 82 against 28 bytes
+    # per parameter. A training step is taken as 3 forward passes (backward about twice forward).
+    assert g["opt_ratio"] == pytest.approx(82 / 28)
     assert g["opt_fused_ms"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW * 1e3)
     assert g["step_forwards"] == 3
     assert g["opt_vs_step"] == pytest.approx(28 * BLOCK_PARAMS / H100_BW / (3 * flash_total))
