@@ -46,7 +46,7 @@ def test_every_figure_has_a_source(key):
 def test_sparse_is_twice_dense(key):
     # The commonest error in this field is a sparse figure used as the peak:
     # every sparse figure in the catalog must be about twice its dense twin
-    # (the L40S datasheet prints 362.05 dense and 733 sparse: 2.02).
+    # (the L40S datasheet prints 362.05 dense and 733 sparse: 2.02; the catalog takes 366.4).
     dev = catalog()[key]
     for precision, sparse in dev.sparse_peaks.items():
         assert sparse / dev.peak_flops(precision) == pytest.approx(2.0, rel=0.025)
@@ -216,22 +216,43 @@ def test_b200_takes_the_higher_of_two_vendor_bandwidths():
     assert "7.7 TB/s" in b200.derivations["memory_bandwidth"]
 
 
-def test_l2_bandwidth_is_the_highest_measured_by_others():
-    # NVIDIA publishes no L2 bandwidth. H100 SXM5: an L2-resident cp.async copy at
-    # 8428.6 GB/s (smallscientist1/cuda_microbenchmark) against 3574 GB/s for an
-    # __ldcg/__stcg copy in another study: the roof takes the higher. A100: 1.5 sectors
-    # per clock x 32 B x 80 slices x 1.41 GHz = 5414.4 GB/s
+def test_l2_bandwidth_is_the_highest_published_or_measured():
+    # A100 whitepaper p. 35: "The A100 L2 read bandwidth is 5120 Bytes/clk": x 1.41e9 (the
+    # boost clock) = 7219.2 GB/s, above the 1.5 sectors per clock x 32 B x 80 slices x
+    # 1.41 GHz = 5414.4 GB/s others measured; the roof takes the higher, the vendor's.
+    # NVIDIA publishes no H100 L2 rate: an L2-resident cp.async copy at 8428.6 GB/s
+    # (smallscientist1/cuda_microbenchmark) against 3574 GB/s for an __ldcg/__stcg copy in
+    # another study: the roof takes the higher
     h100, a100 = hardware("h100-sxm"), hardware("a100-sxm")
     assert h100.bandwidth("l2") == 8.4286e12 > max(h100.compared_figures["l2_bandwidth"])
     assert h100.compared_figures["l2_bandwidth"] == (3.574e12,)
-    assert a100.bandwidth("l2") == pytest.approx(1.5 * 32 * 80 * 1.41e9)
-    for dev in (h100, a100):
-        assert dev.source("l2_bandwidth").firmness in ("paper", "secondary")
-        assert "NVIDIA publishes none" in dev.derivations["l2_bandwidth"]
+    assert h100.source("l2_bandwidth").firmness in ("paper", "secondary")
+    assert "NVIDIA publishes none" in h100.derivations["l2_bandwidth"]
+    assert a100.bandwidth("l2") == pytest.approx(5120 * 1.41e9)
+    assert a100.compared_figures["l2_bandwidth"] == (pytest.approx(1.5 * 32 * 80 * 1.41e9),)
+    assert a100.source("l2_bandwidth").firmness == "vendor"
+    assert "5120 B/clock" in a100.derivations["l2_bandwidth"]
     # FlashAttention-3 at 740-840 TFLOP/s (d = 256) must stream 5.7-6.5 TB/s out of L2
     # (review M5): the roof must be above what the kernel does
     assert h100.bandwidth("l2") > 6.5e12
     assert hardware("h200-sxm").bandwidth("l2") is None
+
+
+def test_l40s_takes_the_rate_its_own_datasheet_implies():
+    # AD102 Tensor Cores: 1024 dense FP16 FLOP per clock per SM (RTX 4090, FP16 accumulate:
+    # 128 SMs x 1024 x 2.52e9 = 330.3e12, the Ada whitepaper's figure). L40S: 142 x 1024 x
+    # 2.52e9 = 366.4e12 = its datasheet's sparse 733 / 2 = its FP8 733 / 2; the dense 362.05
+    # it prints is below both, and a bound takes the higher
+    l40s = hardware("l40s")
+    assert 142 * 1024 * 2.52e9 == pytest.approx(366.4e12, rel=1e-4)
+    assert l40s.peak_flops("bf16") == l40s.peak_flops("fp16") == 366.4e12
+    assert l40s.peak_flops("bf16") == pytest.approx(733e12 / 2, rel=1e-3)
+    assert "362.05" in l40s.derivations["peak_flops.bf16"]
+    # RTX 4090: the FP32-accumulate rate (Ada whitepaper: FP16 165.2 with FP32 accumulate,
+    # 330.3 with FP16 accumulate); the assumption is stated with the figure
+    rtx = hardware("rtx-4090")
+    assert rtx.peak_flops("fp16") == 165.2e12 and rtx.peak_flops("fp8") == 330.3e12
+    assert "FP16-accumulate" in rtx.derivations["peak_flops.fp16"]
 
 
 def test_packed_16_bit_vector_math_is_a_higher_roof():
