@@ -1101,3 +1101,33 @@ def test_a_model_that_does_not_fit_says_so_and_names_the_tp_that_fits(call):
     assert stderr.rstrip().endswith("add --tp 2 to split each layer over 2 devices"), stderr
     status, stdout, _ = call("infer", "--model", "qwen2.5-72b", "--tp", "2")
     assert status == 0 and "largest batch that fits" in stdout
+
+
+def test_plot_rows_sit_under_the_roof_at_the_intensity_they_print(call, tmp_path):
+    # a row's rate and its FLOP/B are the chart's point: under HBM, rate = FLOP/B x bandwidth,
+    # H100 SXM's 3.35 TB/s (datasheet). softmax's total intensity (its exp counted too) once
+    # sat beside its vector units' rate: 1.25 FLOP/B x 3.35 TB/s = 4.19 TFLOP/s, not 2.513.
+    pytest.importorskip("matplotlib")
+    status, stdout, _ = call(
+        "plot", "--out", str(tmp_path / "r.svg"), "--point", "softmax:131072,4096",
+        "--point", "add:1M", "--point", "gemm:4096,4096,4096",
+    )  # fmt: skip
+    assert status == 0
+    lines = stdout.splitlines()
+    head = re.split(r"\s{2,}", lines[1].strip())
+    rows = {
+        cells[0]: dict(zip(head, cells, strict=True))
+        for line in lines[2:]
+        if len(cells := re.split(r"\s{2,}", line.strip())) == len(head)
+    }
+    softmax = rows["softmax 131072x4096"]
+    assert softmax["bound"] == "HBM"
+    tera = float(softmax["attainable"].removesuffix(" TFLOP/s"))
+    assert tera == pytest.approx(float(softmax["FLOP/B"]) * 3.35, rel=1e-3)
+    assert softmax["unit"] == "vector units"
+    # add: 1 FLOP per 6 bytes (two BF16 reads, one write) x 3.35 TB/s = 558.3 GFLOP/s
+    add = rows["add 1M"]
+    assert (add["FLOP/B"], add["bound"], add["attainable"]) == ("0.1667", "HBM", "558.3 GFLOP/s")
+    # gemm 4096^3: 2 x 4096^3 / (3 x 4096^2 x 2 B) = 1365 FLOP/B, above any ridge: matrix-bound
+    gemm = rows["gemm 4096x4096x4096"]
+    assert (gemm["unit"], gemm["FLOP/B"], gemm["bound"]) == ("matrix units", "1365", "matrix units")

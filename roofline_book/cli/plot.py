@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from ..extras import require
+from ..roofline import main_unit, time_bound, unit_rates
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
@@ -98,17 +99,26 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {args.out}: {device_line(device, args.dtype)}, {len(named)} point(s)")
     body = []
     for _, label, cost, _ in named:
-        figures = cost_figures(cost, device, args.dtype)
+        # each row as the chart places it: the main unit's rate, at that unit's FLOPs per HBM
+        # byte (softmax: its vector FLOPs, not all its FLOPs), so the rate is the HBM roof's
+        # at the printed intensity whenever HBM binds
+        t = time_bound(cost, device, args.dtype)
+        unit = main_unit(cost, t)
+        rate = 0.0 if unit is None else unit_rates(cost, t)[unit]
+        at_hbm = plotting.level_intensities(cost, t, device).get("hbm")
         body.append(
             (
                 label,
-                number(cost.intensity),
-                RESOURCE_TEXT[figures["bound"]],
-                si(figures["attainable_per_s"], "FLOP/s"),
+                "-" if unit is None else RESOURCE_TEXT[unit],
+                "-" if at_hbm is None else number(at_hbm),
+                RESOURCE_TEXT[t.resource],
+                si(rate, " exp/s" if unit == "special" else "FLOP/s"),
             )
         )
     if body:
-        print(text_table(("point", "FLOP/B", "bound", "attainable"), body, right={1, 3}))
+        head = ("point", "unit", "FLOP/B", "bound", "attainable")
+        print(text_table(head, body, right={2, 4}))
+        print("FLOP/B: the unit's FLOPs per HBM byte, where the chart places the point")
     return 0
 
 
