@@ -485,19 +485,43 @@ SCHEMAS: dict[str, dict] = {
             "tp": _int("tensor-parallel devices"),
             "pp": _int("pipeline stages"),
             "zero": _int("ZeRO stage (3 is FSDP)"),
+            "reshard": {
+                "type": "boolean",
+                "description": "ZeRO-3 frees the gathered weights after each use",
+            },
             "batch": _int("sequences per step, all devices"),
+            "micro_batch": _int("sequences a replica runs at once"),
+            "accumulation_steps": _int(
+                "micro-steps per replica a step, batch / (dp x micro_batch)"
+            ),
             "seq": _int("tokens per sequence"),
             "tokens": _int("tokens per step, all devices"),
             "recompute": {"type": "boolean", "description": "full activation recompute"},
+            "activation_saving": _str(
+                "what a layer saves for the backward", enum=["eager", "fused"]
+            ),
+            "activation_bytes_per_token_per_layer": _int(
+                "saved by one layer, one token, tp 1 [byte]"
+            ),
+            "grad_dtype": _str(
+                "precision gradients are kept and reduced in", enum=["bf16", "fp32"]
+            ),
             "step_flops": _num("the step's FLOPs, recompute included [FLOP]"),
             "model_flops": _num("6N per token plus attention, no recompute [FLOP]"),
+            "peak_flops_per_s": _num("the matrix peak MFU is taken against [FLOP/s]"),
             "compute_time_s": _num("one device's FLOPs at the matrix peak, with the bubble [s]"),
+            "micro_backward_time_s": _num("one micro-batch's backward on one device [s]"),
             "pipeline_bubble": _num("(p - 1) / (m + p - 1)"),
             "communication_time_s": _num("every collective's bandwidth term, summed [s]"),
             "communication_latency_s": _num("every collective's alpha term, summed [s]"),
-            "step_time_lower_bound_s": _num("compute and each link's traffic overlapped [s]"),
-            "step_time_exposed_tp_s": _num("with the TP all-reduces on the critical path [s]"),
-            "mfu_upper_bound": _num("model FLOPs / (devices x peak x the bound)"),
+            "step_time_lower_bound_s": _num("all communication overlapped where it can [s]"),
+            "step_time_exposed_tp_s": _num(
+                "the TP all-reduces on the critical path, as Megatron runs them by default [s]"
+            ),
+            "mfu_upper_bound": _num("model FLOPs / (devices x peak x step_time_exposed_tp_s)"),
+            "mfu_all_overlap_upper_bound": _num(
+                "model FLOPs / (devices x peak x step_time_lower_bound_s)"
+            ),
             "memory_bytes_per_device": _num("weights, gradients, optimizer, activations [byte]"),
             "memory_bytes_per_device_by_part": _map(_num("[byte]"), "memory by part"),
             "memory_capacity_bytes": _num("the device's memory [byte]", nullable=True),
@@ -508,12 +532,18 @@ SCHEMAS: dict[str, dict] = {
                         "what": _str("the collective's role"),
                         "op": _str("the collective", enum=list(COLLECTIVE_OPS)),
                         "count": _int("times per step"),
+                        "when": _str(
+                            "when in the step", enum=["micro-step", "last backward", "step"]
+                        ),
                         "bytes": _num("each time, each device's buffer [byte]"),
                         "devices": _int("devices taking part"),
                         "link": _str("nvlink, pcie, a network key, ..."),
                         "transfer_time_s": _num("bandwidth term, all times [s]"),
                         "latency_time_s": _num("alpha term, all times [s]"),
                         "overlaps": {"type": "boolean", "description": "can overlap compute"},
+                        "overlap_window_s": _num(
+                            "the compute it can hide under; null: the whole step [s]", nullable=True
+                        ),
                     },
                     "one collective of the step",
                 ),

@@ -1,0 +1,314 @@
+"""Training as it is configured (roofline_book.training, roofline-book train), by hand.
+
+Shapes from the models' config.json: Llama-3-8B hidden 4096, 32 layers, 32 query and 8 KV heads
+of 128 (q width 4096, k/v width 1024), SwiGLU MLP 14336, vocabulary 128,256, context 8192;
+Llama-2-7B 4096, 32 layers, 32 heads (no GQA), MLP 11008, context 4096; Llama-3-70B 8192,
+80 layers, 64 and 8 heads, MLP 28672. Links per direction: NVLink 450 GB/s, InfiniBand NDR
+50 GB/s. The H100's BF16 peak comes from the catalog (the vendor's dense figure).
+
+What each layer saves is counted from its ops, and held to PyTorch's own autograd: a tiny
+Llama layer in BF16 on the CPU, with torch.autograd.graph.saved_tensors_hooks counting the
+storage every saved tensor keeps alive.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from roofline_book import hardware, training
+from roofline_book.cli import main
+from roofline_book.decoders import adhoc_model
+from roofline_book.inference import model
+from roofline_book.training import TrainSplit, train, training_flops
+
+H100 = hardware("h100-sxm")
+PEAK = H100.peak_flops("bf16")
+LLAMA8, LLAMA2, LLAMA70 = model("llama-3-8b"), model("llama-2-7b"), model("llama-3-70b")
+NVLINK, NDR = 450e9, 50e9
+
+
+def test_llama3_8b_layer_activations_by_hand():
+    h, q, kv, heads, f = 4096, 4096, 1024, 32, 14336
+    # eager PyTorch (Hugging Face LlamaRMSNorm: x.to(float32), pow, mean, rsqrt, mul, .to(bf16),
+    # weight *): the FP32 copy 4h (pow and mul keep it), 1/rms 4 B a token, the BF16 normalised
+    # x 2h (weight * keeps it), the output 2h (the next linear keeps it): 8h + 4, twice a layer
+    norms = 2 * (4 * h + 4 + 2 * h + 2 * h)
+    # SDPA keeps q and k after RoPE, v, its output (o_proj's input is the same storage) and an
+    # FP32 log-sum-exp per head; K and V at their GQA width
+    attention = 2 * q + 2 * kv + 2 * kv + 2 * q + 4 * heads
+    # SwiGLU: gate's output (silu keeps it), silu's output and up's output (mul keeps both),
+    # their product (down keeps it)
+    mlp = 4 * 2 * f
+    assert dict(training.layer_activation_bytes(LLAMA8)) == {
+        "norms": norms,  # 65,544
+        "attention": attention,  # 20,608
+        "mlp": mlp,  # 114,688
+    }
+    assert norms + attention + mlp == 200_840  # 49.03 h, not the GPT layer's 34 h
+    # fused (Transformer Engine RMSNorm keeps its BF16 input and 1/rms; Megatron-Core's
+    # SwiGLUFunction keeps its input, gate and up side by side, and recomputes silu)
+    fused = training.layer_activation_bytes(LLAMA8, saving="fused")
+    assert fused["norms"] == 2 * (2 * h + 4 + 2 * h)
+    assert fused["mlp"] == 2 * 2 * f + 2 * f
+    assert sum(fused.values()) == 139_400  # 34.03 h
+    # one 4096-token sequence through 32 eager layers: 26.3 GB, where 34 s h L gave 18.25 GB
+    assert sum(training.layer_activation_bytes(LLAMA8).values()) * 4096 * 32 == 26_324_500_480
+
+
+def test_llama3_8b_logits_and_loss_by_hand():
+    head = training.head_activation_bytes(LLAMA8)
+    # the BF16 logits of one 4096-token sequence, and the FP32 log-softmax of the loss
+    assert head["logits"] * 4096 == 4096 * 128256 * 2 == 1_050_673_152
+    assert head["loss"] * 4096 == 4096 * 128256 * 4 == 2_101_346_304
+    assert head["norm"] == 8 * 4096 + 4
+    step = train(LLAMA8, H100, TrainSplit(dp=64, zero=3), batch=512, seq=4096)
+    assert step.memory_bytes_per_device["logits and loss"] == 4096 * (6 * 128256 + 8 * 4096 + 4)
+
+
+def _saved_bytes(module_call):
+    """Bytes of every storage autograd keeps for the backward of ``module_call()``, parameters
+    left out (they are weights, not activations)."""
+    import torch
+
+    kept: dict[int, int] = {}
+    skip: set[int] = set()
+
+    def pack(t):
+        storage = t.untyped_storage()
+        if storage.data_ptr() not in skip:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    def run(params, *inputs):
+        skip.update(p.untyped_storage().data_ptr() for p in params)
+        skip.update(i.untyped_storage().data_ptr() for i in inputs)
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = module_call()
+        return out, sum(kept.values())
+
+    return run
+
+
+def test_saved_activations_match_torch_on_a_tiny_llama_layer():
+    """The eager count against PyTorch's autograd: a Llama layer (Hugging Face's ops: RMSNorm
+    with its FP32 upcast, RoPE, SDPA with GQA, SwiGLU), BF16, on the CPU."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    b, s, h, heads, kv_heads, ffn, vocab = 2, 32, 64, 4, 2, 176, 500
+    d = h // heads
+    torch.manual_seed(0)
+    bf16 = torch.bfloat16
+
+    def linear(i, o):
+        return torch.nn.Parameter(torch.randn(o, i, dtype=bf16) / i**0.5)
+
+    w = {
+        "q": linear(h, heads * d),
+        "k": linear(h, kv_heads * d),
+        "v": linear(h, kv_heads * d),
+        "o": linear(heads * d, h),
+        "gate": linear(h, ffn),
+        "up": linear(h, ffn),
+        "down": linear(ffn, h),
+        "head": linear(h, vocab),
+        "n1": torch.nn.Parameter(torch.ones(h, dtype=bf16)),
+        "n2": torch.nn.Parameter(torch.ones(h, dtype=bf16)),
+        "nf": torch.nn.Parameter(torch.ones(h, dtype=bf16)),
+    }
+    cos, sin = torch.randn(s, d, dtype=bf16), torch.randn(s, d, dtype=bf16)
+
+    def rms(x, weight):  # transformers' LlamaRMSNorm.forward
+        dtype = x.dtype
+        x = x.to(torch.float32)
+        variance = x.pow(2).mean(-1, keepdim=True)
+        x = x * torch.rsqrt(variance + 1e-5)
+        return weight * x.to(dtype)
+
+    def rotate(x):
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+        return torch.cat((-x2, x1), dim=-1)
+
+    def layer(x):  # transformers' LlamaDecoderLayer, SDPA attention keeping GQA
+        y = rms(x, w["n1"])
+        q = F.linear(y, w["q"]).view(b, s, heads, d).transpose(1, 2)
+        k = F.linear(y, w["k"]).view(b, s, kv_heads, d).transpose(1, 2)
+        v = F.linear(y, w["v"]).view(b, s, kv_heads, d).transpose(1, 2)
+        q, k = q * cos + rotate(q) * sin, k * cos + rotate(k) * sin
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        x = x + F.linear(a.transpose(1, 2).contiguous().view(b, s, h), w["o"])
+        y = rms(x, w["n2"])
+        return x + F.linear(F.silu(F.linear(y, w["gate"])) * F.linear(y, w["up"]), w["down"])
+
+    x = torch.randn(b, s, h, dtype=bf16, requires_grad=True)
+    tiny = adhoc_model("tiny", hidden=h, layers=1, heads=heads, kv_heads=kv_heads, ffn=ffn,
+                       vocab=vocab)  # fmt: skip
+    _, saved = _saved_bytes(lambda: layer(x))(w.values(), x, cos, sin)
+    assert saved == sum(training.layer_activation_bytes(tiny).values()) * b * s
+
+    labels = torch.randint(0, vocab, (b * s,))
+
+    def head():  # final norm, LM head, loss on the FP32 upcast (transformers' ForCausalLMLoss)
+        logits = F.linear(rms(x, w["nf"]), w["head"])
+        return logits, F.cross_entropy(logits.float().view(-1, vocab), labels)
+
+    (logits, _), saved = _saved_bytes(head)(w.values(), x, labels)
+    # what autograd keeps, and the BF16 logits the model hands back to its caller
+    held = saved + logits.untyped_storage().nbytes()
+    # + 4: nll_loss keeps one FP32 scalar (its total weight) a loss, not a token
+    assert held == sum(training.head_activation_bytes(tiny).values()) * b * s + 4
+
+
+def test_fsdp_that_reshards_gathers_in_every_micro_step():
+    phi = LLAMA2.parameters()
+    one = train(LLAMA2, H100, TrainSplit(dp=64, zero=3), batch=512, seq=4096)
+    eight = train(LLAMA2, H100, TrainSplit(dp=64, zero=3), batch=512, seq=4096, micro_batch=8)
+    # 512 sequences over 64 replicas: 8 a GPU, as 8 micro-steps of 1 or one of 8
+    assert (one.accumulation_steps, eight.accumulation_steps) == (8, 1)
+    # each micro-step all-gathers the 16-bit weights for its forward and again for its
+    # backward, and reduce-scatters its gradients
+    assert [(c.op, c.count, c.when) for c in one.comms] == [
+        ("all_gather", 8, "micro-step"),
+        ("all_gather", 8, "micro-step"),
+        ("reduce_scatter", 8, "micro-step"),
+    ]
+    assert [c.nbytes for c in one.comms] == [2 * phi, 2 * phi, 2 * phi]
+    assert one.communication_s == pytest.approx(8 * eight.communication_s)
+    # the activations follow the same micro-batch: one sequence held, or eight
+    act = one.memory_bytes_per_device["activations"]
+    assert act == sum(training.layer_activation_bytes(LLAMA2).values()) * 4096 * 32
+    assert eight.memory_bytes_per_device["activations"] == 8 * act
+    assert one.memory_bytes < H100.memory_capacity < eight.memory_bytes
+    # weights kept gathered for the step (FSDP2 reshard_after_forward=False, no reshard after
+    # backward): one all-gather a step, the reduce-scatter still every micro-step, and the
+    # whole 16-bit weights on every device, as ZeRO-2
+    kept = train(LLAMA2, H100, TrainSplit(dp=64, zero=3, reshard=False), batch=512, seq=4096)
+    assert [(c.op, c.count) for c in kept.comms] == [("all_gather", 1), ("reduce_scatter", 8)]
+    assert kept.memory_bytes_per_device["weights"] == 2 * phi
+    assert kept.memory_bytes - one.memory_bytes == pytest.approx(2 * phi * 63 / 64)
+    zero2 = train(LLAMA2, H100, TrainSplit(dp=64, zero=2), batch=512, seq=4096)
+    assert zero2.memory_bytes == pytest.approx(kept.memory_bytes)
+
+
+def test_ddp_reduces_under_the_last_backward_only():
+    # Llama-3-8B, 64 GPUs, 8 sequences of 512 tokens each, one at a time: DDP accumulates under
+    # no_sync and all-reduces during the 8th micro-batch's backward, 2/3 of its FLOPs
+    step = train(LLAMA8, H100, TrainSplit(dp=64), batch=512, seq=512)
+    (ar,) = step.comms
+    assert (ar.count, ar.when) == (1, "last backward")
+    compute = training_flops(LLAMA8, 512 * 512, 512) / 64 / PEAK
+    backward = 2 / 3 * training_flops(LLAMA8, 512, 512) / PEAK
+    assert step.compute_s == pytest.approx(compute)
+    assert ar.window_s == pytest.approx(backward)
+    # one backward of 512 tokens does not cover the all-reduce, the step's compute would
+    t = ar.time.bandwidth_s
+    assert backward < t < compute
+    assert step.seconds == pytest.approx(compute - backward + t)
+    assert step.mfu < 1
+
+
+def test_megatron_keeps_fp32_gradients():
+    # Megatron's distributed-optimizer table (bytes a parameter, bf16 parameters and fp32
+    # gradients): 18 without it, 6 + 12/d with it
+    phi, d = LLAMA8.parameters(), 64
+
+    def states(zero):
+        step = train(LLAMA8, H100, TrainSplit(dp=d, zero=zero), batch=512, seq=4096,
+                     grad_dtype="fp32")  # fmt: skip
+        m = step.memory_bytes_per_device
+        return m["weights"] + m["gradients"] + m["optimizer"], step
+
+    assert states(0)[0] == pytest.approx(18 * phi)
+    total, step = states(1)
+    assert total == pytest.approx((6 + 12 / d) * phi)
+    # the gradients are reduce-scattered in FP32 too: 4 bytes a parameter on the wire
+    assert step.comms[0].op == "reduce_scatter" and step.comms[0].nbytes == 4 * phi
+
+
+def test_the_headline_mfu_keeps_megatron_tp_all_reduces_exposed():
+    # 70B, TP 8 in a node, 4 stages, DP 2, ZeRO-1, recompute: 256 micro-batches per replica
+    step = train(LLAMA70, H100, TrainSplit(dp=2, tp=8, pp=4, zero=1), batch=512, seq=4096,
+                 recompute=True)  # fmt: skip
+    bubble = 3 / (256 + 3)
+    compute = training_flops(LLAMA70, 512 * 4096, 4096, recompute=True) / 64 / PEAK / (1 - bubble)
+    assert step.compute_s == pytest.approx(compute)
+    # 6 all-reduces a layer a micro-batch with recompute, 20 layers a stage, 256 micro-batches,
+    # of 4096 x 8192 BF16 activations, at 450 GB/s (the switch reduces): 4.58 s
+    tp = 6 * 20 * 256 * 4096 * 8192 * 2 / NVLINK
+    assert tp == pytest.approx(4.581, rel=1e-3)
+    # Megatron runs them on the critical path by default: the headline step has them
+    assert step.exposed_s >= compute + tp
+    dp_tail = sum(c.time.bandwidth_s for c in step.comms if c.link == "ib-ndr")
+    assert step.exposed_s <= compute + tp + dp_tail
+    model_flops = training_flops(LLAMA70, 512 * 4096, 4096)
+    assert step.mfu == pytest.approx(model_flops / (64 * PEAK * step.exposed_s))
+    # the all-overlap figure stays beside it, higher
+    assert step.mfu_all_overlap == pytest.approx(model_flops / (64 * PEAK * step.seconds))
+    assert step.mfu <= model_flops / (64 * PEAK * (compute + tp)) < step.mfu_all_overlap
+
+
+def test_seq_beyond_the_window_is_refused(capsys):
+    with pytest.raises(ValueError, match=r"seq \(8192\) is beyond llama-2-7b's context window"):
+        train(LLAMA2, H100, TrainSplit(dp=8), batch=64, seq=8192)
+    argv = ["train", "--model", "llama-2-7b", "--gpus", "8", "--seq", "1000000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "--seq 1000000 is beyond llama-2-7b's context window (4096)" in err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--gpus", "0"), "--gpus"),
+        (("--gpus", "8", "--micro-batch", "3", "--batch", "64"), "--micro-batch (8 x 3)"),
+        (("--gpus", "8", "--zero", "2", "--no-reshard"), "--no-reshard is an option of --zero 3"),
+        (("--gpus", "8", "--micro-batch", "0"), "--micro-batch"),
+    ],
+)
+def test_bad_train_flags_name_the_flag(capsys, argv, message):
+    assert main(["train", "--model", "llama-2-7b", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert "dp must be" not in err
+
+
+def test_cli_prints_the_micro_batch_and_the_accumulation_steps(capsys):
+    argv = ["train", "--model", "llama-3-8b", "--gpus", "64", "--zero", "3", "--batch", "512"]
+    assert main([*argv, "--micro-batch", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "micro-batch 2 sequences: 4 micro-steps per replica a step" in out
+    assert "every micro-step" in out
+    assert main([*argv, "--micro-batch", "2", "--grad-dtype", "fp32", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    step = train(LLAMA8, H100, TrainSplit(dp=64, zero=3), batch=512, seq=4096, micro_batch=2,
+                 grad_dtype="fp32")  # fmt: skip
+    assert (data["micro_batch"], data["accumulation_steps"]) == (2, 4)
+    assert data["grad_dtype"] == "fp32" and data["activation_saving"] == "eager"
+    assert data["activation_bytes_per_token_per_layer"] == 200_840
+    assert [c["count"] for c in data["communication"]] == [4, 4, 4]
+    assert data["memory_bytes_per_device"] == pytest.approx(step.memory_bytes)
+    assert data["mfu_upper_bound"] == pytest.approx(step.mfu)
+    jsonschema = pytest.importorskip("jsonschema")
+    from roofline_book.cli.schema import SCHEMAS
+
+    errors = list(jsonschema.Draft202012Validator(SCHEMAS["train"]).iter_errors(data))
+    assert not errors, [e.message for e in errors[:3]]
+
+
+def test_cli_headline_mfu_and_a_hint_when_memory_does_not_fit(capsys):
+    argv = ["train", "--model", "llama-3-70b", "--gpus", "64", "--tp", "8", "--pp", "4",
+            "--zero", "1", "--batch", "512", "--recompute"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    step = train(LLAMA70, H100, TrainSplit(dp=2, tp=8, pp=4, zero=1), batch=512, seq=4096,
+                 recompute=True)  # fmt: skip
+    # the headline keeps the TP all-reduces on the critical path; the all-overlap MFU beside it
+    headline = f"{step.mfu:.1%} (upper bound; {step.mfu_all_overlap:.1%} if all communication"
+    assert headline in out
+    assert "TP all-reduces not overlapped" in out
+    assert main(["train", "--model", "llama-2-7b", "--gpus", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "(does not fit: try --zero 3, --recompute" in out
