@@ -117,7 +117,7 @@ pdf: pdf-tools html
 # `install`), in three jobs side by side: types, the tests that start Sphinx, kernels or the
 # command line in subprocesses (their output shown when they end; about half the tests' time
 # on this machine), and the rest.
-CHECK_MARKERS := -m "not site and not install"
+CHECK_MARKERS := -m "not site and not install and not compile"
 # Bytecode on: where the environment sets PYTHONDONTWRITEBYTECODE (as this project's machines
 # do), pytest would parse and rewrite the asserts of every test module and doctest again on
 # each run, and each interpreter a test starts would compile what it imports (about 10 s of

@@ -206,3 +206,46 @@ def test_keyboard_interrupt_in_the_script_is_one_line(script, capsys):
         f"roofline-book profile: error: script {err.split(chr(39))[1]!r} raised KeyboardInterrupt: "
         "(line 2)"
     ]
+
+
+# torch/_inductor/output_code.py records each call of a compiled graph under this name
+COMPILED = """\
+import torch
+a = torch.ones(64, 64)
+a @ a
+with torch.profiler.record_function("## Call CompiledFxGraph fabc123def456 ##"):
+    sum(range(300_000))  # Inductor's fused kernels record no operator
+"""
+
+
+def test_a_compiled_graph_is_counted_unexplained_in_text_and_json(script, capsys):
+    """The review's finding 4: the graph's time was filed outside any operator, and the headline
+    said 98-100% explained."""
+    path = script(COMPILED)
+    assert main(["profile", path]) == 0
+    out = capsys.readouterr().out
+    assert "compiled graph fabc123d" in out and "in compiled graphs (Inductor" in out
+    assert main(["profile", "--json", path]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (graph,) = [op for op in data["ops"] if op["kind"] == "compiled"]
+    assert data["compiled_self_time_s"] == graph["self_time_s"] > 0
+    # the graph is in the operators' time and not in the explained part
+    done = sum(op["self_time_s"] for op in data["ops"] if op["kind"] in ("model", "composite"))
+    assert data["explained_share"] == pytest.approx(done / data["operator_self_time_s"])
+    assert data["explained_share"] <= 1 - graph["self_time_s"] / data["operator_self_time_s"] + 1e-9
+
+
+def test_rows_faster_than_their_bound_are_a_warning():
+    from roofline_book import gemm, hardware
+    from roofline_book.bounds import Ceilings
+    from roofline_book.cli import profile
+    from roofline_book.measure import profiling
+
+    h100 = Ceilings.of(hardware("h100-sxm"))
+    cost = gemm(256, 512, 512, "fp32")
+    held = profiling.row_bound(cost, h100, "fp32")
+    row = profiling.OpRow("aten::mm", ((256, 512), (512, 512)), ("float",) * 2, 8,
+                          held.seconds / 2.08, 1.0, cost, "fp32", held, None)  # fmt: skip
+    lines = profile._summary(profiling.Attribution((row,), row.self_time_s, h100, "cpu"))
+    (warning,) = [line for line in lines if line.startswith("WARNING")]
+    assert "1 row(s) ran faster than their lower bound: aten::mm 256x512,512x512 (2.08x)" in warning

@@ -817,3 +817,138 @@ def test_no_corpus_row_beats_the_ceilings_this_machine_measured(script, one_thre
     over = [(r.name, r.shapes, round(r.fraction_of_roof, 3)) for r in held
             if r.fraction_of_roof > 1 + tolerance(run)]  # fmt: skip
     assert not over, over
+
+
+# --------------------------------------------------------------------------
+# torch.compile: tracing on fake tensors, and the compiled graph's own time
+
+
+def test_calls_on_fake_tensors_are_compile_time_not_operators():
+    """Dynamo and AOTAutograd trace a compiled function on FakeTensors (torch._subclasses), which
+    have no storage, and their meta-device innards: the profiler records each call (aten::mm
+    with its shapes), but none of them computes. The review's first torch.compile run got a
+    256x512 @ 512x512 mm row at 208% of its roof from such calls. Only the real call is an
+    operator here: 2 * 256 * 512 * 512 = 134,217,728 FLOPs."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from roofline_book.measure.ceilings import of_run
+    from roofline_book.measure.runfile import load_run
+
+    fixture = pathlib.Path(__file__).parent / "data" / "fixture-cpu-pass.json"
+    roofs = of_run(load_run(fixture))
+    x, w = torch.randn(256, 512), torch.randn(512, 512)
+
+    def run():
+        x @ w
+        with FakeTensorMode() as mode:
+            a, b = mode.from_tensor(x), mode.from_tensor(w)
+            for _ in range(3):
+                a @ b
+
+    attribution = profiling.attribute(_profile(run), roofs)
+    (mm,) = [r for r in _rows(attribution, "aten::mm")]
+    assert mm.kind == "model" and mm.calls == 1 and mm.flops == 134_217_728
+    (tracing,) = _rows(attribution, profiling.COMPILING)
+    assert tracing.kind == "compile" and tracing.cost is None and tracing.calls >= 3 * 2
+    assert tracing.fraction_of_roof is None
+    # tracing is not operator time: it stays out of the explained share's denominator
+    ops = sum(r.self_time_s for r in attribution.rows if r.kind not in ("range", "compile"))
+    assert attribution.operator_time_s == pytest.approx(ops)
+    assert attribution.compile_time_s == pytest.approx(tracing.self_time_s)
+
+
+# torch/_inductor/output_code.py records each call of a compiled graph as this range; the fused
+# kernels inside it (C++ on the CPU) record no operator, so the range's self time is theirs
+GRAPH = "## Call CompiledFxGraph fke7zqj5d7rmg2fjyqseznj7alklk4qwgzaymq5ypppvickm5hpv ##"
+
+
+def test_a_compiled_graphs_time_is_its_own_row_and_unexplained():
+    x = torch.randn(128, 128)
+
+    def fused_kernels():  # work that records no operator, as Inductor's C++ kernels
+        total = 0
+        for i in range(200_000):
+            total += i
+        return total
+
+    def run():
+        x @ x
+        with torch.profiler.record_function(GRAPH):
+            fused_kernels()
+
+    attribution = profiling.attribute(_profile(run))
+    (graph,) = _rows(attribution, GRAPH)
+    assert graph.kind == "compiled" and graph.cost is None and graph.calls == 1
+    assert attribution.compiled_time_s == graph.self_time_s > 0
+    # the graph's time is operator time that no model explains:
+    # explained = (model + composite) / (model + composite + unmodelled + compiled)
+    done = sum(r.self_time_s for r in attribution.rows if r.kind in ("model", "composite"))
+    assert attribution.explained == pytest.approx(done / (done + graph.self_time_s))
+    assert attribution.explained < 1
+    assert "compiled graph fke7zqj5" in attribution.table()
+    assert attribution.as_json()["compiled_self_time_s"] == graph.self_time_s
+
+
+def test_a_row_faster_than_its_bound_is_flagged_not_printed_as_a_share():
+    """A bound a real kernel beats is a defect: the table says so instead of printing 208%."""
+    from roofline_book import gemm, hardware
+
+    h100 = Ceilings.of(hardware("h100-sxm"))
+    cost = gemm(4096, 4096, 4096, "bf16")
+    held = profiling.row_bound(cost, h100, "bf16")
+    # 2 * 4096**3 = 137,438,953,472 FLOP at the BF16 peak: a time 0.48 of the bound's
+    fast = held.seconds / 2.08
+
+    def row(seconds, name="aten::mm"):
+        return profiling.OpRow(name, ((4096, 4096), (4096, 4096)), ("c10::BFloat16",) * 2, 1,
+                               seconds, 0.5, cost, "bf16", held, None)  # fmt: skip
+
+    attribution = profiling.Attribution((row(fast), row(2 * held.seconds, "aten::bmm")),
+                                        fast + 2 * held.seconds, h100, "device")  # fmt: skip
+    beaten = attribution.beaten()
+    assert [r.name for r in beaten] == ["aten::mm"]
+    assert beaten[0].fraction_of_roof == pytest.approx(2.08)
+    table = attribution.table()
+    assert "beats bound" in table and "208%" not in table and "50%" in table
+    ops = attribution.as_json()["ops"]
+    assert [op["beats_bound"] for op in ops] == [True, False]
+    assert attribution.as_json()["rows_beating_bound"] == 1
+
+
+COMPILED = """\
+import torch
+import torch.nn.functional as F
+
+w = torch.randn(512, 512)
+
+
+@torch.compile
+def f(x):
+    return F.gelu(x @ w) * 2 + 1
+
+
+x = torch.randn(256, 512)
+for _ in range(4):
+    f(x)
+"""
+
+
+@pytest.mark.compile  # a first torch.compile run: tens of seconds of C++ compiling on 2 cores
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, imported by Inductor
+def test_a_first_torch_compile_run(tmp_path, monkeypatch, one_thread):
+    """The review's compiled.py, run cold (an empty Inductor cache): the mm runs 4 times, as
+    extern kernels inside the compiled graph (4 x 2 * 256 * 512 * 512 = 536,870,912 FLOPs);
+    every call the tracer made on fake tensors is compile time; the graph's own time (the
+    fused gelu, * 2 and + 1) is a row of its own that no model explains."""
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED)
+    attribution = profiling.attribute(profiling.profile_script(str(script)))
+    mm = [r for r in attribution.modelled() if r.name == "aten::mm"]
+    assert sum(r.flops for r in mm) == 536_870_912
+    (graph,) = [r for r in attribution.rows if r.kind == "compiled"]
+    assert graph.calls == 4 and graph.self_time_s > 0
+    (tracing,) = _rows(attribution, profiling.COMPILING)
+    assert tracing.self_time_s > graph.self_time_s  # compiling took longer than running
+    assert attribution.explained < 1
+    assert attribution.operator_time_s < attribution.total_time_s - tracing.self_time_s + 1e-9

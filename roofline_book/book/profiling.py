@@ -28,6 +28,24 @@ def _resource(name: str | None) -> str:
     return "—" if name is None else resource_zh(name)
 
 
+def _of_roof(row: profiling.OpRow) -> str:
+    """占 roof 的比例；比时间下界还快的行（下界或归属有错）不写比例。
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> from roofline_book.bounds import TimeBound
+    >>> from roofline_book.ops import Cost
+    >>> row = profiling.OpRow("aten::mm", (), (), 1, 1e-3, 1.0, Cost(0, 0, 0), "fp32",
+    ...                       TimeBound({"matrix": 2.08e-3}), None)
+    >>> _of_roof(row), _of_roof(dataclasses.replace(row, self_time_s=4e-3))
+    ('快于下界', '52%')
+    """
+    if row.fraction_of_roof is None:
+        return "—"
+    return "快于下界" if row.beats_bound else f"{row.fraction_of_roof:.0%}"
+
+
 def attribution_frame(attribution: profiling.Attribution, limit: int = 10) -> Any:
     """self time 最多的各行，中文表头（一个 pandas DataFrame）。"""
     import pandas as pd
@@ -46,9 +64,7 @@ def attribution_frame(attribution: profiling.Attribution, limit: int = 10) -> An
             "FLOPs（模型）": [fig(r.flops, "FLOP") for r in rows],
             "字节（模型）": [fig(r.bytes, "B") for r in rows],
             "算术强度": ["—" if r.intensity is None else f"{r.intensity:.3g}" for r in rows],
-            "占 roof 的比例": [
-                "—" if r.fraction_of_roof is None else f"{r.fraction_of_roof:.0%}" for r in rows
-            ],
+            "占 roof 的比例": [_of_roof(r) for r in rows],
             "受限于": [_resource(r.bound) for r in rows],
         }
     )

@@ -62,17 +62,49 @@ def run(args: argparse.Namespace) -> int:
     left = len(attribution.rows) - args.limit
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
-    outside = sum(r.self_time_s for r in attribution.rows if r.kind == "range")
-    print(f"explained by modelled ops: {attribution.explained:.1%} of the operators' self time "
-          f"({attribution.modelled_share:.1%} in modelled kernels, the rest in composite ops "
-          f"above them); {si(outside, 's')} outside any operator "
-          "(record_function ranges, autograd nodes)")  # fmt: skip
+    for line in _summary(attribution):
+        print(line)
     if roof is not None:
         print("memory levels (a row is held to the smallest that holds "
               f"{CACHE_MARGIN}x its working set): " + _levels(roof))  # fmt: skip
     if plot is not None:
         print(f"wrote {plot}")
     return 0
+
+
+def _summary(attribution: Any) -> list[str]:
+    """表格下面的几行：解释了多少、编译出的图与编译的时间，以及比下界还快的行。"""
+    compiled = attribution.compiled_time_s
+    graphs = (
+        f"; {si(compiled, 's')} of it in compiled graphs (Inductor's fused kernels, not modelled)"
+        if compiled > 0
+        else ""
+    )
+    lines = [
+        f"explained by modelled ops: {attribution.explained:.1%} of the operators' self time "
+        f"({attribution.modelled_share:.1%} in modelled kernels, the rest in composite ops "
+        f"above them{graphs}); {si(attribution.range_time_s, 's')} outside any operator "
+        "(record_function ranges, autograd nodes)"
+    ]
+    if attribution.compile_time_s > 0:
+        lines.append(
+            f"{si(attribution.compile_time_s, 's')} compiling: torch.compile's phases and its "
+            "tracing on fake tensors (calls that did no work), left out of the operators' time"
+        )
+    beaten = attribution.beaten()
+    if beaten:
+        names = ", ".join(
+            f"{r.name} {','.join('x'.join(map(str, s)) for s in r.shapes if s)} "
+            f"({r.fraction_of_roof:.2f}x)"
+            for r in beaten[:3]
+        )
+        more = f" and {len(beaten) - 3} more" if len(beaten) > 3 else ""
+        lines.append(
+            f"WARNING: {len(beaten)} row(s) ran faster than their lower bound: {names}{more}. "
+            "A bound that a real kernel beats is a defect in the model, the roof or the "
+            "attribution of time to calls, not a result: those rows show 'beats bound'"
+        )
+    return lines
 
 
 def _levels(ceilings: Any) -> str:

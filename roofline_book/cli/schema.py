@@ -380,12 +380,27 @@ SCHEMAS: dict[str, dict] = {
                         "achieved_Bps": _num("bytes / self_time_s [byte/s]", nullable=True),
                         "fraction_of_roof": _num("time lower bound / self time", nullable=True),
                         "bound": _str("the binding resource", nullable=True, enum=RESOURCES),
+                        "beats_bound": {
+                            "type": "boolean",
+                            "description": "ran faster than its lower bound (fraction_of_roof "
+                            "> 1): a defect in the model, the roof or the attribution, not a "
+                            "result",
+                        },
                         "profiler_flops": _int("FLOPs the profiler counted [FLOP]", nullable=True),
                         "kind": _str(
                             "model (a model of its own), composite (its work is in the "
-                            "modelled kernels below it), unmodelled, or range "
-                            "(a record_function range or an autograd node)",
-                            enum=["model", "composite", "unmodelled", "range"],
+                            "modelled kernels below it), unmodelled, compiled (a torch.compile "
+                            "graph: Inductor's kernels, not modelled), range (a record_function "
+                            "range or an autograd node) or compile (torch.compile tracing on "
+                            "fake tensors)",
+                            enum=[
+                                "model",
+                                "composite",
+                                "unmodelled",
+                                "compiled",
+                                "range",
+                                "compile",
+                            ],
                         ),  # fmt: skip
                     },
                     "one (op, shapes) row",
@@ -393,12 +408,21 @@ SCHEMAS: dict[str, dict] = {
                 "each (op, shapes), longest self time first",
             ),
             "total_self_time_s": _num("[s]"),
-            "operator_self_time_s": _num("the operators' self time, ranges left out [s]"),
+            "operator_self_time_s": _num(
+                "the operators' self time, compiled graphs in, ranges and tracing left out [s]"
+            ),
             "explained_share": _num(
                 "share of the operators' self time in modelled kernels "
                 "and the composite ops above them"
             ),  # fmt: skip
             "modelled_share": _num("share of the operators' self time in modelled kernels"),
+            "compiled_self_time_s": _num(
+                "the compiled graphs' self time, in the operators' time, not modelled [s]"
+            ),
+            "compile_self_time_s": _num(
+                "torch.compile's tracing on fake tensors, left out of the operators' time [s]"
+            ),
+            "rows_beating_bound": _int("rows that ran faster than their lower bound"),
             "clock": _str("whose time: cpu or device", enum=["cpu", "device"]),
             "roof": {
                 "type": ["object", "null"],

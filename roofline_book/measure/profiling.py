@@ -30,6 +30,17 @@ run file 测得的上限，或目录中的设备。
 - ``record_function`` 的范围、autograd 的节点这些不是算子（torch 里没有它们的 schema），
   是 ``"range"``：它们的 self time 是两次算子调用之间 Python 与框架的时间，列出来，但不算作
   没有模型的算子。
+- ``torch.compile`` 编译出的图：Inductor 把算子融合成自己的 kernel，profiler 不把它们记成
+  算子，它们的时间是 ``## Call CompiledFxGraph <key> ##`` 这个范围自己的 self time（torch 的
+  ``_inductor/output_code.py`` 用这个名字记下每次调用）。这一行是 ``"compiled"``：它的时间
+  算在算子的时间里，但没有模型，所以不算作已解释的部分。
+- 编译期间的调用：Dynamo 与 AOTAutograd 在 FakeTensor 与 meta tensor 上追踪程序，profiler
+  照样记下每个算子（``aten::mm`` 也在其中），它们的 self time 是追踪的开销，不是计算。输入是
+  meta tensor 或没有存储的 FakeTensor 的调用、它们下面的一切，以及 torch 编译阶段的范围
+  （名字以 ``(dynamo_timed)`` 结尾，``torch/_dynamo/utils.py``）之内的一切，合成一行
+  :data:`COMPILING`，kind 为 ``"compile"``：不是算子的时间，也不配模型。
+- 一行的时间比它的下界还短（:attr:`OpRow.beats_bound`），说明下界或归属有错；表格不把它当作
+  正常的占比列出。
 
 torch 在需要它的函数内部才导入。
 
@@ -45,6 +56,7 @@ Examples
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,11 +65,13 @@ from ..bounds import Ceilings, TimeBound
 from ..ops import Cost
 from ..tables import text_table
 from ..units import si
-from .atencalls import Call, Listed, is_wrapper, precision_of, schemas
+from .atencalls import Call, is_wrapper, precision_of, schemas
 from .atenops import HELPERS, model
+from .profevents import below, call_of, compiling_events, op_events, tree_inputs
 from .scripts import ScriptError, as_main, profile_script, profiler
 
 __all__ = [
+    "COMPILING",
     "Attribution",
     "OpRow",
     "ScriptError",
@@ -90,8 +104,9 @@ class OpRow:
     """profiler 统计的 FLOPs（``with_flops=True``）；它没有统计时为 None。"""
     kind: str = "model"
     """``"model"`` （带模型：``cost`` 不为 None，view 与分配的模型是零）、``"composite"`` （工作在
-    下面带模型的 kernel 里）、``"unmodelled"`` （没有模型的算子），或 ``"range"``
-    （``record_function`` 的范围、autograd 的节点：不是算子）。
+    下面带模型的 kernel 里）、``"unmodelled"`` （没有模型的算子）、``"compiled"`` （一个编译出的
+    图，Inductor 的 kernel，没有模型）、``"range"`` （``record_function`` 的范围、autograd 的节点：
+    不是算子），或 ``"compile"`` （编译期间在 FakeTensor 上的追踪：不是算子）。
     """
 
     @property
@@ -127,6 +142,14 @@ class OpRow:
         return self.bound_time.seconds / self.self_time_s
 
     @property
+    def beats_bound(self) -> bool:
+        """实测时间比时间下界还短（``fraction_of_roof > 1``）：真实的 kernel 打破了下界，说明模型
+        多算了工作、上限偏低，或时间没有记在做这些工作的调用上。这样的比例不是结果，表格不列出它。
+        """
+        fraction = self.fraction_of_roof
+        return fraction is not None and fraction > 1
+
+    @property
     def bound(self) -> str | None:
         """决定下界的资源（``"matrix"``、``"memory"``、``"hbm"`` 等）。"""
         return None if self.bound_time is None else self.bound_time.resource
@@ -146,6 +169,7 @@ class OpRow:
             "achieved_Bps": self.achieved_bytes,
             "fraction_of_roof": self.fraction_of_roof,
             "bound": "dram" if self.bound == "memory" else self.bound,
+            "beats_bound": self.beats_bound,
             "profiler_flops": self.profiler_flops,
             "kind": self.kind,
         }
@@ -163,13 +187,34 @@ class Attribution:
 
     @property
     def operator_time_s(self) -> float:
-        """算子（不含 ``"range"`` 行）的 self time 之和（秒）。"""
-        return sum(r.self_time_s for r in self.rows if r.kind != "range")
+        """算子的 self time 之和（秒）：编译出的图（``"compiled"``）算在内，``"range"`` 与
+        ``"compile"`` 行不算。"""
+        return sum(r.self_time_s for r in self.rows if r.kind not in _NOT_OPERATORS)
+
+    @property
+    def compiled_time_s(self) -> float:
+        """编译出的图（Inductor 的 kernel）的 self time 之和（秒）：在算子的时间里，没有模型。"""
+        return sum(r.self_time_s for r in self.rows if r.kind == "compiled")
+
+    @property
+    def compile_time_s(self) -> float:
+        """编译期间追踪的 self time（秒）：不是算子的时间。"""
+        return sum(r.self_time_s for r in self.rows if r.kind == "compile")
+
+    @property
+    def range_time_s(self) -> float:
+        """``record_function`` 范围与 autograd 节点的 self time（秒）：在任何算子之外。"""
+        return sum(r.self_time_s for r in self.rows if r.kind == "range")
+
+    def beaten(self) -> list[OpRow]:
+        """时间比下界还短的行（:attr:`OpRow.beats_bound`）。"""
+        return [r for r in self.rows if r.beats_bound]
 
     @property
     def explained(self) -> float:
         """算子的 self time 中，有模型的行（``"model"``）与其工作全由带模型的 kernel 完成的组合算子
-        （``"composite"``）所占的比例；``record_function`` 范围与 autograd 节点不在分母里。
+        （``"composite"``）所占的比例；编译出的图在分母里、不在分子里；``record_function`` 范围、
+        autograd 节点与编译期间的追踪不在分母里。
         """
         ops = self.operator_time_s
         done = sum(r.self_time_s for r in self.rows if r.kind in ("model", "composite"))
@@ -197,6 +242,9 @@ class Attribution:
             "operator_self_time_s": self.operator_time_s,
             "explained_share": self.explained,
             "modelled_share": self.modelled_share,
+            "compiled_self_time_s": self.compiled_time_s,
+            "compile_self_time_s": self.compile_time_s,
+            "rows_beating_bound": len(self.beaten()),
             "clock": self.clock,
             "roof": None if self.ceilings is None else ceilings_json(self.ceilings),
         }
@@ -207,126 +255,41 @@ class Attribution:
         for r in self.rows[:limit]:
             shapes = ",".join("x".join(map(str, s)) or "-" for s in r.shapes)
             if r.cost is None:
-                figures = ("composite" if r.kind == "composite" else "-",) + ("-",) * 5
+                figures = (_NO_COST.get(r.kind, "-"),) + ("-",) * 5
             else:
                 figures = (
                     si(r.cost.flops, "FLOP"),
                     si(r.cost.bytes, "B"),
                     "-" if r.intensity is None else f"{r.intensity:.3g}",
                     si(r.achieved_flops or 0.0, "FLOP/s"),
-                    "-" if r.fraction_of_roof is None else f"{r.fraction_of_roof:.0%}",
+                    _of_roof(r),
                     r.bound or "-",
                 )
-            body.append((r.name, shapes[:48], str(r.calls), si(r.self_time_s, "s"),
+            name = _graph_name(r.name) if r.kind == "compiled" else r.name
+            body.append((name, shapes[:48], str(r.calls), si(r.self_time_s, "s"),
                          f"{r.share:.1%}", *figures))  # fmt: skip
         header = ("op", "shapes", "calls", "self", "share", "FLOPs", "bytes", "FLOP/B",
                   "achieved", "of roof", "bound")  # fmt: skip
         return text_table(header, body, right={2, 3, 4, 5, 6, 7, 8, 9})
 
 
-def _shapes(event: Any) -> tuple[tuple[int, ...], ...]:
-    return tuple(
-        tuple(int(d) for d in s) if isinstance(s, list) else () for s in event.input_shapes
-    )
+_NOT_OPERATORS = ("range", "compile")
+_NO_COST = {"composite": "composite", "compiled": "Inductor", "compile": "tracing"}
+COMPILING = "torch.compile: compiling (its phases, tracing on fake tensors)"
+"""编译期间追踪的那一行（kind ``"compile"``）的名字。"""
+_GRAPH = "## Call CompiledFxGraph "  # torch/_inductor/output_code.py names each call so
 
 
-_DTYPE_TEXT = {"float32": "float", "float64": "double", "float16": "c10::Half",
-               "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
-               "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-               "bool": "bool"}  # fmt: skip
+def _of_roof(row: OpRow) -> str:
+    """表格中“占 roof 的比例”一栏：比下界还快的行不写比例，写 ``beats bound``。"""
+    if row.fraction_of_roof is None:
+        return "-"
+    return "beats bound" if row.beats_bound else f"{row.fraction_of_roof:.0%}"
 
 
-def _dtype_text(dtype: Any) -> str:
-    """一个 ``torch.dtype`` 写成 profiler 的 ``input_dtypes`` 那样（``torch.float32`` 写成
-    ``"float"``）。
-    """
-    text = str(dtype).removeprefix("torch.")
-    return _DTYPE_TEXT.get(text, text)
-
-
-def _distinct(tensor: Any) -> int | None:
-    """一个 tensor 中不同元素的个数：stride 为 0 的维（``expand`` 出来的）只算一份。"""
-    sizes, strides = list(getattr(tensor, "sizes", ()) or ()), getattr(tensor, "strides", None)
-    if strides is None or len(strides) != len(sizes):
-        return None
-    return math.prod(n for n, step in zip(sizes, strides, strict=True) if step != 0)
-
-
-_Inputs = dict[int, tuple[tuple[Listed | None, ...], tuple[int | None, ...]]]
-
-
-def _tree_inputs(prof: Any) -> _Inputs:
-    """每个算子事件（按 correlation id）的 tensor 列表与各 tensor 输入的不同元素个数。
-
-    ``key_averages`` 与 ``FunctionEvent.input_shapes`` 对 ``TensorList`` 只记 ``[]``，也不记
-    stride；profiler 的事件树（``kineto_results.experimental_event_tree()``）记下了列表中的每个
-    tensor，以及每个 tensor 的 stride。
-    """
-    try:
-        stack = list(prof.profiler.kineto_results.experimental_event_tree())
-    except (AttributeError, RuntimeError):
-        return {}
-    found: _Inputs = {}
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children)
-        inputs = getattr(node.extra_fields, "inputs", None)
-        if not inputs:  # a kernel or runtime event (no inputs): its ids are not an op's
-            continue
-        lists = tuple(
-            tuple((tuple(t.sizes), _dtype_text(t.dtype)) for t in i if hasattr(t, "sizes"))
-            if isinstance(i, list)
-            else None
-            for i in inputs
-        )
-        distinct = tuple(_distinct(i) if hasattr(i, "sizes") else None for i in inputs)
-        found[node.correlation_id] = (lists, distinct)
-    return found
-
-
-def _call(event: Any, inputs: _Inputs | None = None) -> Call:
-    lists, distinct = (inputs or {}).get(getattr(event, "id", -1), ((), ()))
-    return Call(
-        event.name,
-        _shapes(event),
-        tuple(str(d) for d in (getattr(event, "input_dtypes", None) or ())),
-        tuple(getattr(event, "concrete_inputs", None) or ()),
-        lists if any(x is not None for x in lists) else (),
-        footprints=distinct,
-    )
-
-
-def _events(prof: Any, region: str | None) -> list[Any]:
-    """profile 中的算子事件（CPU 一侧）；给了 ``region`` 时只取其中的。"""
-    from torch.autograd import DeviceType
-
-    events = [e for e in prof.events() if e.device_type == DeviceType.CPU]
-    if region is None:
-        return events
-    inside = []
-    for e in events:
-        node = e
-        while node is not None and node.name != region:
-            node = node.cpu_parent
-        if node is not None:
-            inside.append(e)
-    if not inside:
-        names = sorted({e.name for e in events if not e.name.startswith("aten::")})[:8]
-        raise ValueError(
-            f"region {region!r} was not recorded; record_function ranges seen: "
-            f"{', '.join(names) or 'none'}"
-        )
-    return inside
-
-
-def _below(event: Any) -> list[Any]:
-    """``event`` 下面的全部事件。"""
-    out, stack = [], list(event.cpu_children)
-    while stack:
-        child = stack.pop()
-        out.append(child)
-        stack.extend(child.cpu_children)
-    return out
+def _graph_name(name: str) -> str:
+    """``## Call CompiledFxGraph fke7zqj5... ##`` 在表格中写成 ``compiled graph fke7zqj5``。"""
+    return "compiled graph " + name.removeprefix(_GRAPH).removesuffix(" ##")[:8]
 
 
 def _composite(event: Any, work: dict[int, bool]) -> bool:
@@ -334,12 +297,14 @@ def _composite(event: Any, work: dict[int, bool]) -> bool:
     ``fill_``），任何一个都算；是别的算子时，只算不是这类 helper 的 kernel。
     """
     helper = event.name in HELPERS
-    return any(work.get(id(c)) and (helper or c.name not in HELPERS) for c in _below(event))
+    return any(work.get(id(c)) and (helper or c.name not in HELPERS) for c in below(event))
 
 
-def _classify(events: list[Any], calls: dict[int, Call]) -> tuple[dict, dict, dict]:
+def _classify(
+    events: list[Any], calls: dict[int, Call], compiling: AbstractSet[int] = frozenset()
+) -> tuple[dict, dict, dict]:
     """每个事件的 Cost（只给带着模型的 kernel）、它的时间记在哪个事件上，以及它那一行的 kind。"""
-    costs = {id(e): model(calls[id(e)]) for e in events}
+    costs = {id(e): None if id(e) in compiling else model(calls[id(e)]) for e in events}
     work = {k: c is not None and (c.flops > 0 or c.bytes > 0) for k, c in costs.items()}
     carries = {id(e): work[id(e)] and not _composite(e, work) for e in events}
     inside = set(carries)
@@ -349,8 +314,12 @@ def _classify(events: list[Any], calls: dict[int, Call]) -> tuple[dict, dict, di
         while node is not None and id(node) in inside and not carries[id(node)]:
             node = node.cpu_parent
         absorbed = not carries[id(e)] and node is not None and id(node) in inside
-        owner[id(e)] = node if absorbed else e
-        if carries[id(e)] or (costs[id(e)] is not None and not work[id(e)]):
+        owner[id(e)] = node if absorbed and id(e) not in compiling else e
+        if id(e) in compiling:
+            kind[id(e)] = "compile"
+        elif e.name.startswith(_GRAPH):
+            kind[id(e)] = "compiled"
+        elif carries[id(e)] or (costs[id(e)] is not None and not work[id(e)]):
             kind[id(e)] = "model"
         elif not schemas(e.name):
             kind[id(e)] = "range"
@@ -363,7 +332,7 @@ def _classify(events: list[Any], calls: dict[int, Call]) -> tuple[dict, dict, di
     return kept, owner, kind
 
 
-_KINDS = ("model", "composite", "unmodelled", "range")
+_KINDS = ("model", "composite", "unmodelled", "compiled", "range", "compile")
 
 
 def row_bound(cost: Cost, ceilings: Ceilings, precision: str) -> TimeBound | None:
@@ -413,18 +382,22 @@ def attribute(
         相加等于总时间（``total_time_s``）：即记录区间的时间，每个算子自己的时间只算一次。
         带模型的 kernel 那一行还含有它下面没有模型的子算子的 self time（那些子算子不再单独成行）。
     """
-    events = _events(prof, region)
+    events = op_events(prof, region)
     device_clock = any(getattr(e, "self_device_time_total", 0) > 0 for e in events)
     clock = "device" if device_clock else "cpu"
-    inputs = _tree_inputs(prof)
-    calls = {id(e): _call(e, inputs) for e in events}
-    costs, owner, kinds = _classify(events, calls)
+    inputs = tree_inputs(prof)
+    calls = {id(e): call_of(e, inputs) for e in events}
+    compiling = compiling_events(events, inputs)
+    costs, owner, kinds = _classify(events, calls, compiling)
     groups: dict[Call, dict[str, Any]] = {}
 
     def group(e: Any) -> dict[str, Any]:
         call = calls[id(e)]
-        key = Call(call.name, call.shapes, call.dtypes)
-        empty = {"calls": 0, "us": 0.0, "flops": 0, "cost": None, "kind": "range"}
+        if id(e) in compiling:
+            key = Call(COMPILING, ())
+        else:
+            key = Call(call.name, call.shapes, call.dtypes)
+        empty = {"calls": 0, "us": 0.0, "flops": 0, "cost": None, "kind": _KINDS[-1]}
         return groups.setdefault(key, empty)
 
     for e in events:
