@@ -465,3 +465,57 @@ def test_an_ad_hoc_device_in_the_form(browser, hosted):  # noqa: F811
         assert shown["时间下界"] == _cli_text_rows(command.split())["time lower bound"]
         legend = page.locator(".calc-roofline").text_content() or ""
         assert "计算 100 TFLOP/s" in legend and "特殊函数单元" not in legend
+
+
+def test_tp_layer_tables_say_they_are_the_whole_layer():
+    # with --tp 8 the layer tables are the text output's "one layer, before the split": the
+    # whole layer's operators. Llama-3-70B (config.json: hidden_size 8192, 64 heads, 8 KV
+    # heads, head_dim 128): the QKV projection of a 4096-token prompt is
+    # 2 x 4096 x 8192 x (8192 + 2 x 1024) = 687_194_767_360 FLOPs, the whole layer's, not
+    # an eighth of it (85.9 GFLOP), so no title may say "on one device"
+    argv = ["infer", "--model", "llama-3-70b", "--tp", "8", "--context", "4096", "--json"]
+    result = json.loads(calculator.run(argv)["stdout"])
+    _, prefill, decode = calculator.tables(result)
+    for table in (prefill, decode):
+        assert "一块设备上" not in table["title"]
+        assert table["title"].endswith("（整层，拆分到各设备之前）"), table["title"]
+    qkv = {row[0]: row for row in prefill["rows"]}["QKV projection"]
+    assert qkv[1] == "687.2 GFLOP"
+    # without a split the titles say nothing of devices
+    one = json.loads(calculator.run(["infer", "--model", "llama-3-8b", "--json"])["stdout"])
+    assert [t["title"] for t in calculator.tables(one)[1:]] == [
+        "一层的算子：prefill",
+        "一层的算子：decode 一步",
+    ]
+
+
+@in_browser
+@pytest.mark.parametrize(
+    "command,argv",
+    [
+        # each name is one the form has no choice for: the page shows the command's own error
+        ("infer --model deepseek-v3", ["infer", "--model", "deepseek-v3"]),
+        ("op gemm --m 64 --k 64 --n 64 --device tpu-v9",
+         ["op", "gemm", "--m", "64", "--k", "64", "--n", "64", "--device", "tpu-v9"]),
+        ("op conv2d --m 4", ["op", "conv2d", "--m", "4"]),
+    ],
+)  # fmt: skip
+def test_a_link_with_an_unknown_name_shows_the_commands_error(browser, hosted, command, argv):  # noqa: F811
+    want = _installed([*argv, "--json"])
+    assert want.returncode == 2
+    with _on(browser, hosted, command, state="error") as page:
+        assert page.locator(".calc-error").inner_text() == want.stderr.strip()
+        assert page.locator(".calc-command").inner_text() == f"roofline-book {command}"
+        assert page.locator(".calc-table").count() == 0  # no default model's or op's numbers
+
+
+@in_browser
+def test_a_link_with_another_spelling_selects_the_name_the_command_answers_with(
+    browser,  # noqa: F811
+    hosted,
+):
+    # the command line takes any case (--device H100-SXM); the form selects its key
+    with _on(browser, hosted, "infer --model Llama-2-7B --device H20") as page:
+        assert page.locator("select[name='model']").input_value() == "llama-2-7b"
+        assert page.locator("select[name='device']").input_value() == "h20"
+        assert "--model llama-2-7b" in page.locator(".calc-command").inner_text()

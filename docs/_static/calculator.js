@@ -158,9 +158,29 @@
     return given;
   }
 
+  /* The link's command line as a terminal takes it, or null when it names no command the
+     page has a form for. */
+  function linkedArgv(text) {
+    const words = (text || "").trim().split(/\s+/).filter((w) => w && w !== "roofline-book" && w !== "--json");
+    return words[0] === "op" || words[0] === "infer" ? words : null;
+  }
+
   function build(root, spec) {
-    const given = fromCommand(new URLSearchParams(window.location.search).get("cmd"), spec);
+    const query = new URLSearchParams(window.location.search).get("cmd");
+    const given = fromCommand(query, spec);
     const params = { get: (name) => (given.has(name) ? given.get(name) : null) };
+    /* Names in the link that no form choice spells as given (an unknown model, device or
+       operator, or another spelling the command line accepts, e.g. H100-SXM): the link's own
+       command runs first, and the page shows its error, or selects the names it answered
+       with, instead of quietly showing the form's defaults. */
+    const unmatched = [];
+    if (params.get("mode") === "op" && params.get("operator") !== null &&
+        !spec.operators.some((o) => o.key === params.get("operator"))) unmatched.push("operator");
+    if (params.get("mode") === "infer" && params.get("model") !== null &&
+        !spec.models.some((m) => m.key === params.get("model"))) unmatched.push("model");
+    if (params.get("device") !== null && !spec.devices.some((d) => d.key === params.get("device")))
+      unmatched.push("device");
+    const linked = unmatched.length ? linkedArgv(query) : null;
     const form = element("form", { class: "calc-form", autocomplete: "off" });
     form.addEventListener("submit", (event) => event.preventDefault());
     form.append(datalist("calc-precisions", spec.precisions));
@@ -372,6 +392,28 @@
       root.dataset.answers = String(Number(root.dataset.answers || 0) + 1);
     }
 
+    /* The link's command, when its names are not the form's: true when the form may go on
+       (the command ran, and the form now holds the names it answered with). */
+    async function resolveLink() {
+      if (linked === null) return true;
+      const done = await run([...linked, "--json"]);
+      if (done.code !== 0) {
+        command.textContent = "roofline-book " + linked.map(quote).join(" ");
+        error.textContent = done.stderr.trim() || `命令以状态 ${done.code} 退出`;
+        error.hidden = false;
+        root.dataset.state = "error";
+        return false;
+      }
+      const result = JSON.parse(done.stdout);
+      if (unmatched.includes("operator")) {
+        opSelect.value = result.operator;
+        drawArgs(result.operator, true);
+      }
+      if (unmatched.includes("model")) form.elements.model.value = result.model;
+      if (unmatched.includes("device") && !result.device.adhoc) deviceSelect.value = result.device.key;
+      return true;
+    }
+
     function guarded() {
       return update().catch((failure) => {
         error.textContent = `计算器出错：${failure.message}`;
@@ -389,7 +431,11 @@
           `本页运行的是 roofline_book ${manifest.roofline_book} 本身（由 Pyodide ${manifest.pyodide} ` +
           `中的 Python ${manifest.python} 执行），与命令行 roofline-book 是同一份代码；计算都在这个浏览器里完成。`;
         status.classList.add("calc-ready");
-        return guarded();
+        return resolveLink().then((ok) => (ok ? guarded() : undefined), (failure) => {
+          error.textContent = `计算器出错：${failure.message}`;
+          error.hidden = false;
+          root.dataset.state = "error";
+        });
       },
       (failure) => {
         status.textContent = `计算器没能启动：${failure.message}`;

@@ -182,7 +182,9 @@ def _infer_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
     if split:
         rows.append(["decode 一步的通信时间（带宽项）", si(result["communication_time_s"], "s")])
-    where = "，一块设备上" if split else ""
+    # the layer's operators are the whole layer's, as the text output's "before the split":
+    # with TP (or EP) each device runs a share of them
+    where = "（整层，拆分到各设备之前）" if split or result["ep"] > 1 else ""
     return [
         {"title": f"{result['model']} 的推理", "header": ["项目", "数值"], "rows": rows},
         _layer_table(f"一层的算子：prefill{where}", prefill["layer_ops"]),
