@@ -354,6 +354,9 @@ def switch_share(devices: int) -> float:
     return 1.0 if _devices("devices", devices) > 1 else 0.0
 
 
+NCCL_VERSION = "2.30.7"
+"""NCCL 的版本：:data:`NCCL_BASE_LATENCY` 与硬件目录的 ``link_latency`` 取自它的调优模型。"""
+
 NCCL_BASE_LATENCY = 6.6e-6
 """NCCL 调优模型里 ring 集合通信的固定延迟（``baseLat``，Ring，LL 协议），s。
 

@@ -40,18 +40,19 @@ def tokens_to_hide(
 
     梯度在 backward 中产生，同步只能与 backward（每个 token ``4 N`` FLOPs，``N`` 是矩阵乘法的权重）
     重叠：``4 N T / peak = seconds``，``T = seconds x peak / (4 N)``。``seconds`` 取
-    :func:`roofline_book.training.train` 算出的 DP 通信（节点内、节点间分层时即分层的时间）。
+    :func:`roofline_book.training.train` 算出的 DP 通信（跨节点时是分层 all-reduce 最忙的那条
+    链路，:func:`~roofline_book.collectives.hierarchical_all_reduce`）。
 
     Examples
     --------
-    Llama-3-8B，H100：133 ms 的梯度 all-reduce 要 0.133 x 989.4e12 / (4 x 7.5e9) 个 token。
+    Llama-3-8B，H100：70 ms 的梯度 all-reduce 要 0.070 x 989.4e12 / (4 x 7.5e9) 个 token。
 
     >>> from roofline_book import hardware
     >>> from roofline_book.inference import model
     >>> m, h100 = model("llama-3-8b"), hardware("h100-sxm")
     >>> n = 32 * m.layer_matrix_parameters() + 128256 * 4096
-    >>> round(tokens_to_hide(m, h100, 0.133)), round(0.133 * h100.peak_flops("bf16") / (4 * n))
-    (4384, 4384)
+    >>> round(tokens_to_hide(m, h100, 0.070)), round(0.070 * h100.peak_flops("bf16") / (4 * n))
+    (2307, 2307)
     """
     c = config
     n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
@@ -66,8 +67,9 @@ def dp_tokens_to_hide(
     latency: float = 0.0,
     dtype: str = "bf16",
 ) -> float:
-    """每块设备每步至少要处理多少 token，backward 的计算才盖住 16 位梯度在 ``dp`` 块设备上一个扁平
-    ring 的 all-reduce（每一步都走 ``bandwidth``；分层的 all-reduce 用 :func:`tokens_to_hide`）。
+    """每块设备每步至少要处理多少 token，backward 的计算才盖住 16 位梯度在 ``dp`` 块设备上一个
+    ring 的 all-reduce，每一步都走 ``bandwidth``（跨节点的分层或多 rail 的 ring 用
+    :func:`tokens_to_hide` 配 :mod:`roofline_book.collectives` 的时间）。
 
     梯度在 backward 中产生，all-reduce 只能与 backward（每个 token ``4 N`` FLOPs）重叠：
     ``4 N T / peak = t_allreduce(2 P bytes)``，解出 ``T`` （``P`` 是全部权重，``N`` 是矩阵乘法的
