@@ -1131,3 +1131,46 @@ def test_plot_rows_sit_under_the_roof_at_the_intensity_they_print(call, tmp_path
     # gemm 4096^3: 2 x 4096^3 / (3 x 4096^2 x 2 B) = 1365 FLOP/B, above any ridge: matrix-bound
     gemm = rows["gemm 4096x4096x4096"]
     assert (gemm["unit"], gemm["FLOP/B"], gemm["bound"]) == ("matrix units", "1365", "matrix units")
+
+
+def _readme_samples() -> list[tuple[str, list[str]]]:
+    """The README's ``$ roofline-book ...`` samples: each command and the lines shown under
+    it (a line ``...`` ends what the sample shows)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    samples: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)```", text, re.S):
+        for part in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            command, *shown = part.rstrip("\n").split("\n")
+            while shown and not shown[-1].strip():
+                shown.pop()
+            samples.append((command, shown))
+    return samples
+
+
+README_SAMPLES = _readme_samples()
+
+
+@pytest.mark.parametrize(
+    "command,shown", README_SAMPLES, ids=[" ".join(c.split()[1:3]) for c, _ in README_SAMPLES]
+)
+def test_readme_samples_are_what_the_command_prints(command, shown, tmp_path, monkeypatch):
+    import shlex
+
+    argv = shlex.split(command, comments=True)
+    assert argv[0] == "roofline-book"
+    if argv[1] == "plot":
+        pytest.importorskip("matplotlib")
+    monkeypatch.chdir(tmp_path)  # plot writes its file here
+    done = calculator.run(argv[1:])
+    assert done["code"] == 0, done["stderr"]
+    printed = done["stdout"].rstrip("\n").split("\n")
+    cut = next((i for i, line in enumerate(shown) if line.strip() == "..."), len(shown))
+    assert printed[:cut] == shown[:cut]
+    assert cut < len(shown) or len(printed) == len(shown)
+
+
+def test_readme_lists_every_operator():
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"Subcommands: `op` \(([^)]*)\)", text)
+    assert listed is not None
+    assert [name.strip() for name in listed[1].split(",")] == list(cli.OPERATORS)
