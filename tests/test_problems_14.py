@@ -86,14 +86,83 @@ def test_problem_answers(glued):
     # against the hierarchical bound, the NIC's 2 x 7/8 / (8 x 50e9) a byte: 1.75 x 450 / 400
     assert g["ans2"] == pytest.approx(2 * P8 / NVLINK * PEAK / (4 * N8))
     assert g["ans2_ratio"] == pytest.approx(1.75 * NVLINK / (8 * NDR)) == 1.96875
-    # 3. 16 bytes a weight by ZeRO stage over 64 devices, plus 34 s h bytes a layer of activations
-    act = 34 * 4096 * 4096 * 32
+
+
+# Llama-2-7B: 4096, 32 layers, 32 heads (no GQA), MLP 11008, vocab 32000, untied
+P7 = 32 * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32000 * 4096 + 4096
+N7 = 32 * (4 * 4096**2 + 3 * 4096 * 11008) + 32000 * 4096
+# what one token leaves saved for the backward in eager PyTorch (transformers' Llama layer):
+# each RMSNorm its FP32 copy 4h, 1/rms 4 B, the BF16 normalised x 2h and its output 2h;
+# attention q, k, v and output (2q + 2kv + 2kv + 2q) and an FP32 log-sum-exp a head; SwiGLU
+# 4 x 2F. The LM head: the final norm, BF16 logits 2V, the loss's FP32 log-softmax 4V.
+# (tests/test_training.py holds these against torch's saved_tensors_hooks.)
+NORMS = 2 * (4 * 4096 + 4 + 2 * 4096 + 2 * 4096)  # 65,544
+LAYER8 = NORMS + (2 * 4096 + 2 * 1024 + 2 * 1024 + 2 * 4096 + 4 * 32) + 4 * 2 * 14336  # 200,840
+LAYER7 = NORMS + (2 * 4096 + 2 * 4096 + 2 * 4096 + 2 * 4096 + 4 * 32) + 4 * 2 * 11008  # 186,504
+HEAD8 = 8 * 4096 + 4 + 6 * 128256
+HEAD7 = 8 * 4096 + 4 + 6 * 32000
+
+
+@pytest.mark.site
+def test_problem_3_memory_by_zero_stage(glued):
+    g = glued(CH14)
+    # micro-batch 1: one 4096-token sequence's activations, 32 layers and the LM head
+    act = (LAYER8 * 32 + HEAD8) * 4096
+    assert g["ans3_act"] == pytest.approx(act / 2**30)
+    # 2 bytes a weight, FP32 gradients (Megatron's main_grad, Llama 3's reduce-scatter) 4,
+    # Adam 12, divided by 64 as each stage shards them
     expected = {
-        0: 16 * P8 + act,
-        1: 4 * P8 + 12 * P8 / 64 + act,
-        2: 2 * P8 + 14 * P8 / 64 + act,
-        3: 16 * P8 / 64 + act,
+        0: 18 * P8 + act,
+        1: 6 * P8 + 12 * P8 / 64 + act,
+        2: 2 * P8 + 16 * P8 / 64 + act,
+        3: 18 * P8 / 64 + act,
     }
     for z, m in expected.items():
         assert g[f"ans3_z{z}"] == pytest.approx(m / 2**30), z  # GiB, as capacities are
     assert g["ans3_first"] == min(z for z, m in expected.items() if m <= CAP) == 1
+
+
+@pytest.mark.site
+def test_the_training_step_as_configured(glued):
+    g = glued(CH14)
+    assert g["act_eager_h"] == pytest.approx(LAYER8 / 4096)  # 49.03 h, not 34
+    assert g["act_logits_gb"] == pytest.approx(4096 * 128256 * 2 / 1e9)
+    assert g["act_loss_gb"] == pytest.approx(4096 * 128256 * 4 / 1e9)
+    assert g["train_peak"] == pytest.approx(PEAK / 1e12)
+    # Megatron-Core's distributed-optimizer table: bf16 parameters, fp32 gradients, 18 bytes
+    assert g["megatron_bytes"] == 18 and g["fp32_grad"] == 4
+    # 7B, FSDP over 64, 8 sequences a GPU one at a time: 8 micro-steps, each all-gathering the
+    # weights for its forward and its backward and reduce-scattering its gradients
+    assert (g["s7_steps"], g["s7_gathers"], g["s7_scatters"]) == (8, 16, 8)
+    compute = 3 * (2 * N7 + 2 * 4096 * 4096 * 32) * 512 * 4096 / 64 / PEAK
+    assert g["s7_compute"] == pytest.approx(compute)
+    act7 = (LAYER7 * 32 + HEAD7) * 4096
+    assert g["s7_mem"] == pytest.approx((18 * P7 / 64 + act7) / 2**30)
+    assert g["s7_step"] == pytest.approx(max(compute, g["s7_comm"]))
+    # one micro-step of 8 sequences: a single round of collectives, 8 sequences' activations
+    assert g["s7_comm"] == pytest.approx(8 * g["mb8_comm"])
+    assert g["mb8_mem"] == pytest.approx((18 * P7 / 64 + 8 * act7) / 2**30)
+    assert g["mb8_mem"] * 2**30 > CAP and g["mb8_fits"] == "放不进"
+    # weights kept gathered for the step: the 16-bit weights whole, 63/64 more of them
+    assert g["kept_extra"] == pytest.approx(2 * P7 * 63 / 64 / 1e9)
+    # 70B: 256 micro-batches a replica through 4 stages; with recompute 6 all-reduces a layer
+    # a micro-batch, 20 layers a stage, of 4096 x 8192 BF16 activations at 450 GB/s
+    assert g["s70_micro"] == 256 and g["s70_bubble"] == pytest.approx(3 / 259)
+    assert g["s70_tp_n"] == 6 * 20 * 256
+    tp = 6 * 20 * 256 * 4096 * 8192 * 2 / NVLINK
+    assert g["s70_tp"] == pytest.approx(tp)
+    n70 = 80 * (2 * H * H + 2 * H * KV + 3 * H * F) + V * H
+    flops = 4 * (2 * n70 + 2 * 4096 * H * 80) * 512 * 4096  # recompute: a fourth pass
+    compute70 = flops / 64 / PEAK / (1 - 3 / 259)
+    model_flops = 3 * (2 * n70 + 2 * 4096 * H * 80) * 512 * 4096
+    # the headline keeps Megatron's TP all-reduces on the critical path
+    assert g["s70_exposed"] >= compute70 + tp
+    assert g["s70_mfu"] == pytest.approx(model_flops / (64 * PEAK * g["s70_exposed"]))
+    assert g["s70_mfu"] < model_flops / (64 * PEAK * (compute70 + tp)) * (1 + 1e-9)
+    assert g["s70_mfu_overlap"] == pytest.approx(model_flops / (64 * PEAK * g["s70_step"]))
+    # ZeRO-1's reduce-scatter waits for the last micro-batch's backward (3/4 of its FLOPs with
+    # recompute): FP32 gradients of 1/32 of the weights, half a ring of 2 over the NIC
+    p70 = 80 * (LAYER // 2 + 2 * H) + 2 * V * H + H  # weights (LAYER is in bytes)
+    assert g["s70_window"] == pytest.approx(flops / 64 / PEAK / 256 * 3 / 4 * 1e3)
+    assert g["s70_rs"] == pytest.approx(1 / 2 * 4 * p70 / 32 / NDR * 1e3)
+    assert g["s70_rs"] > g["s70_window"]
