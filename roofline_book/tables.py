@@ -303,9 +303,10 @@ def block_table(
     """block 的前向算子放在 ``device`` 上，各带限制资源、时间下界和占比。
 
     每个算子受它用到的单元与层级的上限约束（:func:`cost_table`），精度为 ``config.dtype``。 flash
-    kernel 的 tile 取 ``device`` 运行的那一个（:func:`device_flash_tile`：Hopper 上
-    FlashAttention-3 的 tile）；没有时，或者给了 ``sram_bytes`` 时，query 块按片上存储的规则来
-    定，``sram_bytes`` 默认取设备每个 SM 的 shared memory（设备没有这个数字时取 A100 的 192 KB）。
+    kernel 的 tile 取 :func:`device_flash_tile` （Hopper 上 FlashAttention-3 的 tile，带两块的
+    cluster：所考虑的调度中 K/V 重读最少的一种）；没有时，或者给了 ``sram_bytes`` 时，query 块按片上
+    存储的规则来定，``sram_bytes`` 默认取设备每个 SM 的 shared memory（设备没有这个数字时取 A100 的
+    192 KB）。
 
     Examples
     --------
