@@ -318,8 +318,8 @@ def fraction_of_roof(
         raise ValueError(
             f"flops / seconds = {rate:.4g} FLOP/s is {fraction:.4g} times the roof "
             f"({roof:.4g} FLOP/s at intensity {float(intensity):.4g} FLOP/byte): a run cannot "
-            "beat the roof, so an input is wrong: the time, the FLOPs, bytes a cache served "
-            "(held to this bandwidth), or a peak or bandwidth below the device's"
+            "beat the roof, so an input is wrong: seconds, flops, intensity (bytes a cache "
+            "served are not HBM bytes), or peak_flops or bandwidth below the device's"
         )
     return fraction
 

@@ -1174,3 +1174,10 @@ def test_readme_lists_every_operator():
     listed = re.search(r"Subcommands: `op` \(([^)]*)\)", text)
     assert listed is not None
     assert [name.strip() for name in listed[1].split(",")] == list(cli.OPERATORS)
+
+
+def test_an_infinite_rate_is_too_large_not_below_zero(call):
+    # 1e999 overflows a float to inf: it is refused as too large, not as "not > 0"
+    status, _, stderr = call(*GEMM, "--peak", "1T", "--bandwidth", "1e999")
+    assert status == 2
+    assert "--bandwidth: '1e999' is too large a rate" in stderr, stderr

@@ -126,6 +126,8 @@ def _rate(quantity: str, flag: str) -> Callable[[str], float]:
             value = parse_si(text, name=flag, quantity=quantity)
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag}: ")) from None
+        if math.isinf(value):  # 1e999: beyond any float, not "not > 0"
+            raise argparse.ArgumentTypeError(f"{text!r} is too large a rate (beyond 1.8e308)")
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"expected a rate > 0 in {quantity}, got {text!r}")
         return value

@@ -103,16 +103,16 @@ def run(args: argparse.Namespace) -> int:
         # byte (softmax: its vector FLOPs, not all its FLOPs), so the rate is the HBM roof's
         # at the printed intensity whenever HBM binds
         t = time_bound(cost, device, args.dtype)
-        unit = main_unit(cost, t)
-        rate = 0.0 if unit is None else unit_rates(cost, t)[unit]
+        main = main_unit(cost, t)
+        rate = 0.0 if main is None else unit_rates(cost, t)[main]
         at_hbm = plotting.level_intensities(cost, t, device).get("hbm")
         body.append(
             (
                 label,
-                "-" if unit is None else RESOURCE_TEXT[unit],
+                "-" if main is None else RESOURCE_TEXT[main],
                 "-" if at_hbm is None else number(at_hbm),
                 RESOURCE_TEXT[t.resource],
-                si(rate, " exp/s" if unit == "special" else "FLOP/s"),
+                si(rate, " exp/s" if main == "special" else "FLOP/s"),
             )
         )
     if body:
