@@ -18,6 +18,9 @@
   ``n <= fill x 容量``：下界取 ``fill =`` :data:`CACHE_MARGIN` （稍大于一级的工作集仍有一部分命中，
   按下一级算会被真实的 kernel 突破），预测取更小的份额。没有带宽的层级（没有测过的 L1）不给出
   时间：落在那里的数据不受任何内存 roof 约束。
+- **近的一级不比远的一级慢。** 一级的 roof 不低于它外面任何一级的 roof（:func:`outward_floor`）：
+  放在近处的数据至少能像从更远的一级那样读到。忙碌的机器上测得的 L3 可能比 DRAM 还慢，照搬它
+  的下界会被真实的 kernel 突破。
 
 各单元与各层级同时工作，所以下界是各项时间中最大的一个（:class:`TimeBound`）。
 
@@ -286,6 +289,33 @@ class TimeBound:
         return "memory" if self.resource in MEMORY_RESOURCES else "compute"
 
 
+def outward_floor(levels: tuple[Level, ...]) -> tuple[Level, ...]:
+    """各层级，每级的带宽不低于它外面任何一级的带宽：近处的数据至少能像从更远的一级那样读到。
+
+    没有带宽的层级（没有 roof）保持没有；它外面有带宽的层级照样抬高更内的层级。没有倒置时原样
+    返回同一个 tuple。
+
+    Examples
+    --------
+    一台忙碌的 CPU 上测得 L3 为 12 GB/s，DRAM 为 17.7 GB/s：L3 的 roof 取 17.7 GB/s。
+
+    >>> levels = (Level("l1", None, 2**15), Level("l2", 5e10, 2**20), Level("l3", 1.2e10, 2**25),
+    ...           Level("dram", 1.77e10))
+    >>> [lv.bandwidth for lv in outward_floor(levels)]
+    [None, 50000000000.0, 17700000000.0, 17700000000.0]
+    """
+    floor, out = 0.0, []
+    for level in reversed(levels):
+        bandwidth = level.bandwidth
+        if bandwidth is not None:
+            if bandwidth < floor:
+                level = replace(level, bandwidth=floor)
+            floor = max(floor, bandwidth)
+        out.append(level)
+    result = tuple(reversed(out))
+    return levels if result == levels else result
+
+
 def source_level(levels: tuple[Level, ...], nbytes: float, fill: float = CACHE_MARGIN) -> int:
     """装得下 ``nbytes`` 字节的最小层级的下标：``nbytes <= fill x capacity``；都装不下时为最外一级。
 
@@ -398,7 +428,7 @@ def bound(
             rest = cost.vector_slots - cost.fp32_vector_slots
             times["vector"] = times["vector"] * rest / cost.vector_slots
             times["vector"] += cost.fp32_vector_slots / fp32
-    levels = ceilings.levels
+    levels = outward_floor(ceilings.levels)
     ws = cost.bytes / max(cost.kernels, 1) if working_set is None else working_set
     outer = len(levels) - 1
     start = source_level(levels, ws, fill) if resident else outer

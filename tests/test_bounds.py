@@ -150,3 +150,25 @@ def test_the_ceilings_of_a_device_are_its_own_however_many_are_made():
         device = adhoc(f"made {i}", i * 1e12, 1e12)
         assert Ceilings.of(device).rates["compute", "any"] == i * 1e12
         assert Ceilings.of(device) is Ceilings.of(device)
+
+
+def test_a_level_is_never_slower_than_a_level_further_out():
+    """The new-user review's loaded CPU run: L3 measured at 12 GB/s, below DRAM at 17.7 GB/s.
+    Data the L3 holds can always be read at least as fast as from DRAM (it could be read from
+    there), so the L3's roof is DRAM's: 8 MiB resident in the L3 takes at least
+    8 * 2**20 / 17.7e9 = 474 us there, not 8 * 2**20 / 12e9 = 699 us, a bound a real kernel
+    would beat by 1.48x."""
+    loaded = Ceilings(
+        "loaded",
+        {("vector", "fp32"): LANES},
+        (Level("l2", L2_BW, 1 * MIB), Level("l3", 12e9, 32 * MIB), Level("dram", 17.7e9)),
+    )
+    t = bound(stream(8 * MIB), loaded, "fp32", resident=True)
+    assert t.by_resource["l3"] == pytest.approx(8 * MIB / 17.7e9)  # 473.9 us
+    assert t.by_resource["l2"] == pytest.approx(8 * MIB / L2_BW)  # the L2 is faster: kept
+    cold = bound(stream(8 * MIB), loaded, "fp32")
+    assert cold.by_resource["l3"] == cold.by_resource["dram"] == pytest.approx(8 * MIB / 17.7e9)
+    # a level with no roof stays without one, and an ordered machine is left as it is
+    assert bound(stream(8 * MIB), TOY, "fp32", resident=True).by_resource["l3"] == pytest.approx(
+        8 * MIB / L3_BW
+    )

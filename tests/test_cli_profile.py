@@ -249,3 +249,25 @@ def test_rows_faster_than_their_bound_are_a_warning():
     lines = profile._summary(profiling.Attribution((row,), row.self_time_s, h100, "cpu"))
     (warning,) = [line for line in lines if line.startswith("WARNING")]
     assert "1 row(s) ran faster than their lower bound: aten::mm 256x512,512x512 (2.08x)" in warning
+
+
+def test_a_run_whose_l3_is_slower_than_its_dram_is_reported(script, capsys, tmp_path):
+    """Class 6: the run file's L3 measured 12 GB/s, its DRAM 32.2 GB/s (3 * 4 * 2^25 B in
+    12.5 ms): the text and the JSON say so, and the L3 is held to DRAM's roof."""
+    from test_profiling import inverted_l3_run
+
+    run = tmp_path / "loaded.json"
+    run.write_text(json.dumps(inverted_l3_run()))
+    path = script(GOOD)
+    assert main(["profile", "--device-ceilings", str(run), path, "--n", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "note: the run measured L3 at 12 GB/s, slower than DRAM at 32.21 GB/s" in out
+    assert "l3 (33.55 MB, 32.21 GB/s), dram (32.21 GB/s)" in out
+    assert main(["profile", "--json", "--device-ceilings", str(run), path, "--n", "8"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (slow,) = data["inverted_levels"]
+    assert slow["level"] == "l3" and slow["outer"] == "dram"
+    assert slow["bandwidth_Bps"] == pytest.approx(12e9)
+    assert slow["outer_bandwidth_Bps"] == pytest.approx(3 * 4 * 2**25 / 0.0125)
+    levels = {lv["name"]: lv["bandwidth_Bps"] for lv in data["roof"]["levels"]}
+    assert levels["l3"] == levels["dram"]

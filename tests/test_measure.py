@@ -911,3 +911,30 @@ def test_a_run_beside_a_busy_core_is_stable_or_says_so():
         assert 0.5 < ratio < 2, ratio  # no stall of the kind a flag is for
     else:
         assert tolerance(Run.from_mapping(loaded)) == stability["spread"] > SPEED_TOLERANCE
+
+
+def test_a_cache_level_slower_than_one_further_out_is_a_stability_finding(tiny):
+    """A level's copy that ran slower than a level further out (a busy machine) is written in
+    the run's stability record: each level's rate from the run file by hand, its model bytes
+    and line fills over its median, against the fastest rate further out (DRAM: the best
+    bandwidth probe)."""
+    _, data, _ = tiny
+    by_id = {e["id"]: e for e in data["results"]}
+
+    def rate(entry_id):
+        e = by_id[entry_id]
+        moved = e["model"]["bytes_read"] + e["model"]["bytes_written"]
+        return (moved + e.get("write_allocate_bytes", 0)) / e["time"]["median_s"]
+
+    caches = data["device"]["caches"]
+    levels = [(name.lower(), rate(c["entry"]))
+              for name, c in sorted(data["ceilings"].get("cache_bandwidth", {}).items(),
+                                    key=lambda kv: caches[kv[0]])]  # fmt: skip
+    levels.append(("dram", max(rate(c["entry"]) for c in data["ceilings"]["bandwidth"].values())))
+    expected = []
+    for i, (name, value) in enumerate(levels[:-1]):
+        outer, fastest = max(levels[i + 1 :], key=lambda lv: lv[1])
+        if fastest > value:
+            expected.append((name, outer))
+    recorded = data.get("stability", {}).get("inverted_levels", [])
+    assert [(s["level"], s["outer"]) for s in recorded] == expected

@@ -952,3 +952,61 @@ def test_a_first_torch_compile_run(tmp_path, monkeypatch, one_thread):
     assert tracing.self_time_s > graph.self_time_s  # compiling took longer than running
     assert attribution.explained < 1
     assert attribution.operator_time_s < attribution.total_time_s - tracing.self_time_s + 1e-9
+
+
+# --------------------------------------------------------------------------
+# A run whose L3 measured slower than its DRAM (a loaded machine)
+
+
+def inverted_l3_run():
+    """The fixture run with L1 48 KiB, L2 2 MiB (no roof) and L3 32 MiB, and an L3 copy that a
+    loaded machine timed at 12 GB/s: 2^20 FP32 copied (4 MiB read, 4 MiB written, 4 MiB of line
+    fills: 12,582,912 B) in 1.0486 ms. The fixture's DRAM: 3 * 4 * 2^25 B in 12.5 ms, 32.2 GB/s.
+    """
+    import copy
+
+    from test_predict import PASS, entry
+
+    run = copy.deepcopy(PASS)
+    probe = copy.deepcopy(entry(run, "copy/fp32/copy_/numel=33554432"))
+    probe.update(id="copy/fp32/copy_/numel=1048576", shape={"numel": 2**20})
+    probe["model"] = {"flops": 0, "bytes_read": 2**22, "bytes_written": 2**22, "kernels": 1}
+    probe["write_allocate_bytes"] = 2**22
+    probe["time"] = {"median_s": 3 * 2**22 / 12e9, "iqr_s": 0.0, "reps": 5, "inner": 10}
+    run["results"].append(probe)
+    run["device"]["caches"] = {"L1": 48 * 2**10, "L2": 2**21, "L3": 2**25}
+    run["ceilings"]["cache_bandwidth"] = {
+        "L3": {"value": 2**23 / probe["time"]["median_s"], "entry": probe["id"],
+               "working_set_bytes": 2**23, "cache_bytes": 2**25},
+    }  # fmt: skip
+    return run
+
+
+def test_a_level_measured_slower_than_dram_is_held_to_drams_roof(one_thread):
+    """The review's class 6: L3 measured at 12 GB/s, below DRAM at 17.7 GB/s, and four AdamW
+    rows printed at 114-191% of that L3 roof. Data held in the L3 is never read slower than
+    from DRAM, so the L3's roof is DRAM's; the run's inversion is reported."""
+    from roofline_book.measure.ceilings import inversions, of_run
+    from roofline_book.measure.records import LevelInversion
+
+    run = inverted_l3_run()
+    dram = 3 * 4 * 2**25 / 0.0125  # 32.2 GB/s
+    roofs = of_run(run)
+    assert roofs.level("l3").bandwidth == pytest.approx(dram) and roofs.memory.bandwidth == dram
+    (slow,) = inversions(run)
+    assert slow == LevelInversion(level="l3", bandwidth=pytest.approx(12e9), outer="dram",
+                                  outer_bandwidth=pytest.approx(dram))  # fmt: skip
+    # AdamW (foreach=False) over 2^21 FP32 parameters: 8 MiB per tensor, so each kernel's
+    # 16-32 MiB is over 4 x 2 MiB (the L2) and within 4 x 32 MiB: the L3 holds it
+    p = torch.nn.Parameter(torch.randn(2**21))
+    opt = torch.optim.AdamW([p], foreach=False)
+    p.grad = torch.randn(2**21)
+    opt.step()
+    attribution = profiling.attribute(_profile(opt.step), roofs)
+    held = [r for r in attribution.modelled() if r.bound == "l3"]
+    assert len(held) >= 4
+    for r in held:  # each row's bytes at DRAM's 32.2 GB/s, not at the 12 GB/s measured
+        assert r.bound_time.seconds == pytest.approx(r.cost.bytes / dram)
+        # a kernel that streamed at 20 GB/s, between the two: 62% of its roof, not 167%
+        at_20 = dataclasses.replace(r, self_time_s=r.cost.bytes / 20e9)
+        assert at_20.fraction_of_roof == pytest.approx(20e9 / dram) and not at_20.beats_bound

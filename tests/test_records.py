@@ -173,3 +173,25 @@ def test_every_optional_field_written_validates():
     bad["results"][0]["measured_dram_bytes"]["cycles"] = 1
     with pytest.raises(ValueError, match="measured_dram_bytes"):
         runfile.validate_run(bad)
+
+
+def test_a_stability_record_keeps_the_levels_measured_slower_than_dram():
+    """A run on a loaded machine: its L3 copy at 12 GB/s, below its DRAM at 17.7 GB/s (the
+    new-user review's CPU run). The finding is written, validates and reads back; a run
+    without one writes no key (older runs stay as they were)."""
+    data = json.loads((ROOT / "tests" / "data" / "fixture-cpu-pass.json").read_text())
+    run = Run.from_mapping(data)
+    slow = records.LevelInversion(level="l3", bandwidth=12e9, outer="dram", outer_bandwidth=17.7e9)
+    stability = records.Stability(probe="copy", first_s=1.0, last_s=1.0, drift=1.0, stable=True)
+    plain = dataclasses.replace(run, stability=stability)
+    assert "inverted_levels" not in plain.as_mapping()["stability"]
+    found = dataclasses.replace(stability, inverted_levels=(slow,))
+    written = dataclasses.replace(run, stability=found).as_mapping()
+    runfile.validate_run(written)
+    assert written["stability"]["inverted_levels"] == [
+        {"level": "l3", "bandwidth": 12e9, "outer": "dram", "outer_bandwidth": 17.7e9}
+    ]
+    assert Run.from_mapping(written).stability.inverted_levels == (slow,)
+    written["stability"]["inverted_levels"][0]["level"] = "dram"  # main memory is never inside
+    with pytest.raises(ValueError, match="inverted_levels"):
+        runfile.validate_run(written)

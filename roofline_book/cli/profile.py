@@ -13,21 +13,33 @@ from ..units import si
 from .common import UsageError, emit_json, output_file, parse_size, read_run_file
 
 
-def _roof(args: argparse.Namespace) -> Any:
+def _roof(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
+    """各行所对照的上限，以及 run file 中测得比外面一级还慢的层级（它们取外面那一级的 roof）。"""
     from ..bounds import Ceilings
     from ..measure import ceilings
 
     if args.device_ceilings is not None and args.device is not None:
         raise UsageError("give either --device-ceilings RUN.json or --device NAME, not both")
     if args.device is not None:
-        return Ceilings.of(hardware(args.device))
+        return Ceilings.of(hardware(args.device)), ()
     if args.device_ceilings is None:
-        return None
+        return None, ()
     run = read_run_file(args.device_ceilings, "--device-ceilings: the run file")
     try:
-        return ceilings.of_run(run)
+        return ceilings.of_run(run), ceilings.inversions(run)
     except ValueError as exc:
         raise UsageError(f"--device-ceilings: {exc}") from None
+
+
+def _inverted(slow: tuple[Any, ...]) -> list[str]:
+    """run file 中每个测得比外面一级还慢的层级一行。"""
+    return [
+        f"note: the run measured {s.level.upper()} at {si(s.bandwidth, 'B/s')}, slower than "
+        f"{s.outer.upper()} at {si(s.outer_bandwidth, 'B/s')} (the machine was busy): data "
+        f"held nearer is never read slower, so {s.level.upper()} is held to "
+        f"{s.outer.upper()}'s roof"
+        for s in slow
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     suffix = "" if plot is None else plot.suffix.lower().removeprefix(".")
     if plot is not None:
         require("matplotlib", "profile --plot")
-    roof = _roof(args)
+    roof, slow = _roof(args)
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
     try:
         prof = profiling.profile_script(args.script, script_args)
@@ -53,7 +65,13 @@ def run(args: argparse.Namespace) -> int:
     if plot is not None:
         _plot(attribution, plot, suffix)
     if args.json:
-        emit_json("profile", {"script": args.script, "args": script_args} | attribution.as_json())
+        inverted = [
+            {"level": s.level, "bandwidth_Bps": s.bandwidth, "outer": s.outer,
+             "outer_bandwidth_Bps": s.outer_bandwidth}
+            for s in slow
+        ]  # fmt: skip
+        head = {"script": args.script, "args": script_args, "inverted_levels": inverted}
+        emit_json("profile", head | attribution.as_json())
         return 0
     where = "no roof (give --device-ceilings or --device)" if roof is None else roof.name
     print(f"{args.script}: {si(attribution.total_time_s, 's')} of {attribution.clock} self time, "
@@ -62,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     left = len(attribution.rows) - args.limit
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
-    for line in _summary(attribution):
+    for line in _summary(attribution) + _inverted(slow):
         print(line)
     if roof is not None:
         print("memory levels (a row is held to the smallest that holds "

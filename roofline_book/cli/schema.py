@@ -364,6 +364,19 @@ SCHEMAS: dict[str, dict] = {
         {
             "script": _str("the script profiled"),
             "args": _list({"type": "string"}, "the script's arguments"),
+            "inverted_levels": _list(
+                _obj(
+                    {
+                        "level": _str("a cache level, e.g. l3"),
+                        "bandwidth_Bps": _num("its measured roof [byte/s]"),
+                        "outer": _str("the faster level further out, e.g. dram"),
+                        "outer_bandwidth_Bps": _num("that level's roof, which it is held to"),
+                    },
+                    "a level the run file measured slower than a level further out",
+                ),
+                "the run file's inverted levels (--device-ceilings), each held to the roof "
+                "of the level beyond it",
+            ),
             "ops": _list(
                 _obj(
                     {

@@ -14,8 +14,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..bounds import Ceilings, Level
-from .records import Entry, Run, as_run
+from ..bounds import Ceilings, Level, outward_floor
+from .records import Entry, LevelInversion, Run, as_run
 from .registry import Case
 from .runfile import rates
 from .verdicts import SPEED_TOLERANCE
@@ -248,7 +248,8 @@ def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
     - **存储层级**：由内向外，先是 run 报告的各级 cache（测过 roof 的带宽取其 copy 的速率，计入
       write-allocate 字节；没测过的没有带宽），然后是主存：CPU 为 ``"dram"``，取带宽探针中最高的
       速率（计入 write-allocate 字节），GPU 为 ``"hbm"``。没有报告各级 cache 的 run 取
-      ``cache_bytes`` 为 L2。
+      ``cache_bytes`` 为 L2。一级测得比外面的一级还慢时（忙碌的机器上），它的 roof 取外面那一级的
+      （:func:`roofline_book.bounds.outward_floor`；:func:`inversions` 列出这些层级）。
 
     Parameters
     ----------
@@ -283,6 +284,16 @@ def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
         for unit in ("vector", "special"):
             for precision in {p for _, p in list(rates)}:
                 rates[unit, precision], sources[unit, precision] = lanes, sources["matrix", "fp32"]
+    return Ceilings(
+        f"{run.device.name} (measured {run.date})", rates, outward_floor(_levels(run)), sources
+    )
+
+
+def _levels(run: Run) -> tuple[Level, ...]:
+    """run 测得的各层级，由内向外，照测得的带宽（未经
+    :func:`~roofline_book.bounds.outward_floor`）。"""
+    measured = run.ceilings
+    by_id = {e.id: e for e in run.results()}
     cpu = run.device.type == "cpu"
     streams = [by_id[c.entry] for c in measured.bandwidth.values() if c.entry in by_id]
     if cpu and streams:
@@ -303,4 +314,36 @@ def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
         for name, size in sorted(caches.items(), key=lambda item: item[1])
     ]
     levels.append(Level("dram" if cpu else "hbm", memory))
-    return Ceilings(f"{run.device.name} (measured {run.date})", rates, tuple(levels), sources)
+    return tuple(levels)
+
+
+def inversions(run: Run | Mapping[str, Any]) -> tuple[LevelInversion, ...]:
+    """测得比它外面某一级还慢的层级：每个这样的层级，与它外面测得最快的一级。
+
+    数据放在近处，至少能像从更远的一级那样读到，所以这只能是测量出了问题：测它的那几轮里机器
+    被别的任务占用。:func:`of_run` 对这样的层级取外面那一级的带宽，run 把它记在 ``stability``
+    中（:attr:`~roofline_book.measure.records.Stability.inverted_levels`）。
+
+    Examples
+    --------
+    >>> from roofline_book.measure.runfile import load_run
+    >>> inversions(load_run("tests/data/fixture-cpu-pass.json"))  # its L2 has no roof
+    ()
+    """
+    levels = _levels(as_run(run))
+    found = []
+    for i, level in enumerate(levels[:-1]):
+        outer = [lv for lv in levels[i + 1 :] if lv.bandwidth is not None]
+        if level.bandwidth is None or not outer:
+            continue
+        fastest = max(outer, key=lambda lv: lv.bandwidth or 0.0)
+        if fastest.bandwidth is not None and fastest.bandwidth > level.bandwidth:
+            found.append(
+                LevelInversion(
+                    level=level.name,
+                    bandwidth=level.bandwidth,
+                    outer=fastest.name,
+                    outer_bandwidth=fastest.bandwidth,
+                )
+            )
+    return tuple(found)

@@ -344,7 +344,8 @@ def run_suite(
     速度在一次 run 中会忽快忽慢。每个探针最好的一轮就是它的上限。
     每隔 :data:`CHECKPOINT_EVERY` 个 case 计时一个很短的哨兵（CPU 上是 L2 之内的
     copy，CUDA 上是第一个峰值 GEMM）。哨兵的离散程度，以及最后一轮相对前几轮的漂移，
-    构成 run 的 ``stability`` （:func:`roofline_book.measure.ceilings.stability`）。
+    构成 run 的 ``stability`` （:func:`roofline_book.measure.ceilings.stability`）；测得比外面一级
+    还慢的 cache 层级也记在那里（:func:`roofline_book.measure.ceilings.inversions`）。
 
     Parameters
     ----------
@@ -446,6 +447,10 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> Run:
         load_average=None if None in load else tuple(x for x in load if x is not None),
         stability=None if record is None else Stability.from_mapping(record),
     )
+    slow = ceilings.inversions(run)  # a cache level measured slower than one further out
+    if slow and run.stability is not None:
+        stability = dataclasses.replace(run.stability, inverted_levels=slow)
+        run = dataclasses.replace(run, stability=stability)
     runfile.validate_run(run.as_mapping(), require_schema=False)
     return run
 

@@ -205,6 +205,33 @@ class Software(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LevelInversion(Record):
+    """一个存储层级测得比它外面的一级还慢：机器在 run 中被别的任务占用时会这样（数据放在近处，
+    至少能像从更远的一级那样读到，:func:`roofline_book.bounds.outward_floor`）。
+
+    Attributes
+    ----------
+    level : str
+        测得较慢的层级（``"l3"`` 等，:data:`roofline_book.bounds.MEMORY_RESOURCES`）。
+    bandwidth : float
+        它测得的带宽，byte/s。
+    outer : str
+        它外面测得最快的一级（``"dram"`` 等）。
+    outer_bandwidth : float
+        那一级的带宽，byte/s；下界对 ``level`` 取它。
+    """
+
+    level: str = _field(pattern="^(l[1-9]|llc)$")
+    bandwidth: float = _field(exclusiveMinimum=0, description="the level's measured roof, byte/s")
+    outer: str = _field(
+        pattern="^(l[1-9]|llc|dram|hbm)$", description="the fastest level further out"
+    )
+    outer_bandwidth: float = _field(
+        exclusiveMinimum=0, description="that level's roof, which the bound takes, byte/s"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Stability(Record):
     """run 期间机器是否保持不变：在各 case 之间计时的哨兵探针，从第一次到最后一次。
 
@@ -223,6 +250,9 @@ class Stability(Record):
     stable : bool
     ceiling_drift : float or None
         峰值与 DRAM 探针最后一轮（case 之后）相对之前最好一轮之比中离 1 最远的一个。
+    inverted_levels : tuple of LevelInversion
+        测得比外面一级还慢的 cache 层级（:func:`roofline_book.measure.ceilings.inversions`）：
+        说明机器在测它时被占用；上限对它取外面那一级的带宽。
     """
 
     probe: str = _field(minLength=1)
@@ -240,12 +270,19 @@ class Stability(Record):
         description="the peak and DRAM probes' last round (after the cases) over their best "
         "earlier one, the farthest from 1",
     )
+    inverted_levels: tuple[LevelInversion, ...] = _field(
+        optional=True,
+        default=(),
+        description="cache levels measured slower than a level further out (a loaded machine); "
+        "the ceilings hold each to that level's roof",
+    )
 
 
 __all__ = [
     "CacheCeiling",
     "Ceiling",
     "Device",
+    "LevelInversion",
     "MeasuredCeilings",
     "Record",
     "Software",
