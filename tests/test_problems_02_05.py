@@ -232,17 +232,17 @@ def test_chapter_4_hierarchical_roofline(glued):
     vector, special = H100_VEC_BF16, H100_SPECIAL
     assert (g["h100_matrix"], g["h100_vector"]) == (approx(H100_BF16 / 1e12), 133.8)
     assert g["h100_special"] == approx(special / 1e12)  # 4.18 T/s
-    assert g["h100_mat_over_vec"] == approx(H100_BF16 / vector)  # 8.0
+    assert g["h100_mat_over_vec"] == approx(H100_BF16 / vector)  # 7.4
     assert g["h100_vec_ridge"] == approx(vector / H100_BW)  # 39.9 FLOP/byte
     assert g["h100_l2_mib"] == 50
     # the score softmax: 4 bytes per BF16 score at 3.35 TB/s against one exp at 4.18 T/s (a
     # minimal kernel multiplies by the row sum's reciprocal)
     assert g["sm_hbm_over_special"] == approx(4 / H100_BW * special)  # 5.0
     # FlashAttention, d = 64: one exp per score against 4 * 64 matrix FLOPs per score. Per SM
-    # and clock: 16 exp against P_matrix * 16 / P_special matrix FLOPs (4096 when both rates are
-    # taken at one clock), so the ratio is (1 / 16) / (256 / that)
+    # and clock, both at one clock: 16 exp against 989.4e12 / (132 x 1.83e9) = 4096 dense BF16
+    # FLOPs (NVIDIA rates the Tensor Cores at 1830 MHz), so the ratio is (1 / 16) / (256 / 4096)
     per_clock = g["h100_mat_per_clock"]
-    assert per_clock == approx(H100_BF16 * 16 / special)
+    assert per_clock == approx(H100_BF16 / (132 * 1.83e9)) == approx(4096, rel=1e-4)
     assert g["fa_special_over_matrix"] == approx(per_clock / (16 * 4 * 64))
     assert g["h100_mat_over_sfu"] == approx(per_clock / 16)
     assert g["fa_ratio_128"] == approx(per_clock / (16 * 4 * 128))
@@ -289,7 +289,7 @@ def test_chapter_5_prose_numbers(glued):
     assert round(g["g4096_i"], 1) == 1365.3  # 8192 / 6
     assert g["g4096_flops_sci"] == "1.37 × 10¹¹"
     assert g["g4096_bytes_si"] == "100.7 MB"  # 2 * 3 * 4096**2
-    # Each precision against its own ridge: FP8 2141.1 / 3.35 = 639.1, BF16 319.6,
+    # Each precision against its own ridge: FP8 1978.9 / 3.35 = 590.7, BF16 989.4 / 3.35 = 295.3,
     # FP32 (CUDA cores) 67 / 3.35 = 20.0 FLOP/byte; n* = 3 s ridge / 2.
     for dtype, s, peak, first in (
         ("fp8", 1, H100_FP8, 1024),
@@ -302,13 +302,13 @@ def test_chapter_5_prose_numbers(glued):
         assert g[f"ncross_{dtype}"] == approx(n_cross)
         assert first / 2 < n_cross <= first
         assert g[f"nfirst_{dtype}"] == first
-    assert round(g["ncross_bf16"]) == round(g["ncross_fp8"]) == 959  # 3 * 2 * 319.6 / 2
+    assert round(g["ncross_bf16"]) == round(g["ncross_fp8"]) == 886  # 3 * 2 * 295.34 / 2
     assert g["ncross_fp32"] == approx(120.0)  # 3 * 4 * 20 / 2
     assert g["ridge_h100_bf16"] == approx(RIDGE_H100)
     assert g["ridge_a100_bf16"] == approx(RIDGE_A100)
     assert g["ncross_a100_bf16"] == approx(3 * 2 * RIDGE_A100 / 2)  # about 459
     assert g["fp32_tflops"] == approx(67.0)
-    assert g["bf16_over_fp32"] == approx(H100_BF16 / H100_FP32)  # about 16.0
+    assert g["bf16_over_fp32"] == approx(H100_BF16 / H100_FP32)  # about 14.8
     assert g["g1024_mib"] == approx(6.0)  # 3 * 1024**2 * 2 bytes
     assert g["h100_l2_mib"] == approx(H100_L2 / 2**20)  # 50 MiB
     # FP8 A and B with a BF16 C: I = 2n^3 / (n^2 (1 + 1 + 2)) = n / 2, so n* = 2 * 590.7 = 1181
@@ -323,9 +323,10 @@ def test_chapter_5_token_crossover(glued):
     g = glued(PAGE_05)
     # K = N = 4096, BF16: I(M) = 4096 M / (2M + 4096), so M* = 4096 R / (4096 - 2R).
     exact = 4096 * RIDGE_H100 / (4096 - 2 * RIDGE_H100)
-    assert g["mstar_h100"] == approx(exact)  # about 378.6
-    assert g["mstar_h100_int"] == math.ceil(exact) == 379
-    assert gemm_intensity(379, 4096, 4096, 2) >= RIDGE_H100 > gemm_intensity(378, 4096, 4096, 2)
+    # 4096 x 295.34 / (4096 - 590.69) = 345.1
+    assert g["mstar_h100"] == approx(exact)
+    assert g["mstar_h100_int"] == math.ceil(exact) == 346
+    assert gemm_intensity(346, 4096, 4096, 2) >= RIDGE_H100 > gemm_intensity(345, 4096, 4096, 2)
     assert g["mfirst_h100"] == 512
     assert g["mhalf"] == 256 and g["mhalf_i"] == approx(4096 * 256 / (512 + 4096))
     assert g["mfirst_i"] == approx(4096 * 512 / (1024 + 4096))  # 409.6
