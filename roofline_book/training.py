@@ -383,7 +383,8 @@ def train(
     ``main_grad``、Llama 3 的 FP32 reduce-scatter 取 ``"fp32"``）、Adam 状态 12 字节每个权重，按
     ZeRO 阶段除以 ``dp``（ZeRO-3 ``reshard=False`` 时权重不除）；激活按模型自己的层
     （:func:`layer_activation_bytes`、:func:`head_activation_bytes`，``saving`` 选写法），
-    ``micro_batch x seq`` 个 token，recompute 时每层只存 BF16 的输入。FSDP 当前与预取的一两层聚合后
+    ``micro_batch x seq`` 个 token，recompute 时每层只存 BF16 的输入；TP 时按 Megatron 的 sequence
+    parallel，各项除以 ``tp``。FSDP 当前与预取的一两层聚合后
     的权重不计。
 
     通信见模块说明：每个集合通信的次数按 micro-step 计，DP 的梯度归约（ZeRO 0、1）只能与最后一个
