@@ -271,3 +271,31 @@ def test_a_run_whose_l3_is_slower_than_its_dram_is_reported(script, capsys, tmp_
     assert slow["outer_bandwidth_Bps"] == pytest.approx(3 * 4 * 2**25 / 0.0125)
     levels = {lv["name"]: lv["bandwidth_Bps"] for lv in data["roof"]["levels"]}
     assert levels["l3"] == levels["dram"]
+
+
+def test_a_gpu_roof_over_cpu_times_is_a_warning(script, capsys):
+    """Section 3 of the new-user review: '--device h100-sxm' on CPU timings ran with no word
+    that the roof is a GPU's. Every catalog device is a GPU (roofline_book/data/hardware.toml)."""
+    assert main(["profile", "--device", "h100-sxm", script(GOOD), "--n", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: the roof is h100-sxm's, a GPU's, but the times are CPU self times" in out
+    assert main(["profile", script(GOOD), "--n", "8"]) == 0
+    assert "a GPU's" not in capsys.readouterr().out  # no roof, nothing to warn about
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--plot", "a.svg", "--plot", "b.svg"],
+        ["--device", "h100-sxm", "--device", "a100-sxm"],
+        ["--limit", "5", "--limit", "9"],
+    ],
+)
+def test_an_option_given_twice_is_refused(script, capsys, tmp_path, args):
+    """argparse keeps the last of a repeated option; here '--plot a.svg --plot b.svg' wrote only
+    b.svg and said nothing. Refused in one line before the script runs."""
+    path = script(RUNS)
+    assert main(["profile", *args, path]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{args[0]} given twice" in err[0]
+    assert not (tmp_path / "ran").exists()

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     left = len(attribution.rows) - args.limit
     if left > 0:
         print(f"... {left} more rows (--limit, or --json for all)")
-    for line in _summary(attribution) + _inverted(slow):
+    for line in _summary(attribution) + _inverted(slow) + _gpu_roof(args, attribution):
         print(line)
     if roof is not None:
         print("memory levels (a row is held to the smallest that holds "
@@ -123,6 +123,29 @@ def _summary(attribution: Any) -> list[str]:
             "attribution of time to calls, not a result: those rows show 'beats bound'"
         )
     return lines
+
+
+def _gpu_roof(args: argparse.Namespace, attribution: Any) -> list[str]:
+    """CPU 上的时间对照一个目录设备（都是 GPU）的 roof 时的提醒。"""
+    if args.device is None or attribution.clock != "cpu":
+        return []
+    return [
+        f"WARNING: the roof is {args.device}'s, a GPU's, but the times are CPU self times (no "
+        "CUDA kernel was recorded): each 'of roof' says how far this CPU is from that GPU, "
+        "not how well the ops use the hardware they ran on (--device-ceilings RUN.json holds "
+        "them to this machine's measured roof)"
+    ]
+
+
+class _Once(argparse.Action):
+    """一个只能给一次的选项：给两次时报错，而不是默默地取后一个。"""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        if option in getattr(namespace, "_given", ()):
+            before = getattr(namespace, self.dest)
+            parser.error(f"{option} given twice ({before!r} and {values!r}): give it once")
+        namespace._given = (*getattr(namespace, "_given", ()), option)
+        setattr(namespace, self.dest, values)
 
 
 def _levels(ceilings: Any) -> str:
@@ -175,18 +198,29 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     group = profile.add_argument_group("roof")
     group.add_argument(
         "--device-ceilings",
+        action=_Once,
         metavar="RUN.json",
         help="the measured ceilings of a run file (from 'roofline-book bench')",
     )
-    group.add_argument("--device", metavar="NAME", help="a catalog device (see 'devices')")
-    profile.add_argument(
-        "--plot", metavar="FILE", help="also draw the ops on the roofline (.svg/.png)"
+    group.add_argument(
+        "--device", action=_Once, metavar="NAME", help="a catalog device (see 'devices')"
     )
     profile.add_argument(
-        "--region", metavar="NAME", help="only the ops inside torch.profiler.record_function(NAME)"
+        "--plot", action=_Once, metavar="FILE", help="also draw the ops on the roofline (.svg/.png)"
     )
     profile.add_argument(
-        "--limit", type=parse_size, default=25, metavar="N", help="rows in the table (default 25)"
+        "--region",
+        action=_Once,
+        metavar="NAME",
+        help="only the ops inside torch.profiler.record_function(NAME)",
+    )
+    profile.add_argument(
+        "--limit",
+        action=_Once,
+        type=parse_size,
+        default=25,
+        metavar="N",
+        help="rows in the table (default 25)",
     )
     profile.add_argument("script", metavar="SCRIPT", help="the Python script to run")
     script_args = profile.add_argument(
