@@ -275,7 +275,16 @@ def _dp_all_reduce(
         return all_reduce(nbytes, split.dp, device), device.link
     if split.dp % inside == 0:  # whole nodes: inside the node, then across
         nodes = split.dp // inside
-        t = hierarchical_all_reduce(nbytes, inside, nodes, bw, lat, nic.bandwidth, nic.latency)
+        t = hierarchical_all_reduce(
+            nbytes,
+            inside,
+            nodes,
+            bw,
+            lat,
+            nic.bandwidth,
+            nic.latency,
+            intra_reduces=device.link_reduces,
+        )
         return t, nic.key
     t = collective_time("all_reduce", nbytes, split.dp, nic.bandwidth, nic.latency)
     return t, nic.key
