@@ -95,6 +95,9 @@ def test_chapter_11_layer_table(glued):
     layer = (_decode_bytes(**m, c=C) - (4 * h + 6 * h + 2 * h + 2 * h * 32000 + 2 * 32000)) / 32
     assert g["dec_us"] == pytest.approx(layer / H100_BW * 1e6)  # ~141 us
     assert g["ridge"] == pytest.approx(H100_BF16 / H100_BW)
+    # the sentence names the ridge's inputs: H100 whitepaper dense BF16, datasheet HBM3
+    assert (g["h100_peak_tflops"], g["h100_bw_tbps"]) == (989.4, 3.35)
+    assert g["ridge"] == pytest.approx(989.4 / 3.35)  # 295.3
 
 
 def test_chapter_11_sliding_windows(glued):
@@ -177,9 +180,9 @@ def test_chapter_11_step_bounds(glued):
     for dev, bw in (("h100", H100_BW), ("h200", H200_BW)):
         ratio = (_decode_bytes(**l2, c=C) / bw) / (_prefill_seconds(**l2, T=C, bw=bw) / C)
         assert g[f"pt_{dev}"] == pytest.approx(ratio)
-    # "相差无几": 308.9 against the ridge 319.6 at 1980 MHz, within 4% (3% at 1830 MHz)
+    # "相差无几": 288.0 against the ridge 989.4 / 3.35 = 295.3, within 4% (2.5%)
     assert g["pt_h100"] == pytest.approx(H100_BF16 / H100_BW, rel=0.04)
-    gap = abs(g["pt_h100"] / (H100_BF16 / H100_BW) - 1)  # 308.9 against 319.6: 3.3 %
+    gap = abs(g["pt_h100"] / (H100_BF16 / H100_BW) - 1)  # 288.0 against 295.3: 2.5 %
     assert g["pt_phrase"] == f"只差 {gap:.1%}"
     assert g["ridge2"] == pytest.approx(H200_BF16 / H200_BW)
     assert g["vocab3"] == 128_256
