@@ -395,9 +395,8 @@ SCHEMAS: dict[str, dict] = {
                         "bound": _str("the binding resource", nullable=True, enum=RESOURCES),
                         "beats_bound": {
                             "type": "boolean",
-                            "description": "ran faster than its lower bound (fraction_of_roof "
-                            "> 1): a defect in the model, the roof or the attribution, not a "
-                            "result",
+                            "description": "faster than its lower bound: a defect of the "
+                            "model, the roof or the attribution, not a result",
                         },
                         "profiler_flops": _int("FLOPs the profiler counted [FLOP]", nullable=True),
                         "kind": _str(
@@ -406,14 +405,7 @@ SCHEMAS: dict[str, dict] = {
                             "graph: Inductor's kernels, not modelled), range (a record_function "
                             "range or an autograd node) or compile (torch.compile tracing on "
                             "fake tensors)",
-                            enum=[
-                                "model",
-                                "composite",
-                                "unmodelled",
-                                "compiled",
-                                "range",
-                                "compile",
-                            ],
+                            enum="model composite unmodelled compiled range compile".split(),
                         ),  # fmt: skip
                     },
                     "one (op, shapes) row",
