@@ -510,3 +510,72 @@ def flat_ring_all_reduce(
         latency_s=(2 * (n - 1) - across_steps) * intra_lat + across_steps * inter_lat,
         bandwidth_s=max(nic, nvlink),
     )
+
+
+def _least_busy_mix(a: tuple[float, float], b: tuple[float, float]) -> float:
+    """两种做法各自在两条链路上的时间 ``a = (a1, a2)``、``b = (b1, b2)``；把 buffer 按比例
+    ``x : 1-x`` 分给它们同时进行，最忙链路的时间 ``max(x a1 + (1-x) b1, x a2 + (1-x) b2)``
+    在 ``x`` 上的最小值。"""
+
+    def busiest(x: float) -> float:
+        return max(x * a[0] + (1 - x) * b[0], x * a[1] + (1 - x) * b[1])
+
+    points = [0.0, 1.0]
+    slope = (a[0] - b[0]) - (a[1] - b[1])
+    if slope != 0:
+        x = (b[1] - b[0]) / slope
+        if 0 < x < 1:
+            points.append(x)
+    return min(busiest(x) for x in points)
+
+
+def multi_node_all_reduce(
+    nbytes: float,
+    per_node: int,
+    nodes: int,
+    intra_bw: float,
+    intra_lat: float,
+    inter_bw: float,
+    inter_lat: float,
+    *,
+    intra_reduces: bool = False,
+) -> CommTime:
+    """跨节点 all-reduce 的下界：:func:`hierarchical_all_reduce` 与 NCCL 的扁平 ring
+    （:func:`flat_ring_all_reduce`）以及两者按任意比例的混合中，最忙那条链路的最短时间。
+
+    分层的做法在网卡上最省（``2(N-1)/N x S/p``，不在网络中归约时任何做法都省不掉），扁平 ring 在
+    节点内略省（一部分归约的字节走了网卡）。没有交换芯片归约、NVLink 又是较忙的链路时（例如 A100
+    节点），扁平 ring 比分层的做法快：下界取两者中较快的，两者各忙一条链路时，把 buffer 按比例分给
+    它们同时进行还能更快，下界也取这个最小值。延迟项取分层做法的（估计，不是下界）。
+
+    参数与 :func:`hierarchical_all_reduce` 相同。
+
+    Examples
+    --------
+    8 个 A100 节点（NVLink 300 GB/s、不归约，每 GPU 一块 50 GB/s 网卡），1 GB：分层的 NVLink 要
+    ``2 x 7/8 / 300`` s，扁平 ring 的 NVLink 只要 ``2 x 63/64 x 7/8 / 300`` s，网卡也不比它忙：
+
+    >>> t = multi_node_all_reduce(1e9, 8, 8, 300e9, 0.6e-6, 50e9, 2.7e-6)
+    >>> h = hierarchical_all_reduce(1e9, 8, 8, 300e9, 0.6e-6, 50e9, 2.7e-6)
+    >>> round(h.bandwidth_s * 1e3, 4), round(t.bandwidth_s * 1e3, 4)    # 1.75 / 300, 1.7227 / 300
+    (5.8333, 5.7422)
+    """
+    h = hierarchical_all_reduce(
+        nbytes,
+        per_node,
+        nodes,
+        intra_bw,
+        intra_lat,
+        inter_bw,
+        inter_lat,
+        intra_reduces=intra_reduces,
+    )
+    size, p, m = float(nbytes), int(per_node), int(nodes)
+    if m == 1:
+        return h
+    n = p * m
+    sent = 2 * (n - 1) / n * size
+    ring_links = (sent * (p - 1) / p / intra_bw, sent / p / inter_bw)
+    inside = switch_share(p) * size if intra_reduces else 2 * (p - 1) / p * size
+    h_links = (inside / intra_bw, 2 * (m - 1) / m * size / p / inter_bw)
+    return CommTime(latency_s=h.latency_s, bandwidth_s=_least_busy_mix(h_links, ring_links))

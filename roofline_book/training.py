@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from . import _validate
-from .collectives import CommTime, collective_time, hierarchical_all_reduce
+from .collectives import CommTime, collective_time, multi_node_all_reduce
 from .decoders import ModelConfig
 from .device import Hardware, Network
 from .dtypes import bytes_per_element
@@ -267,7 +267,8 @@ class TrainingStep:
 def _dp_all_reduce(
     nbytes: float, split: TrainSplit, device: Hardware, per_node: int, nic: Network
 ) -> tuple[CommTime, str]:
-    """DP 组 all-reduce ``nbytes`` 的时间与走的链路：一个节点内走节点内的链路；整节点时分层；
+    """DP 组 all-reduce ``nbytes`` 的时间与走的链路：一个节点内走节点内的链路；整节点时取分层与
+    NCCL 扁平 ring 中最忙链路最短的（:func:`~roofline_book.collectives.multi_node_all_reduce`）；
     不足整节点时一个环，快不过最慢的链路（网卡）。"""
     bw, lat = _link(device)
     inside = max(1, per_node // (split.tp * split.pp))
@@ -275,7 +276,7 @@ def _dp_all_reduce(
         return all_reduce(nbytes, split.dp, device), device.link
     if split.dp % inside == 0:  # whole nodes: inside the node, then across
         nodes = split.dp // inside
-        t = hierarchical_all_reduce(
+        t = multi_node_all_reduce(
             nbytes,
             inside,
             nodes,

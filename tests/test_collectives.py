@@ -25,6 +25,7 @@ from roofline_book.collectives import (
     flat_ring_all_reduce,
     half_bandwidth_bytes,
     hierarchical_all_reduce,
+    multi_node_all_reduce,
 )
 
 GB = 1e9
@@ -184,6 +185,36 @@ def test_flat_ring_with_a_channel_per_nic_by_hand():
         collective_time("all_reduce", s, 8, 400 * GB, 2 * US).seconds
     )
     assert flat_ring_all_reduce(s, 1, 1, 400 * GB, 2 * US, 50 * GB, 10 * US).seconds == 0
+
+
+def test_multi_node_bound_takes_the_least_busy_schedule():
+    S, p = 1e9, 8
+    # 8 A100 nodes (NVLink 300 GB/s, no reduction in the switch; a 50 GB/s NIC a GPU): NVLink is
+    # the busier link for both schedules, and NCCL's flat ring moves less over it:
+    # hierarchical 2 x 7/8 S / 300e9 = 5.83 ms, flat ring 2 x 63/64 x 7/8 S / 300e9 = 5.74 ms
+    t = multi_node_all_reduce(S, p, 8, 300 * GB, 0.6 * US, 50 * GB, 2.7 * US)
+    assert t.bandwidth_s == pytest.approx(2 * 63 / 64 * 7 / 8 * S / 300e9)
+    h = hierarchical_all_reduce(S, p, 8, 300 * GB, 0.6 * US, 50 * GB, 2.7 * US)
+    assert t.bandwidth_s < h.bandwidth_s == pytest.approx(2 * 7 / 8 * S / 300e9)
+    # 2 nodes, NVLink 500 GB/s: the hierarchical schedule is NVLink-bound (3.5 ms against 2.5 ms
+    # on the NIC), the flat ring NIC-bound (4.69 ms against 3.28 ms): a share x of the buffer
+    # by the first and 1-x by the second, run together, balances the links
+    hier, ring = (
+        (1.75 * S / 500e9, 1.0 * S / 8 / 50e9),
+        (1.875 * 7 / 8 * S / 500e9, 1.875 * S / 8 / 50e9),
+    )
+    x = (ring[1] - ring[0]) / ((hier[0] - ring[0]) - (hier[1] - ring[1]))
+    mixed = x * hier[0] + (1 - x) * ring[0]
+    assert 0 < x < 1 and mixed == pytest.approx(x * hier[1] + (1 - x) * ring[1])
+    assert mixed == pytest.approx(3.409e-3, rel=1e-3) and mixed < min(max(hier), max(ring))
+    t = multi_node_all_reduce(S, p, 2, 500 * GB, 0.6 * US, 50 * GB, 2.7 * US)
+    assert t.bandwidth_s == pytest.approx(mixed)
+    # 8 H100 nodes (NVLink SHARP): the NICs bind, the hierarchical schedule is the least busy
+    t = multi_node_all_reduce(S, p, 8, 450 * GB, 0.6 * US, 50 * GB, 2.7 * US, intra_reduces=True)
+    assert t.bandwidth_s == pytest.approx(2 * 7 / 8 * S / 8 / 50e9)
+    # one node: the in-node all-reduce
+    one = multi_node_all_reduce(S, p, 1, 450 * GB, 0.6 * US, 50 * GB, 2.7 * US)
+    assert one.bandwidth_s == pytest.approx(2 * 7 / 8 * S / 450e9)
 
 
 def test_comm_time_is_frozen():

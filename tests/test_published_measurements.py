@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from roofline_book import attention, elementwise, gemm, hardware, time_bound
-from roofline_book.collectives import bus_bandwidth, hierarchical_all_reduce
+from roofline_book.collectives import bus_bandwidth, multi_node_all_reduce
 from roofline_book.hardware import Hardware, network
 from roofline_book.inference import Precisions, model, step_ops, step_time
 from roofline_book.parallel import all_reduce
@@ -173,14 +173,14 @@ def _all_reduce_busbw(device: Hardware, c: Mapping[str, Any]) -> Limit:
 
 
 def _all_reduce_busbw_nodes(device: Hardware, c: Mapping[str, Any]) -> Limit:
-    """``collectives.hierarchical_all_reduce`` across ``devices / per_node`` nodes, the catalog's
+    """``collectives.multi_node_all_reduce`` across ``devices / per_node`` nodes, the catalog's
     link inside (its NVLink SHARP where the switch reduces) and one NIC of ``network`` per GPU:
     the busiest link's bandwidth term, as the busbw it allows."""
     n, p, nbytes = c["devices"], c["per_node"], c["bytes"]
     if device.link_bandwidth is None or device.link_latency is None:
         pytest.fail(f"{device.key} has no link in the catalog")
     nic = network(c["network"])
-    t = hierarchical_all_reduce(
+    t = multi_node_all_reduce(
         nbytes,
         p,
         n // p,
