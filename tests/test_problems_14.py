@@ -64,6 +64,8 @@ def test_the_communication_roofline(glued):
     summed = 2 * 7 / 8 * g_ / NVLINK + 2 * 7 / 8 * (g_ / 8) / NDR
     assert g["dp_sum_busbw"] == pytest.approx(2 * 63 / 64 * g_ / summed / 1e9)
     assert g["dp_sum_busbw"] < 380
+    # a node's NICs together, the scaling book's W beyond the node: 8 x 400 Gb/s = 400 GB/s
+    assert g["node_nic"] == 8 * NDR / 1e9 == 400
     # NCCL's flat ring, one channel per NIC: each GPU's NIC carries 1/8 of 2 x 63/64 x 2 P
     assert g["t_flat"] == pytest.approx(2 * 63 / 64 * 2 * P8 / 8 / NDR * PEAK / (4 * N8))
     # TP 8 MLP width: 6 h w / peak = 1 x 2 h / B with an NVSwitch that reduces (each GPU sends
