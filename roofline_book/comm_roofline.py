@@ -68,8 +68,8 @@ def dp_tokens_to_hide(
     dtype: str = "bf16",
 ) -> float:
     """每块设备每步至少要处理多少 token，backward 的计算才盖住 16 位梯度在 ``dp`` 块设备上一个
-    ring 的 all-reduce，每一步都走 ``bandwidth``（跨节点的分层或多 rail 的 ring 用
-    :func:`tokens_to_hide` 配 :mod:`roofline_book.collectives` 的时间）。
+    ring 的 all-reduce，每一步都走 ``bandwidth``。跨节点的分层或多 rail 的 ring 用
+    :func:`tokens_to_hide` 配 :mod:`roofline_book.collectives` 的时间。
 
     梯度在 backward 中产生，all-reduce 只能与 backward（每个 token ``4 N`` FLOPs）重叠：
     ``4 N T / peak = t_allreduce(2 P bytes)``，解出 ``T`` （``P`` 是全部权重，``N`` 是矩阵乘法的

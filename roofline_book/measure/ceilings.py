@@ -322,7 +322,7 @@ def inversions(run: Run | Mapping[str, Any]) -> tuple[LevelInversion, ...]:
 
     数据放在近处，至少能像从更远的一级那样读到，所以这只能是测量出了问题：测它的那几轮里机器
     被别的任务占用。:func:`of_run` 对这样的层级取外面那一级的带宽，run 把它记在 ``stability``
-    中（:attr:`~roofline_book.measure.records.Stability.inverted_levels`）。
+    中（:class:`~roofline_book.measure.runparts.Stability` 的 ``inverted_levels``）。
 
     Examples
     --------
