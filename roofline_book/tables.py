@@ -265,7 +265,8 @@ def device_flash_tile(
     一组的 cluster，否则为 None。
 
     K、V 的重读取决于调度，而不只取决于算子：FA3 在不加 mask 且 head dim 够大时让相邻两个 query
-    块组成 cluster、以 TMA multicast 共享每次 K/V 读入，加 causal mask 时不用（:func:`roofline_book.ops.fa3_tile`）。
+    块组成 cluster、以 TMA multicast 共享每次 K/V 读入，加 causal mask 时不用
+    （:func:`roofline_book.ops.fa3_tile`）。
     同样的 tile 用两块的 cluster（或 ``Br`` 加倍）重读至多是不用时的一半，Hopper 的任何 kernel 都
     可以这样调度，所以下界在这两种调度中取重读较少的一种，即总是带 cluster。FA3 自己的调度给出的 L2
     时间是一个估计（它还依赖测得的 L2 带宽），不是下界。

@@ -387,7 +387,8 @@ SOFTMAX_SPECIAL_PER_ELEMENT = 1
 #: ``aten/src/ATen/native/cuda/SoftMax.cu`` 在求和那一趟算一次 exp（``SumExpFloat``：
 #: ``sum + std::exp(v - max_k)``），写出时又算一次（``SoftMaxForwardEpilogue``：
 #: ``std::exp(input - max_input) / sum``），那次除法是 IEEE 除法（不开 fast math），编译成特殊函数
-#: 单元上的一次倒数（MUFU.RCP）。:func:`~roofline_book.ops.softmax` 不用它：它是一个 kernel 的做法，不是下界。
+#: 单元上的一次倒数（MUFU.RCP）。:func:`~roofline_book.ops.softmax` 不用它：它是一个 kernel
+#: 的做法，不是下界。
 SOFTMAX_SPECIAL_PER_ELEMENT_ATEN = 3
 
 
