@@ -70,8 +70,31 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE^]|[A-Za-z/_]|$)")
 
     def error(self, message: str) -> NoReturn:
-        text = " ".join(message.split())
+        text = _choices_unquoted(" ".join(message.split()))
         self.exit(EXIT_USAGE, f"{self.prog}: error: {text} (see '{self.prog} --help')\n")
+
+
+_CHOOSE_FROM = re.compile(r"\(choose from (.*)\)$")
+
+
+def _choices_unquoted(message: str) -> str:
+    """argparse 的 "choose from" 清单，各项不加引号，与 Python 的版本无关。
+
+    Python 3.11 写 ``(choose from 'gemm', 'add')``，3.12.8 起写 ``(choose from gemm, add)``；
+    浏览器里的 Python 与终端里的不同版本时，同一个错误要印成同一行。
+
+    Examples
+    --------
+    >>> _choices_unquoted("invalid choice: 'x' (choose from 'gemm', 'add')")
+    "invalid choice: 'x' (choose from gemm, add)"
+    >>> _choices_unquoted("invalid choice: 'x' (choose from gemm, add)")
+    "invalid choice: 'x' (choose from gemm, add)"
+    """
+    found = _CHOOSE_FROM.search(message)
+    if found is None:
+        return message
+    names = ", ".join(name.strip().strip("'") for name in found[1].split(","))
+    return f"{message[: found.start()]}(choose from {names})"
 
 
 class UsageError(ValueError):
