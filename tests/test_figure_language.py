@@ -48,7 +48,7 @@ ALLOWED = {
     # many devices: the links and the splits, as the book names them
     *("nvlink", "infiniband", "ndr", "pcie", "fsdp", "zero"),
     # collectives: the operation, its algorithms and nccl-tests' bandwidth
-    *("all", "reduce", "ring", "tree", "rank", "busbw", "gloo"),
+    *("all", "reduce", "ring", "tree", "rank", "busbw", "gloo", "nccl"),
     # the alpha-beta model, named in English as the prose names it
     *("alpha", "beta"),
 }
