@@ -274,7 +274,10 @@ def run(args: argparse.Namespace) -> int:
         lines[5:5] = [("KV cache per sequence per device", si(kv_here, "B"))]
         lines += [
             ("decode communication, bandwidth", si(communication, "s") + " (in the bound)"),
-            ("decode communication, latency", si(latency, "s") + " (NCCL model estimate, not in the bound)"),
+            (
+                "decode communication, latency",
+                si(latency, "s") + " (NCCL model estimate, not in the bound)",
+            ),
         ]
     print(text_table(None, lines, right=set()))
     return 0
