@@ -24,7 +24,7 @@ CALCULATOR_DEPS := tabulate
 # Where `make bench` writes its run file: one new file per run, never overwritten.
 BENCH_OUT ?= $(BUILD)/bench/$(shell hostname)-$(shell date -u +%Y%m%dT%H%M%SZ).json
 
-.PHONY: all venv mathjax pyodide html pdf check check-types check-tests check-subprocess-tests test \
+.PHONY: all venv mathjax pyodide html pdf check FORCE check-types check-tests check-subprocess-tests test \
 	doctest bench lint dist livehtml clean distclean html-tools pdf-tools
 
 all: html
@@ -97,9 +97,26 @@ $(BUILD)/calculator-deps.fetched: requirements.txt
 
 pyodide: $(PYODIDE)/package.json $(BUILD)/calculator-deps.fetched
 
-html: html-tools $(VENV)/.installed $(MATHJAX)/tex-chtml.js $(PYODIDE)/package.json \
-  $(BUILD)/calculator-deps.fetched
+# Everything the book's build reads: the sources, the package, conf, the pins, and the data
+# the chapters load (tests/data holds the published measurements ch14 and ch15 read). When
+# none is newer than the last good build, the site is current and make skips Sphinx. The
+# stamp is taken before Sphinx starts, so an edit made during a build is seen next time.
+BOOK_INPUTS := conf.py requirements.txt pyproject.toml \
+  $(shell find docs roofline_book tests/data -type f -not -path '*/__pycache__/*')
+BOOK_STAMP := $(BUILD)/html/.book-built
+# The CPU run the chapters read: a build measures it when it is missing.
+CPU_RUN := $(BUILD)/bench/cpu-quick.json
+
+html: html-tools $(BOOK_STAMP)
+	@echo "The book in $(BUILD)/html is current with its sources."
+
+$(BOOK_STAMP): $(VENV)/.installed $(MATHJAX)/tex-chtml.js $(PYODIDE)/package.json \
+  $(BUILD)/calculator-deps.fetched $(BOOK_INPUTS) $(if $(wildcard $(CPU_RUN)),$(CPU_RUN),FORCE)
+	@mkdir -p $(dir $@) && touch $@.new
 	$(SPHINX) $(SPHINXOPTS) -c . docs $(BUILD)/html
+	@mv $@.new $@
+
+FORCE:
 
 # The whole book as one PDF: the LaTeX builder on the same sources, conf and notebook
 # cache as html (so no notebook runs twice), then XeLaTeX; into _build/pdf and the site.
