@@ -55,25 +55,37 @@ pdf-tools:
 	$(call need_tex,texgyrepagella-math.otf,Debian's fonts-texgyre-math)
 	@:
 
-# The build environment: exact pins from requirements.txt, the package editable. torch is
-# pinned to its CPU build (requirements.txt: torch==X+cpu), which PyPI does not carry (its
-# torch is the CUDA build, several GB): it comes from PyTorch's CPU index first. Where pip
-# already finds that wheel (a local wheel folder), `make html TORCH_INDEX=` skips the index.
+# Mirrors, one variable each, empty for the default: PIP_INDEX_URL replaces PyPI for every pip
+# command (pip reads the same name from the environment), NPM_REGISTRY replaces the npm
+# registry for MathJax and Pyodide, TORCH_INDEX replaces PyTorch's CPU index (below).
+PIP_INDEX_URL ?=
+NPM_REGISTRY ?=
+PIP := $(VENV)/bin/pip
+PIP_FLAGS := --quiet $(if $(PIP_INDEX_URL),--index-url $(PIP_INDEX_URL))
+NPM_FLAGS := --silent --no-save --no-audit --no-fund $(if $(NPM_REGISTRY),--registry $(NPM_REGISTRY))
+
+# The build environment: exact pins from requirements.txt, the package editable. Its markers
+# pick torch's build per platform: on Linux x86_64 the CPU build (torch==X+cpu), which PyPI
+# does not carry (its Linux torch is the CUDA build, several GB), so it comes from PyTorch's
+# CPU index first; on macOS arm64 PyPI's own wheel. pip reads the +cpu line's marker itself,
+# so the CPU index is used only where that line applies. Where pip already finds that wheel
+# (a local wheel folder), `make html TORCH_INDEX=` skips the index.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_CPU_REQUIREMENTS := $(BUILD)/torch-cpu-requirements.txt
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(if $(TORCH_INDEX),$(VENV)/bin/pip install --quiet --extra-index-url $(TORCH_INDEX) \
-	  "$$(grep '^torch==' requirements.txt)")
-	$(VENV)/bin/pip install --quiet -r requirements.txt
-	$(VENV)/bin/pip install --quiet --no-deps --no-build-isolation -e .
+	$(PIP) install $(PIP_FLAGS) --upgrade pip
+	$(if $(TORCH_INDEX),mkdir -p $(BUILD) && grep '^torch==.*+cpu' requirements.txt > $(TORCH_CPU_REQUIREMENTS))
+	$(if $(TORCH_INDEX),$(PIP) install $(PIP_FLAGS) --extra-index-url $(TORCH_INDEX) -r $(TORCH_CPU_REQUIREMENTS))
+	$(PIP) install $(PIP_FLAGS) -r requirements.txt
+	$(PIP) install $(PIP_FLAGS) --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(VENV)/.installed
 
 $(MATHJAX)/tex-chtml.js:
 	mkdir -p $(BUILD)/npm
-	npm install --silent --no-save --no-audit --no-fund --prefix $(BUILD)/npm mathjax@$(MATHJAX_VERSION)
+	npm install $(NPM_FLAGS) --prefix $(BUILD)/npm mathjax@$(MATHJAX_VERSION)
 	rm -rf $(MATHJAX) && mkdir -p $(MATHJAX)/output/chtml/fonts $(MATHJAX)/input/tex
 	cp -r $(ES5)/output/chtml/fonts/woff-v2 $(MATHJAX)/output/chtml/fonts/
 	cp -r $(ES5)/input/tex/extensions $(MATHJAX)/input/tex/
@@ -84,14 +96,14 @@ mathjax: $(MATHJAX)/tex-chtml.js
 
 $(PYODIDE)/package.json:
 	mkdir -p $(BUILD)/npm-pyodide
-	npm install --silent --no-save --no-audit --no-fund --prefix $(BUILD)/npm-pyodide \
+	npm install $(NPM_FLAGS) --prefix $(BUILD)/npm-pyodide \
 	  pyodide@$(PYODIDE_VERSION)
 	rm -rf $(PYODIDE) && mkdir -p $(PYODIDE)
 	cp $(addprefix $(BUILD)/npm-pyodide/node_modules/pyodide/,$(PYODIDE_FILES) package.json) $(PYODIDE)/
 
 $(BUILD)/calculator-deps.fetched: requirements.txt
 	rm -rf $(CALCULATOR)/wheels/deps && mkdir -p $(CALCULATOR)/wheels/deps
-	$(VENV)/bin/pip download --quiet --no-deps --only-binary :all: --dest $(CALCULATOR)/wheels/deps \
+	$(PIP) download $(PIP_FLAGS) --no-deps --only-binary :all: --dest $(CALCULATOR)/wheels/deps \
 	  $(foreach d,$(CALCULATOR_DEPS),"$$(grep -i '^$(d)==' requirements.txt)")
 	touch $@
 
@@ -107,7 +119,10 @@ BOOK_STAMP := $(BUILD)/html/.book-built
 # The CPU run the chapters read: a build measures it when it is missing.
 CPU_RUN := $(BUILD)/bench/cpu-quick.json
 
+# .nojekyll: GitHub Pages serves the folders whose names begin with "_" (_static, _sources)
+# only with it; every host gets the same folder.
 html: html-tools $(BOOK_STAMP)
+	@touch $(BUILD)/html/.nojekyll
 	@echo "The book in $(BUILD)/html is current with its sources."
 
 $(BOOK_STAMP): $(VENV)/.installed $(MATHJAX)/tex-chtml.js $(PYODIDE)/package.json \
