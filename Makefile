@@ -38,7 +38,7 @@ VENV_OK = $(shell $(PYTHON) -c 'import ensurepip, venv; print(1)' 2>/dev/null)
 
 html-tools:
 	$(call need,$(PYTHON),install Python 3.11 or newer (or set PYTHON=...))
-	$(if $(PYTHON_OK),,$(error $(PYTHON) is older than Python 3.11: install 3.11 or newer (or set PYTHON=...)))
+	$(if $(PYTHON_OK),,$(error $(PYTHON) is older than Python 3.11: install 3.11 or newer and set PYTHON= (README: Before the two commands)))
 	$(if $(wildcard $(PY))$(VENV_OK),,$(error $(PYTHON) cannot create a virtual environment: install its venv module (Debian: python3-venv)))
 	$(if $(wildcard $(MATHJAX)/tex-chtml.js),,$(call need,node,install Node.js and npm (Debian: nodejs npm); MathJax comes from the npm registry))
 	$(if $(wildcard $(MATHJAX)/tex-chtml.js),,$(call need,npm,install npm (Debian: npm); MathJax comes from the npm registry))
