@@ -1181,3 +1181,22 @@ def test_an_infinite_rate_is_too_large_not_below_zero(call):
     status, _, stderr = call(*GEMM, "--peak", "1T", "--bandwidth", "1e999")
     assert status == 2
     assert "--bandwidth: '1e999' is too large a rate" in stderr, stderr
+
+
+def test_plot_help_gives_each_points_sizes_in_the_order_parse_point_reads_them():
+    """Every form the help prints parses with its required sizes filled in, and gemm's order is
+    the package function's own (m, k, n, then batch)."""
+    import inspect
+    import re
+
+    from roofline_book import gemm
+    from roofline_book.cli.operators import OPERATORS, parse_point, point_form
+
+    assert list(inspect.signature(gemm).parameters)[:3] == ["m", "k", "n"]
+    assert point_form("gemm") == "gemm:M,K,N[,BATCH]"
+    for name in OPERATORS:
+        form = point_form(name)
+        required = form.split("[", 1)[0]  # the sizes before the first optional one
+        point = re.sub(r"[A-Z_]+", "64", required.split(":", 1)[1])
+        _, _, cost, _ = parse_point(f"{name}:{point}")
+        assert cost.flops >= 0, name

@@ -338,6 +338,26 @@ def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> 
     return given
 
 
+def point_form(name: str) -> str:
+    """``--point`` 的写法：名字、冒号，然后按位置给出的尺寸，可以省略的放在方括号里。
+
+    位置参数按顺序填入，所以最后一个必需的尺寸之前的尺寸都要给出。
+
+    Examples
+    --------
+    >>> point_form("gemm")
+    'gemm:M,K,N[,BATCH]'
+    >>> point_form("attention")
+    'attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM[,SRAM_BYTES]'
+    """
+    key, spec = operator(name)
+    sizes = [a for a in spec.args if a.kind == "size"]
+    last = max((i for i, a in enumerate(sizes) if spec.is_required(a)), default=-1)
+    given = ",".join(a.name.upper() for a in sizes[: last + 1])
+    optional = "".join(f"[,{a.name.upper()}" for a in sizes[last + 1 :])
+    return f"{key}:{given}{optional}{']' * len(sizes[last + 1 :])}"
+
+
 def parse_point(
     text: str, dtype: str | None = None, device: Hardware | None = None
 ) -> tuple[str, str, Cost, dict[str, Any]]:

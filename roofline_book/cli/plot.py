@@ -22,7 +22,7 @@ from .common import (
     output_file,
     text_table,
 )
-from .operators import OPERATORS, parse_point
+from .operators import OPERATORS, parse_point, point_form
 
 
 def _y_unit(peak: float, units: dict[str, float]) -> str:
@@ -140,7 +140,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME:SIZES",
-        help=f"an operator to place (repeatable); NAME is one of {', '.join(OPERATORS)}",
+        help="an operator to place (repeatable), its sizes in this order (more with "
+        f"KEY=VALUE): {'; '.join(point_form(name) for name in OPERATORS)}",
     )
     plot.add_argument("--dtype", default="bf16", help="precision of the roof and the points")
     add_device_arguments(plot)
