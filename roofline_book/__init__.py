@@ -17,9 +17,10 @@ True
 'hbm'
 """
 
-from .bounds import Ceilings, Level, TimeBound
+from ._base.validate import InvalidArgument
+from .devices.catalog import EXAMPLE, Ceiling, Hardware, Source, adhoc, catalog, hardware
 from .dtypes import BYTES, bytes_per_element, precision_name
-from .hardware import EXAMPLE, Ceiling, Hardware, Source, adhoc, catalog, hardware
+from .llm.block import LLAMA2_7B, DecoderConfig, block_ops
 from .ops import (
     Cost,
     FlashTile,
@@ -44,7 +45,16 @@ from .ops import (
     swiglu,
     tiled_gemm,
 )
-from .roofline import (
+from .present.tables import (
+    Row,
+    block_table,
+    cost_table,
+    optimizer_table,
+    readable_frame,
+    table_frame,
+)
+from .roofline.bounds import Ceilings, Level, TimeBound
+from .roofline.roofs import (
     achieved,
     attainable,
     attainable_on,
@@ -57,8 +67,6 @@ from .roofline import (
     time_bound,
     time_lower_bound,
 )
-from .tables import Row, block_table, cost_table, optimizer_table, readable_frame, table_frame
-from .transformer import LLAMA2_7B, DecoderConfig, block_ops
 
 __version__ = "0.1.0"
 
@@ -71,6 +79,7 @@ __all__ = [
     "DecoderConfig",
     "FlashTile",
     "Hardware",
+    "InvalidArgument",
     "Pass",
     "Row",
     "Source",

@@ -20,6 +20,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Union
 
+from ._base.validate import InvalidArgument, InvalidArgumentType
+
 if TYPE_CHECKING:  # torch is optional: its dtypes are accepted where it is installed
     import torch
 
@@ -91,16 +93,17 @@ def precision_name(dtype: Precision, name: str = "dtype") -> str:
     elif isinstance(dtype, str):
         text = dtype
     else:
-        raise TypeError(
-            f"{name} must be a precision name such as 'bf16' or a torch.dtype, got {dtype!r}"
+        raise InvalidArgumentType(
+            name, f"must be a precision name such as 'bf16' or a torch.dtype, got {dtype!r}"
         )
     key = text.strip().lower().removeprefix("torch.")  # "torch.bfloat16", as a torch dtype prints
     key = _ALIASES.get(key, key)
     if key not in BYTES:
-        raise ValueError(
-            f"{name} {dtype!r} is not a known precision; allowed: {', '.join(BYTES)} "
+        raise InvalidArgument(
+            name,
+            f"{dtype!r} is not a known precision; allowed: {', '.join(BYTES)} "
             "(aliases such as 'bfloat16', 'float32', 'half' work too, and torch dtypes or their "
-            "names, e.g. 'torch.bfloat16')"
+            "names, e.g. 'torch.bfloat16')",
         )
     return key
 

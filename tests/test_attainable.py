@@ -13,8 +13,8 @@ import pytest
 import roofline_book as rb
 from roofline_book import cli
 from roofline_book.cli.operators import OPERATORS, parse_point
-from roofline_book.hardware import catalog
-from roofline_book.tables import block_table, cost_table
+from roofline_book.devices.catalog import catalog
+from roofline_book.present.tables import block_table, cost_table
 from roofline_book.units import parse_si, si
 
 # One point per operator the command line offers, sized to reach every regime.

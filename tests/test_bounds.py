@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from roofline_book import adhoc, hardware, time_bound
-from roofline_book.bounds import CACHE_MARGIN, Ceilings, Level, TimeBound, bound
 from roofline_book.ops import Cost
+from roofline_book.roofline.bounds import CACHE_MARGIN, Ceilings, Level, TimeBound, bound
 
 KIB, MIB = 2**10, 2**20
 L2_BW, L3_BW, DRAM_BW, LANES = 400e9, 200e9, 20e9, 1e11
@@ -109,7 +109,7 @@ def test_nothing_to_hold_and_a_missing_rate():
     assert bound(empty, TOY, "fp32", resident=True) is None  # 1 kB in the roofless L1
     with pytest.raises(ValueError, match="toy has no vector rate for bf16; allowed: fp32"):
         bound(stream(12 * KIB), TOY, "bf16")
-    with pytest.raises(TypeError, match="ceilings must be a roofline_book.bounds.Ceilings"):
+    with pytest.raises(TypeError, match="ceilings must be a roofline_book.Ceilings"):
         bound(empty, "toy")
     with pytest.raises(ValueError, match="level must be one of l1, l2, l3, dram; got 'hbm'"):
         TOY.level("hbm")

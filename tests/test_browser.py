@@ -20,7 +20,7 @@ import pytest
 from conftest import BUILD
 from test_site import PAGES
 
-from roofline_book import plotting
+from roofline_book.present import plotting
 
 HTML = BUILD / "html"
 SHOTS = BUILD / "screenshots"

@@ -423,7 +423,7 @@ def test_a_chapters_link_opens_the_calculator_on_its_command(browser, hosted, co
 def _many_commands() -> list[list[str]]:
     """Every chapter link, every catalog model on two devices (TP 1 and 8, quantized KV), and
     every operator's first form answer: each with --json."""
-    from roofline_book.decoders import models
+    from roofline_book.llm.config import models
 
     commands = [c.split() for _, c in _links()]
     for key in models():

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_book.measure import ceilings, claims, predict, verdicts
-from roofline_book.measure.records import Entry, Run
-from roofline_book.measure.verdicts import Ref
+from roofline_book.measure.judge import ceilings, claims, predict, verdicts
+from roofline_book.measure.judge.verdicts import Ref
+from roofline_book.measure.runs.records import Entry, Run
 
 DATA = Path(__file__).parent / "data"
 PASS = DATA / "fixture-cpu-pass.json"

@@ -21,8 +21,8 @@ import pytest
 import roofline_book as rb
 from roofline_book import cli
 from roofline_book.cli import calculator
-from roofline_book.tables import block_table, optimizer_table
-from roofline_book.transformer import LLAMA2_7B, DecoderConfig
+from roofline_book.llm.block import LLAMA2_7B, DecoderConfig
+from roofline_book.present.tables import block_table, optimizer_table
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = rb.hardware("h100-sxm")

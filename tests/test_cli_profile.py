@@ -135,7 +135,7 @@ class Hide:
         if name.split(".")[0] in {hidden!r}:
             raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
 sys.meta_path.insert(0, Hide())
-from roofline_book.cli import main
+from roofline_book.cli import main  # noqa: E402
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -237,9 +237,9 @@ def test_a_compiled_graph_is_counted_unexplained_in_text_and_json(script, capsys
 
 def test_rows_faster_than_their_bound_are_a_warning():
     from roofline_book import gemm, hardware
-    from roofline_book.bounds import Ceilings
     from roofline_book.cli import profile
-    from roofline_book.measure import profiling
+    from roofline_book.measure.profile import profiling
+    from roofline_book.roofline.bounds import Ceilings
 
     h100 = Ceilings.of(hardware("h100-sxm"))
     cost = gemm(256, 512, 512, "fp32")
@@ -275,7 +275,8 @@ def test_a_run_whose_l3_is_slower_than_its_dram_is_reported(script, capsys, tmp_
 
 def test_a_gpu_roof_over_cpu_times_is_a_warning(script, capsys):
     """Section 3 of the new-user review: '--device h100-sxm' on CPU timings ran with no word
-    that the roof is a GPU's. Every catalog device is a GPU (roofline_book/data/hardware.toml)."""
+    that the roof is a GPU's. Every catalog device is a GPU
+    (roofline_book/devices/data/hardware.toml)."""
     assert main(["profile", "--device", "h100-sxm", script(GOOD), "--n", "8"]) == 0
     out = capsys.readouterr().out
     assert "WARNING: the roof is h100-sxm's, a GPU's, but the times are CPU self times" in out

@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from roofline_book.collectives import (
+from roofline_book.distributed.collectives import (
     OPS,
     CommTime,
     algorithm_bandwidth,

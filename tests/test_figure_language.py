@@ -20,10 +20,11 @@ from conftest import BUILD
 matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402
 
-from roofline_book import catalog, gemm, hardware, plotting  # noqa: E402
-from roofline_book.inference import models  # noqa: E402
-from roofline_book.measure.atenops import ATEN_MODELS  # noqa: E402
-from roofline_book.roofline import time_lower_bound  # noqa: E402
+from roofline_book import catalog, gemm, hardware  # noqa: E402
+from roofline_book.llm.inference import models  # noqa: E402
+from roofline_book.measure.profile.atenops import ATEN_MODELS  # noqa: E402
+from roofline_book.present import plotting  # noqa: E402
+from roofline_book.roofline.roofs import time_lower_bound  # noqa: E402
 
 HTML = BUILD / "html"
 

@@ -28,7 +28,8 @@ import io, json, os, re
 import matplotlib
 matplotlib.use("svg")
 from matplotlib import font_manager, pyplot as plt
-from roofline_book import hardware, plotting
+from roofline_book import hardware
+from roofline_book.present import plotting
 
 plotting.setup_notebook("zh")
 h100 = hardware("h100-sxm")

@@ -3,7 +3,7 @@
 import pytest
 
 from roofline_book import hardware
-from roofline_book.hardware import EXAMPLE, adhoc, catalog, load_catalog
+from roofline_book.devices.catalog import EXAMPLE, adhoc, catalog, load_catalog
 
 
 def test_catalog_has_required_devices():
@@ -338,7 +338,7 @@ def test_example_and_adhoc():
 
 
 def test_swapped_dense_and_sparse_is_refused():
-    from roofline_book.hardware import Hardware
+    from roofline_book.devices.catalog import Hardware
 
     with pytest.raises(ValueError, match="swapped"):
         Hardware("bad", "bad", {"bf16": 2e15}, 1e12, sparse_peaks={"bf16": 1e15})

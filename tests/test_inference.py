@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from roofline_book import hardware
-from roofline_book.decoders import parse_catalog
-from roofline_book.inference import (
+from roofline_book.llm.config import parse_catalog
+from roofline_book.llm.inference import (
     Precisions,
     adhoc_model,
     decode_batch_to_ridge,
@@ -22,7 +22,7 @@ from roofline_book.inference import (
     step_time,
     weight_bytes,
 )
-from roofline_book.serving import (
+from roofline_book.llm.serving import (
     MEMORY_RESERVE,
     activation_peak,
     max_batch,
@@ -178,7 +178,7 @@ def test_sliding_window_max_batch_by_hand():
 
 
 def test_catalog_rejects_unknown_keys():
-    text = (Path(__file__).parents[1] / "roofline_book/data/models.toml").read_text()
+    text = (Path(__file__).parents[1] / "roofline_book/llm/data/models.toml").read_text()
     misspelt = text.replace("sliding_window = 4096\nsource", "sliding_widow = 4096\nsource", 1)
     assert misspelt != text
     with pytest.raises(ValueError, match=r"models\.toml: model 'mistral-7b' has an unknown key "

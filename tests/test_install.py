@@ -19,7 +19,7 @@ import pytest
 from test_nonumpy import RUN_COMMANDS, RUNS, in_process, same_output
 
 import roofline_book
-from roofline_book.extras import EXTRAS
+from roofline_book._base.extras import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.install
@@ -66,7 +66,7 @@ def test_the_wheel_holds_every_module_and_data_file(dist):
         and "__pycache__" not in p.parts
     }  # fmt: skip
     assert expected <= names, sorted(expected - names)
-    assert "roofline_book/data/hardware.toml" in names
+    assert "roofline_book/devices/data/hardware.toml" in names
 
 
 def test_the_extras_bring_what_the_package_asks_for(dist):
@@ -155,7 +155,7 @@ def test_fresh_install_names_the_missing_extra(fresh, tmp_path):
     frame = _run(str(fresh / "python"), "-c", code, cwd=tmp_path)
     assert frame.returncode == 1
     assert frame.stderr.strip().splitlines()[-1] == (
-        "roofline_book.extras.MissingExtra: table_frame needs pandas: "
+        "roofline_book._base.extras.MissingExtra: table_frame needs pandas: "
         "pip install 'roofline-book[table]'"
     )
 

@@ -21,12 +21,13 @@ import torch
 
 from roofline_book import ops
 from roofline_book.cli import bench as cli_bench
-from roofline_book.measure import cases, registry, runfile, suites, timing
 from roofline_book.measure import run as measure_run
-from roofline_book.measure.ceilings import of_run
-from roofline_book.measure.records import Run
+from roofline_book.measure.bench import cases, registry, suites, timing
+from roofline_book.measure.judge.ceilings import of_run
+from roofline_book.measure.judge.verdicts import SPEED_TOLERANCE
 from roofline_book.measure.run import measure
-from roofline_book.measure.verdicts import SPEED_TOLERANCE
+from roofline_book.measure.runs import runfile
+from roofline_book.measure.runs.records import Run
 
 DATA = Path(__file__).parent / "data"
 FIXTURES = sorted(DATA.glob("fixture-*.json"))
@@ -288,7 +289,7 @@ def test_a_case_larger_than_free_memory_is_skipped_before_allocating():
 
 
 def test_measure_rejects_what_is_not_a_case():
-    with pytest.raises(TypeError, match="case must be a roofline_book.measure.registry.Case"):
+    with pytest.raises(TypeError, match="case must be a roofline_book.measure.bench.registry.Case"):
         measure("gemm")
 
 
@@ -750,8 +751,8 @@ def test_time_cuda_measures_a_known_amount_of_work():
 
 
 def test_every_operator_is_registered_once_and_read_everywhere():
-    from roofline_book.measure import registry
-    from roofline_book.plotting import PALETTE
+    from roofline_book.measure.bench import registry
+    from roofline_book.present.plotting import PALETTE
 
     assert list(cases.OPERATORS) == list(runfile.OPERATORS)
     entry = runfile.RUN_SCHEMA["properties"]["results"]["items"]
@@ -796,7 +797,7 @@ def test_run_entries_keep_their_samples(tiny):
 def test_weight_streaming_sweep_times_each_batch():
     import torch
 
-    from roofline_book.measure import streaming
+    from roofline_book.measure.bench import streaming
 
     before = torch.get_num_threads()
     sweep = streaming.weight_streaming((1, 2, 4, 8, 16), d=256, min_run_time=0.001, threads=1)
@@ -810,8 +811,8 @@ def test_weight_streaming_sweep_times_each_batch():
 
 
 def test_streaming_crossing_from_known_times():
-    from roofline_book.measure import streaming
-    from roofline_book.measure.timing import Timing
+    from roofline_book.measure.bench import streaming
+    from roofline_book.measure.bench.timing import Timing
 
     def point(b, seconds):
         return streaming.StreamingPoint(
@@ -830,8 +831,8 @@ def test_streaming_crossing_from_known_times():
 
 
 def test_streaming_figures_say_how_close_the_model_came():
-    from roofline_book.measure import streaming
-    from roofline_book.measure.timing import Timing
+    from roofline_book.measure.bench import streaming
+    from roofline_book.measure.bench.timing import Timing
 
     def point(b, seconds):
         return streaming.StreamingPoint(
@@ -856,8 +857,8 @@ def test_streaming_figures_say_how_close_the_model_came():
 
 
 def test_streaming_estimators_and_a_flat_part_that_is_not_flat():
-    from roofline_book.measure import streaming
-    from roofline_book.measure.timing import Timing
+    from roofline_book.measure.bench import streaming
+    from roofline_book.measure.bench.timing import Timing
 
     def sweep_of(times):
         return streaming.StreamingSweep(1024, "fp32", tuple(
@@ -890,7 +891,7 @@ def test_a_run_beside_a_busy_core_is_stable_or_says_so():
     import subprocess
     import sys
 
-    from roofline_book.measure.verdicts import tolerance
+    from roofline_book.measure.judge.verdicts import tolerance
 
     idle = measure_run.run_suite("cpu", "tiny").as_mapping()
     spin = "import time\nt = time.time()\nwhile time.time() - t < 60: pass\n"

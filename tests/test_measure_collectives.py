@@ -52,7 +52,7 @@ def test_the_json_has_every_collective_at_every_quick_size(quick_json):
 
 def test_the_json_matches_its_schema(quick_json):
     jsonschema = pytest.importorskip("jsonschema")
-    from roofline_book.cli.schema import SCHEMAS
+    from roofline_book.cli.schema import SCHEMAS  # noqa: E402
 
     validator = jsonschema.Draft202012Validator(SCHEMAS["collectives"])
     errors = [
@@ -236,7 +236,7 @@ def test_ranks_that_hang_are_stopped_at_the_timeout(monkeypatch):
 def test_the_fit_is_the_model_with_alpha_spread_over_the_steps():
     # all-reduce on 2 ranks: 2 steps, so 300 us of fixed time is 150 us a step; at 1 MB the
     # fit gives 300 us + 1e6 / 2e9 s = 800 us, and so does collective_time with 150 us a step
-    from roofline_book.collectives import collective_time
+    from roofline_book.distributed.collectives import collective_time
 
     fit = mc.Fit(alpha_s=300e-6, beta_Bps=2e9)
     assert fit.step_latency("all_reduce", 2) == pytest.approx(150e-6)

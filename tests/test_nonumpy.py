@@ -21,7 +21,7 @@ import pytest
 
 import roofline_book as rb
 from roofline_book import cli
-from roofline_book.extras import MissingExtra
+from roofline_book._base.extras import MissingExtra
 
 ROOT = Path(__file__).resolve().parents[1]
 REFUSED = ("numpy", "pandas", "matplotlib", "torch")

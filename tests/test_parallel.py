@@ -1,4 +1,5 @@
-"""The parallel splits (roofline_book.parallel, roofline_book.training) by hand.
+"""The parallel splits (roofline_book.distributed.parallel, roofline_book.distributed.training) by
+hand.
 
 The shapes are the models' config.json (Llama-3-70B: hidden 8192, 80 layers, 64 query and 8 KV
 heads of 128, MLP 28672, vocabulary 128,256; Llama-3-8B: 4096, 32 layers, 32 and 8 heads, MLP
@@ -17,15 +18,21 @@ import pytest
 
 from roofline_book import hardware
 from roofline_book.cli import main
-from roofline_book.comm_roofline import (
+from roofline_book.distributed.comm import (
     critical_intensity,
     dp_tokens_to_hide,
     tokens_to_hide,
     tp_width_to_hide,
 )
-from roofline_book.inference import kv_cache_bytes, model, weight_bytes
-from roofline_book.parallel import Split, all_reduce, device_ops, infer, weight_bytes_per_device
-from roofline_book.training import TrainSplit, train, training_flops
+from roofline_book.distributed.parallel import (
+    Split,
+    all_reduce,
+    device_ops,
+    infer,
+    weight_bytes_per_device,
+)
+from roofline_book.distributed.training import TrainSplit, train, training_flops
+from roofline_book.llm.inference import kv_cache_bytes, model, weight_bytes
 
 H100, A100, H20 = hardware("h100-sxm"), hardware("a100-sxm"), hardware("h20")
 LLAMA70, LLAMA8, MIXTRAL = model("llama-3-70b"), model("llama-3-8b"), model("mixtral-8x7b")
@@ -281,8 +288,8 @@ def test_the_scaling_books_gpu_thresholds():
     per-rank MLP width F / Y above the same 2200 (2475 with the node's 400e9 beyond it).
     Its arithmetic drops (n-1)/n and the embeddings (P = N): take n large and a tied, tiny
     vocabulary, and the package gives its numbers."""
-    from roofline_book.hardware import adhoc
-    from roofline_book.inference import adhoc_model
+    from roofline_book.devices.catalog import adhoc
+    from roofline_book.llm.inference import adhoc_model
 
     h100_book = adhoc("scaling book H100", 990e12, 3.35e12)
     mlp = adhoc_model(
@@ -393,7 +400,7 @@ def test_a_ring_only_bound_on_h100_is_beaten_by_nvls():
     with NVLink SHARP (NVIDIA/nccl-tests#212; tests/data/published_measurements.toml)."""
     from dataclasses import replace
 
-    from roofline_book.collectives import bus_bandwidth
+    from roofline_book.distributed.collectives import bus_bandwidth
 
     ring_only = replace(H100, link_reduces=False)
     nbytes = 8e9
@@ -411,7 +418,7 @@ def test_comm_roofline_places_each_strategy_on_each_link():
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from roofline_book.plotting import comm_roofline
+    from roofline_book.present.plotting import comm_roofline
 
     fig, ax = plt.subplots()
     comm_roofline(ax, H100, {"NVLink": NVLINK, "IB": NDR}, {"TP": 3000.0})
@@ -446,7 +453,7 @@ def test_the_latency_term_stays_out_of_the_bound():
 
 
 def test_bad_input_names_the_argument():
-    from roofline_book.hardware import adhoc
+    from roofline_book.devices.catalog import adhoc
 
     with pytest.raises((TypeError, ValueError), match="tp"):
         Split(tp=0)

@@ -7,7 +7,8 @@ import pytest
 matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402
 
-from roofline_book import add, gemm, plotting  # noqa: E402
+from roofline_book import add, gemm  # noqa: E402
+from roofline_book.present import plotting  # noqa: E402
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The collectives' figures draw the models' numbers (roofline_book.plotting.comm)."""
+"""The collectives' figures draw the models' numbers (roofline_book.present.plotting.comm)."""
 
 import matplotlib
 import pytest
@@ -6,7 +6,7 @@ import pytest
 matplotlib.use("Agg")
 from matplotlib import pyplot as plt  # noqa: E402
 
-from roofline_book import plotting  # noqa: E402
+from roofline_book.present import plotting  # noqa: E402
 
 ONE_VALUE: list = [(1.0,)]  # a quartile pair with one value
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from roofline_book.bounds import bound
-from roofline_book.measure import predict
-from roofline_book.measure.ceilings import of_run
-from roofline_book.measure.records import Entry
-from roofline_book.measure.runfile import model_cost
+from roofline_book.measure.judge import predict
+from roofline_book.measure.judge.ceilings import of_run
+from roofline_book.measure.runs.records import Entry
+from roofline_book.measure.runs.runfile import model_cost
+from roofline_book.roofline.bounds import bound
 
 PASS = json.loads((Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text())
 PEAK32 = 2 * 1024**3 / 0.02  # the fp32 peak: the 1024^3 GEMM in 20 ms

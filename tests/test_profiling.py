@@ -1,4 +1,4 @@
-"""roofline_book.measure.profiling: profiles of known shapes, checked by hand arithmetic."""
+"""roofline_book.measure.profile.profiling: profiles of known shapes, checked by hand arithmetic."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from roofline_book.bounds import Ceilings  # noqa: E402
-from roofline_book.measure import atenops, profiling  # noqa: E402
+from roofline_book.measure.profile import atenops, profiling  # noqa: E402
 from roofline_book.ops import Cost  # noqa: E402
+from roofline_book.roofline.bounds import Ceilings  # noqa: E402
 
 
 def _profile(fn):
@@ -207,7 +207,7 @@ def test_a_run_files_ceilings_hold_each_unit_and_level():
     from test_predict import DRAM, PASS, PEAK32
 
     from roofline_book import add, gemm
-    from roofline_book.measure.ceilings import of_run
+    from roofline_book.measure.judge.ceilings import of_run
 
     run = copy.deepcopy(PASS)
     run["device"]["cache_bytes"] = None  # no cache reported: DRAM is the only level
@@ -231,7 +231,7 @@ def test_a_run_files_ceilings_hold_data_to_the_smallest_level_that_holds_it():
     from test_predict import PASS, with_l2_roof
 
     from roofline_book import add
-    from roofline_book.measure.ceilings import of_run
+    from roofline_book.measure.judge.ceilings import of_run
 
     run = with_l2_roof(PASS)  # L1 48 KiB (no roof), L2 2 MiB (a roof), L3 16 MiB (none)
     roofs = of_run(run)
@@ -304,8 +304,8 @@ def test_roof_figures_count_rows_a_cold_start_bound_would_miss():
     from test_predict import PASS, with_l2_roof
 
     from roofline_book import add
-    from roofline_book.book.profiling import roof_figures
-    from roofline_book.measure.ceilings import of_run
+    from roofline_book.book.profiling import roof_figures  # noqa: E402
+    from roofline_book.measure.judge.ceilings import of_run
 
     roofs = of_run(with_l2_roof(PASS))
     cost = add(2**20, "fp32")  # 12 MiB: held to the L2 roof, not to DRAM
@@ -807,8 +807,8 @@ def test_no_corpus_row_beats_the_ceilings_this_machine_measured(script, one_thre
     counts work the kernel does not do, or a level rule that holds data to a slower level than
     the one it sits in."""
     from roofline_book.book import cpu_run
-    from roofline_book.measure.ceilings import of_run
-    from roofline_book.measure.verdicts import tolerance
+    from roofline_book.measure.judge.ceilings import of_run
+    from roofline_book.measure.judge.verdicts import tolerance
 
     run = cpu_run()
     attribution = profiling.attribute(profiling.profile_script(str(CORPUS / script)), of_run(run))
@@ -831,8 +831,8 @@ def test_calls_on_fake_tensors_are_compile_time_not_operators():
     operator here: 2 * 256 * 512 * 512 = 134,217,728 FLOPs."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from roofline_book.measure.ceilings import of_run
-    from roofline_book.measure.runfile import load_run
+    from roofline_book.measure.judge.ceilings import of_run
+    from roofline_book.measure.runs.runfile import load_run
 
     fixture = pathlib.Path(__file__).parent / "data" / "fixture-cpu-pass.json"
     roofs = of_run(load_run(fixture))
@@ -986,8 +986,8 @@ def test_a_level_measured_slower_than_dram_is_held_to_drams_roof(one_thread):
     """The review's class 6: L3 measured at 12 GB/s, below DRAM at 17.7 GB/s, and four AdamW
     rows printed at 114-191% of that L3 roof. Data held in the L3 is never read slower than
     from DRAM, so the L3's roof is DRAM's; the run's inversion is reported."""
-    from roofline_book.measure.ceilings import inversions, of_run
-    from roofline_book.measure.records import LevelInversion
+    from roofline_book.measure.judge.ceilings import inversions, of_run
+    from roofline_book.measure.runs.records import LevelInversion
 
     run = inverted_l3_run()
     dram = 3 * 4 * 2**25 / 0.0125  # 32.2 GB/s

@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 
 from roofline_book import attention, elementwise, gemm, hardware, time_bound
-from roofline_book.collectives import bus_bandwidth, multi_node_all_reduce
-from roofline_book.hardware import Hardware, network
-from roofline_book.inference import Precisions, model, step_ops, step_time
-from roofline_book.parallel import all_reduce
-from roofline_book.tables import device_sram_bytes
+from roofline_book.devices.catalog import Hardware, network
+from roofline_book.devices.kernels import device_sram_bytes
+from roofline_book.distributed.collectives import bus_bandwidth, multi_node_all_reduce
+from roofline_book.distributed.parallel import all_reduce
+from roofline_book.llm.inference import Precisions, model, step_ops, step_time
 
 DATA = Path(__file__).parent / "data" / "published_measurements.toml"
 FIELDS = ("id", "kind", "what", "device", "config", "value", "unit", "source", "url", "note")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from roofline_book.measure import records, runfile, schema
-from roofline_book.measure.records import Entry, Run
+from roofline_book._base import records as schema
+from roofline_book.measure.runs import records, runfile
+from roofline_book.measure.runs.records import Entry, Run
 from roofline_book.ops import Cost
 
 ROOT = Path(__file__).resolve().parent.parent

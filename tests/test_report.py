@@ -13,7 +13,8 @@ from matplotlib import pyplot as plt  # noqa: E402
 
 from roofline_book import hardware  # noqa: E402
 from roofline_book.book import measured  # noqa: E402
-from roofline_book.measure import report, runfile  # noqa: E402
+from roofline_book.measure.judge import report  # noqa: E402
+from roofline_book.measure.runs import runfile  # noqa: E402
 
 DATA = pathlib.Path(__file__).parent / "data"
 PASS = runfile.read_run(DATA / "fixture-cpu-pass.json")

@@ -16,7 +16,7 @@ from roofline_book import (
     time_bound,
     time_lower_bound,
 )
-from roofline_book.roofline import TimeBound, fraction_of_roof
+from roofline_book.roofline.roofs import TimeBound, fraction_of_roof
 
 P, B = 100e12, 1e12  # the reference chapter's example device
 
@@ -316,7 +316,7 @@ def test_flash_bound_is_never_beaten_by_flashattention3(
     head_dim, seq, causal, tflops, batch, heads
 ):
     from roofline_book import attention, hardware
-    from roofline_book.tables import device_flash_tile
+    from roofline_book.devices.kernels import device_flash_tile
 
     h100 = hardware("h100-sxm")
     heads, batch = heads or 2048 // head_dim, batch or 16384 // seq

@@ -13,7 +13,7 @@ from roofline_book import (
     table_frame,
     time_lower_bound,
 )
-from roofline_book.tables import markdown_table, text_table
+from roofline_book.present.tables import markdown_table, text_table
 
 P, B = 100e12, 1e12  # the reference chapter's example device
 

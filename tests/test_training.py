@@ -1,4 +1,4 @@
-"""Training as it is configured (roofline_book.training, roofline-book train), by hand.
+"""Training as it is configured (roofline_book.distributed.training, roofline-book train), by hand.
 
 Shapes from the models' config.json: Llama-3-8B hidden 4096, 32 layers, 32 query and 8 KV heads
 of 128 (q width 4096, k/v width 1024), SwiGLU MLP 14336, vocabulary 128,256, context 8192;
@@ -17,11 +17,12 @@ import json
 
 import pytest
 
-from roofline_book import hardware, training
+from roofline_book import hardware
 from roofline_book.cli import main
-from roofline_book.decoders import adhoc_model
-from roofline_book.inference import model
-from roofline_book.training import TrainSplit, train, training_flops
+from roofline_book.distributed import training
+from roofline_book.distributed.training import TrainSplit, train, training_flops
+from roofline_book.llm.config import adhoc_model
+from roofline_book.llm.inference import model
 
 H100 = hardware("h100-sxm")
 PEAK = H100.peak_flops("bf16")

@@ -1,9 +1,9 @@
 import pytest
 
 from roofline_book import hardware
+from roofline_book.llm.block import LLAMA2_7B, DecoderConfig, block_ops
 from roofline_book.ops import FlashTile, adamw, attention
-from roofline_book.tables import block_table, optimizer_table, table_frame
-from roofline_book.transformer import LLAMA2_7B, DecoderConfig, block_ops
+from roofline_book.present.tables import block_table, optimizer_table, table_frame
 
 H100 = hardware("h100-sxm")
 
@@ -111,8 +111,8 @@ def test_frame():
 
 
 def test_tables_are_cost_tables():
-    from roofline_book import tables
     from roofline_book.ops import FlashTile, gemm
+    from roofline_book.present import tables
 
     # on H100 the flash kernel's tile is FlashAttention-3's: 128 query rows and 128 key rows at
     # d = 128 under the causal mask (hopper/tile_size.h, tile_size_fwd_sm90), with the bound

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 import roofline_book as rb
 from roofline_book import ops
 from roofline_book.dtypes import BYTES, bytes_per_element
+from roofline_book.llm.block import LLAMA2_7B, block_ops
 from roofline_book.ops import Cost
-from roofline_book.roofline import fraction_of_roof
-from roofline_book.transformer import LLAMA2_7B, block_ops
+from roofline_book.roofline.roofs import fraction_of_roof
 
 GOOD = {"m": 4, "k": 4, "n": 4}
 
@@ -240,8 +240,8 @@ def test_each_precision_argument_is_named(call, message):
 
 
 def test_reals_beyond_a_float_and_wrong_types_are_named():
-    from roofline_book.roofline import attainable, attainable_on
-    from roofline_book.tables import block_table
+    from roofline_book.present.tables import block_table
+    from roofline_book.roofline.roofs import attainable, attainable_on
 
     with pytest.raises(ValueError, match="peak_flops must be a finite real number > 0"):
         attainable(1.0, 2**2000, 1e12)  # was OverflowError: int too large to convert to float
@@ -263,8 +263,8 @@ def test_fraction_of_roof_above_one_is_refused():
 def test_max_batch_refuses_a_context_beyond_the_window():
     # Llama-3-8B's max_position_embeddings is 8192 (config.json); infer --context refuses
     # more, and so does the API
-    from roofline_book.inference import model
-    from roofline_book.serving import max_batch
+    from roofline_book.llm.inference import model
+    from roofline_book.llm.serving import max_batch
 
     h100 = rb.hardware("h100-sxm")
     with pytest.raises(ValueError, match=r"context \(10000000\) is beyond llama-3-8b's .*\(8192\)"):
@@ -273,7 +273,7 @@ def test_max_batch_refuses_a_context_beyond_the_window():
 
 
 def test_adhoc_model_names_a_missing_field():
-    from roofline_book.inference import adhoc_model
+    from roofline_book.llm.inference import adhoc_model
 
     with pytest.raises(TypeError, match=r"^adhoc_model needs vocab; required: hidden, .*vocab$"):
         adhoc_model("x", hidden=512, layers=2, heads=8, kv_heads=2, ffn=1024)

@@ -1,7 +1,8 @@
 """The figures' fonts: one set of files, from the registry, for the figures, the site and the PDF.
 
 The chapters' figures are SVG with their text kept as text (``svg.fonttype: none``), set in
-``'DejaVu Sans', 'Noto Sans CJK SC'`` (``roofline_book.plotting.CJK_FONTS``). matplotlib lays the
+``'DejaVu Sans', 'Noto Sans CJK SC'`` (``roofline_book.present.plotting.CJK_FONTS``). matplotlib
+lays the
 text out with two files: DejaVu Sans from matplotlib itself and Noto Sans CJK SC from PyPI's
 noto-cjk-sans-otc (``plotting.use_cjk_font``). Every reader must see the text in those files:
 

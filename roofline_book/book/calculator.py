@@ -15,11 +15,11 @@ from typing import Any
 
 from .. import __version__
 from ..cli.operators import OPERATORS
-from ..decoders import models
+from ..devices.catalog import catalog
 from ..dtypes import BYTES
-from ..hardware import catalog
-from ..plotting.ceilings import RESOURCE_COLORS
-from ..plotting.style import PALETTE, TEXTS
+from ..llm.config import models
+from ..present.plotting.ceilings import RESOURCE_COLORS
+from ..present.plotting.style import PALETTE, TEXTS
 
 #: 每个算子参数在表单上的中文标签，按参数名索引（命令行的 ``--NAME``）。
 ARG_LABELS = {

@@ -1,8 +1,8 @@
 """按中文页面的样子给出一次 run 的结论。
 
-:mod:`roofline_book.measure.claims` 给出的每条结论、每个数字都是结构化的：检验的键、数字的对象
-（一个条目，或 :class:`~roofline_book.measure.verdicts.Ref`）与量的键。命令行用
-:mod:`roofline_book.measure.verdicts` 里的英文词汇写出它们；书用这里的中文词汇，按同样的键
+:mod:`roofline_book.measure.judge.claims` 给出的每条结论、每个数字都是结构化的：检验的键、数字的对象
+（一个条目，或 :class:`~roofline_book.measure.judge.verdicts.Ref`）与量的键。命令行用
+:mod:`roofline_book.measure.judge.verdicts` 里的英文词汇写出它们；书用这里的中文词汇，按同样的键
 索引，不解析英文（两套词汇由测试对齐：每个键在两种语言中都有表述）。
 """
 
@@ -11,16 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..measure import claims, report
-from ..measure.cases import OPERATORS, shape_text
-from ..measure.claims import Check, Figure, check_claims
-from ..measure.predict import CACHE_FILL
-from ..measure.records import Entry, Run, as_run
-from ..measure.registry import power_text
+from ..measure.bench.cases import OPERATORS, shape_text
+from ..measure.bench.registry import power_text
+from ..measure.bench.suites import SMALL_GEMM
+from ..measure.judge import claims, report
+from ..measure.judge.claims import Check, Figure, check_claims
+from ..measure.judge.predict import CACHE_FILL
+from ..measure.judge.verdicts import SPEED_TOLERANCE, Ref, tolerance
 from ..measure.run import CHECKPOINT_EVERY
-from ..measure.suites import SMALL_GEMM
-from ..measure.verdicts import SPEED_TOLERANCE, Ref, tolerance
-from ..tables import markdown_table as markdown_table_text
+from ..measure.runs.records import Entry, Run, as_run
+from ..present.tables import markdown_table as markdown_table_text
 from .measured import highlights as measured_highlights
 
 _M, _K, _N = SMALL_GEMM
@@ -117,7 +117,7 @@ MISSING_ZH = {
 #: 每种判定的中文表述。
 VERDICTS_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定", "not measured": "未测"}
 
-#: 每个数字的量的中文表述，按 :data:`~roofline_book.measure.verdicts.QUANTITIES` 的键索引。
+#: 每个数字的量的中文表述，按 :data:`~roofline_book.measure.judge.verdicts.QUANTITIES` 的键索引。
 QUANTITIES_ZH = {
     "achieved": "实测",
     "achieved_over_peak": "实测 / 峰值（峰值探针与其他 GEMM 中最好者）",
@@ -156,7 +156,7 @@ def entry_zh(entry: Entry) -> str:
 
     Examples
     --------
-    >>> from roofline_book.measure.runfile import load_run
+    >>> from roofline_book.measure.runs.runfile import load_run
     >>> run = load_run("tests/data/fixture-cpu-pass.json")
     >>> entry_zh(run.entry("adamw/fp32/fused/params=4194304,tensors=8"))
     'adamw fp32，2^22 个参数分在 8 个张量中（fused）'
@@ -279,14 +279,14 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
 def stability_text(run: Run | Mapping[str, Any]) -> str:
     """这次 run 是否稳定、判定用多大的余量，写成一个中文句子的结尾。
 
-    稳定的阈值就是判定所用的计时余量 :data:`~roofline_book.measure.verdicts.SPEED_TOLERANCE`；
-    超过它时，每个比较的余量放宽到哨兵测得的离散（:func:`~roofline_book.measure.verdicts.tolerance`）。
+    稳定的阈值就是判定所用的计时余量 :data:`~roofline_book.measure.judge.verdicts.SPEED_TOLERANCE`；
+    超过它时，每个比较的余量放宽到哨兵测得的离散（:func:`~roofline_book.measure.judge.verdicts.tolerance`）。
 
     Examples
     --------
     >>> import dataclasses
-    >>> from roofline_book.measure.records import Stability
-    >>> from roofline_book.measure.runfile import load_run
+    >>> from roofline_book.measure.runs.records import Stability
+    >>> from roofline_book.measure.runs.runfile import load_run
     >>> run = load_run("tests/data/fixture-cpu-pass.json")
     >>> at = lambda spread: dataclasses.replace(run, stability=Stability(probe="copy",
     ...     first_s=1.0, last_s=1.0, drift=1.0, spread=spread, stable=spread <= 0.05))
@@ -316,7 +316,7 @@ def cache_roofs_text(run: Run | Mapping[str, Any]) -> str:
 
     Examples
     --------
-    >>> from roofline_book.measure.runfile import load_run
+    >>> from roofline_book.measure.runs.runfile import load_run
     >>> cache_roofs_text(load_run("tests/data/fixture-cpu-pass.json"))
     '这份 run file 没有测缓存的 roof'
     """

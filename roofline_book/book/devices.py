@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..hardware import Hardware, catalog
+from ..devices.catalog import Hardware, catalog
 from ..units import binary, si
 
 #: 矩阵单元各列的精度，按顺序。

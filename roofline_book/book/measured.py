@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..measure import predict
-from ..measure.ceilings import of_run
-from ..measure.claims import check_claims, square_gemms
-from ..measure.records import Entry, Run, as_run, mapping_of
-from ..measure.suites import SMALL_GEMM
+from ..measure.bench.suites import SMALL_GEMM
+from ..measure.judge import predict
+from ..measure.judge.ceilings import of_run
+from ..measure.judge.claims import check_claims, square_gemms
+from ..measure.runs.records import Entry, Run, as_run, mapping_of
 
 
 def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
@@ -21,7 +21,7 @@ def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
     ``add_numel_m`` （Mi 个元素）、``add_bw_g`` （GB/s）、``add_over_copy``，run 测了
     L2 之内的 FP32 add 时还有 ``add_of_l2_add_pct`` （它的 FLOP/s 占那个速率的 %：
     同一种运算数据留在 L2 时的速率，而不是 GEMM 的峰值）；小 GEMM
-    （:data:`~roofline_book.measure.suites.SMALL_GEMM`）与最大的 FP32 方阵 GEMM 占 FP32
+    （:data:`~roofline_book.measure.bench.suites.SMALL_GEMM`）与最大的 FP32 方阵 GEMM 占 FP32
     峰值的 %（``small_gemm_pct``、``large_gemm_n``、``large_gemm_pct``）；各类结论的个数
     （``n_claims``、``n_pass``、``n_fail``、``n_inconclusive``、``n_unmeasured``）。
     run 中有相应数据时（:func:`run_figures`），还有它的测量方式、稳定性、write-allocate

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import plotting
+from ..present import plotting
 
 
 def plain(value: object) -> object:
@@ -84,15 +84,16 @@ def glue_figure(name: str, fig: Any) -> None:
 def preamble() -> tuple[Callable[..., None], ModuleType, ModuleType]:
     """一章的第一个 cell：本书样式、可复现的 SVG，以及每个 cell 都用到的名字。
 
-    调用 :func:`roofline_book.plotting.setup_notebook` （样式，加上不写日期的内嵌 SVG，图上文字用
+    调用 :func:`roofline_book.present.plotting.setup_notebook` （样式，加上不写日期的内嵌
+    SVG，图上文字用
     中文），返回 ``(glue, plt, plotting)``：即本模块的 :func:`glue`、``matplotlib.pyplot`` 和
-    :mod:`roofline_book.plotting`。
+    :mod:`roofline_book.present.plotting`。
 
     Examples
     --------
     >>> glue_, plt, plotting = preamble()
     >>> glue_ is glue, plt.__name__, plotting.__name__
-    (True, 'matplotlib.pyplot', 'roofline_book.plotting')
+    (True, 'matplotlib.pyplot', 'roofline_book.present.plotting')
     """
     from matplotlib import pyplot as plt
 

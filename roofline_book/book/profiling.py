@@ -6,12 +6,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..bounds import CACHE_MARGIN, Ceilings, bound
-from ..hardware import hardware
-from ..measure import profiling, trainstep
+from ..devices.catalog import hardware
+from ..measure.profile import profiling, trainstep
 from ..ops import gemm
-from ..plotting import PALETTE
-from ..roofline import time_bound
+from ..present.plotting import PALETTE
+from ..roofline.bounds import CACHE_MARGIN, Ceilings, bound
+from ..roofline.roofs import time_bound
 from ..units import binary, si
 from .notebook import glue, glue_figure
 from .tables import markdown_table, resource_zh
@@ -34,7 +34,7 @@ def _of_roof(row: profiling.OpRow) -> str:
     Examples
     --------
     >>> import dataclasses
-    >>> from roofline_book.bounds import TimeBound
+    >>> from roofline_book.roofline.bounds import TimeBound
     >>> from roofline_book.ops import Cost
     >>> row = profiling.OpRow("aten::mm", (), (), 1, 1e-3, 1.0, Cost(0, 0, 0), "fp32",
     ...                       TimeBound({"matrix": 2.08e-3}), None)
@@ -244,7 +244,7 @@ def levels_zh(ceilings: Ceilings) -> str:
 
     Examples
     --------
-    >>> from roofline_book.bounds import Ceilings, Level
+    >>> from roofline_book.roofline.bounds import Ceilings, Level
     >>> levels = (Level("l1", None, 48 * 2**10), Level("l2", 1.2e11, 2**20), Level("dram", 4e10))
     >>> c = Ceilings("cpu", {("matrix", "fp32"): 1e11}, levels)
     >>> levels_zh(c)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..ops import gemm
-from ..tables import Row
+from ..present.tables import Row
 
 
 def share(rows: Iterable[Row], *, contains: Sequence[str] = (), bound: str | None = None) -> float:
@@ -55,7 +55,7 @@ def first_size(
 ) -> int:
     """GEMM 扫描中算术强度首次达到 ``ridge`` （FLOP/byte）的尺寸。
 
-    shape 的规则同 :func:`roofline_book.plotting.gemm_intensity`：``m``、``k``、``n`` 中留作
+    shape 的规则同 :func:`roofline_book.present.plotting.gemm_intensity`：``m``、``k``、``n`` 中留作
     ``None`` 的取被扫描的尺寸，所以都不给时扫描的是方阵（``s x s x s``）。
 
     Parameters

@@ -11,9 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..measure import report, runfile
-from ..measure.records import Run, as_run, mapping_of
-from ..tables import markdown_table as markdown_table_text
+from ..measure.judge import report
+from ..measure.runs import runfile
+from ..measure.runs.records import Run, as_run, mapping_of
+from ..present.tables import markdown_table as markdown_table_text
 from ..units import si
 from .claims import claims_table
 
@@ -31,7 +32,7 @@ GPU_FOLDER = Path("docs") / "data"
 
 
 def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
-    """一章读取的 CPU run file，由 :func:`~roofline_book.measure.runfile.load_run` 校验并载入。
+    """一章读取的 CPU run file，由 :func:`~roofline_book.measure.runs.runfile.load_run` 校验并载入。
 
     按以下顺序查找：``path``；``$ROOFLINE_CPU_RUN`` 指定的文件（本书构建时把它设为测得的 run，
     ``_build/bench/cpu-quick.json``）；否则取工作目录、其上级目录或本包所在 checkout 中
@@ -81,7 +82,7 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
 
 def gpu_runs(folder: str | os.PathLike[str] | None = None) -> list[Run]:
     """仓库收存的每份 GPU run file，按文件名排序，逐个由
-    :func:`~roofline_book.measure.runfile.load_run` 校验并载入。
+    :func:`~roofline_book.measure.runs.runfile.load_run` 校验并载入。
 
     按以下顺序确定文件夹：``folder``；``$ROOFLINE_GPU_RUNS``（本书构建时设为 checkout 的
     ``docs/data``，与 kernel 的工作目录无关）；否则是本包所在 checkout 的 ``docs/data``。

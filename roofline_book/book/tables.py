@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..tables import RESOURCE_ZH, Row, table_frame
-from ..tables import markdown_table as markdown_table_text
+from ..present.tables import RESOURCE_ZH, Row, table_frame
+from ..present.tables import markdown_table as markdown_table_text
 from ..units import si
 
 
@@ -80,7 +80,7 @@ def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
     rows : iterable of roofline_book.Row
         来自 :func:`roofline_book.cost_table`。
     unit : str
-        可达速率的单位，:data:`roofline_book.plotting.UNITS` 的一个键。
+        可达速率的单位，:data:`roofline_book.present.plotting.UNITS` 的一个键。
 
     Returns
     -------
@@ -98,7 +98,7 @@ def roof_frame(rows: Iterable[Row], unit: str = "TFLOP/s") -> Any:
     """
     import pandas as pd
 
-    from ..plotting import UNITS
+    from ..present.plotting import UNITS
 
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}")
@@ -180,7 +180,7 @@ def markdown_table(
     >>> markdown_table([{"op": "add"}], align=["middle"])
     Traceback (most recent call last):
     ...
-    ValueError: align must hold 1 of 'left', 'right', 'center'; got ['middle']
+    roofline_book.InvalidArgument: align must hold 1 of 'left', 'right', 'center'; got ['middle']
     """
     import pandas as pd
     from IPython.display import Markdown

@@ -1,8 +1,9 @@
 """命令行工具：把本书的模型用在你自己的 shape 和硬件上。
 
 ``roofline-book`` （或 ``python -m roofline_book``）是包之上很薄的一层：它打印的每个数字都来自
-:mod:`roofline_book.ops`、:mod:`roofline_book.roofline`、:mod:`roofline_book.hardware` 和
-:mod:`roofline_book.transformer`，即本书调用的那些函数。
+:mod:`roofline_book.ops`、:mod:`roofline_book.roofline.roofs`、:mod:`roofline_book.devices.catalog`
+和
+:mod:`roofline_book.llm.block`，即本书调用的那些函数。
 
 Subcommands
 -----------
@@ -68,7 +69,8 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from ..extras import MissingExtra
+from .._base.extras import MissingExtra
+from .._base.validate import InvalidArgument
 from . import bench, block, claims, collectives, devices, infer, op, plot, profile, train
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
@@ -124,6 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status = args.handler(args)
         return 0 if status is None else int(status)
+    except InvalidArgument as exc:  # a model's parameter, named by the flag the user typed
+        command = _subparser(parser, args)
+        flag = command.flag(exc.name) if isinstance(command, Parser) else None
+        _error(where, f"{flag} {exc.detail}" if flag else str(exc))
+        return EXIT_USAGE
     except (UsageError, ValueError, TypeError, MissingExtra) as exc:
         _error(where, str(exc))
         return EXIT_USAGE

@@ -13,15 +13,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import _validate
-from ..extras import MissingExtra, require
-from ..measure.cases import shape_text
-from ..measure.suites import DEVICES, SUITES
-from ..tables import text_table
+from .._base import validate as _validate
+from .._base.extras import MissingExtra, require
+from ..measure.bench.cases import shape_text
+from ..measure.bench.suites import DEVICES, SUITES
+from ..present.tables import text_table
 from ..units import si
 
 if TYPE_CHECKING:
-    from ..measure.records import Ceiling, Run
+    from ..measure.runs.records import Ceiling, Run
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -94,9 +94,10 @@ def run(args: argparse.Namespace) -> int:
     ``--force`` 或无法写入，或缺少 torch（stderr 上的一行写明是哪种）。1：已测量，但期间有文件占用了
     ``--out`` 这个名字；run 写在了它旁边。
     """
-    from ..measure import machine, runfile
     from ..measure import run as measure_run
-    from ..measure.claims import check_claims, format_checks
+    from ..measure.bench import machine
+    from ..measure.judge.claims import check_claims, format_checks
+    from ..measure.runs import runfile
 
     device = _validate.choice("device", args.device, DEVICES)
     suite = _validate.choice("suite", args.suite, SUITES)

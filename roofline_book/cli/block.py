@@ -8,10 +8,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .. import _validate, ops
-from ..hardware import Hardware
-from ..tables import Row, block_table, optimizer_table
-from ..transformer import BLOCK_OP_KEYS, LLAMA2_7B
+from .. import ops
+from .._base import validate as _validate
+from ..devices.catalog import Hardware
+from ..llm.block import BLOCK_OP_KEYS, LLAMA2_7B
+from ..present.tables import Row, block_table, optimizer_table
 from ..units import si
 from .common import (
     RESOURCE_TEXT,

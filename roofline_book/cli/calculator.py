@@ -25,7 +25,7 @@ import io
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..tables import RESOURCE_ZH
+from ..present.tables import RESOURCE_ZH
 from ..units import si
 from .common import number as _number
 

@@ -10,9 +10,9 @@ from .common import emit_json, read_run_file
 
 def run(args: argparse.Namespace) -> int:
     """``claims`` 子命令。"""
-    from ..measure import claims as checks
-    from ..measure import predict
-    from ..measure.verdicts import tolerance
+    from ..measure.judge import claims as checks
+    from ..measure.judge import predict
+    from ..measure.judge.verdicts import tolerance
 
     data = read_run_file(args.run)
     result = checks.check_claims(data)

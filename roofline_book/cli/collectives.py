@@ -11,8 +11,8 @@ import math
 import sys
 from typing import Any
 
-from ..collectives import OPS
-from ..extras import require
+from .._base.extras import require
+from ..distributed.collectives import OPS
 from ..measure.collectives import BACKENDS, MAX_PROCS
 from ..units import si
 from .common import UsageError, emit, text_table

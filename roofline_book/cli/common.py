@@ -11,11 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..hardware import Hardware, adhoc, catalog, hardware
+from ..devices.catalog import Hardware, adhoc, catalog, hardware
 
 if TYPE_CHECKING:  # the type of what read_run_file returns; measure/ loads only when needed
-    from ..measure.records import Run
-from ..tables import text_table
+    from ..measure.runs.records import Run
+from ..present.tables import text_table
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
 from .jsonout import cost_json, device_json, envelope, is_adhoc
@@ -53,6 +53,10 @@ __all__ = [
 ]
 
 
+#: 模型参数名与命令行 flag 不同时的对应；其余参数的 flag 是 ``--NAME``（``_`` 换成 ``-``）。
+PARAMETER_FLAGS = {"weights": "--weights-dtype", "activations": "--dtype", "kv": "--kv-dtype"}
+
+
 class Parser(argparse.ArgumentParser):
     """错误信息只有一行的 ``ArgumentParser``：哪里错了、该去哪里看。
 
@@ -68,6 +72,15 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE^]|[A-Za-z/_]|$)")
+
+    def flag(self, name: str) -> str | None:
+        """用户为参数 ``name`` 输入的 flag（``"m"`` 是 ``--m``，``"weights"`` 是
+        ``--weights-dtype``）；这个命令没有这样的选项时为 None。参数名与 flag 只在这里对应。"""
+        if name in PARAMETER_FLAGS:
+            return PARAMETER_FLAGS[name]
+        # argparse lists its options only in the private _actions (tested in test_cli.py)
+        options = [a.option_strings[-1] for a in self._actions if a.dest == name]
+        return options[0] if options and options[0].startswith("--") else None
 
     def error(self, message: str) -> NoReturn:
         text = _choices_unquoted(" ".join(message.split()))
@@ -242,12 +255,13 @@ def output_file(text: str, flag: str, suffixes: tuple[str, ...] = ("svg", "png")
 
 
 def read_run_file(path: str, what: str = "the run file") -> Run:
-    """读取、校验并载入一个 run file（:func:`~roofline_book.measure.runfile.load_run`）；读不了时
+    """读取、校验并载入一个 run file
+    （:func:`~roofline_book.measure.runs.runfile.load_run`）；读不了时
     抛出一行、写明文件名与原因的 :class:`UsageError`。
 
     ``what`` 是错误信息对它的称呼（例如 ``"--device-ceilings: the run file"``）。
     """
-    from ..measure import runfile  # only the commands that read a run file load measure/
+    from ..measure.runs import runfile  # only the commands that read a run file load measure/
 
     try:
         return runfile.load_run(path)

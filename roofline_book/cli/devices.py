@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from ..hardware import Ceiling, Hardware, catalog, hardware, peak_key
+from ..devices.catalog import Ceiling, Hardware, catalog, hardware, peak_key
 from ..units import si
 from .common import UsageError, emit_json, number, text_table
 

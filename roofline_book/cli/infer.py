@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..hardware import Hardware
-from ..inference import (
+from ..devices.catalog import Hardware
+from ..distributed.parallel import GPUS_PER_NODE, Split
+from ..distributed.parallel import infer as infer_split
+from ..llm.inference import (
     OP_KEYS,
     Precisions,
     StepOp,
@@ -22,10 +24,8 @@ from ..inference import (
     step_time,
     weight_bytes,
 )
-from ..parallel import GPUS_PER_NODE, Split
-from ..parallel import infer as infer_split
-from ..roofline import time_bound
-from ..serving import MEMORY_RESERVE, activation_peak, max_batch
+from ..llm.serving import MEMORY_RESERVE, activation_peak, max_batch
+from ..roofline.roofs import time_bound
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
@@ -60,26 +60,19 @@ def _rows(ops, device: Hardware, p: Precisions) -> list[tuple[str, ...]]:
 
 
 _HEADER = ("operator", "FLOPs", "bytes", "FLOP/B", "bound", "time bound")
-#: Precisions' fields, by the flag that gives each.
-_PRECISION_FLAGS = {"weights": "--weights-dtype", "activations": "--dtype", "kv": "--kv-dtype"}
 
 
 def run(args: argparse.Namespace) -> int:
     """``infer`` 子命令。"""
     config = model(args.model)
     device = device_from_args(args)
-    try:
-        p = Precisions(
-            weights=args.weights_dtype,
-            activations=args.dtype,
-            kv=args.kv_dtype,
-            zero_point=args.zero_point,
-            quantize_embeddings=args.quantize_embeddings,
-        )
-    except ValueError as exc:  # name the flag the user typed, not the field
-        field, _, rest = str(exc).partition(" ")
-        flag = _PRECISION_FLAGS.get(field)
-        raise UsageError(f"{flag} {rest}" if flag else str(exc)) from None
+    p = Precisions(
+        weights=args.weights_dtype,
+        activations=args.dtype,
+        kv=args.kv_dtype,
+        zero_point=args.zero_point,
+        quantize_embeddings=args.quantize_embeddings,
+    )
     context = args.context if args.context is not None else min(4096, config.max_context)
     prompt = args.prompt if args.prompt is not None else context
     if context > config.max_context:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from .. import __version__
-from ..hardware import Hardware, catalog
+from ..devices.catalog import Hardware, catalog
 from ..ops import Cost
-from ..roofline import main_unit, time_bound, unit_rates
+from ..roofline.roofs import main_unit, time_bound, unit_rates
 
 __all__ = ["cost_json", "device_json", "envelope", "is_adhoc"]
 

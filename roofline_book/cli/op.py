@@ -76,12 +76,7 @@ def run(args: argparse.Namespace) -> int:
     spec = OPERATORS[args.operator]
     given = {a.name: getattr(args, a.name) for a in spec.args if hasattr(args, a.name)}
     device = device_from_args(args)
-    try:
-        cost, arguments = spec.call(device_defaults(spec, given, device))
-    except (ValueError, TypeError) as exc:  # name the flag the user typed, not the parameter
-        first, _, rest = str(exc).partition(" ")
-        flags = {a.name: a.flag for a in spec.args}
-        raise type(exc)(f"{flags[first]} {rest}" if first in flags else str(exc)) from None
+    cost, arguments = spec.call(device_defaults(spec, given, device))
     precision = precision_name(spec.roof_precision(arguments))  # bf16, not torch.bfloat16
     figures = cost_figures(cost, device, precision)
     if args.json:

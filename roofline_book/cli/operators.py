@@ -15,9 +15,9 @@ from functools import partial
 from typing import Any
 
 from .. import ops
-from ..hardware import Hardware
+from ..devices.catalog import Hardware
+from ..devices.kernels import device_flash_tile, device_sram_bytes
 from ..ops import Cost
-from ..tables import device_flash_tile, device_sram_bytes
 from .common import UsageError, parse_size, plain_text
 
 _REQUIRED = inspect.Parameter.empty
@@ -318,7 +318,8 @@ _FALSE = {"0", "false", "no", "off"}
 def device_defaults(spec: Operator, given: dict[str, Any], device: Hardware) -> dict[str, Any]:
     """补上由设备决定的参数之后的 ``given``：flash kernel 的 tile。
 
-    设备运行 FlashAttention-3 时（:func:`roofline_book.tables.device_flash_tile`）用它的 tile；
+    设备运行 FlashAttention-3 时（:func:`roofline_book.devices.kernels.device_flash_tile`）用它的
+    tile；
     否则，或者给了片上存储时，query 块按片上存储的规则来定，默认是设备每个 SM 的 shared memory。
     """
     if not any(a.name == "sram_bytes" for a in spec.args) or given.get("sram_bytes") is not None:

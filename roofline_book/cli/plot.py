@@ -6,8 +6,8 @@ import argparse
 import math
 from typing import Any
 
-from ..extras import require
-from ..roofline import main_unit, time_bound, unit_rates
+from .._base.extras import require
+from ..roofline.roofs import main_unit, time_bound, unit_rates
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from .. import plotting
+    from ..present import plotting
 
     plotting.use_style()
     ridge = device.ridge_point(args.dtype)

@@ -6,17 +6,17 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..bounds import CACHE_MARGIN
-from ..extras import require
-from ..hardware import hardware
+from .._base.extras import require
+from ..devices.catalog import hardware
+from ..roofline.bounds import CACHE_MARGIN
 from ..units import si
 from .common import UsageError, emit_json, output_file, parse_size, read_run_file
 
 
 def _roof(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
     """各行所对照的上限，以及 run file 中测得比外面一级还慢的层级（它们取外面那一级的 roof）。"""
-    from ..bounds import Ceilings
-    from ..measure import ceilings
+    from ..measure.judge import ceilings
+    from ..roofline.bounds import Ceilings
 
     if args.device_ceilings is not None and args.device is not None:
         raise UsageError("give either --device-ceilings RUN.json or --device NAME, not both")
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     （相对于调用者的工作目录解析成绝对路径，脚本 ``chdir`` 也不会挪动它）能不能写。
     """
     require("torch", "profile")
-    from ..measure import profiling
+    from ..measure.profile import profiling
 
     plot = None if args.plot is None else output_file(args.plot, "--plot")
     suffix = "" if plot is None else plot.suffix.lower().removeprefix(".")
@@ -159,13 +159,13 @@ def _levels(ceilings: Any) -> str:
 
 
 def _plot(attribution: Any, out: Path, suffix: str) -> None:
-    from ..measure import profiling
+    from ..measure.profile import profiling
 
     matplotlib = require("matplotlib", "profile --plot")
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from .. import plotting
+    from ..present import plotting
 
     plotting.use_style()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))

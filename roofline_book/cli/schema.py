@@ -6,7 +6,7 @@
 - 速率以 ``_per_s`` 结尾（FLOP/s、每秒 token 数、特殊函数每秒求值次数：``peaks_per_s``），
   带宽以 ``_Bps`` 结尾（byte/s：``bandwidths_Bps``）；
 - 计数不带后缀（``flops``、``bytes``、``kernels``、``calls``），字节数的容量写成 ``_bytes``；
-- 资源用同一组标识（:data:`RESOURCES`，即 :mod:`roofline_book.bounds` 的）：计算单元
+- 资源用同一组标识（:data:`RESOURCES`，即 :mod:`roofline_book.roofline.bounds` 的）：计算单元
   ``matrix``、``vector``、``special`` （只有一个峰值的设备是 ``compute``），存储层级 ``l1``、
   ``l2``、``l3``、``hbm``，run file 实测的主存是 ``dram``；
 - 设备总是同一个对象（:data:`DEVICE`）；每个算子带一个稳定标识 ``id``，与显示用的 ``name`` 分开；
@@ -25,7 +25,7 @@ Examples
 
 from __future__ import annotations
 
-from ..collectives import OPS as COLLECTIVE_OPS
+from ..distributed.collectives import OPS as COLLECTIVE_OPS
 from .schemaparts import (
     BLOCK_OP,
     COST,
@@ -292,7 +292,7 @@ SCHEMAS: dict[str, dict] = {
             "clock": string("whose time: cpu or device", enum=["cpu", "device"]),
             "roof": {
                 "type": ["object", "null"],
-                "description": "the ceilings each row is held to (roofline_book.bounds.Ceilings): "
+                "description": "the ceilings each row is held to (roofline_book.Ceilings): "
                 "{name, rates: [{unit, precision, rate_per_s}], levels: [{name, bandwidth_Bps, "
                 "capacity_bytes}]}, a catalog device's or a run file's",
                 "required": ["name", "rates", "levels"],

@@ -6,9 +6,8 @@ import argparse
 import math
 from typing import Any
 
-from ..inference import model, models
-from ..parallel import GPUS_PER_NODE
-from ..training import (
+from ..distributed.parallel import GPUS_PER_NODE
+from ..distributed.training import (
     GRAD_DTYPES,
     SAVINGS,
     TrainingStep,
@@ -17,6 +16,7 @@ from ..training import (
     train,
     training_flops,
 )
+from ..llm.inference import model, models
 from ..units import si
 from .common import UsageError, device_from_args, emit_json, parse_size, text_table
 

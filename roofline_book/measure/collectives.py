@@ -1,20 +1,21 @@
 """在这台机器上用 ``torch.distributed`` 测集合通信，拟合每个 collective 的 alpha 与 beta。
 
 :func:`measure` 在本机启动 ``procs`` 个进程（CPU 上 ``gloo``，有 GPU 时 ``nccl``，每个 rank 一块
-GPU），对 :data:`roofline_book.collectives.OPS` 中的每个操作，从几个字节到数百 MB 逐一计时：
+GPU），对 :data:`roofline_book.distributed.collectives.OPS` 中的每个操作，从几个字节到数百 MB
+逐一计时：
 
 1. 先正确、再求快：每个操作先用各 rank 不同的值做一次，检查结果；错了就让这个 rank 失败。
 2. 预热 :data:`WARMUP` 次；按其中最快的一次（各 rank 取最大；同 ``time_cpu``）定下样本数，使
-   计时约持续 ``budget`` 秒，至少 :data:`~roofline_book.measure.timing.MIN_SAMPLES` 个、至多
+   计时约持续 ``budget`` 秒，至少 :data:`~roofline_book.measure.bench.timing.MIN_SAMPLES` 个、至多
    :data:`MAX_REPS` 个样本。各 rank 用同一个样本数，所以每个 collective 都有全部 rank 参加。
 3. 每个样本之前先 ``barrier``，让各 rank 同时开始；一个样本是这一次操作在某个 rank 上的时间，
    各 rank 取最大（操作在最慢的 rank 完成时才算完成）。报告中位数与四分位距
-   （:class:`~roofline_book.measure.timing.Timing`）。
+   （:class:`~roofline_book.measure.bench.timing.Timing`）。
 
 size 按 nccl-tests 的约定（NVIDIA/nccl-tests ``doc/PERFORMANCE.md``）：all-reduce 与 broadcast 的
 buffer，all-gather 的输出，reduce-scatter 的输入，all-to-all 的发送 buffer，send/recv 发出的
 buffer；元素个数取 ``procs`` 的整数倍。algbw 是 size 除以时间，busbw 再乘
-:func:`roofline_book.collectives.bus_factor`。
+:func:`roofline_book.distributed.collectives.bus_factor`。
 
 每个操作的拟合（:func:`fit_alpha_beta`）是 ``time = alpha + size x f / beta`` 的最小二乘，``f`` 是
 模型里 ring 算法每个 rank 发出的字节占 size 的份额（与 busbw 的系数相同），所以 ``beta`` 可以与
@@ -37,9 +38,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, _validate
-from ..collectives import OPS, algorithm_bandwidth, bus_bandwidth, collective_time
-from .timing import MIN_SAMPLES, Timing
+from .. import __version__
+from .._base import validate as _validate
+from ..distributed.collectives import OPS, algorithm_bandwidth, bus_bandwidth, collective_time
+from .bench.timing import MIN_SAMPLES, Timing
 
 BACKENDS = ("gloo", "nccl")
 """``torch.distributed`` 的后端：CPU 上的 gloo，每个 rank 一块 CUDA GPU 的 nccl。"""
@@ -58,7 +60,7 @@ FULL_SIZES = tuple(2**k for k in range(3, 29))
 
 QUICK_BUDGET_S = 0.001
 """quick 时每个 (操作, size) 计时约持续的秒数（此外至少
-:data:`~roofline_book.measure.timing.MIN_SAMPLES` 个样本）。"""
+:data:`~roofline_book.measure.bench.timing.MIN_SAMPLES` 个样本）。"""
 
 FULL_BUDGET_S = 0.05
 """完整扫描时每个 (操作, size) 计时约持续的秒数。"""
@@ -77,12 +79,12 @@ class Point:
     Attributes
     ----------
     op : str
-        :data:`~roofline_book.collectives.OPS` 之一。
+        :data:`~roofline_book.distributed.collectives.OPS` 之一。
     nbytes : int
         nccl-tests 的 size，byte。
     procs : int
         rank 数。
-    timing : roofline_book.measure.timing.Timing
+    timing : roofline_book.measure.bench.timing.Timing
         每个样本是各 rank 中最慢的那个的时间，s。
     """
 
@@ -144,7 +146,7 @@ class Fit:
 
     def step_latency(self, op: str, procs: int) -> float:
         """``alpha`` 摊到 ring 模型的每一步（``alpha / k``），s：
-        :func:`~roofline_book.collectives.collective_time` 的 ``latency``。
+        :func:`~roofline_book.distributed.collectives.collective_time` 的 ``latency``。
 
         以它和 ``beta_Bps`` 调用 ``collective_time(op, S, procs, beta_Bps, step_latency)``，
         给出的时间与 :meth:`seconds` 相同。
@@ -477,7 +479,7 @@ def measure(
     sizes : sequence of int, optional
         自选的 size（byte），代替上面两组。
     ops : sequence of str
-        :data:`~roofline_book.collectives.OPS` 的子集。
+        :data:`~roofline_book.distributed.collectives.OPS` 的子集。
     budget : float, optional
         每个 (操作, size) 计时约持续的秒数；默认为 :data:`QUICK_BUDGET_S` 或 :data:`FULL_BUDGET_S`。
     timeout : float

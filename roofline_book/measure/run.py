@@ -7,14 +7,14 @@ copy），然后测 suite 中的每个算子 case，其间计时一个哨兵，�
 
 1. 先正确、再求快：结果与 float64 的参考结果比较（``torch.allclose``）；结果错误的记为
    ``failed``，不计时。
-2. 预热，然后计时（:mod:`roofline_book.measure.timing`）：CPU 上用 ``torch.utils.benchmark``；
+2. 预热，然后计时（:mod:`roofline_book.measure.bench.timing`）：CPU 上用 ``torch.utils.benchmark``；
    CUDA 上用 CUDA event，受限于内存的 case 在每次调用前（计时区间之外）写一个比 L2 大的缓冲区，
    这样没有哪次调用能用上前一次留在 cache 里的数据。
 3. 报告单次调用时间的中位数和四分位距，连同样本、样本个数（``reps``）和每个样本的调用次数
    （``inner``）。
 
 装不进内存的 case，或这个 PyTorch、这块设备不支持的 case，记为 ``skipped`` 并写明原因。结果是
-一次 run（见 :mod:`roofline_book.measure.runfile`）。
+一次 run（见 :mod:`roofline_book.measure.runs.runfile`）。
 """
 
 from __future__ import annotations
@@ -27,11 +27,25 @@ from collections.abc import Collection, Iterator
 from datetime import datetime, timezone
 from typing import Any
 
-from .. import _validate
+from .._base import validate as _validate
 from ..units import si
-from . import ceilings, machine, runfile
-from .cases import is_out_of_memory
-from .records import (
+from .bench import machine
+from .bench.cases import is_out_of_memory
+from .bench.registry import Case, Incorrect, Prepared, Unsupported
+from .bench.suites import (
+    DEVICES,
+    FALLBACK_CACHE_BYTES,
+    SUITES,
+    cache_probes,
+    cases,
+    ceiling_numel,
+    probes,
+    suite_spec,
+)
+from .bench.timing import Timing, time_cpu, time_cuda
+from .judge import ceilings
+from .runs import runfile
+from .runs.records import (
     FORMAT,
     VERSION,
     Check,
@@ -43,18 +57,6 @@ from .records import (
     Stability,
     Time,
 )
-from .registry import Case, Incorrect, Prepared, Unsupported
-from .suites import (
-    DEVICES,
-    FALLBACK_CACHE_BYTES,
-    SUITES,
-    cache_probes,
-    cases,
-    ceiling_numel,
-    probes,
-    suite_spec,
-)
-from .timing import Timing, time_cpu, time_cuda
 
 FLUSH_MIN_BYTES = 256 * 2**20
 """两次调用之间为冲刷 GPU 的 L2 而写的缓冲区的最小大小（byte）。"""
@@ -78,7 +80,7 @@ def _entry(case: Case, device) -> Entry:
     """
     if not isinstance(case, Case):
         kind = type(case).__name__
-        raise TypeError(f"case must be a roofline_book.measure.registry.Case, got {kind}")
+        raise TypeError(f"case must be a roofline_book.measure.bench.registry.Case, got {kind}")
     cpu = device.type == "cpu"
     return Entry(
         id=case.id,
@@ -142,7 +144,7 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
 
     Parameters
     ----------
-    case : roofline_book.measure.registry.Case
+    case : roofline_book.measure.bench.registry.Case
     device : str or torch.device
     min_run_time : float
         计时的总时长下限（秒）。
@@ -151,7 +153,7 @@ def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush
 
     Returns
     -------
-    roofline_book.measure.records.Entry
+    roofline_book.measure.runs.records.Entry
         ``status`` 为 ``"ok"`` 时带 ``time`` 和 ``check``；为 ``"skipped"`` 时带
         ``reason`` （这里不支持，或所需内存超过空闲内存）；结果错误或 case 抛出异常时为
         ``"failed"``，带 ``reason`` （一个坏掉的 case 不会中断整个 run）。
@@ -189,7 +191,7 @@ def measure_rounds(
 
     Parameters
     ----------
-    todo : list of roofline_book.measure.registry.Case
+    todo : list of roofline_book.measure.bench.registry.Case
     device : str or torch.device
     rounds : int
         每个 case 计时的轮数，>= 1（为 1 时不记录 ``rounds_s``）。
@@ -338,21 +340,22 @@ def run_suite(
 ) -> Run:
     """测出一个 suite 的各项上限和每个 case；返回经过校验的 run。
 
-    先在预热之后分轮交替计时各个上限探针（:func:`~roofline_book.measure.suites.probes`，
+    先在预热之后分轮交替计时各个上限探针（:func:`~roofline_book.measure.bench.suites.probes`，
     见 :func:`measure_rounds`），测完算子 case 之后再测一轮；每种精度到目前为止
     最快的峰值 GEMM 在 case 之间的每个检查点都再测一次，因为共享机器上矩阵单元的
     速度在一次 run 中会忽快忽慢。每个探针最好的一轮就是它的上限。
     每隔 :data:`CHECKPOINT_EVERY` 个 case 计时一个很短的哨兵（CPU 上是 L2 之内的
     copy，CUDA 上是第一个峰值 GEMM）。哨兵的离散程度，以及最后一轮相对前几轮的漂移，
-    构成 run 的 ``stability`` （:func:`roofline_book.measure.ceilings.stability`）；测得比外面一级
-    还慢的 cache 层级也记在那里（:func:`roofline_book.measure.ceilings.inversions`）。
+    构成 run 的 ``stability``
+    （:func:`roofline_book.measure.judge.ceilings.stability`）；测得比外面一级
+    还慢的 cache 层级也记在那里（:func:`roofline_book.measure.judge.ceilings.inversions`）。
 
     Parameters
     ----------
     device : {"cpu", "cuda"}
         ``"cuda"`` 表示在当前 CUDA 设备上运行。
     suite : {"tiny", "quick", "full"}
-        尺寸集合，见 :func:`~roofline_book.measure.suites.suite_spec`。``tiny``
+        尺寸集合，见 :func:`~roofline_book.measure.bench.suites.suite_spec`。``tiny``
         供测试用：它的带宽上限装得进 cache，没有多少意义。
     threads : int or None
         run 期间 torch 使用的 CPU 线程数（结束后恢复）；None 沿用 torch 的默认值，

@@ -6,7 +6,8 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from .. import _validate
+from .._base import validate as _validate
+from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..dtypes import Precision, bytes_per_element, precision_name
 from .cost import Cost
 from .matmul import gemm
@@ -103,14 +104,17 @@ def fa3_tile(head_dim: int, dtype: Precision = "bf16", causal: bool = False) -> 
     """
     head_dim = _validate.size("head_dim", head_dim)
     if head_dim > 256:
-        raise ValueError(f"head_dim must be at most 256 for FlashAttention-3, got {head_dim}")
+        raise InvalidArgument(
+            "head_dim", f"must be at most 256 for FlashAttention-3, got {head_dim}"
+        )
     if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+        raise InvalidArgumentType("causal", f"must be True or False, got {causal!r}")
     size = bytes_per_element(dtype)
     if size not in _FA3_SM90:
-        raise ValueError(
-            f"dtype must be a 16-bit (fp16, bf16) or 8-bit (fp8) precision for "
-            f"FlashAttention-3, got {precision_name(dtype)}"
+        raise InvalidArgument(
+            "dtype",
+            f"must be a 16-bit (fp16, bf16) or 8-bit (fp8) precision for "
+            f"FlashAttention-3, got {precision_name(dtype)}",
         )
     compiled, block_m, block_n = next(b for b in _FA3_SM90[size] if head_dim <= b[0])
     clustered = not causal and (compiled >= 128 if size == 2 else compiled == 192)
@@ -158,9 +162,10 @@ def _kv_heads(heads: int, kv_heads: int | None) -> int:
         return heads
     kv_heads = _validate.size("kv_heads", kv_heads)
     if kv_heads > heads or heads % kv_heads:
-        raise ValueError(
-            f"kv_heads must divide heads ({heads}): each K/V head serves heads / kv_heads "
-            f"query heads; got {kv_heads}"
+        raise InvalidArgument(
+            "kv_heads",
+            f"must divide heads ({heads}): each K/V head serves heads / kv_heads "
+            f"query heads; got {kv_heads}",
         )
     return kv_heads
 
@@ -170,9 +175,10 @@ def _block_rows(sram_bytes: int, head_dim: int, dtype: Precision, limit: int) ->
     s = bytes_per_element(dtype)
     sram_elements = sram_bytes // s
     if sram_elements < 4 * head_dim:
-        raise ValueError(
-            f"sram_bytes must hold at least 4 * head_dim elements "
-            f"({4 * head_dim * s} bytes in {precision_name(dtype)}), got {sram_bytes}"
+        raise InvalidArgument(
+            "sram_bytes",
+            f"must hold at least 4 * head_dim elements "
+            f"({4 * head_dim * s} bytes in {precision_name(dtype)}), got {sram_bytes}",
         )
     return min(limit, sram_elements // (4 * head_dim))
 
@@ -329,10 +335,10 @@ def attention(
     head_dim = _validate.size("head_dim", head_dim)
     impl = _validate.choice("impl", impl, ATTENTION_IMPLS)
     if not isinstance(causal, (bool,)):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+        raise InvalidArgumentType("causal", f"must be True or False, got {causal!r}")
     sram_bytes = _validate.size("sram_bytes", sram_bytes)
     if tile is not None and not isinstance(tile, FlashTile):
-        raise TypeError(f"tile must be a FlashTile or None, got {type(tile).__name__}")
+        raise InvalidArgumentType("tile", f"must be a FlashTile or None, got {type(tile).__name__}")
     kv = _kv_heads(heads, kv_heads)
     s = bytes_per_element(dtype)
     bh = batch * heads
@@ -476,7 +482,7 @@ def attention_backward(
     head_dim = _validate.size("head_dim", head_dim)
     impl = _validate.choice("impl", impl, ATTENTION_BACKWARD_IMPLS)
     if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
+        raise InvalidArgumentType("causal", f"must be True or False, got {causal!r}")
     sram_bytes = _validate.size("sram_bytes", sram_bytes)
     kv = _kv_heads(heads, kv_heads)
     s = bytes_per_element(dtype)

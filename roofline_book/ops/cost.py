@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
-from .. import _validate
+from .._base import records
+from .._base import validate as _validate
+from .._base.validate import InvalidArgument
 
 UNITS = ("matrix", "vector", "special")
 """算子的 FLOPs 可以在哪些计算单元上运行：Tensor Core / Matrix Core（``"matrix"``），
@@ -73,7 +77,7 @@ class Cost:
     >>> Cost(5, 4, 4, vector_flops=5, fp32_vector_slots=6)
     Traceback (most recent call last):
     ...
-    ValueError: fp32_vector_slots must be <= vector_slots (5), got 6
+    roofline_book.InvalidArgument: fp32_vector_slots must be <= vector_slots (5), got 6
     """
 
     flops: int
@@ -102,19 +106,21 @@ class Cost:
         ):
             _validate.count(field, getattr(self, field))
         if self.vector_fma_flops > self.vector_flops or self.vector_fma_flops % 2:
-            raise ValueError(
-                f"vector_fma_flops must be an even number <= vector_flops ({self.vector_flops}), "
-                f"2 FLOP per FMA; got {self.vector_fma_flops}"
+            raise InvalidArgument(
+                "vector_fma_flops",
+                f"must be an even number <= vector_flops ({self.vector_flops}), "
+                f"2 FLOP per FMA; got {self.vector_fma_flops}",
             )
         if self.fp32_vector_slots > self.vector_slots:
-            raise ValueError(
-                f"fp32_vector_slots must be <= vector_slots ({self.vector_slots}), "
-                f"got {self.fp32_vector_slots}"
+            raise InvalidArgument(
+                "fp32_vector_slots",
+                f"must be <= vector_slots ({self.vector_slots}), got {self.fp32_vector_slots}",
             )
         if self.vector_flops + self.special_flops > self.flops:
-            raise ValueError(
-                f"vector_flops + special_flops ({self.vector_flops} + {self.special_flops}) "
-                f"must not exceed flops ({self.flops})"
+            raise InvalidArgument(
+                "vector_flops",
+                f"+ special_flops ({self.vector_flops} + {self.special_flops}) "
+                f"must not exceed flops ({self.flops})",
             )
 
     @property
@@ -139,7 +145,7 @@ class Cost:
         """向量 FLOPs 所占的 lane slot 数：每个 FMA 一个，其他每个 FLOP 一个。
 
         即 ``vector_flops - vector_fma_flops / 2``；向量时间是它除以 lane 速率，也就是厂商按 FMA 计
-        的峰值的一半（:meth:`roofline_book.device.Hardware.vector_op_rate`）。
+        的峰值的一半（:meth:`roofline_book.devices.device.Hardware.vector_op_rate`）。
         """
         return self.vector_flops - self.vector_fma_flops // 2
 
@@ -195,3 +201,30 @@ class Cost:
 
 ZERO = Cost(0, 0, 0, 0)
 """什么都不做的代价，用作代价求和的起点。"""
+
+COST_REQUIRED = ("flops", "bytes_read", "bytes_written", "kernels")
+"""JSON 中一个 :class:`Cost` 总带的字段；其余字段不为零时才写。"""
+
+
+def cost_mapping(cost: Cost) -> dict[str, int]:
+    """JSON 中的一个 Cost：四个计数总写，其余字段不为零时才写。
+
+    Examples
+    --------
+    >>> cost_mapping(Cost(10, 40, 20, vector_flops=10))
+    {'flops': 10, 'bytes_read': 40, 'bytes_written': 20, 'kernels': 1, 'vector_flops': 10}
+    """
+    return {k: v for k, v in dataclasses.asdict(cost).items() if k in COST_REQUIRED or v}
+
+
+def _cost_schema() -> dict[str, Any]:
+    names = [f.name for f in dataclasses.fields(Cost)]
+    return {
+        "type": "object",
+        "required": list(COST_REQUIRED),
+        "additionalProperties": False,
+        "properties": {name: {"type": "integer", "minimum": 0} for name in names},
+    }
+
+
+records.codec(Cost, cost_mapping, lambda value: Cost(**value), _cost_schema)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import _validate
+from .._base import validate as _validate
 from ..dtypes import Precision, bytes_per_element
 from .cost import Cost
 

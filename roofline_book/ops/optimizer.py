@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import _validate
+from .._base import validate as _validate
+from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..dtypes import Precision, bytes_per_element, precision_name
 from .cost import ZERO, Cost
 
@@ -117,12 +118,12 @@ def multi_tensor_launches(params: int, tensors: int, depth: int, *, cuda: int = 
     tensors = _validate.size("tensors", tensors)
     depth = _validate.size("depth", depth)
     if not isinstance(cuda, int) or isinstance(cuda, bool) or cuda not in _MULTI_TENSOR_LIMITS:
-        raise ValueError(
-            f"cuda must be 12 or 13 (the CUDA major version of the build), got {cuda!r}"
+        raise InvalidArgument(
+            "cuda", f"must be 12 or 13 (the CUDA major version of the build), got {cuda!r}"
         )
     max_blocks, max_tensors = _MULTI_TENSOR_LIMITS[cuda]
     if depth > len(max_tensors):
-        raise ValueError(f"depth must be 1 to {len(max_tensors)}, got {depth}")
+        raise InvalidArgument("depth", f"must be 1 to {len(max_tensors)}, got {depth}")
     chunks = -(-params // MULTI_TENSOR_CHUNK)
     by_blocks = -(-chunks // max_blocks)
     by_tensors = -(-tensors // max_tensors[depth - 1])
@@ -245,32 +246,34 @@ def adamw(
     params = _validate.size("params", params)
     tensors = _validate.size("tensors", tensors)
     if tensors > params:
-        raise ValueError(f"tensors must be <= params ({params}), got {tensors}")
+        raise InvalidArgument("tensors", f"must be <= params ({params}), got {tensors}")
     passes = adamw_passes(impl)
     if not isinstance(cuda, int) or isinstance(cuda, bool) or cuda not in _MULTI_TENSOR_LIMITS:
-        raise ValueError(
-            f"cuda must be 12 or 13 (the CUDA major version of the build), got {cuda!r}"
+        raise InvalidArgument(
+            "cuda", f"must be 12 or 13 (the CUDA major version of the build), got {cuda!r}"
         )
     for name, dtype in (("param_dtype", param_dtype), ("grad_dtype", grad_dtype),
                         ("state_dtype", state_dtype), ("model_dtype", model_dtype)):  # fmt: skip
         if dtype is None:
             if name == "param_dtype":  # the others default to it
-                raise TypeError(f"{name} must be a precision name such as 'fp32', got None")
+                raise InvalidArgumentType(name, "must be a precision name such as 'fp32', got None")
             continue
         if precision_name(dtype, name).startswith("int") and name != "state_dtype":
             # (8-bit optimizers quantize the moments, state_dtype, never the weights)
-            raise ValueError(
-                f"{name} must be a floating-point precision (fp32, bf16, fp16, ...): AdamW "
-                f"updates weights in floating point; got {dtype!r}"
+            raise InvalidArgument(
+                name,
+                f"must be a floating-point precision (fp32, bf16, fp16, ...): AdamW "
+                f"updates weights in floating point; got {dtype!r}",
             )
     if grad_dtype is not None and model_dtype is None:
         if bytes_per_element(grad_dtype) != bytes_per_element(param_dtype):
-            raise ValueError(
-                f"grad_dtype ({grad_dtype}) differs from param_dtype ({param_dtype}): "
+            raise InvalidArgument(
+                "grad_dtype",
+                f"({grad_dtype}) differs from param_dtype ({param_dtype}): "
                 "torch.optim.AdamW needs them equal; for FP32 master weights with 16-bit "
                 "gradients (Transformer Engine FusedAdam with master_weights, Megatron-LM's "
                 "precision-aware optimizer) also give model_dtype, the precision of the "
-                "weight copy the step writes"
+                "weight copy the step writes",
             )
     state = param_dtype if state_dtype is None else state_dtype
     width = {

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import _validate
+from .._base import validate as _validate
+from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..dtypes import Precision, bytes_per_element
 from .cost import Cost
 
@@ -57,15 +58,16 @@ def elementwise(
     special_per_element = _validate.size("special_per_element", special_per_element, minimum=0)
     fma_per_element = _validate.size("fma_per_element", fma_per_element, minimum=0)
     if special_per_element > flops_per_element:
-        raise ValueError(
-            f"special_per_element must be <= flops_per_element ({flops_per_element}), "
-            f"got {special_per_element}"
+        raise InvalidArgument(
+            "special_per_element",
+            f"must be <= flops_per_element ({flops_per_element}), got {special_per_element}",
         )
     vector = flops_per_element - special_per_element
     if fma_per_element > vector or fma_per_element % 2:
-        raise ValueError(
-            f"fma_per_element must be an even number <= the vector FLOPs per element "
-            f"({vector}), 2 per FMA; got {fma_per_element}"
+        raise InvalidArgument(
+            "fma_per_element",
+            f"must be an even number <= the vector FLOPs per element "
+            f"({vector}), 2 per FMA; got {fma_per_element}",
         )
     s = bytes_per_element(dtype)
     return Cost(
@@ -243,7 +245,7 @@ def rope(
     heads = _validate.size("heads", heads)
     head_dim = _validate.size("head_dim", head_dim, minimum=2)
     if head_dim % 2:
-        raise ValueError(f"head_dim must be even (RoPE rotates pairs), got {head_dim}")
+        raise InvalidArgument("head_dim", f"must be even (RoPE rotates pairs), got {head_dim}")
     kv_heads = heads if kv_heads is None else _validate.size("kv_heads", kv_heads)
     s = bytes_per_element(dtype)
     rotated = tokens * (heads + kv_heads) * head_dim  # elements of Q and K
@@ -322,7 +324,7 @@ def rmsnorm_eager(
     rows = _validate.size("rows", rows)
     d = _validate.size("d", d)
     if not isinstance(upcast, bool):
-        raise TypeError(f"upcast must be True or False, got {upcast!r}")
+        raise InvalidArgumentType("upcast", f"must be True or False, got {upcast!r}")
     s = bytes_per_element(dtype)
     w = bytes_per_element("fp32") if upcast else s  # width of the intermediates
     n = rows * d

@@ -1,0 +1,343 @@
+"""decoder-only 语言模型：它们的形状，以及 ``data/models.toml`` 中的目录。
+
+:class:`ModelConfig` 保存推理下界所需的一切：各宽度、head、MLP、词表、mixture-of-experts 的路由，
+以及哪些层通过 sliding window 做 attention。:func:`model` 按名称找到目录中的模型，
+:func:`adhoc_model` 按你自己的尺寸建一个。
+
+Examples
+--------
+>>> mistral = model("Mistral-7B")
+>>> mistral.sliding_window, mistral.local_layers
+(4096, 32)
+>>> gemma = model("gemma-2-9b")
+>>> gemma.local_layers, gemma.layers - gemma.local_layers, gemma.layer_kind(0)
+(21, 21, 'local')
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from types import MappingProxyType
+
+from .._base import validate as _validate
+from .._base.validate import InvalidArgument, InvalidArgumentType
+from ..devices.catalog import Source
+
+#: 层的种类。``"global"`` 对整个上下文做 attention，``"local"`` 只对最后 ``sliding_window`` 个
+#: token 做 attention，cache 中也只保留它们。
+LAYER_KINDS = ("global", "local")
+
+#: 门控 MLP 的激活函数，按 Hugging Face 配置中的名称（``hidden_act``）索引。
+ACTIVATIONS = {"silu": "SwiGLU", "gelu": "GeGLU"}
+
+#: 目录所在的位置，供错误信息使用。
+CATALOG_FILE = "roofline_book/llm/data/models.toml"
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """一个 decoder-only 语言模型的形状。
+
+    Parameters
+    ----------
+    key, name : str
+        目录中的键（``"llama-2-7b"``）与显示名称。
+    hidden, layers, heads, kv_heads, ffn, vocab : int
+        模型宽度、decoder 层数、query head 数、key/value head 数（GQA 时少于 ``heads``，MQA 时为
+        1）、 MLP 宽度（MoE 时为每个 expert 的宽度）、词表大小。
+    head_dim : int, optional
+        一个 head 的宽度；默认为 ``hidden // heads``。
+    gated : bool
+        门控 MLP（gate、up、down 三个投影），否则是普通的两矩阵 MLP。
+    activation : str
+        门控 MLP 的激活函数，:data:`ACTIVATIONS` 的一个键：``"silu"`` （SwiGLU）或 ``"gelu"``
+        （GeGLU，tanh 形式）。普通 MLP 用 GELU。
+    tied_embeddings : bool
+        LM head 与 embedding 共用一个矩阵。
+    max_context : int
+        模型训练时的最长上下文（token 数）。
+    experts, experts_per_token : int
+        每个 MLP 中可路由的 expert 数，以及每个 token 用几个（dense 模型为 1、1）。
+    sliding_window : int, optional
+        ``"local"`` 层做 attention 的 token 数，包括当前 token；它的 KV cache 只保留这些
+        （Mistral 的 rolling buffer）。None：没有 local 层。
+    layer_pattern : tuple of str, optional
+        第 0、1、... 层的种类（:data:`LAYER_KINDS`），在所有层上循环。默认在给了 ``sliding_window``
+        时每层都是 ``"local"`` （Mistral-7B），否则都是 ``"global"``；Gemma 2 交替为
+        ``("local", "global")``。
+    source : roofline_book.devices.device.Source, optional
+        这份配置发表在哪里。
+    """
+
+    key: str
+    name: str
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    vocab: int
+    head_dim: int | None = None
+    gated: bool = True
+    activation: str = "silu"
+    tied_embeddings: bool = False
+    max_context: int = 4096
+    experts: int = 1
+    experts_per_token: int = 1
+    sliding_window: int | None = None
+    layer_pattern: tuple[str, ...] | None = None
+    source: Source | None = None
+
+    def __post_init__(self) -> None:
+        for field in ("hidden", "layers", "heads", "kv_heads", "ffn", "vocab", "max_context"):
+            _validate.size(field, getattr(self, field))
+        _validate.size("experts", self.experts)
+        _validate.size("experts_per_token", self.experts_per_token)
+        if self.heads % self.kv_heads:
+            raise InvalidArgument(
+                "heads", f"({self.heads}) must be a multiple of kv_heads ({self.kv_heads})"
+            )
+        if self.experts_per_token > self.experts:
+            raise InvalidArgument(
+                "experts_per_token",
+                f"({self.experts_per_token}) must be <= experts ({self.experts})",
+            )
+        if self.activation not in ACTIVATIONS:
+            raise InvalidArgument(
+                "activation", f"must be one of {', '.join(ACTIVATIONS)}; got {self.activation!r}"
+            )
+        if self.head_dim is None:
+            if self.hidden % self.heads:
+                raise InvalidArgument(
+                    "hidden", f"({self.hidden}) must be divisible by heads ({self.heads})"
+                )
+            object.__setattr__(self, "head_dim", self.hidden // self.heads)
+        _validate.size("head_dim", self.head_dim)
+        if self.sliding_window is not None:
+            _validate.size("sliding_window", self.sliding_window)
+        pattern = self.layer_pattern
+        if pattern is not None:
+            if isinstance(pattern, str) or not pattern:
+                raise InvalidArgumentType(
+                    "layer_pattern", f"must be a non-empty sequence of kinds, got {pattern!r}"
+                )
+            pattern = tuple(pattern)
+            bad = [k for k in pattern if k not in LAYER_KINDS]
+            if bad:
+                raise InvalidArgument(
+                    "layer_pattern", f"kinds must be {' or '.join(LAYER_KINDS)}; got {bad[0]!r}"
+                )
+            if "local" in pattern and self.sliding_window is None:
+                raise InvalidArgument(
+                    "layer_pattern", "has local layers but sliding_window is not set"
+                )
+            object.__setattr__(self, "layer_pattern", pattern)
+
+    @property
+    def d(self) -> int:
+        """一个 head 的宽度（``head_dim``，已补全）。"""
+        assert self.head_dim is not None
+        return self.head_dim
+
+    @property
+    def q_dim(self) -> int:
+        """全部 query head 合起来的宽度，``heads * head_dim``。"""
+        return self.heads * self.d
+
+    @property
+    def kv_dim(self) -> int:
+        """全部 key（或 value）head 合起来的宽度，``kv_heads * head_dim``。"""
+        return self.kv_heads * self.d
+
+    @property
+    def activation_name(self) -> str:
+        """门控 MLP 的名称，``"SwiGLU"`` 或 ``"GeGLU"``。"""
+        return ACTIVATIONS[self.activation]
+
+    def layer_kind(self, layer: int) -> str:
+        """第 ``layer`` 层（从 0 数起）的种类：``"local"`` （sliding window）或 ``"global"``。"""
+        layer = _validate.size("layer", layer, minimum=0)
+        if layer >= self.layers:
+            raise InvalidArgument("layer", f"must be below {self.layers}, got {layer}")
+        if self.layer_pattern is not None:
+            return self.layer_pattern[layer % len(self.layer_pattern)]
+        return "local" if self.sliding_window is not None else "global"
+
+    def window(self, layer: int) -> int | None:
+        """第 ``layer`` 层做 attention 的 token 数：sliding window，或 None（整个上下文）。"""
+        return self.sliding_window if self.layer_kind(layer) == "local" else None
+
+    @property
+    def local_layers(self) -> int:
+        """通过 sliding window 做 attention 的层数。"""
+        return sum(self.layer_kind(i) == "local" for i in range(self.layers))
+
+    def layer_parameters(self, *, active: bool = False) -> int:
+        """一层的权重个数：attention、MLP（全部 expert，或 ``active`` 个）、router、norm。
+
+        Examples
+        --------
+        >>> llama = model("llama-2-7b")
+        >>> llama.layer_parameters()    # 4 * 4096^2 + 3 * 4096 * 11008 + 2 * 4096
+        202383360
+        """
+        return self.layer_matrix_parameters(active=active) + 2 * self.hidden
+
+    def layer_matrix_parameters(self, *, active: bool = False) -> int:
+        """一层中各 linear 层的权重个数（即权重量化所转换的那些）。"""
+        h = self.hidden
+        attention = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
+        per_expert = (3 if self.gated else 2) * h * self.ffn
+        experts = self.experts_per_token if active else self.experts
+        router = h * self.experts if self.experts > 1 else 0
+        return attention + experts * per_expert + router
+
+    def parameters(self, *, active: bool = False) -> int:
+        """全部权重个数：各层、embedding、最后的 norm，以及（不共用时的）LM head。
+
+        Examples
+        --------
+        >>> round(model("llama-2-7b").parameters() / 1e9, 2)     # "7B"
+        6.74
+        """
+        head = 0 if self.tied_embeddings else self.vocab * self.hidden
+        return (
+            self.layers * self.layer_parameters(active=active)
+            + self.vocab * self.hidden
+            + (self.hidden + head)
+        )
+
+
+# --------------------------------------------------------------------------
+# The catalog
+
+
+def _key(name: str) -> str:
+    return "-".join(name.strip().lower().replace("_", " ").split())
+
+
+#: 目录条目或 :func:`adhoc_model` 可以设置的字段。
+FIELDS = (
+    "hidden",
+    "layers",
+    "heads",
+    "kv_heads",
+    "ffn",
+    "vocab",
+    "head_dim",
+    "gated",
+    "activation",
+    "tied_embeddings",
+    "max_context",
+    "experts",
+    "experts_per_token",
+    "sliding_window",
+    "layer_pattern",
+)
+
+
+def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelConfig]:
+    """目录文件文本中的模型，按键索引；``where`` 是错误信息中的文件名。
+
+    模型条目的每个键都必须是一个字段（:data:`FIELDS`）、``name`` 或 ``source``：拼错的键是错误，
+    不会当作默认值。
+
+    Examples
+    --------
+    >>> parse_catalog('''
+    ... [sources.s]
+    ... title = "t"
+    ... [models.m]
+    ... name = "M"
+    ... source = "s"
+    ... hidden = 8
+    ... layers = 1
+    ... heads = 2
+    ... kv_heads = 2
+    ... ffn = 8
+    ... vocab = 8
+    ... sliding_widow = 4
+    ... ''', "my.toml")
+    Traceback (most recent call last):
+    ...
+    ValueError: my.toml: model 'm' has an unknown key 'sliding_widow'; allowed: name, ...
+    """
+    data = tomllib.loads(text)
+    fields_of_source = ("title", "url", "date", "note", "firmness")
+    sources = {}
+    for k, v in data.get("sources", {}).items():
+        _validate.known_keys(f"{where}: source {k!r}", v, fields_of_source)
+        sources[k] = Source(key=k, **v)
+    allowed = ("name", "source", *FIELDS)
+    out = {}
+    for key, entry in data.get("models", {}).items():
+        _validate.known_keys(f"{where}: model {key!r}", entry, allowed)
+        if entry.get("source") not in sources:
+            raise ValueError(f"{where}: model {key!r} names no known source")
+        if "name" not in entry:
+            raise ValueError(f"{where}: model {key!r} has no name")
+        fields = {f: entry[f] for f in FIELDS if f in entry}
+        if "layer_pattern" in fields:
+            fields["layer_pattern"] = tuple(fields["layer_pattern"])
+        try:
+            out[key] = ModelConfig(
+                key=key, name=entry["name"], source=sources[entry["source"]], **fields
+            )
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{where}: model {key!r}: {error}") from error
+    return MappingProxyType(out)
+
+
+@functools.cache
+def models() -> Mapping[str, ModelConfig]:
+    """数据文件中的全部模型，按键索引。"""
+    text = resources.files(__package__).joinpath("data/models.toml").read_text("utf-8")
+    return parse_catalog(text)
+
+
+def model(name: str) -> ModelConfig:
+    """按名称取目录中的模型；大小写、空格和下划线都不影响。
+
+    Examples
+    --------
+    >>> model("Mixtral 8x7B").experts
+    8
+    >>> model("gpt-5")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown model 'gpt-5'; allowed: llama-2-7b, ...
+    """
+    if not isinstance(name, str):
+        raise InvalidArgumentType(
+            "name", f"must be a model name such as 'llama-2-7b', got {name!r}"
+        )
+    catalog = models()
+    key = _key(name)
+    if key not in catalog:
+        raise ValueError(f"unknown model {name!r}; allowed: {', '.join(catalog)}")
+    return catalog[key]
+
+
+def adhoc_model(name: str, **sizes: object) -> ModelConfig:
+    """按你自己的尺寸建一个模型（字段即 :class:`ModelConfig` 的字段）。
+
+    Examples
+    --------
+    >>> tiny = adhoc_model("tiny", hidden=256, layers=2, heads=4, kv_heads=2, ffn=512, vocab=1000)
+    >>> tiny.kv_dim
+    128
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidArgumentType("name", f"must be a non-empty string, got {name!r}")
+    unknown = set(sizes) - set(FIELDS)
+    if unknown:
+        raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {', '.join(FIELDS)}")
+    required = FIELDS[: FIELDS.index("vocab") + 1]  # the fields without a default
+    missing = [f for f in required if f not in sizes]
+    if missing:
+        raise TypeError(f"adhoc_model needs {', '.join(missing)}; required: {', '.join(required)}")
+    return ModelConfig(key=_key(name), name=name, **sizes)  # type: ignore[arg-type]
