@@ -25,8 +25,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from roofline_book.measure import runfile
-from roofline_book.measure.records import MeasuredBytes, Run, as_run
+from roofline_book.measure.runs import runfile
+from roofline_book.measure.runs.records import MeasuredBytes, Run, as_run
 
 READ, WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 _RANGE = re.compile(r"rb\|([^|]+)\|")

@@ -26,7 +26,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from roofline_book.measure import cases, runfile
+from roofline_book.measure.bench import cases
+from roofline_book.measure.runs import runfile
 
 RANGE = "rb|{}|"
 """NVTX range name around an entry's profiled call; ``ncu_merge.py`` parses it back."""
