@@ -30,6 +30,7 @@ from .attn import (
 )
 from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
+from .norms import layernorm, rmsnorm, rmsnorm_eager
 from .optimizer import (
     ADAMW_IMPLS,
     MULTI_TENSOR_CHUNK,
@@ -50,11 +51,8 @@ from .pointwise import (
     add,
     elementwise,
     gelu,
-    layernorm,
     relu,
     residual_add,
-    rmsnorm,
-    rmsnorm_eager,
     rope,
     softmax,
     swiglu,
