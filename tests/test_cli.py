@@ -908,48 +908,6 @@ def test_every_json_output_matches_its_schema(outputs):
             assert doc["command"] == command
 
 
-def _keys(schema: dict, where: str = "", parent: str = ""):
-    """(key, its schema, its path, the key of the object holding it), recursively."""
-    for key, sub in schema.get("properties", {}).items():
-        yield key, sub, f"{where}/{key}", parent
-        yield from _keys(sub, f"{where}/{key}", key)
-        if isinstance(sub.get("items"), dict):
-            yield from _keys(sub["items"], f"{where}/{key}[]", key)
-        if isinstance(sub.get("additionalProperties"), dict):
-            yield "*", sub["additionalProperties"], f"{where}/{key}/*", key
-
-
-def test_json_keys_carry_their_unit():
-    # seconds end in _s, rates in _per_s (FLOP/s, evaluations/s, 1/s) or _Bps (byte/s), and
-    # every key with a time or rate unit says so; a key means one quantity in every output
-    from roofline_book.cli.schema import SCHEMAS
-
-    meaning: dict[str, str] = {}
-    for schema in SCHEMAS.values():
-        for key, sub, where, parent in _keys(schema):
-            text = sub.get("description", "")
-            found = re.search(r"\[([^\];]+)", text)
-            unit = found[1] if found else ""
-            named = (key, parent)  # a mapping's values take the unit its key names
-            if unit == "s":
-                assert any(k.endswith("_s") for k in named), where
-            if unit.startswith(("FLOP/s", "evaluations/s", "1/s")):
-                assert any(k.endswith("_per_s") for k in named), where
-            if unit == "byte/s":
-                assert any(k.endswith("_Bps") for k in named), where
-            if key.endswith("_s") and not key.endswith("_per_s"):
-                assert unit in ("s", ""), where
-            if key.endswith("_per_s") and key != "*":
-                assert unit.endswith("/s") or not unit, where
-            if key.endswith("flops"):  # a count; its rate is ..._per_s
-                assert unit == "FLOP", where
-            if "bandwidth" in key:  # a rate: _Bps
-                assert key.endswith("_Bps"), where
-            if unit and key != "*":
-                assert meaning.setdefault(key, unit) == unit, (where, unit, meaning[key])
-    assert meaning["time_lower_bound_s"] == "s" and meaning["bytes"] == "byte"
-
-
 def test_device_is_one_object_everywhere(outputs):
     from roofline_book.cli.schema import DEVICE
 

@@ -1,7 +1,8 @@
 """记录类与 JSON：字段的 JSON 约定、按它读写，以及由它生成的 JSON Schema。
 
 一个记录类是冻结的 dataclass，每个字段用 :func:`record_field` 声明它在 JSON 中的样子：键（默认
-是字段名）、可否省略、可否为 null、值的约束（``minimum``、``enum``、``pattern`` ……）、说明与单位。
+是字段名）、可否省略、可否为 null、值的约束（``minimum``、``enum``、``pattern`` ……）、说明与单位；
+``inline=True`` 的字段是另一个记录类，它的键并入外层对象（同一组键出现在几种输出里时用它）。
 :func:`from_mapping` 与 :func:`as_mapping` 按字段的类型注解（``int``、``float``、``str``、
 ``bool``、``X | None``、``tuple[X, ...]``、``Mapping[str, X]``、另一个记录类、用 :func:`codec`
 登记了 JSON 形式的类型，例如 :class:`~roofline_book.ops.Cost`）读写，:func:`json_schema` 由同样的
@@ -65,6 +66,9 @@ def record_field(
     nullable: bool = False,
     only: str | None = None,
     description: str | None = None,
+    unit: str | None = None,
+    inline: bool = False,
+    keep_empty: bool = False,
     item: Mapping[str, Any] | None = None,
     keys: list[str] | None = None,
     default: Any = dataclasses.MISSING,
@@ -85,6 +89,13 @@ def record_field(
         只在记录的 ``type`` 字段为它时出现（设备记录：CPU 或 CUDA 才有的字段）。
     description : str, optional
         写进 schema 的说明。
+    unit : str, optional
+        数（或数组、对象中每个数）的单位，如 ``"s"``、``"FLOP/s"``、``"byte"``；无量纲的数
+        是 ``"1"``。写进 schema 的说明末尾，如 ``[s]`` （``"1"`` 不写）。
+    keep_empty : bool
+        ``optional`` 的字段只在值为 None 时省略，空的对象或数组照样写出。
+    inline : bool
+        字段是一个记录类，它的键按顺序并入外层对象，而不是成为一个嵌套的对象。
     item : Mapping, optional
         数组或对象中每个值的约束。
     keys : list of str, optional
@@ -101,6 +112,9 @@ def record_field(
         "nullable": nullable,
         "only": only,
         "description": description,
+        "unit": unit,
+        "inline": inline,
+        "keep_empty": keep_empty,
         "item": dict(item or {}),
         "keys": keys,
         "constraints": constraints,
@@ -167,7 +181,9 @@ def from_mapping(cls: Any, data: Mapping[str, Any]) -> Any:
         raise TypeError(f"{cls.__name__} needs a mapping, got {type(data).__name__}")
     found = {}
     for f in dataclasses.fields(cls):
-        if key_of(f) in data:
+        if f.metadata.get("inline"):
+            found[f.name] = from_mapping(hints(cls)[f.name], data)
+        elif key_of(f) in data:
             found[f.name] = _decode(hints(cls)[f.name], data[key_of(f)])
     return cls(**found)
 
@@ -176,6 +192,8 @@ def _omitted(record: Any, f: dataclasses.Field, value: Any) -> bool:
     only = f.metadata.get("only")
     if only is not None and record.type != only:
         return True
+    if f.metadata.get("keep_empty"):
+        return bool(f.metadata.get("optional")) and value is None
     return bool(f.metadata.get("optional")) and value in (None, {}, ())
 
 
@@ -185,7 +203,9 @@ def as_mapping(record: Any) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(record):
         value = getattr(record, f.name)
-        if not _omitted(record, f, value):
+        if f.metadata.get("inline"):
+            out.update(as_mapping(value))
+        elif not _omitted(record, f, value):
             out[key_of(f)] = _encode(hints(cls)[f.name], value)
     return out
 
@@ -220,8 +240,12 @@ def field_schema(cls: Any, f: dataclasses.Field) -> dict[str, Any]:
         if not none_ok:
             raise TypeError(f"{cls.__name__}.{f.name} is nullable but not typed ... | None")
         schema["type"] = [schema["type"], "null"]
-    if f.metadata.get("description"):
-        schema["description"] = f.metadata["description"]
+        if "enum" in schema:
+            schema["enum"] = [*schema["enum"], None]
+    unit = f.metadata.get("unit")
+    words = [f.metadata.get("description"), f"[{unit}]" if unit not in (None, "1") else None]
+    if any(words):
+        schema["description"] = " ".join(w for w in words if w)
     return schema
 
 
@@ -232,12 +256,22 @@ def required(f: dataclasses.Field) -> bool:
 
 def json_schema(cls: Any) -> dict[str, Any]:
     """记录类 ``cls`` 的 JSON Schema（draft 2020-12），外加它的 ``SCHEMA_EXTRA`` （若有）。"""
-    fields = dataclasses.fields(cls)
+    keys: list[str] = []
+    properties: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("inline"):
+            inner = json_schema(hints(cls)[f.name])
+            keys += inner["required"]
+            properties |= inner["properties"]
+            continue
+        if required(f):
+            keys.append(key_of(f))
+        properties[key_of(f)] = field_schema(cls, f)
     schema: dict[str, Any] = {
         "type": "object",
-        "required": [key_of(f) for f in fields if required(f)],
+        "required": keys,
         "additionalProperties": False,
-        "properties": {key_of(f): field_schema(cls, f) for f in fields},
+        "properties": properties,
     }
     return schema | dict(getattr(cls, "SCHEMA_EXTRA", {}))
 

@@ -15,6 +15,7 @@ from ..devices.catalog import Hardware, adhoc, catalog, hardware
 
 if TYPE_CHECKING:  # the type of what read_run_file returns; measure/ loads only when needed
     from ..measure.runs.records import Run
+from .._base.records import as_mapping
 from ..present.tables import text_table
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
@@ -41,6 +42,7 @@ __all__ = [
     "device_line",
     "emit",
     "emit_json",
+    "emit_result",
     "is_adhoc",
     "number",
     "output_file",
@@ -300,6 +302,11 @@ def emit_json(command: str, body: dict[str, Any]) -> None:
     见 :func:`roofline_book.cli.jsonout.envelope`。
     """
     emit(envelope(command, body))
+
+
+def emit_result(result: Any) -> None:
+    """打印一个子命令的结果记录（:mod:`roofline_book.cli.results`）的 JSON。"""
+    emit(as_mapping(result))
 
 
 cost_figures = cost_json

@@ -3,28 +3,137 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from .._base.records import record_field
 from ..devices.catalog import Ceiling, Hardware, catalog, hardware, peak_key
+from ..devices.ceiling import Source
 from ..units import si
-from .common import UsageError, emit_json, number, text_table
+from .common import UsageError, emit_result, number, text_table
+from .results import RESOURCES, Bandwidths, Result, command_field
+
+_SOURCE = "where a figure comes from"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CeilingEntry:
+    """一条 roof：单元或层级、精度、值与单位、额定时钟、出处与推导。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one ceiling"}
+
+    resource: str = record_field(enum=RESOURCES, description="unit or level")
+    precision: str | None = record_field(nullable=True, description="precision")
+    value: float = record_field(minimum=0, description="in unit")
+    unit: str = record_field(description="FLOP/s, exp/s or B/s")
+    clock_hz: float | None = record_field(nullable=True, minimum=0, unit="Hz")
+    source: Source = record_field(description=_SOURCE)
+    derivation: str | None = record_field(nullable=True, description="how it follows")
+
+    @classmethod
+    def of(cls, c: Ceiling) -> CeilingEntry:
+        """roof ``c`` 的记录。"""
+        return cls(
+            resource=c.resource,
+            precision=c.precision,
+            value=c.value,
+            unit=c.unit,
+            clock_hz=c.clock_hz,
+            source=c.source,
+            derivation=c.derivation,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CatalogDevice:
+    """目录中的一块设备：各精度的 dense 峰值与 ridge point、容量、出处与全部 roof。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one catalog device, every precision"}
+
+    key: str = record_field(description="catalog key")
+    name: str = record_field(description="full name")
+    vendor: str = record_field(description="vendor")
+    matrix_peaks_per_s: Mapping[str, float] = record_field(
+        item={"minimum": 0}, unit="FLOP/s", description="dense peak by precision (OP/s for int8)"
+    )
+    ridge_points: Mapping[str, float] = record_field(
+        item={"minimum": 0}, unit="FLOP/byte", description="ridge point by precision"
+    )
+    bandwidths_Bps: Bandwidths = record_field()
+    memory_capacity_bytes: int | None = record_field(nullable=True, minimum=0, unit="byte")
+    memory_capacity_basis: str | None = record_field(
+        nullable=True, description="how the capacity is counted"
+    )
+    clock_hz: float | None = record_field(nullable=True, minimum=0, unit="Hz")
+    l2_cache_bytes: int | None = record_field(nullable=True, minimum=0, unit="byte")
+    shared_memory_per_sm_bytes: int | None = record_field(nullable=True, minimum=0, unit="byte")
+    sms: int | None = record_field(
+        nullable=True,
+        minimum=0,
+        unit="1",
+        description="streaming multiprocessors (or compute units)",
+    )
+    sparse_matrix_peaks_per_s: Mapping[str, float] | None = record_field(
+        optional=True,
+        keep_empty=True,
+        item={"minimum": 0},
+        unit="FLOP/s",
+        description="2:4-sparse peak by precision (with --sparse)",
+    )
+    sources: Mapping[str, Source] = record_field(description="the source of each figure")
+    compared_sources: Mapping[str, tuple[Source, ...]] = record_field(
+        description="sources compared, not taken"
+    )
+    derivations: Mapping[str, str] = record_field(description="how derived figures follow")
+    firmness: str = record_field(description="how firm the sources are")
+    ceilings: tuple[CeilingEntry, ...] = record_field(
+        description="every ceiling, per unit and level"
+    )
+
+    @classmethod
+    def of(cls, d: Hardware, wanted: str | None, sparse: bool) -> CatalogDevice:
+        """设备 ``d`` 在精度 ``wanted`` （None：每种）下的记录；``sparse`` 时带 2:4 稀疏峰值。"""
+        keep = _precisions(d, wanted)
+        return cls(
+            key=d.key,
+            name=d.name,
+            vendor=d.vendor,
+            matrix_peaks_per_s={p: d.peak_flops(p) for p in keep},
+            ridge_points={p: d.ridge_point(p) for p in keep},
+            bandwidths_Bps=Bandwidths.of(d),
+            memory_capacity_bytes=_bytes(d.memory_capacity),
+            memory_capacity_basis=d.memory_capacity_basis,
+            clock_hz=d.clock_hz,
+            l2_cache_bytes=_bytes(d.l2_cache),
+            shared_memory_per_sm_bytes=_bytes(d.shared_memory_per_sm),
+            sms=d.sms,
+            sparse_matrix_peaks_per_s=(
+                {p: v for p, v in d.sparse_peaks.items() if p in keep} if sparse else None
+            ),
+            sources={f: s for f, s in d.sources.items() if sparse or f != "peak_flops_sparse"},
+            compared_sources=dict(d.compared_sources),
+            derivations=dict(d.derivations),
+            firmness=d.firmness,
+            ceilings=tuple(CeilingEntry.of(c) for c in d.ceilings()),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DevicesResult(Result):
+    """``devices --json``：目录中的设备。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "the hardware catalog"}
+
+    command: str = command_field("devices")
+    devices: tuple[CatalogDevice, ...] = record_field(description="catalog devices")
+
+
+RESULT = DevicesResult
 
 
 def _precisions(device: Hardware, wanted: str | None) -> list[str]:
     return [p for p in device.precisions if wanted is None or p == wanted]
-
-
-def _ceiling_json(c: Ceiling) -> dict[str, Any]:
-    return {
-        "resource": c.resource,
-        "precision": c.precision,
-        "value": c.value,
-        "unit": c.unit,
-        "clock_hz": c.clock_hz,
-        "source": dataclasses.asdict(c.source),
-        "derivation": c.derivation,
-    }
 
 
 def _bytes(value: float | None) -> int | None:
@@ -46,41 +155,8 @@ def run(args: argparse.Namespace) -> int:
     devices = [hardware(args.device)] if args.device is not None else list(catalog().values())
     wanted = None if args.dtype is None else peak_key(args.dtype)
     if args.json:
-        out = []
-        for d in devices:
-            keep = _precisions(d, wanted)
-            entry: dict[str, Any] = {
-                "key": d.key,
-                "name": d.name,
-                "vendor": d.vendor,
-                "matrix_peaks_per_s": {p: d.peak_flops(p) for p in keep},
-                "ridge_points": {p: d.ridge_point(p) for p in keep},
-                "bandwidths_Bps": {"hbm": d.memory_bandwidth, "l2": d.l2_bandwidth},
-                "memory_capacity_bytes": _bytes(d.memory_capacity),
-                "memory_capacity_basis": d.memory_capacity_basis,
-                "clock_hz": d.clock_hz,
-                "l2_cache_bytes": _bytes(d.l2_cache),
-                "shared_memory_per_sm_bytes": _bytes(d.shared_memory_per_sm),
-                "sms": d.sms,
-            }
-            if args.sparse:
-                entry["sparse_matrix_peaks_per_s"] = {
-                    p: v for p, v in d.sparse_peaks.items() if p in keep
-                }
-            entry["sources"] = {
-                f: dataclasses.asdict(s)
-                for f, s in d.sources.items()
-                if args.sparse or f != "peak_flops_sparse"
-            }
-            entry["compared_sources"] = {
-                f: [dataclasses.asdict(s) for s in others]
-                for f, others in d.compared_sources.items()
-            }
-            entry["derivations"] = dict(d.derivations)
-            entry["firmness"] = d.firmness
-            entry["ceilings"] = [_ceiling_json(c) for c in d.ceilings()]
-            out.append(entry)
-        emit_json("devices", {"devices": out})
+        entries = tuple(CatalogDevice.of(d, wanted, args.sparse) for d in devices)
+        emit_result(DevicesResult(devices=entries))
         return 0
     header = ["device", "precision", "dense peak", "rated at", "bandwidth", "ridge point"]
     if args.sparse:

@@ -13,7 +13,8 @@
 - 每个输出都有 ``roofline_book_version`` 与 ``command``。
 
 :data:`SCHEMAS` 按子命令给出 schema（JSON Schema 2020-12），测试拿每个子命令的真实输出去校验它，
-命令行附录把它们列成表。按这些 schema 写出 JSON 的函数在 :mod:`roofline_book.cli.jsonout` 中。
+命令行附录把它们列成表。声明了结果记录的子命令（:mod:`roofline_book.cli.results`）的 schema 由
+记录生成。
 
 Examples
 --------
@@ -26,6 +27,8 @@ Examples
 from __future__ import annotations
 
 from ..distributed.collectives import OPS as COLLECTIVE_OPS
+from . import block, claims, collectives, devices, infer, op, plot, profile, train
+from .results import command_schema
 from .schemaparts import (
     BLOCK_OP,
     COST,
@@ -45,7 +48,7 @@ from .schemaparts import (
 __all__ = ["COST", "DEVICE", "SCHEMAS", "fields"]
 
 
-SCHEMAS: dict[str, dict] = {
+_HAND: dict[str, dict] = {
     "op": command(
         "op",
         {
@@ -488,7 +491,25 @@ SCHEMAS: dict[str, dict] = {
         "collectives timed with torch.distributed on this machine",
     ),
 }
-"""每个子命令 ``--json`` 的 JSON Schema。"""
+"""尚未声明结果记录（``RESULT``）的子命令的 schema，手写。"""
+
+_MODULES = {
+    "op": op,
+    "block": block,
+    "infer": infer,
+    "devices": devices,
+    "plot": plot,
+    "profile": profile,
+    "claims": claims,
+    "train": train,
+    "collectives": collectives,
+}
+
+SCHEMAS: dict[str, dict] = {
+    name: command_schema(module.RESULT) if hasattr(module, "RESULT") else _HAND[name]
+    for name, module in _MODULES.items()
+}
+"""每个子命令 ``--json`` 的 JSON Schema：声明了结果记录的子命令由记录生成，其余手写。"""
 
 
 def fields(schema: dict, prefix: str = "", *, collapse: bool = True) -> list[tuple[str, str, str]]:
@@ -506,14 +527,14 @@ def fields(schema: dict, prefix: str = "", *, collapse: bool = True) -> list[tup
     """
     out = []
     properties = schema.get("properties", {})
-    has_cost = collapse and all(properties.get(k) is v for k, v in COST.items())
+    has_cost = collapse and all(properties.get(k) == v for k, v in COST.items())
     for key, sub in properties.items():
         if has_cost and key in COST:
             if key == next(iter(COST)):
                 out.append((f"{prefix}(cost)", "cost", "the cost fields, as in op"))
             continue
         path = f"{prefix}{key}"
-        if collapse and sub is DEVICE:
+        if collapse and sub == DEVICE:
             out.append((path, "device", DEVICE["description"]))
             continue
         kind = sub.get("type", "const" if "const" in sub else "")

@@ -1,14 +1,16 @@
-"""``--json`` 的 schema 由这些小块拼成：数、整数、字符串、对象的写法，所有输出共用的设备对象
-（:data:`DEVICE`）与代价（:data:`COST`），以及每个子命令都带的版本与命令名。
-
-:mod:`roofline_book.cli.schema` 用它们写出每个子命令的 schema。
+"""尚未声明结果记录的子命令的 ``--json`` schema 由这些小块拼成：数、整数、字符串、对象的写法，
+以及由 :mod:`roofline_book.cli.results` 的记录生成的设备对象（:data:`DEVICE`）、代价
+（:data:`COST`）与算子条目。
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-DIALECT = "https://json-schema.org/draft/2020-12/schema"
+from .._base.records import json_schema
+from .results import DIALECT, RESOURCES, BlockOp, CostOn, Device, LayerOp, StepOp
+
+__all__ = ["DIALECT", "RESOURCES"]
 
 
 def number(description: str, *, nullable: bool = False, minimum: float | None = 0) -> dict:
@@ -50,71 +52,10 @@ def listing(items: dict, description: str) -> dict:
     return {"type": "array", "description": description, "items": items}
 
 
-RESOURCES = ["matrix", "vector", "special", "compute", "memory", "l1", "l2", "l3", "llc", "hbm",
-             "dram"]  # fmt: skip
-"""资源的标识：计算单元、只有一个峰值的设备的 ``compute``、存储层级。"""
-
-DEVICE = obj(
-    {
-        "key": string("catalog key, e.g. h100-sxm (an ad-hoc device's key is its name)"),
-        "name": string("the device's full name"),
-        "adhoc": {"type": "boolean", "description": "built from --peak and --bandwidth"},
-        "precision": string("the precision whose compute ceilings apply, e.g. bf16"),
-        "peaks_per_s": obj(
-            {
-                "matrix": number("matrix-unit dense peak [FLOP/s]"),
-                "vector": number("vector-unit peak [FLOP/s]; null if not published", nullable=True),
-                "special": number(
-                    "special-function-unit rate [evaluations/s]; null if not published",
-                    nullable=True,
-                ),
-            },
-            "compute ceilings at this precision",
-        ),
-        "bandwidths_Bps": obj(
-            {
-                "hbm": number("device memory bandwidth [byte/s]"),
-                "l2": number("L2 bandwidth [byte/s]; null if not published", nullable=True),
-            },
-            "memory ceilings",
-        ),
-        "ridge_point": number("matrix peak over HBM bandwidth [FLOP/byte]"),
-    },
-    "the device an answer was computed on (the same object in every output)",
-)
+DEVICE = json_schema(Device)
 """设备对象：``op``、``block``、``infer``、``plot`` 与 ``profile --device`` 都输出它。"""
 
-PER_UNIT = obj(
-    {u: integer(f"FLOPs on the {u} units") for u in ("matrix", "vector", "special")},
-    "FLOPs by compute unit [FLOP]",
-)
-
-COST = {
-    "flops": integer("FLOPs [FLOP], exact: beyond 2**53 (huge shapes) read it as a big integer"),
-    "flops_by_unit": PER_UNIT,
-    "bytes_read": integer("compulsory bytes read [byte]"),
-    "bytes_written": integer("compulsory bytes written [byte]"),
-    "bytes": integer("bytes_read + bytes_written [byte]"),
-    "reread_bytes": integer("bytes read again, which a cache may serve [byte]"),
-    "kernels": integer("kernel launches"),
-    "intensity": number("flops / bytes [FLOP/byte]"),
-    "bound": string("the resource that sets the time lower bound", enum=RESOURCES),
-    "bound_kind": string(
-        "whether that resource computes or moves data", enum=["compute", "memory"]
-    ),
-    "attainable_per_s": number(
-        "rate of the unit doing most FLOPs, at the time lower bound "
-        "[FLOP/s; evaluations/s for special]"
-    ),  # fmt: skip
-    "attainable_unit": string(
-        "the unit attainable_per_s is for; null with no FLOPs", nullable=True
-    ),
-    "attainable_by_unit_per_s": mapping(number("[FLOP/s; evaluations/s]"), "each unit's rate"),
-    "time_by_resource_s": mapping(number("[s]"), "seconds each resource needs [s]"),
-    "time_compute_s": number("the largest time over compute units [s]"),
-    "time_memory_s": number("the largest time over memory levels [s]"),
-    "time_lower_bound_s": number("the largest of time_by_resource_s: the time lower bound [s]"),
-}
+COST = json_schema(CostOn)["properties"]
 """一个代价在一块设备上的 roofline 结论：``op`` 的顶层、``block`` 和 ``infer`` 的每个算子、
 ``plot`` 的每个点都有这些键。"""
 
@@ -133,30 +74,9 @@ def command(name: str, properties: dict[str, dict], description: str,
     return {"$schema": DIALECT, "title": f"roofline-book {name} --json"} | body
 
 
-def op_entry(extra: dict[str, dict]) -> dict:
-    return obj(
-        {
-            "id": string("stable identifier of the operator (display names may change)"),
-            "name": string("display name"),
-        }
-        | extra
-        | COST,
-        "one operator",
-    )
-
-
-BLOCK_OP = op_entry({"share": number("this operator's share of the summed time lower bounds")})
-STEP_OP = op_entry(
-    {
-        "layers": integer(
-            "layers whose cost this entry sums; null outside the layers", nullable=True
-        ),
-        "layer_kind": string(
-            "local or global, where the two kinds differ", nullable=True, enum=["local", "global"]
-        ),  # fmt: skip
-    }
-)
-LAYER_OP = op_entry({})
+BLOCK_OP = json_schema(BlockOp)
+STEP_OP = json_schema(StepOp)
+LAYER_OP = json_schema(LayerOp)
 
 
 def phase(extra: dict[str, dict]) -> dict:
