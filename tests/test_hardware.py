@@ -412,3 +412,64 @@ def test_a_bad_catalog_text_names_the_key_device_and_file(changes, match):
         text = text.replace(old, new, 1)
     with pytest.raises(ValueError, match=match):
         load_catalog(text, "mine.toml")
+
+
+def test_the_hopper_parts_are_named_by_their_architecture():
+    # NVIDIA's compute capability table (developer.nvidia.com/cuda-gpus): H100, H800, H20 and
+    # H200 are compute capability 9.0, Hopper; A100/A800 8.0 (Ampere), L40S/L20/RTX 4090 8.9
+    # (Ada), B200 10.0 (Blackwell); MI300X is AMD's CDNA 3. FlashAttention-3's tile table is for
+    # Hopper, so exactly these four get it.
+    from roofline_book.devices.kernels import device_flash_tile
+
+    arch = {k: d.architecture for k, d in catalog().items()}
+    assert {k for k, a in arch.items() if a == "hopper"} == {
+        "h100-sxm",
+        "h800-sxm",
+        "h20",
+        "h200-sxm",
+    }
+    assert arch["a100-sxm"] == arch["a800-sxm"] == "ampere" and arch["b200"] == "blackwell"
+    assert arch["l40s"] == arch["l20"] == arch["rtx-4090"] == "ada" and arch["mi300x"] == "cdna3"
+    tiled = {k for k, d in catalog().items() if device_flash_tile(d, 128) is not None}
+    assert tiled == {"h100-sxm", "h800-sxm", "h20", "h200-sxm"}
+    assert adhoc("mine", 100e12, 1e12).architecture == ""  # a device of one's own: no tile
+
+
+def test_a_measured_device_meets_its_entry_by_the_name_it_reports():
+    # the names the stored driver logs print: 'for each NVIDIA H100 80GB HBM3' (nvsmi-h100-sxm5),
+    # 'Product Name : NVIDIA H200' (nvsmi-h200), 'NVIDIA H20 ... 97871MiB' (nvsmi-h20); the
+    # A100 log is of '4 x A100-SXM4-80GB', which the driver reports as 'NVIDIA A100-SXM4-80GB'
+    from roofline_book.devices.catalog import reported
+
+    for key, source in (("h100-sxm", "nvsmi-h100-sxm5"), ("h200-sxm", "nvsmi-h200")):
+        (name,) = catalog()[key].reported_names
+        quoted = [s for s in catalog()[key].sources.values() if s.key == source]
+        assert quoted and name in quoted[0].note
+        assert reported(name).key == key
+    assert reported("NVIDIA A100-SXM4-80GB").key == "a100-sxm"
+    assert reported("nvidia  h20").key == "h20"  # case and spacing do not matter
+    # other parts of the same chip report other names and meet no entry: the A100 40 GB has
+    # 1.555 TB/s (A100 datasheet), not the 80 GB part's 2.039 TB/s
+    assert reported("NVIDIA A100-SXM4-40GB") is None and reported("NVIDIA H100 PCIe") is None
+    assert reported("fixture CPU") is None
+
+
+def test_the_catalog_rejects_a_misspelt_or_malformed_device_fact():
+    base = [
+        "[sources.mine]",
+        'title = "my datasheet"',
+        "[devices.gpu]",
+        'name = "My GPU"',
+        "matrix = { bf16 = 100e12 }",
+        "memory_bandwidth = 1e12",
+        "[devices.gpu.sources]",
+        'matrix = "mine"',
+        'memory_bandwidth = "mine"',
+    ]
+    good = base[:4] + ['architecture = "hopper"', 'reported_names = ["My GPU 80GB"]'] + base[4:]
+    gpu = load_catalog("\n".join(good))["gpu"]
+    assert (gpu.architecture, gpu.reported_names) == ("hopper", ("My GPU 80GB",))
+    with pytest.raises(ValueError, match="unknown key 'reported_name'"):
+        load_catalog("\n".join(base[:4] + ['reported_name = ["My GPU"]'] + base[4:]))
+    with pytest.raises(TypeError, match="reported_names must be a sequence of non-empty"):
+        load_catalog("\n".join(base[:4] + ['reported_names = "My GPU"'] + base[4:]))

@@ -182,6 +182,24 @@ def test_device_rooflines_one_style_per_precision(ax):
     assert max(lines[1].get_ydata()) == pytest.approx(h100.peak_flops("fp32") / 1e12)
 
 
+def test_a_catalog_device_without_a_fixed_colour_is_drawn_in_the_palette(ax):
+    # Okabe & Ito (2008), "Color Universal Design": the eight colours of the palette
+    okabe_ito = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+                 "#000000"}  # fmt: skip
+    from roofline_book import catalog, hardware
+
+    assert set(plotting.PALETTE.values()) == okabe_ito
+    assert plotting.roof_color("h100-sxm", "bf16") == "#0072B2"  # the book's fixed choice
+    mi300x = hardware("mi300x")  # no fixed colour: one from the palette, one per precision
+    colours = [plotting.roof_color("mi300x", p) for p in ("bf16", "fp8")]
+    assert set(colours) <= okabe_ito and colours[0] != colours[1]
+    drawn = plotting.device_rooflines(ax, [(mi300x, "MI300X", None)], {"bf16": "-"})
+    assert drawn[0].get_color() == colours[0]
+    assert all(plotting.roof_color(k, p) for k, d in catalog().items() for p in d.precisions)
+    with pytest.raises(ValueError, match="device must be a catalog device"):
+        plotting.roof_color("tpu-v9", "bf16")
+
+
 def test_square_gemm_fraction_reaches_one_past_the_ridge(ax):
     from roofline_book import hardware
 

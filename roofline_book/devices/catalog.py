@@ -1,9 +1,9 @@
 """设备：每种计算单元、每种精度、每个存储层级各一个上限，以及每个数字的出处。
 
 硬件目录保存在一个数据文件里，``roofline_book/devices/data/hardware.toml``。计算上限按单元保存
-（:data:`~roofline_book.devices.device.COMPUTE_UNITS`）：矩阵单元（Tensor Core、Matrix Core）、
+（:data:`~roofline_book.devices.ceiling.COMPUTE_UNITS`）：矩阵单元（Tensor Core、Matrix Core）、
 向量单元（FP32/FP64 lane，即 CUDA core）和特殊函数单元（exp、rsqrt 等）。内存上限按层级
-保存（:data:`~roofline_book.devices.device.MEMORY_LEVELS`）：HBM，以及有公开数字或他人测量时的 L2。
+保存（:data:`~roofline_book.devices.ceiling.MEMORY_LEVELS`）：HBM，以及有公开数字或他人测量时的 L2。
 峰值都是 *dense* 速率。厂商通常先印出 2:4 稀疏的速率，是 dense 的 2 倍；这些单独保存
 （:meth:`~roofline_book.devices.device.Hardware.sparse_peak_flops`），从不用作 roof。
 
@@ -44,11 +44,12 @@ from types import MappingProxyType
 
 from .._base import validate as _validate
 from .._base.validate import InvalidArgumentType
-from .device import ANY_PRECISION, USER_SOURCE, Hardware, Network, Source, peak_key
-from .device import COMPUTE_UNITS as COMPUTE_UNITS  # re-exported: the catalog's vocabulary
-from .device import LINKS as LINKS
-from .device import MEMORY_LEVELS as MEMORY_LEVELS
-from .device import Ceiling as Ceiling
+from .ceiling import ANY_PRECISION, USER_SOURCE, Network, Source, peak_key
+from .ceiling import COMPUTE_UNITS as COMPUTE_UNITS  # re-exported: the catalog's vocabulary
+from .ceiling import LINKS as LINKS
+from .ceiling import MEMORY_LEVELS as MEMORY_LEVELS
+from .ceiling import Ceiling as Ceiling
+from .device import Hardware
 
 
 def adhoc(
@@ -166,7 +167,16 @@ _INPUTS = ("fp32_lanes_per_sm", "sfu_per_sm_per_clock", "matrix_clock_hz")
 #: 给出容量的两种写法（字节数 = 数值 x 单位）；两者都引用 ``memory_capacity`` 的出处。
 _CAPACITY = {"memory_capacity_mib": 2**20, "memory_capacity_gib": 2**30}
 #: 设备条目中不是数字的键。
-_TEXT = ("name", "vendor", "firmness", "sources", "derivations", "compared")
+_TEXT = (
+    "name",
+    "vendor",
+    "architecture",
+    "reported_names",
+    "firmness",
+    "sources",
+    "derivations",
+    "compared",
+)
 #: 设备条目可以有的全部键。
 _DEVICE_KEYS = (*_TEXT, *_FIELDS, *_INPUTS, *_CAPACITY)
 #: 按精度索引的表，它们的出处可以按精度分别给出（``"vector.bf16"``）。
@@ -323,6 +333,8 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
             key=key,
             name=entry["name"],
             vendor=entry.get("vendor", ""),
+            architecture=entry.get("architecture", ""),
+            reported_names=entry.get("reported_names", ()),
             firmness=entry.get("firmness", ""),
             sources=figure_sources,
             compared_sources=compared,
@@ -437,10 +449,21 @@ def network(name: str) -> Network:
     """
     if not isinstance(name, str):
         raise InvalidArgumentType("name", f"must be a network name such as 'ib-ndr', got {name!r}")
-    key = "-".join(name.strip().lower().replace("_", " ").split())
+    key = catalog_key(name)
     if key not in networks():
         raise ValueError(f"unknown network {name!r}; allowed: {', '.join(networks())}")
     return networks()[key]
+
+
+def catalog_key(name: str) -> str:
+    """一个名称在目录中的键：小写，空格与下划线换成连字符（硬件、网络与模型目录都用它）。
+
+    Examples
+    --------
+    >>> catalog_key(" H100_SXM "), catalog_key("IB NDR")
+    ('h100-sxm', 'ib-ndr')
+    """
+    return "-".join(name.strip().lower().replace("_", " ").split())
 
 
 def hardware(name: str) -> Hardware:
@@ -456,8 +479,29 @@ def hardware(name: str) -> Hardware:
     """
     if not isinstance(name, str):
         raise InvalidArgumentType("name", f"must be a device name such as 'h100-sxm', got {name!r}")
-    key = "-".join(name.strip().lower().replace("_", " ").split())
+    key = catalog_key(name)
     devices = catalog()
     if key not in devices:
         raise ValueError(f"unknown device {name!r}; allowed: {', '.join(devices)}")
     return devices[key]
+
+
+def reported(name: str) -> Hardware | None:
+    """驱动或 PyTorch 报告的设备名称（``torch.cuda.get_device_name()``）所对应的目录设备；
+    不在目录中时为 None。
+
+    名称与目录中某个设备的 ``reported_names`` 之一相同即可（不计大小写与多余的空格）；
+    同一芯片的其他型号（40 GB 的 A100、PCIe 版）报告的名称不同，不会配到别的条目上。
+
+    Examples
+    --------
+    >>> reported("NVIDIA H100 80GB HBM3").key
+    'h100-sxm'
+    >>> reported("NVIDIA A100-SXM4-40GB") is None      # 1.555 TB/s, not the 80 GB part
+    True
+    """
+    wanted = " ".join(name.split()).casefold()
+    for device in catalog().values():
+        if any(" ".join(n.split()).casefold() == wanted for n in device.reported_names):
+            return device
+    return None

@@ -1,9 +1,7 @@
-"""一台设备的各项上限：:class:`Hardware`，以及它的数字的出处与每条 roof。
+"""一台设备的各项上限：:class:`Hardware`。
 
-每个数字的出处是一个 :class:`Source`，每条 roof 是一个 :class:`Ceiling`。计算上限按单元保存
-（:data:`COMPUTE_UNITS`）：矩阵单元（Tensor Core、Matrix Core）、向量单元（FP32/FP64 lane，
-即 CUDA core）和特殊函数单元（exp、rsqrt 等）；内存上限按层级保存（:data:`MEMORY_LEVELS`）。
-目录里的设备由 :mod:`roofline_book.devices.catalog` 读入，自定义设备用
+每个数字的出处、每条 roof 与所用的词见 :mod:`roofline_book.devices.ceiling`。目录里的设备由
+:mod:`roofline_book.devices.catalog` 读入，自定义设备用
 :func:`~roofline_book.devices.catalog.adhoc` 构造；例子里的 ``hardware`` 即
 :func:`~roofline_book.devices.catalog.hardware`。
 """
@@ -17,152 +15,17 @@ from types import MappingProxyType
 from .._base import validate as _validate
 from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..dtypes import Precision, precision_name
-from ..units import si
-
-ANY_PRECISION = "any"
-"""自定义设备唯一峰值的键，所有精度共用。"""
-
-SPECIAL_UNIT = "evaluations/s"
-"""特殊函数上限的单位：每秒求值次数（exp、rsqrt 等），不是 FLOP/s。"""
-
-FLOP_PER_FMA = 2
-"""厂商为一次 fused multiply-add 计的 FLOPs；它的向量峰值按这种运算计。"""
-
-COMPUTE_UNITS = ("matrix", "vector", "special")
-"""各有自己上限的计算单元（见 :data:`roofline_book.ops.cost.UNITS`）。"""
-
-MEMORY_LEVELS = ("hbm", "l2")
-"""有带宽上限的存储层级：主存，以及（有公开数字时的）L2 cache。"""
-
-LINKS = ("nvlink", "infinity-fabric", "pcie")
-"""节点内 GPU 之间的互连：NVLink（经 NVSwitch）、AMD Infinity Fabric（XGMI），或只有 PCIe。"""
-
-
-@dataclass(frozen=True)
-class Source:
-    """一个硬件数字发表在哪里。"""
-
-    key: str
-    title: str
-    url: str = ""
-    date: str = ""
-    note: str = ""
-    firmness: str = ""
-    """``"vendor"`` （datasheet、白皮书、编程指南）、``"paper"`` （测量或设计论文）或
-    ``"secondary"`` （媒体、经销商、第三方汇编）。
-    """
-
-    def __str__(self) -> str:
-        when = f" ({self.date})" if self.date else ""
-        return f"{self.title}{when}"
-
-
-USER_SOURCE = Source("user", "supplied by the caller (not a datasheet)")
-
-
-@dataclass(frozen=True)
-class Network:
-    """节点之间的一种网络：每块 GPU 一个 NIC 时，每块 GPU 在节点外的带宽与每步延迟。
-
-    Attributes
-    ----------
-    key, name : str
-        目录中的键（``"ib-ndr"``）与全名。
-    bandwidth : float
-        一个 NIC 端口 **每个方向** 的带宽（byte/s）：400 Gb/s 为 50e9 byte/s。
-    latency : float
-        集合通信模型每一步所用的延迟（秒），出处或假设见 ``sources``、``derivations``。
-    sources : mapping of str to Source
-        ``"bandwidth"`` 与 ``"latency"`` 的出处。
-    derivations : mapping of str to str
-        换算或假设。
-    """
-
-    key: str
-    name: str
-    bandwidth: float
-    latency: float
-    sources: Mapping[str, Source] = field(default_factory=dict)
-    derivations: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        _validate.positive("bandwidth", self.bandwidth)
-        _validate.positive("latency", self.latency)
-        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
-        object.__setattr__(self, "derivations", MappingProxyType(dict(self.derivations)))
-
-
-def peak_key(dtype: Precision) -> str:
-    """一种精度的峰值在目录中所用的键（两种 FP8 格式共用 'fp8'）。
-
-    Examples
-    --------
-    >>> peak_key("fp8_e5m2"), peak_key("bfloat16")
-    ('fp8', 'bf16')
-    """
-    name = precision_name(dtype)
-    return "fp8" if name.startswith("fp8") else name
-
-
-@dataclass(frozen=True)
-class Ceiling:
-    """设备的一条 roof：某种计算单元在某种精度下的速率，或某个存储层级的带宽。
-
-    Attributes
-    ----------
-    resource : str
-        ``"matrix"``、``"vector"``、``"special"``、``"hbm"`` 或 ``"l2"``。
-    precision : str
-        计算上限的精度键；内存上限为 ``""``。
-    value : float
-        单位见 :attr:`unit`：矩阵与向量单元为 FLOP/s（int8 为 OP/s），特殊函数单元为每秒求值次数，
-        存储层级为 byte/s。
-    source : Source
-        它发表在哪里。
-    derivation : str
-        由公开数字推算出的数字，写出公式；否则为 ``""``。
-    clock_hz : float or None
-        厂商给出这个数字时所按的 SM 时钟（Hz）；存储层级与不知道时为 None。
-
-    Examples
-    --------
-    >>> from roofline_book import hardware
-    >>> [str(c) for c in hardware("h100-sxm").ceilings() if c.resource == "special"]
-    ['special fp32: 4.182 T evaluations/s at 1980 MHz']
-    >>> [str(c) for c in hardware("h100-sxm").ceilings() if c.precision == "bf16"]
-    ['matrix bf16: 989.4 TFLOP/s at 1830 MHz', 'vector bf16: 133.8 TFLOP/s at 1980 MHz']
-    """
-
-    resource: str
-    precision: str
-    value: float
-    source: Source
-    derivation: str = ""
-    clock_hz: float | None = None
-
-    @property
-    def is_memory(self) -> bool:
-        return self.resource in MEMORY_LEVELS
-
-    @property
-    def unit(self) -> str:
-        """:attr:`value` 的单位：``"FLOP/s"``、``"OP/s"``、``"evaluations/s"`` 或 ``"B/s"``。"""
-        if self.is_memory:
-            return "B/s"
-        if self.resource == "special":
-            return SPECIAL_UNIT
-        return "OP/s" if self.precision == "int8" else "FLOP/s"
-
-    def __str__(self) -> str:
-        name = f"{self.resource} {self.precision}".rstrip()
-        if self.resource == "special":  # a count per second: the prefix stands alone
-            value = f"{si(self.value)} {self.unit}"
-        else:
-            value = si(self.value, self.unit)
-        clock = (
-            "" if self.is_memory or self.clock_hz is None else f" at {self.clock_hz / 1e6:g} MHz"
-        )
-        return f"{name}: {value}{clock}"
+from .ceiling import ANY_PRECISION as ANY_PRECISION  # re-exported: the device's vocabulary
+from .ceiling import COMPUTE_UNITS as COMPUTE_UNITS
+from .ceiling import FLOP_PER_FMA as FLOP_PER_FMA
+from .ceiling import LINKS as LINKS
+from .ceiling import MEMORY_LEVELS as MEMORY_LEVELS
+from .ceiling import SPECIAL_UNIT as SPECIAL_UNIT
+from .ceiling import USER_SOURCE as USER_SOURCE
+from .ceiling import Ceiling as Ceiling
+from .ceiling import Network as Network
+from .ceiling import Source as Source
+from .ceiling import peak_key as peak_key
 
 
 @dataclass(frozen=True)
@@ -208,7 +71,8 @@ class Hardware:
     fp32_lanes_per_sm, sfu_per_sm_per_clock : int or None
         每个 SM 的 FP32 lane 数、每个时钟周期的特殊函数结果数（推算 ``special_peak`` 所用）。
     link : str
-        节点内与其他 GPU 的互连，:data:`LINKS` 之一；不知道时为 ``""``。
+        节点内与其他 GPU 的互连，:data:`~roofline_book.devices.ceiling.LINKS` 之一；
+        不知道时为 ``""``。
     link_bandwidth : float or None
         这块 GPU 所有互连链路合起来 **每个方向** 的带宽（byte/s）。NVIDIA 印出的 NVLink 数字
         （H100 的 900 GB/s）是两个方向之和，每个方向是它的一半；只有 PCIe 时是 PCIe 一个方向的带宽。
@@ -219,6 +83,14 @@ class Hardware:
         一份数据，而不是 ring 的两份。
     pcie_generation, pcie_lanes : int or None
         主机接口的 PCIe 代数与 lane 数。
+    architecture : str
+        芯片的架构，小写（``"hopper"``、``"ampere"``、``"cdna3"``）；自定义设备为 ``""``。
+        与架构有关的 kernel 事实按它选取（Hopper 上 FlashAttention-3 的 tile，
+        :func:`roofline_book.devices.kernels.device_flash_tile`）。
+    reported_names : tuple of str
+        驱动与 PyTorch 报告的这块设备的名称（``torch.cuda.get_device_name()``，nvidia-smi 的
+        Product Name），例如 ``"NVIDIA H100 80GB HBM3"``：测得的 run 凭它找到目录中的条目
+        （:func:`roofline_book.devices.catalog.reported`）。
     firmness : str
         设备出处的可靠程度：``"vendor"`` （datasheet、白皮书）或 ``"secondary"``；
         自定义设备为 ``""``。
@@ -240,6 +112,8 @@ class Hardware:
     dense_peaks: Mapping[str, float]
     memory_bandwidth: float
     vendor: str = ""
+    architecture: str = ""
+    reported_names: tuple[str, ...] = ()
     vector_peaks: Mapping[str, float] = field(default_factory=dict)
     special_peak: float | None = None
     sparse_peaks: Mapping[str, float] = field(default_factory=dict)
@@ -295,6 +169,16 @@ class Hardware:
             raise InvalidArgumentType(
                 "link_reduces", f"must be true or false, got {self.link_reduces!r}"
             )
+        if not isinstance(self.architecture, str):
+            raise InvalidArgumentType(
+                "architecture", f"must be a string, got {self.architecture!r}"
+            )
+        names = self.reported_names
+        if isinstance(names, str) or not all(isinstance(n, str) and n for n in names):
+            raise InvalidArgumentType(
+                "reported_names", f"must be a sequence of non-empty strings, got {names!r}"
+            )
+        object.__setattr__(self, "reported_names", tuple(names))
         for name in ("pcie_generation", "pcie_lanes"):
             if getattr(self, name) is not None:
                 _validate.size(name, getattr(self, name))
@@ -422,9 +306,9 @@ class Hardware:
     def special_peak_flops(self) -> float:
         """每秒特殊函数求值次数（exp、tanh、rsqrt、倒数等）。
 
-        这是每秒结果的个数（:data:`SPECIAL_UNIT`），不是 FLOP/s。没有公开数字、也无法推算时，取
-        FP32 lane 的运算速率（:meth:`vector_op_rate`）：一次超越函数至少要一次向量运算，所以下界仍是
-        下界。
+        这是每秒结果的个数（:data:`~roofline_book.devices.ceiling.SPECIAL_UNIT`），不是 FLOP/s。
+        没有公开数字、也无法推算时，取 FP32 lane 的运算速率（:meth:`vector_op_rate`）：一次超越函数
+        至少要一次向量运算，所以下界仍是下界。
 
         Examples
         --------

@@ -1,4 +1,7 @@
-"""与设备有关的 kernel 事实：flash kernel 可用的片上存储，Hopper 上 FlashAttention-3 的 tile。"""
+"""与设备有关的 kernel 事实：flash kernel 可用的片上存储，Hopper 上 FlashAttention-3 的 tile。
+
+设备属于哪种架构由目录给出（``Hardware.architecture``）。
+"""
 
 from __future__ import annotations
 
@@ -27,15 +30,11 @@ def device_sram_bytes(device: Hardware) -> int:
     return DEFAULT_SRAM_BYTES if smem is None else int(smem)
 
 
-#: 目录中基于 Hopper SM（compute capability 9.0）的设备，FlashAttention-3 的 tile 表
-#: （:func:`roofline_book.ops.fa3_tile`）适用于它们。
-HOPPER_DEVICES = frozenset({"h100-sxm", "h800-sxm", "h20", "h200-sxm"})
-
-
 def device_flash_tile(
     device: Hardware, head_dim: int, dtype: Precision = "bf16", causal: bool = False
 ) -> FlashTile | None:
-    """``device`` 上 flash kernel 的下界所取的 tile：Hopper 上是 FlashAttention-3 的 tile 加上两块
+    """``device`` 上 flash kernel 的下界所取的 tile：Hopper 上（目录中
+    ``architecture = "hopper"`` 的设备）是 FlashAttention-3 的 tile 加上两块
     一组的 cluster，否则为 None。
 
     K、V 的重读取决于调度，而不只取决于算子：FA3 在不加 mask 且 head dim 够大时让相邻两个 query
@@ -59,7 +58,7 @@ def device_flash_tile(
     >>> device_flash_tile(hardware("a100-sxm"), 128) is None
     True
     """
-    if device.key not in HOPPER_DEVICES:
+    if device.architecture != "hopper":
         return None
     try:
         tile = fa3_tile(head_dim, dtype, causal)

@@ -69,7 +69,7 @@ class ModelConfig:
         第 0、1、... 层的种类（:data:`LAYER_KINDS`），在所有层上循环。默认在给了 ``sliding_window``
         时每层都是 ``"local"`` （Mistral-7B），否则都是 ``"global"``；Gemma 2 交替为
         ``("local", "global")``。
-    source : roofline_book.devices.device.Source, optional
+    source : roofline_book.devices.ceiling.Source, optional
         这份配置发表在哪里。
     """
 

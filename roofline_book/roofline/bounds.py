@@ -117,7 +117,7 @@ class Ceilings:
         ``(unit, precision)`` 到速率：``unit`` 为 ``"matrix"`` （FLOP/s）、``"vector"`` （每秒
         lane slot 数：一次 FMA 或其他任何运算占一个）、``"special"`` （每秒求值次数），或只有一个
         峰值的机器的 ``"compute"`` （FLOP/s）；``precision`` 为精度键
-        （:func:`roofline_book.devices.device.peak_key`）。
+        （:func:`roofline_book.devices.ceiling.peak_key`）。
     levels : tuple of Level
         由内向外，最后一个是主存。
     sources : mapping of tuple to str

@@ -8,29 +8,18 @@ fixture 的 run。这里给出的是结构化的记录（量、对象、数值�
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..._base.extras import require
-from ...devices.catalog import Hardware, catalog
+from ...devices.catalog import Hardware, reported
 from ...present.plotting import PALETTE, UNITS, measured, roofline, text
 from ..bench.cases import OPERATORS
 from ..runs.records import Entry, Run, as_run, mapping_of
 from . import predict
 from .ceilings import of_run
 from .claims import streams_from_memory
-
-#: CUDA 或厂商工具报告的设备名称，映射到目录中的键。
-_DATASHEET_NAMES = (
-    (r"\bH200\b", "h200-sxm"),
-    (r"\bH100\b.*(SXM|HBM3)", "h100-sxm"),
-    (r"\bA100\b.*(SXM|80GB)", "a100-sxm"),
-    (r"\bB200\b", "b200"),
-    (r"\bMI300X\b", "mi300x"),
-)
-
 
 def datasheet_for(run: Run | Mapping[str, Any]) -> Hardware | None:
     """按名称找到 run 所用设备在目录中的条目；不在目录中时为 None。
@@ -46,10 +35,7 @@ def datasheet_for(run: Run | Mapping[str, Any]) -> Hardware | None:
     'h200-sxm'
     """
     name = as_run(run).device.name
-    for pattern, key in _DATASHEET_NAMES:
-        if re.search(pattern, name):
-            return catalog()[key]
-    return None
+    return reported(name)
 
 
 @dataclass(frozen=True)

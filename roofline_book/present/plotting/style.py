@@ -18,8 +18,8 @@ PALETTE = {
     "black": "#000000",
 }
 
-#: 图中画出 roof 或 ridge point 的每个（目录设备，精度）各有一种颜色，每张图都相同：
-#: H100 SXM 的 BF16 出现在哪里都是蓝色。
+#: 本书的图中画出 roof 或 ridge point 的（目录设备，精度）各有一种固定的颜色，每张图都相同：
+#: H100 SXM 的 BF16 出现在哪里都是蓝色。其他的由 :func:`roof_color` 按目录的顺序取色。
 ROOF_COLORS = {
     ("h100-sxm", "bf16"): PALETTE["blue"],
     ("h100-sxm", "fp8"): PALETTE["purple"],
@@ -277,20 +277,37 @@ def setup_notebook(language: str = "en") -> None:
 
 
 def roof_color(device: str, precision: str) -> str:
-    """``device`` 在 ``precision`` 下的 roof 的颜色（
-    :data:`~roofline_book.present.plotting.style.ROOF_COLORS`）。
+    """``device`` 在 ``precision`` 下的 roof 的颜色。
+
+    本书的图所用的几条 roof 有固定的颜色（
+    :data:`~roofline_book.present.plotting.style.ROOF_COLORS`）；目录中其他设备的 roof 按目录的顺序
+    （设备，再按它的精度）依次取 :data:`PALETTE` 的颜色，所以目录里新加的设备不改代码也能画。
 
     Examples
     --------
     >>> roof_color("h100-sxm", "bf16") == PALETTE["blue"]
     True
+    >>> roof_color("a100-sxm", "fp64") in PALETTE.values()
+    True
     """
-    if (device, precision) not in ROOF_COLORS:
-        allowed = ", ".join(f"{k}/{d}" for k, d in ROOF_COLORS)
-        raise ValueError(
-            f"(device, precision) must be one of {allowed}; got {device!r}/{precision!r}"
+    if (device, precision) in ROOF_COLORS:
+        return ROOF_COLORS[device, precision]
+    from ...devices.catalog import catalog
+
+    others = [
+        (key, p)
+        for key, hw in catalog().items()
+        for p in hw.precisions
+        if (key, p) not in ROOF_COLORS
+    ]
+    if (device, precision) not in others:
+        raise InvalidArgument(
+            "device",
+            f"must be a catalog device with a {precision!r} roof "
+            f"({', '.join(catalog())}); got {device!r}",
         )
-    return ROOF_COLORS[device, precision]
+    colours = list(PALETTE.values())
+    return colours[others.index((device, precision)) % len(colours)]
 
 
 def _label(ax, name: str, xy, offsets, fontsize: float):
