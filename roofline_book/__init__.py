@@ -53,16 +53,16 @@ from .present.tables import (
     readable_frame,
     table_frame,
 )
-from .roofline.bounds import Ceilings, Level, TimeBound
+from .roofline.bounds import Ceilings, Level, TimeBound, bound
 from .roofline.roofs import (
     achieved,
     attainable,
     attainable_on,
-    bound,
     fraction_of_roof,
     gemm_tokens_to_ridge,
     overhead_fraction,
     ridge_point,
+    roof_kind,
     square_gemm_size_to_ridge,
     time_bound,
     time_lower_bound,
@@ -117,6 +117,7 @@ __all__ = [
     "relu",
     "residual_add",
     "ridge_point",
+    "roof_kind",
     "rmsnorm",
     "rmsnorm_eager",
     "rope",

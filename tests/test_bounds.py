@@ -127,7 +127,7 @@ def test_a_catalog_device_is_its_datasheet():
     assert h100.level("l2").capacity == 50 * MIB and h100.memory.bandwidth == 3.35e12
     # the ad-hoc two-roof device has one peak for every FLOP and no level inside its memory
     toy = Ceilings.of(adhoc("toy", 100e12, 1e12))
-    assert toy.single and [lv.name for lv in toy.levels] == ["hbm"]
+    assert toy.shared_peak and [lv.name for lv in toy.levels] == ["hbm"]
 
 
 def test_time_bound_is_the_cold_start_on_the_catalog_ceilings():

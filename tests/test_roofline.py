@@ -8,10 +8,10 @@ import pytest
 from roofline_book import (
     achieved,
     attainable,
-    bound,
     gemm,
     gemm_tokens_to_ridge,
     ridge_point,
+    roof_kind,
     square_gemm_size_to_ridge,
     time_bound,
     time_lower_bound,
@@ -43,10 +43,10 @@ def test_attainable_is_monotone_and_capped():
 
 
 def test_bounds_of_reference_operators():
-    assert bound(1 / 6, P, B) == "memory"
-    assert bound(gemm(4096, 4096, 4096).intensity, P, B) == "compute"
-    assert bound(100, P, B) == "compute"  # at the ridge, both roofs agree
-    assert bound(99.999, P, B) == "memory"
+    assert roof_kind(1 / 6, P, B) == "memory"
+    assert roof_kind(gemm(4096, 4096, 4096).intensity, P, B) == "compute"
+    assert roof_kind(100, P, B) == "compute"  # at the ridge, both roofs agree
+    assert roof_kind(99.999, P, B) == "memory"
 
 
 def test_time_lower_bound():
@@ -364,3 +364,30 @@ def test_time_bound_rejects_bad_input():
         time_bound(8, hardware("h100-sxm"))
     with pytest.raises(ValueError, match="resource must be one of"):
         TimeBound({"tensor": 1.0})
+
+
+def test_the_package_bound_is_the_one_bound_rule():
+    # roofline_book.bound is the rule every caller uses (roofline/bounds.py); the two-roof
+    # classifier is roof_kind. The H100 SXM add of 2^20 BF16 elements moves 6 MiB: at
+    # 3.35 TB/s that is 6 x 2^20 / 3.35e12 = 1.878 us, held by HBM
+    import roofline_book
+    from roofline_book import add, hardware
+    from roofline_book.roofline.bounds import Ceilings
+
+    t = roofline_book.bound(add(2**20), Ceilings.of(hardware("h100-sxm")), "bf16")
+    assert t.resource == "hbm" and t.seconds == pytest.approx(6 * 2**20 / 3.35e12)
+    assert roofline_book.roof_kind(1 / 6, P, B) == "memory"
+
+
+def test_no_attribute_of_the_package_hides_a_submodule():
+    # `import roofline_book.x as m` must give the module x, not a function of that name
+    import pkgutil
+
+    import roofline_book as rb
+
+    shadowed = [
+        m.name
+        for m in pkgutil.iter_modules(rb.__path__)
+        if hasattr(rb, m.name) and not isinstance(getattr(rb, m.name), type(rb))
+    ]
+    assert shadowed == []

@@ -7,9 +7,9 @@ from roofline_book import (
     Cost,
     add,
     adhoc,
-    bound,
     cost_table,
     gemm,
+    roof_kind,
     table_frame,
     time_lower_bound,
 )
@@ -45,8 +45,8 @@ def test_cost_table_uses_the_peak_of_dtype():
     (fp32,) = cost_table([("g", c)], dev, "fp32")
     assert bf16.attainable == 200e12 and bf16.bound == "compute"  # ridge 200
     assert fp32.attainable == 50e12 and fp32.bound == "compute"  # ridge 50
-    # roofline.bound agrees with the rows
-    assert bound(c.intensity, 200e12, 1e12) == bf16.bound
+    # roof_kind agrees with the rows
+    assert roof_kind(c.intensity, 200e12, 1e12) == bf16.bound
     small = gemm(64, 64, 64)  # I = 128 / 6 = 21.3 < 50
     (row,) = cost_table({"small": small}, dev, "fp32")
     assert row.bound == "memory" and row.attainable == pytest.approx(1e12 * 128 / 6)

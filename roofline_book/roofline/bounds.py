@@ -192,7 +192,7 @@ class Ceilings:
         return cls(device.key, rates, tuple(levels))
 
     @property
-    def single(self) -> bool:
+    def shared_peak(self) -> bool:
         """所有 FLOPs 是否共用一个峰值（``"compute"``）。"""
         return any(unit == "compute" for unit, _ in self.rates)
 
@@ -404,7 +404,7 @@ def bound(
             "ceilings", f"must be a roofline_book.Ceilings, got {type(ceilings).__name__}"
         )
     times: dict[str, float] = {}
-    if ceilings.single:
+    if ceilings.shared_peak:
         peak = ceilings.rate("compute", dtype)
         if peak is None:
             have = sorted(p for _, p in ceilings.rates)

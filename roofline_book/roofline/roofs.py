@@ -35,8 +35,7 @@ from ..dtypes import Precision, bytes_per_element
 from ..ops import Cost
 from .bounds import COMPUTE_RESOURCES as COMPUTE_RESOURCES
 from .bounds import MEMORY_RESOURCES as MEMORY_RESOURCES
-from .bounds import Bound, Ceilings, TimeBound
-from .bounds import bound as _bound
+from .bounds import Bound, Ceilings, TimeBound, bound
 
 
 def ridge_point(peak_flops: float, bandwidth: float) -> float:
@@ -105,14 +104,15 @@ def attainable(intensity, peak_flops: float, bandwidth: float):
     return _arrays.attainable(intensity, peak, band)
 
 
-def bound(intensity: float, peak_flops: float, bandwidth: float) -> Bound:
-    """这个算术强度的 kernel 受哪条 roof 限制：``"memory"`` 或 ``"compute"``。
+def roof_kind(intensity: float, peak_flops: float, bandwidth: float) -> Bound:
+    """在两条 roof 的模型里，这个算术强度的 kernel 受哪条 roof 限制：``"memory"`` 或 ``"compute"``。
 
-    恰好在 ridge point 上两条 roof 给出同样的速率；此时返回 ``"compute"``。
+    恰好在 ridge point 上两条 roof 给出同样的速率；此时返回 ``"compute"``。一个代价在真实设备上的
+    时间下界（每种单元、每个存储层级各一条 roof）见 :func:`roofline_book.roofline.bounds.bound`。
 
     Examples
     --------
-    >>> bound(1 / 6, 100e12, 1e12), bound(1365, 100e12, 1e12)
+    >>> roof_kind(1 / 6, 100e12, 1e12), roof_kind(1365, 100e12, 1e12)
     ('memory', 'compute')
     """
     intensity = _validate.non_negative("intensity", intensity)
@@ -202,7 +202,7 @@ def time_bound(cost: Cost, device: Hardware, dtype: Precision = "bf16") -> TimeB
         )
     if cost.flops:
         device.peak_flops(dtype)  # the catalog's own message for a precision it has no peak for
-    result = _bound(cost, Ceilings.of(device), dtype)
+    result = bound(cost, Ceilings.of(device), dtype)
     assert result is not None  # a cold start always reaches the main memory, which has a bandwidth
     return result
 
@@ -309,7 +309,7 @@ def fraction_of_roof(
     >>> fraction_of_roof(1e9, 1.0, 0, 100e12, 1e12)
     Traceback (most recent call last):
     ...
-    roofline_book.InvalidArgument: intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), got 0.0
+    roofline_book.InvalidArgument: intensity must be > 0 (at 0 FLOP/byte the roof is 0 FLOP/s), ...
 
     roof 是上界，比例不会大于 1。大于 1 说明某个输入不对（计时、FLOPs、由 cache 供数因而不该按这个
     带宽算的字节数，或低于设备的峰值与带宽），返回它只会被读成“超过 roof”，所以拒绝：

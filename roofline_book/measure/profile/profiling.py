@@ -456,7 +456,7 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
     xs = [r.intensity for r in rows if r.intensity]
     span = (10 ** math.floor(math.log10(min(xs)) - 1), 10 ** math.ceil(math.log10(max(xs)) + 1))
     c, drawn = attribution.ceilings, []
-    peak = None if c is None else c.rate("compute" if c.single else "matrix", precision)
+    peak = None if c is None else c.rate("compute" if c.shared_peak else "matrix", precision)
     if c is not None and peak is not None:
         slopes = [lv for lv in c.levels if lv.bandwidth is not None]
         memory = slopes[-1]
