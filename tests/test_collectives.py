@@ -14,6 +14,11 @@ import math
 
 import pytest
 
+from roofline_book.distributed.allreduce import (
+    flat_ring_all_reduce,
+    hierarchical_all_reduce,
+    multi_node_all_reduce,
+)
 from roofline_book.distributed.collectives import (
     OPS,
     CommTime,
@@ -22,10 +27,7 @@ from roofline_book.distributed.collectives import (
     bus_factor,
     collective_time,
     crossover_bytes,
-    flat_ring_all_reduce,
     half_bandwidth_bytes,
-    hierarchical_all_reduce,
-    multi_node_all_reduce,
 )
 
 GB = 1e9

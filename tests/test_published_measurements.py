@@ -25,7 +25,8 @@ import pytest
 from roofline_book import attention, elementwise, gemm, hardware, time_bound
 from roofline_book.devices.catalog import Hardware, network
 from roofline_book.devices.kernels import device_sram_bytes
-from roofline_book.distributed.collectives import bus_bandwidth, multi_node_all_reduce
+from roofline_book.distributed.allreduce import multi_node_all_reduce
+from roofline_book.distributed.collectives import bus_bandwidth
 from roofline_book.distributed.parallel import all_reduce
 from roofline_book.llm.inference import Precisions, model, step_ops, step_time
 
@@ -173,7 +174,7 @@ def _all_reduce_busbw(device: Hardware, c: Mapping[str, Any]) -> Limit:
 
 
 def _all_reduce_busbw_nodes(device: Hardware, c: Mapping[str, Any]) -> Limit:
-    """``collectives.multi_node_all_reduce`` across ``devices / per_node`` nodes, the catalog's
+    """``allreduce.multi_node_all_reduce`` across ``devices / per_node`` nodes, the catalog's
     link inside (its NVLink SHARP where the switch reduces) and one NIC of ``network`` per GPU:
     the busiest link's bandwidth term, as the busbw it allows."""
     n, p, nbytes = c["devices"], c["per_node"], c["bytes"]

@@ -6,13 +6,12 @@ import argparse
 import math
 from typing import Any
 
+from ..distributed.activations import SAVINGS, layer_activation_bytes
 from ..distributed.parallel import GPUS_PER_NODE
 from ..distributed.training import (
     GRAD_DTYPES,
-    SAVINGS,
     TrainingStep,
     TrainSplit,
-    layer_activation_bytes,
     train,
     training_flops,
 )

@@ -43,7 +43,7 @@ def tokens_to_hide(
     重叠：``4 N T / peak = seconds``，``T = seconds x peak / (4 N)``。``seconds`` 取
     :func:`roofline_book.distributed.training.train` 算出的 DP 通信（跨节点时是分层 all-reduce
     最忙的那条
-    链路，:func:`~roofline_book.distributed.collectives.hierarchical_all_reduce`）。
+    链路，:func:`~roofline_book.distributed.allreduce.hierarchical_all_reduce`）。
 
     Examples
     --------
