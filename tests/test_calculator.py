@@ -362,15 +362,13 @@ def test_run_in_process_matches_a_fresh_interpreter():
 
 
 def test_every_operator_argument_has_a_label_and_flag_the_command_accepts():
-    from roofline_book.cli.operators import OPERATORS
-
     spec = page_spec.spec()
-    assert [o["key"] for o in spec["operators"]] == list(OPERATORS)
     for operator in spec["operators"]:
         helptext = calculator.run(["op", operator["key"], "--help"])["stdout"]
         for arg in operator["args"]:
             assert arg["flag"] in helptext, (operator["key"], arg["flag"])
-            assert re.search(r"[\u4e00-\u9fff]", arg["label"]) or arg["label"].isascii()
+            # a required size starts filled in, or the form's first answer is an error
+            assert not arg["required"] or isinstance(arg["example"], int), arg
         example = ["op", operator["key"]]
         for arg in operator["args"]:
             if arg["required"]:

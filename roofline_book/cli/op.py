@@ -36,8 +36,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             name,
             aliases=ALIASES.get(name, []),
             parents=[common],
-            help=spec.summary,
-            description=spec.summary,
+            help=spec.summary[0],
+            description=spec.summary[0],
         )
         add_operator_arguments(p, spec)
         add_device_arguments(p)
@@ -74,10 +74,10 @@ def call_text(name: str, arguments: dict[str, Any]) -> str:
 def run(args: argparse.Namespace) -> int:
     """``op`` 子命令：一个算子在一块设备上。"""
     spec = OPERATORS[args.operator]
-    given = {a.name: getattr(args, a.name) for a in spec.args if hasattr(args, a.name)}
+    given = {a.name: getattr(args, a.name) for a in spec.params if hasattr(args, a.name)}
     device = device_from_args(args)
     cost, arguments = spec.call(device_defaults(spec, given, device))
-    precision = precision_name(spec.roof_precision(arguments))  # bf16, not torch.bfloat16
+    precision = precision_name(arguments[spec.roof_dtype])  # bf16, not torch.bfloat16
     figures = cost_figures(cost, device, precision)
     if args.json:
         emit_json(

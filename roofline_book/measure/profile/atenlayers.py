@@ -23,6 +23,7 @@ from ...ops import (
     rmsnorm,
     softmax,
 )
+from ...ops.registry import Entry
 from .atencalls import Call, itemsize, nbytes, numel, precision_of, rows_cols
 
 
@@ -322,7 +323,72 @@ def foreach_write(call: Call) -> Cost | None:
     return Cost(0, 0, sum(nbytes(t) for t in lists[0]))
 
 
+# --------------------------------------------------------------------------
+# Registered operators: the call's arguments read by the operator's parameter names
+
+
+def _source(call: Call) -> tuple[tuple[int, ...], str] | None:
+    return call.tensor("input") or call.tensor("self")
+
+
+def _normalized(call: Call) -> tuple[int, int] | None:
+    source = _source(call)
+    return None if source is None else rows_cols(source[0], call.value("normalized_shape"))
+
+
+def _precision(tensor: str):
+    def read(call: Call) -> str | None:
+        found = call.tensor(tensor)
+        return None if found is None else precision_of(found[1])
+
+    return read
+
+
+#: 登记过的算子的参数怎样从一次调用记录中读出，按参数名：``rows`` 与 ``d`` 由 ``normalized_shape``
+#: 分行，``numel`` 是输入的元素个数，``dtype`` 是输入的精度，``weight_dtype`` 是 weight 的精度。
+#: 一个新算子的参数名若不在这里，它的 aten 算子就没有模型（返回 None），而不是错的数。
+PARAMETERS = {
+    "rows": lambda call: (_normalized(call) or (None, None))[0],
+    "d": lambda call: (_normalized(call) or (None, None))[1],
+    "numel": lambda call: None if (s := _source(call)) is None else numel(s[0]),
+    "dtype": lambda call: None if (s := _source(call)) is None else precision_of(s[1]),
+    "weight_dtype": _precision("weight"),
+}
+
+
+def registered(entry: Entry):
+    """登记表中一个算子作为它所列 aten 算子的模型（:attr:`Entry.aten
+    <roofline_book.ops.registry.Entry.aten>`）：参数按 :data:`PARAMETERS` 从记录中读出。
+
+    调用不是这个算子所描述的全部工作时返回 None（交给按 schema 读的模型）：可省略的 ``weight``、
+    ``bias`` 没有给出，或 ``output_mask`` 省去了某个输出。
+    """
+
+    def cost(call: Call) -> Cost | None:
+        names = call.names()
+        if any(call.tensor(n) is None for n in ("weight", "bias") if n in names):
+            return None
+        mask = call.value("output_mask")
+        if isinstance(mask, list) and not all(mask):
+            return None
+        given = {}
+        for param in entry.params:
+            read = PARAMETERS.get(param.name)
+            value = None if read is None else read(call)
+            if value is None and param.required:
+                return None
+            if value is not None:
+                given[param.name] = value
+        try:
+            return entry.call(given)[0]
+        except (ValueError, TypeError):  # the model refuses what was recorded
+            return None
+
+    return cost
+
+
 __all__ = [
+    "PARAMETERS",
     "dropout",
     "dropout_backward",
     "foreach",
@@ -334,6 +400,7 @@ __all__ = [
     "nll_loss",
     "nll_loss_backward",
     "norm_backward",
+    "registered",
     "rms_norm",
     "sdpa",
     "sdpa_backward",

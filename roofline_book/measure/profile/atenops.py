@@ -45,6 +45,7 @@ from collections.abc import Callable
 
 from ...dtypes import bytes_per_element
 from ...ops import GELU_FLOPS_PER_ELEMENT, Cost, gemm
+from ...ops.registry import REGISTRY
 from . import atenlayers as layers
 from .atencalls import (
     WRAPPERS,
@@ -385,7 +386,25 @@ def _register() -> dict[str, Callable[[Call], Cost | None]]:
         add(f"aten::_scaled_dot_product_{kernel}", layers.sdpa(logsumexp="flash" in kernel))
         add(f"aten::_scaled_dot_product_{kernel}_backward", layers.sdpa_backward)
     add("aten::_scaled_dot_product_attention_math", layers.sdpa("materialized"))
+    # a registered operator is the model of the aten ops it names; the reading above stays for
+    # the calls it does not describe (no weight, an output left out)
+    for entry in REGISTRY.values():
+        for name in entry.aten:
+            models[name] = _first(layers.registered(entry), models.get(name))
     return models
+
+
+def _first(*readings: Callable[[Call], Cost | None] | None) -> Callable[[Call], Cost | None]:
+    """按顺序取第一个给出 Cost 的模型。"""
+
+    def cost(call: Call) -> Cost | None:
+        for reading in readings:
+            found = None if reading is None else reading(call)
+            if found is not None:
+                return found
+        return None
+
+    return cost
 
 
 ATEN_MODELS = _register()
