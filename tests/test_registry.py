@@ -83,3 +83,12 @@ def test_benchmark_cases_and_registry_name_each_other():
 def test_the_profiler_models_every_aten_op_an_operator_claims():
     claimed = [a for e in REGISTRY.values() for a in e.aten]
     assert all(a in ATEN_MODELS for a in claimed)
+
+
+def test_a_benchmark_case_no_operator_names_is_refused():
+    from roofline_book.measure.bench import registry as bench
+
+    gemm = cases.OPERATORS["gemm"]
+    with pytest.raises(ValueError, match="'conv2d' is no registered operator's case"):
+        bench.register(bench.Operator("conv2d", ("n",), ("conv",), "gemm", gemm.make))
+    assert "conv2d" not in cases.OPERATORS

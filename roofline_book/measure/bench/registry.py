@@ -3,8 +3,9 @@
 :class:`Operator` 用 :func:`register` 登记（仿照 PyTorch 的 ``register_flop_formula``）：
 它的名称、各尺寸的名称、各实现、所属类别、它的 shape 在标签中怎样写，以及怎样画。凡是列出
 算子的地方（suite、run file 的 schema、结论检验、报告的作图样式、
-:func:`roofline_book.measure.bench.cases.case_for`）都读这张登记表，所以添加一个算子只需在
-:mod:`roofline_book.measure.bench.cases` 中加一项。
+:func:`roofline_book.measure.bench.cases.case_for`）都读这张登记表。带宽探针之外，每个 case
+都是算子登记表 :data:`roofline_book.ops.registry.REGISTRY` 中某一项的 ``case``：测一个新算子，
+就在 :mod:`roofline_book.measure.bench.cases` 中加一项，并在它的登记项里写上 case 的名字。
 
 这里还有：构建好的 case 是什么（:class:`Case`、:class:`Prepared`），case 不被计时的两种情形
 （:class:`Unsupported`、:class:`Incorrect`），以及与 float64 参考结果对照的正确性检查
@@ -20,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...ops import Cost
+from ...ops.registry import REGISTRY as OPERATOR_REGISTRY
 
 FAMILIES = ("ceiling", "gemm", "elementwise", "norm", "optimizer", "attention")
 """``ceiling``：带宽探针；其余按结论检验的方式给算子分组。"""
@@ -182,7 +184,8 @@ def register(operator: Operator) -> Operator:
     Raises
     ------
     ValueError
-        名称已登记过，或类别不在 :data:`FAMILIES` 中。
+        名称已登记过，类别不在 :data:`FAMILIES` 中，或它不是带宽探针、又没有
+        :data:`roofline_book.ops.registry.REGISTRY` 的哪一项以它为 benchmark case。
     """
     if operator.name in _REGISTRY:
         raise ValueError(f"operator {operator.name!r} is registered already")
@@ -190,6 +193,12 @@ def register(operator: Operator) -> Operator:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}; got {operator.family!r}")
     if not operator.impls or not operator.sizes:
         raise ValueError(f"operator {operator.name!r} needs at least one impl and one size")
+    modelled = {e.case for e in OPERATOR_REGISTRY.values()}
+    if operator.family != "ceiling" and operator.name not in modelled:
+        raise ValueError(
+            f"operator {operator.name!r} is no registered operator's case: name it in its "
+            "roofline_book.ops.registry entry (case=...)"
+        )
     ordered = sorted([*_REGISTRY.values(), operator], key=lambda o: FAMILIES.index(o.family))
     _REGISTRY.clear()
     _REGISTRY.update((o.name, o) for o in ordered)
