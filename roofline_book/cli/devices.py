@@ -111,7 +111,7 @@ class CatalogDevice:
             sparse_matrix_peaks_per_s=(
                 {p: v for p, v in d.sparse_peaks.items() if p in keep} if sparse else None
             ),
-            sources={f: s for f, s in d.sources.items() if sparse or f != "peak_flops_sparse"},
+            sources=d.cited_sources(sparse),
             compared_sources=dict(d.compared_sources),
             derivations=dict(d.derivations),
             firmness=d.firmness,
@@ -205,9 +205,8 @@ def run(args: argparse.Namespace) -> int:
     print("sources:")
     for d in devices:
         cited: dict[str, list[str]] = {}
-        for figure, source in d.sources.items():
-            if args.sparse or figure != "peak_flops_sparse":
-                cited.setdefault(source.key, []).append(figure)
+        for figure, source in d.cited_sources(args.sparse).items():
+            cited.setdefault(source.key, []).append(figure)
         print(f"  {d.key}: {d.name}")
         for figures in cited.values():
             source = d.sources[figures[0]]

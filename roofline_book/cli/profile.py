@@ -3,20 +3,243 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._base.extras import require
+from .._base.records import record_field
 from ..devices.catalog import hardware
-from ..roofline.bounds import CACHE_MARGIN
+from ..roofline.bounds import CACHE_MARGIN, Ceilings
 from ..units import si
-from .common import UsageError, emit_json, output_file, parse_size, read_run_file
+from .common import UsageError, emit_result, output_file, parse_size, read_run_file
+from .results import RESOURCES, Result, command_field
+
+if TYPE_CHECKING:  # measure/ loads only when the command runs (profiling needs torch)
+    from ..measure.profile.profiling import Attribution, OpRow
+    from ..measure.runs.records import LevelInversion
+
+_KINDS = "model composite unmodelled compiled range compile".split()
+
+
+@dataclass(frozen=True, kw_only=True)
+class InvertedLevel:
+    """run file 中测得比外面一级还慢的层级，取外面那一级的 roof。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {
+        "description": "a level the run file measured slower than a level further out"
+    }
+
+    level: str = record_field(description="a cache level, e.g. l3")
+    bandwidth_Bps: float = record_field(minimum=0, unit="byte/s", description="its measured roof")
+    outer: str = record_field(description="the faster level further out, e.g. dram")
+    outer_bandwidth_Bps: float = record_field(
+        minimum=0, unit="byte/s", description="that level's roof, which it is held to"
+    )
+
+    @classmethod
+    def of(cls, s: LevelInversion) -> InvertedLevel:
+        """run file 中的倒置 ``s``。"""
+        return cls(level=s.level, bandwidth_Bps=s.bandwidth, outer=s.outer,
+                   outer_bandwidth_Bps=s.outer_bandwidth)  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileRow:
+    """一个 (op, shapes)：profiler 的数字与模型的数字（对各次调用求和）。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one (op, shapes) row"}
+
+    id: str = record_field(description="the profiler's op name, e.g. aten::mm")
+    shapes: tuple[tuple[int, ...], ...] = record_field(unit="1", description="input shapes")
+    dtypes: tuple[str, ...] = record_field(description="input dtypes")
+    calls: int = record_field(minimum=0, unit="1", description="calls")
+    self_time_s: float = record_field(minimum=0, unit="s", description="self time over the calls")
+    share: float = record_field(minimum=0, unit="1", description="share of the total self time")
+    flops: int | None = record_field(
+        nullable=True, minimum=0, unit="FLOP", description="model FLOPs over the calls"
+    )
+    bytes: int | None = record_field(
+        nullable=True, minimum=0, unit="byte", description="model bytes over the calls"
+    )
+    intensity: float | None = record_field(nullable=True, minimum=0, unit="FLOP/byte")
+    achieved_flops_per_s: float | None = record_field(
+        nullable=True, minimum=0, unit="FLOP/s", description="flops / self_time_s"
+    )
+    achieved_Bps: float | None = record_field(
+        nullable=True, minimum=0, unit="byte/s", description="bytes / self_time_s"
+    )
+    fraction_of_roof: float | None = record_field(
+        nullable=True, minimum=0, unit="1", description="time lower bound / self time"
+    )
+    bound: str | None = record_field(
+        nullable=True, enum=RESOURCES, description="the binding resource"
+    )
+    beats_bound: bool = record_field(
+        description="faster than its lower bound: a defect of the model, the roof or the "
+        "attribution, not a result"
+    )
+    profiler_flops: int | None = record_field(
+        nullable=True, minimum=0, unit="FLOP", description="FLOPs the profiler counted"
+    )
+    kind: str = record_field(
+        enum=_KINDS,
+        description="model (a model of its own), composite (its work is in the modelled "
+        "kernels below it), unmodelled, compiled (a torch.compile graph: Inductor's kernels, "
+        "not modelled), range (a record_function range or an autograd node) or compile "
+        "(torch.compile tracing on fake tensors)",
+    )
+
+    @classmethod
+    def of(cls, r: OpRow) -> ProfileRow:
+        """profile 的一行 ``r``；模型的 ``memory`` 是 run file 的主存 ``dram``。"""
+        return cls(
+            id=r.name,
+            shapes=r.shapes,
+            dtypes=r.dtypes,
+            calls=r.calls,
+            self_time_s=r.self_time_s,
+            share=r.share,
+            flops=r.flops,
+            bytes=r.bytes,
+            intensity=r.intensity,
+            achieved_flops_per_s=r.achieved_flops,
+            achieved_Bps=r.achieved_bytes,
+            fraction_of_roof=r.fraction_of_roof,
+            bound="dram" if r.bound == "memory" else r.bound,
+            beats_bound=r.beats_bound,
+            profiler_flops=r.profiler_flops,
+            kind=r.kind,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoofRate:
+    """一种单元在一种精度下的速率上限。"""
+
+    unit: str = record_field(description="the compute unit")
+    precision: str | None = record_field(nullable=True, description="the precision")
+    rate_per_s: float = record_field(
+        minimum=0, unit="FLOP/s", description="its ceiling (evaluations/s for special)"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoofLevel:
+    """一个存储层级：带宽与容量。"""
+
+    name: str = record_field(description="the level")
+    bandwidth_Bps: float | None = record_field(
+        nullable=True, minimum=0, unit="byte/s", description="null: no roof"
+    )
+    capacity_bytes: float | None = record_field(
+        nullable=True, minimum=0, unit="byte", description="null: not known, or main memory"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Roof:
+    """各行所对照的上限（:class:`~roofline_book.roofline.bounds.Ceilings`）。"""
+
+    name: str = record_field(description="whose ceilings")
+    rates: tuple[RoofRate, ...] = record_field(description="each unit's rate, per precision")
+    levels: tuple[RoofLevel, ...] = record_field(description="memory levels, innermost first")
+
+    @classmethod
+    def of(cls, c: Ceilings) -> Roof:
+        """上限 ``c``。"""
+        return cls(
+            name=c.name,
+            rates=tuple(RoofRate(unit=u, precision=p, rate_per_s=v)
+                        for (u, p), v in c.rates.items()),
+            levels=tuple(
+                RoofLevel(name=lv.name, bandwidth_Bps=lv.bandwidth, capacity_bytes=lv.capacity)
+                for lv in c.levels
+            ),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileResult(Result):
+    """``profile --json``：一个 PyTorch 脚本的时间逐个 op 花在哪里。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {
+        "description": "where a PyTorch script's time goes, op by op"
+    }
+
+    command: str = command_field("profile")
+    script: str = record_field(description="the script profiled")
+    args: tuple[str, ...] = record_field(description="the script's arguments")
+    inverted_levels: tuple[InvertedLevel, ...] = record_field(
+        description="the run file's inverted levels (--device-ceilings), each held to the roof "
+        "of the level beyond it"
+    )
+    ops: tuple[ProfileRow, ...] = record_field(
+        description="each (op, shapes), longest self time first"
+    )
+    total_self_time_s: float = record_field(minimum=0, unit="s")
+    operator_self_time_s: float = record_field(
+        minimum=0,
+        unit="s",
+        description="the operators' self time, compiled graphs in, ranges and tracing left out",
+    )
+    explained_share: float = record_field(
+        minimum=0,
+        unit="1",
+        description="share of the operators' self time in modelled kernels and the composite "
+        "ops above them",
+    )
+    modelled_share: float = record_field(
+        minimum=0, unit="1", description="share of the operators' self time in modelled kernels"
+    )
+    compiled_self_time_s: float = record_field(
+        minimum=0,
+        unit="s",
+        description="the compiled graphs' self time, in the operators' time, not modelled",
+    )
+    compile_self_time_s: float = record_field(
+        minimum=0,
+        unit="s",
+        description="torch.compile's tracing on fake tensors, left out of the operators' time",
+    )
+    rows_beating_bound: int = record_field(
+        minimum=0, unit="1", description="rows that ran faster than their lower bound"
+    )
+    clock: str = record_field(enum=["cpu", "device"], description="whose time: cpu or device")
+    roof: Roof | None = record_field(
+        nullable=True,
+        description="the ceilings each row is held to (roofline_book.Ceilings), a catalog "
+        "device's or a run file's",
+    )
+
+    @classmethod
+    def of(
+        cls, script: str, args: list[str], slow: tuple[Any, ...], a: Attribution
+    ) -> ProfileResult:
+        """脚本 ``script`` 以 ``args`` 运行的归因 ``a``；``slow``：run file 中倒置的层级。"""
+        return cls(
+            script=script,
+            args=tuple(args),
+            inverted_levels=tuple(InvertedLevel.of(s) for s in slow),
+            ops=tuple(ProfileRow.of(r) for r in a.rows),
+            total_self_time_s=a.total_time_s,
+            operator_self_time_s=a.operator_time_s,
+            explained_share=a.explained,
+            modelled_share=a.modelled_share,
+            compiled_self_time_s=a.compiled_time_s,
+            compile_self_time_s=a.compile_time_s,
+            rows_beating_bound=len(a.beaten()),
+            clock=a.clock,
+            roof=None if a.ceilings is None else Roof.of(a.ceilings),
+        )
+
+
+RESULT = ProfileResult
 
 
 def _roof(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
     """各行所对照的上限，以及 run file 中测得比外面一级还慢的层级（它们取外面那一级的 roof）。"""
     from ..measure.judge import ceilings
-    from ..roofline.bounds import Ceilings
 
     if args.device_ceilings is not None and args.device is not None:
         raise UsageError("give either --device-ceilings RUN.json or --device NAME, not both")
@@ -65,13 +288,7 @@ def run(args: argparse.Namespace) -> int:
     if plot is not None:
         _plot(attribution, plot, suffix)
     if args.json:
-        inverted = [
-            {"level": s.level, "bandwidth_Bps": s.bandwidth, "outer": s.outer,
-             "outer_bandwidth_Bps": s.outer_bandwidth}
-            for s in slow
-        ]  # fmt: skip
-        head = {"script": args.script, "args": script_args, "inverted_levels": inverted}
-        emit_json("profile", head | attribution.as_json())
+        emit_result(ProfileResult.of(args.script, script_args, slow, attribution))
         return 0
     where = "no roof (give --device-ceilings or --device)" if roof is None else roof.name
     print(f"{args.script}: {si(attribution.total_time_s, 's')} of {attribution.clock} self time, "

@@ -487,3 +487,7 @@ class Hardware:
                 f"got {figure!r}",
             )
         return self.sources[figure]
+
+    def cited_sources(self, sparse: bool = False) -> dict[str, Source]:
+        """各数字的出处；2:4 稀疏峰值（从不作为 roof）的出处只在 ``sparse`` 时给出。"""
+        return {f: s for f, s in self.sources.items() if sparse or f != "peak_flops_sparse"}
