@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
 from .._base import validate as _validate
 from .._base.validate import InvalidArgument, InvalidArgumentType
@@ -12,6 +11,9 @@ from ..dtypes import Precision, bytes_per_element, precision_name
 from .cost import Cost
 from .matmul import gemm
 from .pointwise import SOFTMAX_FLOPS_PER_ELEMENT, elementwise, softmax
+from .tiles import FA3_SOURCE as FA3_SOURCE
+from .tiles import FlashTile
+from .tiles import fa3_tile as fa3_tile
 
 ATTENTION_IMPLS = ("eager", "materialized", "flash")
 
@@ -20,127 +22,49 @@ ATTENTION_IMPLS = ("eager", "materialized", "flash")
 #: 的 shared memory 本身每个 SM 最多 164 KiB（见硬件目录）。
 DEFAULT_SRAM_BYTES = 192 * 1024
 
-#: :func:`fa3_tile` 读取 FlashAttention-3 tile 的出处：公开仓库 Dao-AILab/flash-attention 在这个
-#: commit 上的 ``hopper/tile_size.h`` （``tile_size_fwd_sm90``）与
-#: ``hopper/flash_fwd_launch_template.h`` （``Enable_cluster``）。
-FA3_SOURCE = (
-    "Dao-AILab/flash-attention@0251105a2fb19d2957484b7f023cd8c115286ced, "
-    "hopper/tile_size.h (tile_size_fwd_sm90), hopper/flash_fwd_launch_template.h"
-)
 
-
-@dataclass(frozen=True)
-class FlashTile:
-    """flash attention kernel 工作所用的 tile（Q、K、V 的行数）。
-
-    Attributes
-    ----------
-    block_m : int
-        一个 thread block 留在片上的 query 行数（``kBlockM``、``Br``）。每个 query 块让 K 与 V
-        流过一次。
-    block_n : int
-        每一步读入的 key 与 value 行数（``kBlockN``、``Bc``）。在 causal mask 下，query 块读入整个
-        key 块，所以它读的 key 数向上取整到 ``block_n`` 的倍数（不超过最后一个 key）。取 1 时
-        恰好计 mask 保留的 key。
-    cluster_m : int
-        共享每次 K/V 读入的相邻 query 块个数（带 TMA multicast 的 thread-block cluster）：cluster 为
-        它们全体只读一次。只有 query 块能整除成 cluster 时才适用，如 FlashAttention-3；否则每个块各
-        自读入。
-
-    Examples
-    --------
-    >>> FlashTile(128, 176, 2)
-    FlashTile(block_m=128, block_n=176, cluster_m=2)
-    """
-
-    block_m: int
-    block_n: int = 1
-    cluster_m: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("block_m", "block_n", "cluster_m"):
-            _validate.size(name, getattr(self, name))
-
-
-# tile_size_fwd_sm90(headdim, headdim_v=headdim, is_causal, is_local=False, element_size,
-# v_colmajor=False, paged_kv_non_TMA=False, softcap=False): {kBlockM, kBlockN} by the
-# largest head dim of each branch; kBlockN is (non-causal, causal).
-_FA3_SM90 = {
-    2: ((64, 192, (192, 128)), (96, 192, (144, 144)), (128, 128, (176, 128)),
-        (192, 128, (112, 112)), (256, 128, (80, 80))),
-    1: ((64, 192, (160, 160)), (96, 192, (128, 128)), (128, 128, (224, 224)),
-        (192, 128, (160, 160)), (256, 128, (128, 128))),
-}  # fmt: skip
-
-
-def fa3_tile(head_dim: int, dtype: Precision = "bf16", causal: bool = False) -> FlashTile:
-    """FlashAttention-3 在 Hopper（SM90）上对 ``head_dim`` 与 ``dtype`` 的 forward tile。
-
-    读自 FlashAttention-3 的源码（``FA3_SOURCE``）：``tile_size_fwd_sm90`` 在 Q/K 与 V 的 head dim
-    相等、没有 local window、没有 paged KV、没有 softcap 时给出 ``kBlockM`` 与 ``kBlockN``；这些
-    tile 由寄存器与 shared memory 的预算决定，而不是 :func:`attention` 退路中的 ``M / (4d)`` 规则。
-    对 16 位数据在编译的 head dim 为 128 或以上、FP8 在 192、且没有 causal mask
-    时，``run_mha_fwd_`` 启动由两个 query 块组成、以 multicast 共享每次 K/V 读入的
-    cluster（``Enable_cluster``）。
-
-    Parameters
-    ----------
-    head_dim : int
-        一个 head 的宽度，1 到 256（FA3 编译 64、96、128、192 和 256，把 head dim
-        向上取到其中下一个）。
-    dtype : str or torch.dtype
-        FP16 或 BF16（2 字节）或 FP8（1 字节），即 FA3 支持的精度。
-    causal : bool
-        是否用 causal mask（某些 head dim 下 key 块更小，不用 cluster）。
-
-    Examples
-    --------
-    >>> fa3_tile(64), fa3_tile(128).block_m, fa3_tile(256).block_m
-    (FlashTile(block_m=192, block_n=192, cluster_m=1), 128, 128)
-    >>> fa3_tile(128, causal=True)
-    FlashTile(block_m=128, block_n=128, cluster_m=1)
-    >>> fa3_tile(128, "fp8")
-    FlashTile(block_m=128, block_n=224, cluster_m=1)
-    """
-    head_dim = _validate.size("head_dim", head_dim)
-    if head_dim > 256:
-        raise InvalidArgument(
-            "head_dim", f"must be at most 256 for FlashAttention-3, got {head_dim}"
-        )
-    if not isinstance(causal, bool):
-        raise InvalidArgumentType("causal", f"must be True or False, got {causal!r}")
-    size = bytes_per_element(dtype)
-    if size not in _FA3_SM90:
-        raise InvalidArgument(
-            "dtype",
-            f"must be a 16-bit (fp16, bf16) or 8-bit (fp8) precision for "
-            f"FlashAttention-3, got {precision_name(dtype)}",
-        )
-    compiled, block_m, block_n = next(b for b in _FA3_SM90[size] if head_dim <= b[0])
-    clustered = not causal and (compiled >= 128 if size == 2 else compiled == 192)
-    return FlashTile(block_m, block_n[int(causal)], 2 if clustered else 1)
-
-
-def _causal_pairs(seq_q: int, seq_k: int) -> int:
-    """causal mask 保留的 (query, key) 对数，右下对齐。
+def _causal_pairs(seq_q: int, seq_k: int, window: int | None = None) -> int:
+    """causal mask 保留的 (query, key) 对数，右下对齐；有 ``window`` 时每个 query 至多看这么多个。
 
     query ``i`` （共 ``seq_q`` 个）看到 key ``0 .. seq_k - seq_q + i``，所以最后一个 query 看到
     每一个 key：一步 decode 的那个新 query 看到它的整个 cache。这是 FlashAttention >= 2.1、vLLM 和
     ``torch.nn.attention.bias.causal_lower_right`` 的对齐方式。``seq_q > seq_k`` 时，前
-    ``seq_q - seq_k`` 个 query 看不到任何 key。
+    ``seq_q - seq_k`` 个 query 看不到任何 key。sliding window 再把 query ``i`` 限于它的最后
+    ``window`` 个 key（包括它自己）：看到 ``t`` 个 key 的 query 现在看 ``min(t, window)`` 个。
     """
-    if seq_q <= seq_k:
-        return seq_q * (seq_k - seq_q) + seq_q * (seq_q + 1) // 2
-    return seq_k * (seq_k + 1) // 2
+    # query i sees t = seq_k - seq_q + 1 + i keys; t runs over lo..hi, none below 1
+    lo, hi = max(seq_k - seq_q + 1, 1), seq_k
+    if window is None or window >= hi:
+        return hi * (hi + 1) // 2 - (lo - 1) * lo // 2
+    cut = max(window, lo - 1)  # t <= cut: t keys; t > cut: window keys
+    rising = window * (window + 1) // 2 - (lo - 1) * lo // 2 if window >= lo else 0
+    return rising + window * (hi - cut)
 
 
-def _flash_keys_read(seq_q: int, seq_k: int, tile: FlashTile, causal: bool) -> int:
+def attention_keys(seq_q: int, seq_k: int, window: int | None = None) -> int:
+    """causal attention（右下对齐）中有某个 query 看到的 key 个数，即必须读入的 K 与 V 行数。
+
+    没有窗口时最后一个 query 看到全部 ``seq_k`` 个；sliding window ``w`` 下第一个 query 的窗口
+    从它的位置往前 ``w - 1`` 个 key 起，所以共 ``min(seq_k, seq_q + w - 1)`` 个。
+
+    Examples
+    --------
+    >>> attention_keys(1, 8192, 4096), attention_keys(100, 5000, 4096), attention_keys(1, 10)
+    (4096, 4195, 10)
+    """
+    return seq_k if window is None else min(seq_k, seq_q + window - 1)
+
+
+def _flash_keys_read(
+    seq_q: int, seq_k: int, tile: FlashTile, causal: bool, window: int | None = None
+) -> int:
     """flash kernel 读入的 key（及 value）行数，对所有 query 块求和。
 
     query 块能整除时每 ``tile.cluster_m`` 个一组（一次读入供整组使用），否则一个一组。没有 mask 时
     每组读入全部 ``seq_k`` 个 key。用右下对齐的 causal mask 时，一组读入的 key 到它最后一个 query 的
-    界限 ``seq_k - seq_q + last + 1`` 为止（这个数 <= 0 时一个也不读），按整个 ``block_n`` 块计，
-    不超过 ``seq_k``。
+    界限 ``seq_k - seq_q + last + 1`` 为止（这个数 <= 0 时一个也不读）；有 sliding window 时从它
+    第一个 query 的窗口起点 ``seq_k - seq_q + first + 1 - window`` 开始。两端都按整个 ``block_n``
+    块计，不超出 ``0 .. seq_k``。
     """
     rows, bn = tile.block_m, tile.block_n
     blocks = math.ceil(seq_q / rows)
@@ -150,9 +74,12 @@ def _flash_keys_read(seq_q: int, seq_k: int, tile: FlashTile, causal: bool) -> i
         return groups * seq_k
     offset, keys = seq_k - seq_q, 0
     for g in range(groups):
-        last = min((g + 1) * group * rows, seq_q) - 1
-        needed = min(seq_k, max(0, offset + last + 1))
-        keys += min(seq_k, math.ceil(needed / bn) * bn)
+        first, last = g * group * rows, min((g + 1) * group * rows, seq_q) - 1
+        end = min(seq_k, max(0, offset + last + 1))
+        if end == 0:
+            continue
+        start = 0 if window is None else max(0, offset + first + 1 - window)
+        keys += min(seq_k, math.ceil(end / bn) * bn) - start // bn * bn
     return keys
 
 
@@ -196,6 +123,8 @@ def attention(
     sram_bytes: int = DEFAULT_SRAM_BYTES,
     tile: FlashTile | None = None,
     kv_heads: int | None = None,
+    window: int | None = None,
+    kv_dtype: Precision | None = None,
 ) -> Cost:
     """scaled dot-product attention ``softmax(Q K^T / sqrt(d)) V`` 的前向。
 
@@ -273,6 +202,13 @@ def attention(
         照样与它那组的 K、V 做两次乘法）；K、V 的必需读取与重读按 ``kv_heads`` 计（NB：共用一个
         K/V head 的 query head 之间的重读可能由 cache 供给，按 ``kv_heads`` 计是下界）。不融合的
         实现把 K、V 按 query head 展开来读，这里同样只计每个 K/V head 一次。
+    window : int, optional
+        sliding window（Mistral、Gemma 2 的 local 层）：每个 query 只看它最后 ``window`` 个 key，
+        包括它自己；须与 ``causal=True`` 一起用。flash kernel 只计算窗口内的对，只读某个 query
+        看到的 key（``min(seq_k, seq_q + window - 1)`` 个）；不融合的实现照样算出全部得分再加
+        mask，代价与 causal 相同。None：不限窗口。
+    kv_dtype : str or torch.dtype, optional
+        K 与 V 的精度（例如 FP8 的 KV cache），只用于 flash kernel；None 时等于 ``dtype``。
 
     Examples
     --------
@@ -327,6 +263,12 @@ def attention(
     >>> fa3 = attention(1, 1, 4096, 4096, 128, tile=fa3_tile(128))
     >>> fa3.reread_bytes == 15 * 2 * 4096 * 128 * 2
     True
+
+    sliding window 4096 的一步 decode，cache 中有 8192 个 key：只有最后 4096 个被看到、被读：
+
+    >>> local = attention(1, 1, 1, 8192, 128, causal=True, window=4096)
+    >>> local.flops == 4096 * (4 * 128 + 5), local.bytes_read == (1 + 2 * 4096) * 128 * 2
+    (True, True)
     """
     batch = _validate.size("batch", batch)
     heads = _validate.size("heads", heads)
@@ -340,7 +282,22 @@ def attention(
     if tile is not None and not isinstance(tile, FlashTile):
         raise InvalidArgumentType("tile", f"must be a FlashTile or None, got {type(tile).__name__}")
     kv = _kv_heads(heads, kv_heads)
+    if window is not None:
+        window = _validate.size("window", window)
+        if not causal:
+            raise InvalidArgument("window", "needs causal=True: a query sees its last keys")
     s = bytes_per_element(dtype)
+    if (
+        kv_dtype is not None
+        and impl != "flash"
+        and precision_name(kv_dtype, "kv_dtype") != precision_name(dtype)
+    ):
+        raise InvalidArgument(
+            "kv_dtype",
+            f"must equal dtype for impl={impl!r}: only the flash kernel reads K and V"
+            " in their own precision",
+        )
+    s_kv = s if kv_dtype is None else bytes_per_element(precision_name(kv_dtype, "kv_dtype"))
     bh = batch * heads
     _validate.elements(
         "batch * heads * seq * head_dim (Q, K, V)", bh * max(seq_q, seq_k) * head_dim
@@ -362,18 +319,19 @@ def attention(
 
     if tile is None:
         tile = FlashTile(_block_rows(sram_bytes, head_dim, dtype, seq_q))
-    pairs = _causal_pairs(seq_q, seq_k) if causal else seq_q * seq_k
-    keys = _flash_keys_read(seq_q, seq_k, tile, causal)
+    pairs = _causal_pairs(seq_q, seq_k, window) if causal else seq_q * seq_k
+    seen = attention_keys(seq_q, seq_k, window)  # K and V rows some query sees: read once
+    keys = _flash_keys_read(seq_q, seq_k, tile, causal, window)
     softmax_vector = SOFTMAX_FLOPS_PER_ELEMENT - 1
     return Cost(
         flops=bh * pairs * (4 * head_dim + SOFTMAX_FLOPS_PER_ELEMENT),
-        bytes_read=batch * s * head_dim * (heads * seq_q + 2 * kv * seq_k),
+        bytes_read=batch * head_dim * (s * heads * seq_q + s_kv * 2 * kv * seen),
         bytes_written=bh * s * head_dim * seq_q,
         vector_flops=bh * pairs * softmax_vector,
         fp32_vector_slots=bh * pairs * softmax_vector,  # softmax in the FP32 accumulators
         special_flops=bh * pairs,
-        reread_bytes=batch * kv * s * head_dim * 2 * (keys - seq_k),
-        reread_footprint=s * head_dim * 2 * seq_k,
+        reread_bytes=batch * kv * s_kv * head_dim * 2 * (keys - seen),
+        reread_footprint=s_kv * head_dim * 2 * seen,
     )
 
 
