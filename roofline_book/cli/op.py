@@ -3,24 +3,46 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from .._base.records import as_mapping, record_field
 from ..dtypes import precision_name
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
     add_device_arguments,
-    cost_figures,
     device_from_args,
-    device_json,
     device_line,
-    emit_json,
+    emit_result,
     number,
     rate_rows,
     text_table,
     time_rows,
 )
-from .operators import ALIASES, OPERATORS, add_operator_arguments, device_defaults
+from .operators import ALIASES, OPERATORS, Arguments, add_operator_arguments, device_defaults
+from .results import CostOn, Device, Result, command_field
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpResult(Result):
+    """``op --json``：一个算子在一块设备上。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one operator on one device"}
+
+    command: str = command_field("op")
+    operator: str = record_field(
+        enum=list(OPERATORS), description="the operator, as 'op OPERATOR' names it"
+    )
+    arguments: Arguments = record_field(
+        description="every argument the package function got, defaults included: "
+        "calling it with them gives these figures"
+    )
+    device: Device = record_field()
+    cost: CostOn = record_field(inline=True)
+
+
+RESULT = OpResult
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -78,18 +100,16 @@ def run(args: argparse.Namespace) -> int:
     device = device_from_args(args)
     cost, arguments = spec.call(device_defaults(spec, given, device))
     precision = precision_name(arguments[spec.roof_dtype])  # bf16, not torch.bfloat16
-    figures = cost_figures(cost, device, precision)
+    result = OpResult(
+        operator=args.operator,
+        arguments=Arguments(arguments),
+        device=Device.on(device, precision),
+        cost=CostOn.of(cost, device, precision),
+    )
     if args.json:
-        emit_json(
-            "op",
-            {
-                "operator": args.operator,
-                "arguments": arguments,
-                "device": device_json(device, precision),
-                **figures,
-            },
-        )
+        emit_result(result)
         return 0
+    figures = as_mapping(result.cost)
     rows = [
         ("operator", call_text(args.operator, arguments)),
         ("device", device_line(device, precision)),

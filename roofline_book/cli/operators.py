@@ -11,6 +11,7 @@ import inspect
 from functools import partial
 from typing import Any
 
+from .._base.records import codec
 from ..devices.catalog import Hardware
 from ..devices.kernels import device_flash_tile, device_sram_bytes
 from ..ops import Cost
@@ -19,6 +20,13 @@ from .common import UsageError, parse_size
 
 #: 命令行的算子，即算子登记表（只读）。
 OPERATORS = REGISTRY
+
+
+class Arguments(dict[str, Any]):
+    """模型函数收到的每个参数（默认值在内），参数名 -> 值；``--json`` 原样写出。"""
+
+
+codec(Arguments, encode=dict, decode=Arguments, schema=lambda: {"type": "object"})
 
 #: ``op linear-backward`` as well as ``op linear_backward``: the flags are written with hyphens
 ALIASES = {name: [name.replace("_", "-")] for name in OPERATORS if "_" in name}

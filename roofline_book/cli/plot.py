@@ -4,25 +4,53 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from .._base.extras import require
+from .._base.records import record_field
 from ..roofline.roofs import main_unit, time_bound, unit_rates
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
     UsageError,
     add_device_arguments,
-    cost_figures,
     device_from_args,
-    device_json,
     device_line,
-    emit_json,
+    emit_result,
     number,
     output_file,
     text_table,
 )
-from .operators import OPERATORS, parse_point, point_form
+from .operators import OPERATORS, Arguments, parse_point, point_form
+from .results import CostOn, Device, Result, command_field
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlotPoint:
+    """图中的一个点：一个算子在这块设备上。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one point"}
+
+    operator: str = record_field(enum=list(OPERATORS), description="the operator")
+    label: str = record_field(description="the point as typed, the legend's label")
+    arguments: Arguments = record_field(description="as in op")
+    cost: CostOn = record_field(inline=True)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlotResult(Result):
+    """``plot --json``：写出的图，以及图中的每个点。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "a roofline chart"}
+
+    command: str = command_field("plot")
+    out: str = record_field(description="the file written (absolute path)")
+    device: Device = record_field()
+    points: tuple[PlotPoint, ...] = record_field(description="the points, in order")
+
+
+RESULT = PlotResult
 
 
 def _y_unit(peak: float, units: dict[str, float]) -> str:
@@ -83,18 +111,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         plt.close(fig)
     if args.json:
-        emit_json(
-            "plot",
-            {
-                "out": str(out),
-                "device": device_json(device, args.dtype),
-                "points": [
-                    {"operator": key, "label": label, "arguments": arguments}
-                    | cost_figures(cost, device, args.dtype)
-                    for key, label, cost, arguments in named
-                ],
-            },
+        points = tuple(
+            PlotPoint(
+                operator=key,
+                label=label,
+                arguments=Arguments(arguments),
+                cost=CostOn.of(cost, device, args.dtype),
+            )
+            for key, label, cost, arguments in named
         )
+        emit_result(PlotResult(out=str(out), device=Device.on(device, args.dtype), points=points))
         return 0
     print(f"wrote {args.out}: {device_line(device, args.dtype)}, {len(named)} point(s)")
     body = []

@@ -49,20 +49,6 @@ __all__ = ["COST", "DEVICE", "SCHEMAS", "fields"]
 
 
 _HAND: dict[str, dict] = {
-    "op": command(
-        "op",
-        {
-            "operator": string("the operator, as 'op OPERATOR' names it"),
-            "arguments": {
-                "type": "object",
-                "description": "every argument the package function got, defaults included: "
-                "calling it with them gives these figures",
-            },
-            "device": DEVICE,
-        }
-        | COST,
-        "one operator on one device",
-    ),
     "block": command(
         "block",
         {
@@ -198,26 +184,6 @@ _HAND: dict[str, dict] = {
             )
         },
         "the hardware catalog",
-    ),
-    "plot": command(
-        "plot",
-        {
-            "out": string("the file written (absolute path)"),
-            "device": DEVICE,
-            "points": listing(
-                obj(
-                    {
-                        "operator": string("the operator"),
-                        "label": string("the point as typed, the legend's label"),
-                        "arguments": {"type": "object", "description": "as in op"},
-                    }
-                    | COST,
-                    "one point",
-                ),
-                "the points, in order",
-            ),
-        },
-        "a roofline chart",
     ),
     "profile": command(
         "profile",
