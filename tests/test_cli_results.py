@@ -89,3 +89,35 @@ def test_the_unit_lands_in_the_schema():
     assert props["time_lower_bound_s"]["description"].endswith("[s]")
     assert props["bytes"]["description"] == "bytes_read + bytes_written [byte]"
     assert "[" not in props["kernels"]["description"]  # a count: unit "1" is not written
+
+
+def test_attainable_rate_is_the_busiest_units_written_out():
+    # A100 80GB SXM datasheet: 2,039 GB/s of HBM, BF16 Tensor Core 312 TFLOPS (dense).
+    # add of 1M bf16 elements: 1 vector FLOP each, two inputs read and one output written at
+    # 2 bytes: 6 MB, so HBM bounds it at 6e6 / 2.039e12 s and the vector units attain
+    # 1e6 FLOP over that time, 2.039e12 / 6 FLOP/s
+    from roofline_book.cli import main
+
+    out = _json(main, "op", "add", "--numel", "1M", "--device", "a100-sxm")
+    assert (out["bound"], out["attainable_unit"]) == ("hbm", "vector")
+    assert out["time_lower_bound_s"] == pytest.approx(6e6 / 2.039e12)
+    assert out["attainable_per_s"] == pytest.approx(2.039e12 / 6)
+    # a 4096^3 bf16 GEMM: 2 x 4096^3 FLOP on the matrix units, 1365 FLOP/byte, far right of
+    # the A100's ridge (312e12 / 2.039e12 = 153): it attains the dense peak
+    out = _json(
+        main, "op", "gemm", "--m", "4Ki", "--k", "4Ki", "--n", "4Ki", "--device", "a100-sxm"
+    )
+    assert (out["bound"], out["attainable_unit"]) == ("matrix", "matrix")
+    assert out["attainable_per_s"] == pytest.approx(312e12)
+    assert out["time_lower_bound_s"] == pytest.approx(2 * 4096**3 / 312e12)
+
+
+def _json(main, *argv: str) -> dict:
+    import contextlib
+    import io
+    import json
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main([*argv, "--json"]) == 0
+    return json.loads(printed.getvalue())

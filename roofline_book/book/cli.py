@@ -82,11 +82,54 @@ def cli_error(*args: str) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
-def json_fields_md(schema: dict, *, collapse: bool = True) -> Any:
-    """``--json`` 的一份 schema 写成 Markdown 表格（供 ``glue``，同 :func:`markdown_table`）：每个键
-    一行，写明类型和 schema 的说明。
+def json_fields(
+    schema: dict, prefix: str = "", *, collapse: bool = True
+) -> list[tuple[str, str, str]]:
+    """``schema`` 的每个键，展开嵌套的对象与列表：``(路径, 类型, 说明)``。
 
-    见 :func:`roofline_book.cli.schema.fields`（``collapse``：设备对象与代价的各键各写成一行）。
+    设备对象（:class:`~roofline_book.cli.results.Device`）写成一行 ``device``，代价的各键
+    （:class:`~roofline_book.cli.results.CostOn`）合成一行 ``(cost)``：它们各自列一次
+    （``collapse=False`` 时照样展开）。
+
+    Examples
+    --------
+    >>> from roofline_book.cli.schema import SCHEMAS
+    >>> [path for path, _, _ in json_fields(SCHEMAS["op"])]
+    ['roofline_book_version', 'command', 'operator', 'arguments', 'device', '(cost)']
+    >>> json_fields(SCHEMAS["block"])[-1]
+    ('optimizer.ops[].(cost)', 'cost', 'the cost fields, as in op')
+    """
+    from .._base.records import json_schema
+    from ..cli.results import CostOn, Device
+
+    device, cost = json_schema(Device), json_schema(CostOn)["properties"]
+    out = []
+    properties = schema.get("properties", {})
+    has_cost = collapse and all(properties.get(k) == v for k, v in cost.items())
+    for key, sub in properties.items():
+        if has_cost and key in cost:
+            if key == next(iter(cost)):
+                out.append((f"{prefix}(cost)", "cost", "the cost fields, as in op"))
+            continue
+        path = f"{prefix}{key}"
+        if collapse and sub == device:
+            out.append((path, "device", device["description"]))
+            continue
+        kind = sub.get("type", "const" if "const" in sub else "")
+        kinds = kind if isinstance(kind, list) else [kind]
+        out.append((path, " | ".join(kinds), sub.get("description", "")))
+        if "object" in kinds:
+            out += json_fields(sub, f"{path}.", collapse=collapse)
+        elif "array" in kinds and "properties" in sub.get("items", {}):
+            out += json_fields(sub["items"], f"{path}[].", collapse=collapse)
+    return out
+
+
+def json_fields_md(schema: dict | type, *, collapse: bool = True) -> Any:
+    """``--json`` 的一份 schema （或一个记录类，取它的 schema）写成 Markdown 表格（供 ``glue``，
+    同 :func:`markdown_table`）：每个键一行，写明类型和 schema 的说明。
+
+    见 :func:`json_fields` （``collapse``：设备对象与代价的各键各写成一行）。
 
     Examples
     --------
@@ -94,11 +137,13 @@ def json_fields_md(schema: dict, *, collapse: bool = True) -> Any:
     >>> print(json_fields_md(SCHEMAS["op"]).data.splitlines()[2])
     | `roofline_book_version` | string | version of the roofline-book package that wrote this |
     """
-    from ..cli.schema import fields
+    from .._base.records import json_schema
     from .tables import markdown_table
 
+    if isinstance(schema, type):
+        schema = json_schema(schema)
     rows = [
         {"键": f"`{path}`", "类型": kind.replace(" | ", " 或 "), "说明（schema 的原文）": text}
-        for path, kind, text in fields(schema, collapse=collapse)
+        for path, kind, text in json_fields(schema, collapse=collapse)
     ]
     return markdown_table(rows, align=["left", "left", "left"])

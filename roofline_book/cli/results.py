@@ -63,6 +63,7 @@ __all__ = [
     "as_mapping",
     "command_field",
     "command_schema",
+    "command_schemas",
     "is_adhoc",
 ]
 
@@ -92,6 +93,17 @@ def command_schema(cls: type[Result]) -> dict[str, Any]:
     """子命令结果 ``cls`` 的 JSON Schema（draft 2020-12），带标题。"""
     name = cls.__dataclass_fields__["command"].default
     return {"$schema": DIALECT, "title": f"roofline-book {name} --json"} | json_schema(cls)
+
+
+def command_schemas() -> dict[str, dict[str, Any]]:
+    """每个声明了结果记录（模块的 ``RESULT``）的子命令的 schema，按 ``--help`` 列出的顺序。"""
+    from . import SUBCOMMANDS
+
+    return {
+        module.__name__.rsplit(".", 1)[-1]: command_schema(module.RESULT)
+        for module in SUBCOMMANDS
+        if hasattr(module, "RESULT")
+    }
 
 
 def is_adhoc(device: Hardware) -> bool:
