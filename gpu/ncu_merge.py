@@ -23,10 +23,9 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from roofline_book.measure.runs import runfile
-from roofline_book.measure.runs.records import MeasuredBytes, Run, as_run
+from roofline_book.measure.runs.records import MeasuredBytes, Run
 
 READ, WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
 _RANGE = re.compile(r"rb\|([^|]+)\|")
@@ -104,7 +103,7 @@ def parse_ncu_csv(text: str) -> dict[str, dict[str, int]]:
 
 
 def merge_dram_bytes(
-    run: Run | Mapping[str, Any],
+    run: Run,
     measured: Mapping[str, Mapping[str, int]],
     *,
     tool: str = "ncu",
@@ -118,7 +117,6 @@ def merge_dram_bytes(
         If ``measured`` names an id the run lacks or an entry that was not timed,
         or an entry already has measured bytes and ``force`` is false.
     """
-    run = as_run(run)
     entries = list(run.entries)
     where = {e.id: i for i, e in enumerate(entries)}
     for entry_id, counts in measured.items():
@@ -146,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="replace bytes measured before")
     args = parser.parse_args(argv)
     try:
-        run = runfile.read_run(args.run, require_schema=False)
+        run = runfile.load_run(args.run, require_schema=False)
         measured = parse_ncu_csv(args.csv.read_text(encoding="utf-8", errors="replace"))
         if not measured:
             raise ValueError(f"no kernel in {args.csv} lies in an rb|...| NVTX range")

@@ -23,29 +23,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from roofline_book.measure.bench import cases
 from roofline_book.measure.runs import runfile
+from roofline_book.measure.runs.records import Entry, Run
 
 RANGE = "rb|{}|"
 """NVTX range name around an entry's profiled call; ``ncu_merge.py`` parses it back."""
 
 
-def chosen(run: Mapping[str, Any], *, every: bool = False) -> list[Mapping[str, Any]]:
+def chosen(run: Run, *, every: bool = False) -> list[Entry]:
     """The timed entries to profile: memory-bound ones and attention, largest per variant.
 
     With ``every``, all timed memory-bound entries and attention entries.
     """
-    entries = [e for e in runfile.results(run) if e["name"] != "gemm"]
+    entries = [e for e in run.results() if e.name != "gemm"]
     if every:
         return entries
-    largest: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+    largest: dict[tuple[str, str, str], Entry] = {}
     for e in entries:
-        key = (e["name"], e["precision"], e["impl"])
-        size = runfile.model_cost(e).bytes
-        if key not in largest or size > runfile.model_cost(largest[key]).bytes:
+        key = (e.name, e.precision, e.impl)
+        if key not in largest or e.cost.bytes > largest[key].cost.bytes:
             largest[key] = e
     return list(largest.values())
 
@@ -61,23 +60,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the entry ids and exit")
     args = parser.parse_args(argv)
     try:
-        run = runfile.read_run(args.run, require_schema=False)
+        run = runfile.load_run(args.run, require_schema=False)
     except (OSError, ValueError) as exc:
         print(f"ncu_ops: {exc}", file=sys.stderr)
         return 2
-    if run["device"]["type"] != "cuda":
-        print(f"ncu_ops: {args.run} is a {run['device']['type']} run, not cuda", file=sys.stderr)
+    if run.device.type != "cuda":
+        print(f"ncu_ops: {args.run} is a {run.device.type} run, not cuda", file=sys.stderr)
         return 2
     todo = chosen(run, every=args.every)
     if args.list:
-        print("\n".join(e["id"] for e in todo))
+        print("\n".join(e.id for e in todo))
         return 0
 
     import torch
 
     device = torch.device("cuda", torch.cuda.current_device())
     for e in todo:
-        case = cases.case_for(e["name"], e["shape"], e["precision"], e["impl"])
+        case = cases.case_for(e.name, e.shape, e.precision, e.impl)
         prepared = case.build(device)
         try:
             prepared.check()

@@ -15,11 +15,11 @@ import pytest
 
 from roofline_book.measure.judge import predict
 from roofline_book.measure.judge.ceilings import of_run
-from roofline_book.measure.runs.records import Entry
-from roofline_book.measure.runs.runfile import model_cost
+from roofline_book.measure.runs.records import Entry, Run
 from roofline_book.roofline.bounds import bound
 
-PASS = json.loads((Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text())
+DATA = json.loads((Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text())
+PASS = Run.from_mapping(DATA)
 PEAK32 = 2 * 1024**3 / 0.02  # the fp32 peak: the 1024^3 GEMM in 20 ms
 DRAM = 3 * 4 * 2**25 / 0.0125  # 32.2 GB/s
 
@@ -33,9 +33,9 @@ def entry(run, entry_id):
     return next(e for e in run["results"] if e["id"] == entry_id)
 
 
-def with_l2_roof(run):
+def with_l2_roof(data):
     """The fixture with an L2 copy probe: 2 x 256 KiB in 10 us, 2^18 B of line fills."""
-    run = copy.deepcopy(run)
+    run = copy.deepcopy(data)
     probe = copy.deepcopy(entry(run, "copy/fp32/copy_/numel=33554432"))
     probe.update(id="copy/fp32/copy_/numel=65536", shape={"numel": 2**16})
     probe["model"] = {"flops": 0, "bytes_read": 2**18, "bytes_written": 2**18, "kernels": 1}
@@ -51,7 +51,7 @@ def with_l2_roof(run):
             "cache_bytes": 2**21,
         }
     }
-    return run
+    return Run.from_mapping(run)
 
 
 def test_write_allocate_brings_the_three_probes_together():
@@ -67,20 +67,20 @@ def test_write_allocate_brings_the_three_probes_together():
 def test_bound_holds_each_entry_to_its_unit_and_level():
     r = of_run(PASS)
     # streams (128 MiB >= 4 x 16 MiB): its model bytes at DRAM speed
-    relu = entry(PASS, "relu/fp32/clamp_min/numel=16777216")
-    assert predict.bound_seconds(typed(relu), r) == pytest.approx(8 * 2**24 / DRAM)
+    relu = PASS.entry("relu/fp32/clamp_min/numel=16777216")
+    assert predict.bound_seconds(relu, r) == pytest.approx(8 * 2**24 / DRAM)
     # a GEMM: its FLOPs at the peak, here its own 20 ms
-    gemm = entry(PASS, "gemm/fp32/mm/m=1024,k=1024,n=1024")
-    assert predict.bound_seconds(typed(gemm), r) == pytest.approx(0.02)
+    gemm = PASS.entry("gemm/fp32/mm/m=1024,k=1024,n=1024")
+    assert predict.bound_seconds(gemm, r) == pytest.approx(0.02)
     # 192 KiB that a 16 MiB cache holds, and no cache roof measured: the peak alone
-    small = entry(PASS, "add/fp32/add/numel=16384")
+    small = entry(DATA, "add/fp32/add/numel=16384")
     assert [(lv.name, lv.bandwidth) for lv in r.levels] == [
         ("l2", None),
         ("dram", r.memory.bandwidth),
     ]
     assert predict.bound_seconds(typed(small), r) == pytest.approx(2**14 / PEAK32)
     # with an L2 roof (2^19 + 2^18 bytes in 10 us = 78.6 GB/s, line fills counted)
-    r2 = of_run(with_l2_roof(PASS))
+    r2 = of_run(with_l2_roof(DATA))
     assert [(lv.name, lv.capacity) for lv in r2.levels] == [
         ("l1", 49152),
         ("l2", 2**21),
@@ -118,15 +118,17 @@ def test_prediction_adds_a_fitted_fixed_cost_per_kernel():
 
 
 def test_bound_takes_the_peaks_best_round_and_the_prediction_its_median():
-    run = copy.deepcopy(PASS)
-    probe = entry(run, "gemm/bf16/mm/m=1024,k=1024,n=1024")
-    probe["rounds_s"] = [0.01, 0.03, 0.02]  # best 10 ms: the ceiling; median 20 ms
-    run["ceilings"]["peak_flops"]["bf16"]["value"] = 2 * 1024**3 / 0.01
+    data = copy.deepcopy(DATA)
+    probe = entry(data, "gemm/bf16/mm/m=1024,k=1024,n=1024")
+    probe["rounds_s"] = [0.01, 0.03, 0.02]  # best 10 ms: the time and the ceiling; median 20 ms
+    probe["time"]["median_s"] = 0.01
+    data["ceilings"]["peak_flops"]["bf16"]["value"] = 2 * 1024**3 / 0.01
+    run = Run.from_mapping(data)
     best, typical = of_run(run), of_run(run, typical=True)
     assert best.rate("matrix", "bf16") == pytest.approx(2 * 1024**3 / 0.01)
     assert typical.rate("matrix", "bf16") == pytest.approx(2 * 1024**3 / 0.02)
     assert typical.rate("matrix", "fp32") == pytest.approx(PEAK32)  # one round: best and median
-    gemm = entry(run, "gemm/bf16/mm/m=512,k=512,n=512")
+    gemm = entry(data, "gemm/bf16/mm/m=512,k=512,n=512")
     assert predict.bound_seconds(typed(gemm), best) == pytest.approx(
         2 * 512**3 / (2 * 1024**3 / 0.01)
     )
@@ -135,9 +137,10 @@ def test_bound_takes_the_peaks_best_round_and_the_prediction_its_median():
 
 
 def test_a_sweep_entry_that_beats_the_probe_sets_the_matrix_ceiling():
-    run = copy.deepcopy(PASS)
-    gemm = entry(run, "gemm/fp32/mm/m=512,k=512,n=512")
+    data = copy.deepcopy(DATA)
+    gemm = entry(data, "gemm/fp32/mm/m=512,k=512,n=512")
     gemm["time"]["median_s"] = 2 * 512**3 / (1.25 * PEAK32)  # 25% faster than the probe's peak
+    run = Run.from_mapping(data)
     c = of_run(run)
     assert c.rate("matrix", "fp32") == pytest.approx(1.25 * PEAK32)
     assert c.sources["matrix", "fp32"] == gemm["id"]
@@ -146,13 +149,13 @@ def test_a_sweep_entry_that_beats_the_probe_sets_the_matrix_ceiling():
 
 
 def test_a_prediction_trusts_a_cache_with_what_its_probe_measured():
-    run = with_l2_roof(PASS)
+    run = with_l2_roof(DATA)
     x = predict.expected(run)
     assert predict.CACHE_FILL == 1 / 4  # the cache probes' share of their level
-    add = copy.deepcopy(entry(run, "add/fp32/add/numel=16384"))
+    add = copy.deepcopy(run.entry("add/fp32/add/numel=16384").as_mapping())
     add["model"] = {"flops": 2**16, "bytes_read": 2**19, "bytes_written": 2**18, "kernels": 1}
     # 768 KiB: within the 2 MiB L2, but over the quarter of it its probe measured
-    held = bound(model_cost(add), of_run(run), "fp32", resident=True)
+    held = bound(typed(add).cost, of_run(run), "fp32", resident=True)
     assert held is not None and held.resource == "l2"
     assert predict.expected_level(typed(add), x) == "dram"
     add["model"] |= {"bytes_read": 2**18, "bytes_written": 2**17}  # 384 KiB: within it

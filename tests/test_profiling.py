@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 from roofline_book.measure.profile import atenops, profiling  # noqa: E402
+from roofline_book.measure.runs.records import Run  # noqa: E402
 from roofline_book.ops import Cost  # noqa: E402
 from roofline_book.roofline.bounds import Ceilings  # noqa: E402
 
@@ -202,16 +203,14 @@ def test_region_keeps_only_ops_inside():
 
 
 def test_a_run_files_ceilings_hold_each_unit_and_level():
-    import copy
-
     from test_predict import DRAM, PASS, PEAK32
 
     from roofline_book import add, gemm
     from roofline_book.measure.judge.ceilings import of_run
 
-    run = copy.deepcopy(PASS)
-    run["device"]["cache_bytes"] = None  # no cache reported: DRAM is the only level
-    roofs = of_run(run)
+    # no cache reported: DRAM is the only level
+    device = dataclasses.replace(PASS.device, cache_bytes=None)
+    roofs = of_run(dataclasses.replace(PASS, device=device))
     big = profiling.row_bound(gemm(1024, 1024, 1024, "fp32"), roofs, "fp32")
     # 2 * 1024**3 FLOP at the 107 GFLOP/s peak: 20 ms, against 12 MiB at 32.2 GB/s: 0.4 ms
     assert big.resource == "matrix"
@@ -228,12 +227,12 @@ def test_a_run_files_ceilings_hold_each_unit_and_level():
 
 
 def test_a_run_files_ceilings_hold_data_to_the_smallest_level_that_holds_it():
-    from test_predict import PASS, with_l2_roof
+    from test_predict import DATA, with_l2_roof
 
     from roofline_book import add
     from roofline_book.measure.judge.ceilings import of_run
 
-    run = with_l2_roof(PASS)  # L1 48 KiB (no roof), L2 2 MiB (a roof), L3 16 MiB (none)
+    run = with_l2_roof(DATA)  # L1 48 KiB (no roof), L2 2 MiB (a roof), L3 16 MiB (none)
     roofs = of_run(run)
     l2, dram = roofs.level("l2").bandwidth, roofs.memory.bandwidth
     assert l2 == pytest.approx(786432 / 1e-5)  # the L2 copy's rate, line fills counted
@@ -301,13 +300,13 @@ def test_call_models_from_shapes():
 
 
 def test_roof_figures_count_rows_a_cold_start_bound_would_miss():
-    from test_predict import PASS, with_l2_roof
+    from test_predict import DATA, with_l2_roof
 
     from roofline_book import add
     from roofline_book.book.profiling import roof_figures  # noqa: E402
     from roofline_book.measure.judge.ceilings import of_run
 
-    roofs = of_run(with_l2_roof(PASS))
+    roofs = of_run(with_l2_roof(DATA))
     cost = add(2**20, "fp32")  # 12 MiB: held to the L2 roof, not to DRAM
     dram_s, l2_s = cost.bytes / roofs.memory.bandwidth, cost.bytes / roofs.level("l2").bandwidth
     assert l2_s < dram_s
@@ -959,15 +958,16 @@ def test_a_first_torch_compile_run(tmp_path, monkeypatch, one_thread):
 
 
 def inverted_l3_run():
-    """The fixture run with L1 48 KiB, L2 2 MiB (no roof) and L3 32 MiB, and an L3 copy that a
-    loaded machine timed at 12 GB/s: 2^20 FP32 copied (4 MiB read, 4 MiB written, 4 MiB of line
-    fills: 12,582,912 B) in 1.0486 ms. The fixture's DRAM: 3 * 4 * 2^25 B in 12.5 ms, 32.2 GB/s.
+    """The fixture run file (JSON) with L1 48 KiB, L2 2 MiB (no roof) and L3 32 MiB, and an L3
+    copy that a loaded machine timed at 12 GB/s: 2^20 FP32 copied (4 MiB read, 4 MiB written,
+    4 MiB of line fills: 12,582,912 B) in 1.0486 ms. The fixture's DRAM: 3 * 4 * 2^25 B in
+    12.5 ms, 32.2 GB/s.
     """
     import copy
 
-    from test_predict import PASS, entry
+    from test_predict import DATA, entry
 
-    run = copy.deepcopy(PASS)
+    run = copy.deepcopy(DATA)
     probe = copy.deepcopy(entry(run, "copy/fp32/copy_/numel=33554432"))
     probe.update(id="copy/fp32/copy_/numel=1048576", shape={"numel": 2**20})
     probe["model"] = {"flops": 0, "bytes_read": 2**22, "bytes_written": 2**22, "kernels": 1}
@@ -989,7 +989,7 @@ def test_a_level_measured_slower_than_dram_is_held_to_drams_roof(one_thread):
     from roofline_book.measure.judge.ceilings import inversions, of_run
     from roofline_book.measure.runs.records import LevelInversion
 
-    run = inverted_l3_run()
+    run = Run.from_mapping(inverted_l3_run())
     dram = 3 * 4 * 2**25 / 0.0125  # 32.2 GB/s
     roofs = of_run(run)
     assert roofs.level("l3").bandwidth == pytest.approx(dram) and roofs.memory.bandwidth == dram

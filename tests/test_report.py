@@ -1,6 +1,5 @@
 """Rendering of run files for the book, on the fixture runs (hand-made test data)."""
 
-import copy
 import dataclasses
 import json
 import pathlib
@@ -17,8 +16,8 @@ from roofline_book.measure.judge import report  # noqa: E402
 from roofline_book.measure.runs import runfile  # noqa: E402
 
 DATA = pathlib.Path(__file__).parent / "data"
-PASS = runfile.read_run(DATA / "fixture-cpu-pass.json")
-FAIL = runfile.read_run(DATA / "fixture-cpu-fail.json")
+PASS = runfile.load_run(DATA / "fixture-cpu-pass.json")
+FAIL = runfile.load_run(DATA / "fixture-cpu-fail.json")
 
 
 def test_measured_ceilings_are_structured():
@@ -37,26 +36,23 @@ def test_book_summary_words_the_structure_in_chinese():
     assert rows["实测峰值 fp32"] == "107.4 GFLOP/s"  # 107374182400 FLOP/s
     assert rows["实测带宽（copy）"] == "21.47 GB/s"  # 2^28 B in 12.5 ms
     assert rows["CUDA"] == "—"
-    cpu = runs.summary_rows(runfile.load_run(DATA / "fixture-cpu-pass.json"))
+    cpu = runs.summary_rows(PASS)
     assert not any(k.startswith("measured") for k in cpu)  # every row named in Chinese
 
 
 def test_results_rates_follow_the_model():
     rows = {r.entry.id: r for r in report.results(PASS)}
-    entry = runfile.results(PASS, "add")[-1]
-    row = rows[entry["id"]]
-    model = entry["model"]
-    seconds = entry["time"]["median_s"]
-    assert row.bytes_rate == pytest.approx((model["bytes_read"] + model["bytes_written"]) / seconds)
-    assert row.flops_rate == pytest.approx(model["flops"] / seconds)
-    # a zero-FLOP copy is judged by bandwidth: its rate over the best bandwidth ceiling
+    # the BF16 add of 2^24 elements: 2^24 FLOP, two inputs read and one output written at
+    # 2 bytes each (3 x 2^25 = 100,663,296 bytes), in the fixture's 4.5 ms
+    row = rows["add/bf16/add/numel=16777216"]
+    assert row.bytes_rate == pytest.approx(22.369_621_333e9)  # 100,663,296 / 0.0045
+    assert row.flops_rate == pytest.approx(3.728_270_222e9)  # 16,777,216 / 0.0045
+    # a zero-FLOP copy is judged by bandwidth: the fixture's copy at 20 GiB/s over its best
+    # bandwidth, the in-place triad at 30 GiB/s
     copy = rows["copy/fp32/copy_/numel=33554432"]
-    assert copy.fraction_of_roof == pytest.approx(
-        PASS["ceilings"]["bandwidth"]["copy"]["value"] / runfile.memory_roof(PASS)
-    )
+    assert copy.fraction_of_roof == pytest.approx(2 / 3)
     # the best GEMM defines the peak, so it sits exactly on its roof
-    best = PASS["ceilings"]["peak_flops"]["fp32"]["entry"]
-    assert rows[best].fraction_of_roof == pytest.approx(1.0)
+    assert rows["gemm/fp32/mm/m=1024,k=1024,n=1024"].fraction_of_roof == pytest.approx(1.0)
     skipped = next(r for r in rows.values() if r.entry.status == "skipped")
     assert skipped.flops_rate is None and skipped.fraction_of_roof is None
 
@@ -76,7 +72,7 @@ def test_datasheet_matching():
 def test_against_datasheet():
     sheet = hardware("h200-sxm")
     rows = {(a.quantity, a.precision): a for a in report.against_datasheet(FAIL, sheet)}
-    assert rows["bandwidth", None].ratio == pytest.approx(runfile.memory_roof(FAIL) / 4.8e12)
+    assert rows["bandwidth", None].ratio == pytest.approx(FAIL.memory_roof / 4.8e12)
     # the H100/H200 whitepaper's dense BF16, 989.4 TFLOP/s (rated at 1830 MHz), as printed
     assert rows["peak", "bf16"].datasheet == 989.4e12
     assert rows["peak", "bf16"].unit == "FLOP/s" and rows["bandwidth", None].unit == "B/s"
@@ -89,9 +85,7 @@ def test_plot_run_draws_roofs_and_dots():
     try:
         drawn = report.plot_run(ax, PASS, "fp32", datasheet=hardware("a100-sxm"))
         dots = [a for a in drawn if isinstance(a, matplotlib.collections.PathCollection)]
-        fp32_timed = [
-            e for e in runfile.results(PASS) if e["precision"] == "fp32" and e["model"]["flops"] > 0
-        ]
+        fp32_timed = [e for e in PASS.results() if e.precision == "fp32" and e.cost.flops > 0]
         # one dot per fp32 entry with FLOPs, gathered in a collection per operator and fill
         # (streaming or not), plus the ridge marker of the measured roof
         assert sum(len(d.get_offsets()) for d in dots) == len(fp32_timed) + 1
@@ -119,22 +113,20 @@ def test_highlights_are_the_run_figures():
     assert h["cpu_copy_g"] == pytest.approx(21.47483648)
     assert h["cpu_bw_g"] == pytest.approx(32.21225472)
     assert h["cpu_ridge32"] == pytest.approx(107374182400 / 32212254720)  # 10/3 FLOP/byte
-    big_add = runfile.results(PASS, "add")[1]  # fp32, 2^24 elements
-    seconds = big_add["time"]["median_s"]
+    # the FP32 add of 2^24 elements: 12 bytes per element (two read, one written) in 9 ms
     assert h["add_numel_m"] == 16  # 2^24 / 2^20
-    assert h["add_bw_g"] == pytest.approx(12 * 2**24 / seconds / 1e9)
-    assert h["add_over_copy"] == pytest.approx(12 * 2**24 / seconds / 21474836480)
-    small = next(e for e in runfile.results(PASS, "gemm") if e["shape"]["m"] == 32)
-    small_rate = 2 * 32 * 128 * 128 / small["time"]["median_s"]
-    assert h["small_gemm_pct"] == pytest.approx(100 * small_rate / 107374182400)
+    assert h["add_bw_g"] == pytest.approx(22.369_621_333)  # 201,326,592 B / 0.009 s
+    assert h["add_over_copy"] == pytest.approx(25 / 24)  # that over the 20 GiB/s copy
+    # the 32x128x128 GEMM: 2 x 32 x 128 x 128 = 2^20 FLOP in 0.1 ms, 10.49 GFLOP/s, against
+    # the 100 Gi FLOP/s peak: 2^20 / 1e-4 / (100 x 2^30) = 9.765625%
+    assert h["small_gemm_pct"] == pytest.approx(9.765625)
     assert (h["large_gemm_n"], h["large_gemm_pct"]) == (1024, pytest.approx(100.0))
     assert (h["n_claims"], h["n_pass"], h["n_fail"]) == (9, 9, 0)
     assert measured.highlights(FAIL)["n_fail"] == 3
 
 
 def test_highlights_name_what_a_run_lacks():
-    run = copy.deepcopy(PASS)
-    run["results"] = [e for e in run["results"] if e["name"] != "add"]
+    run = dataclasses.replace(PASS, entries=tuple(e for e in PASS.entries if e.name != "add"))
     with pytest.raises(ValueError, match="an fp32 add"):
         measured.highlights(run)
 

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..measure.bench.cases import OPERATORS, shape_text
@@ -19,7 +18,7 @@ from ..measure.judge.claims import Check, Figure, check_claims
 from ..measure.judge.predict import CACHE_FILL
 from ..measure.judge.verdicts import SPEED_TOLERANCE, Ref, tolerance
 from ..measure.run import CHECKPOINT_EVERY
-from ..measure.runs.records import Entry, Run, as_run
+from ..measure.runs.records import Entry, Run
 from ..present.tables import markdown_table as markdown_table_text
 from .measured import highlights as measured_highlights
 
@@ -215,7 +214,7 @@ def rule_zh(check: Check) -> str:
     return rule
 
 
-def claims_table(run: Run | Mapping[str, Any]) -> Any:
+def claims_table(run: Run) -> Any:
     """The checklist of a run in Chinese, as Markdown: each claim one numbered sentence
     with its verdict and rule, then its figures as a small table (对象, 量, 数值).
 
@@ -236,7 +235,7 @@ def claims_table(run: Run | Mapping[str, Any]) -> Any:
     return Markdown("\n\n".join(parts))
 
 
-def verdict_counts(run: Run | Mapping[str, Any]) -> str:
+def verdict_counts(run: Run) -> str:
     """一次 run 的各条结论结果如何，写成一句中文。
 
     写出不成立的结论，或说明没有结论不成立；run 无法判定或缺少数据的结论计数列出。
@@ -255,7 +254,7 @@ def verdict_counts(run: Run | Mapping[str, Any]) -> str:
     return f"{text}，没有一条不成立。"
 
 
-def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
+def run_highlights(run: Run) -> dict[str, Any]:
     """:func:`roofline_book.book.measured.highlights` 的结果，加上写成一句中文的判定
     （``verdict_counts``）、``speed_tolerance_pct`` （判定至少允许的计时余量，%）与
     ``tolerance_pct`` （这次 run 实际用的余量，%）、稳定性与 cache roof 的分句，以及这一章提到的
@@ -266,7 +265,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     return out | {
         "verdict_counts": verdict_counts(run),
         "speed_tolerance_pct": 100 * SPEED_TOLERANCE,
-        "tolerance_pct": 100 * tolerance(as_run(run)),
+        "tolerance_pct": 100 * tolerance(run),
         "stability_text": stability_text(run),
         "cache_roofs_text": cache_roofs_text(run),
         "checkpoint_every": CHECKPOINT_EVERY,
@@ -276,7 +275,7 @@ def run_highlights(run: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def stability_text(run: Run | Mapping[str, Any]) -> str:
+def stability_text(run: Run) -> str:
     """这次 run 是否稳定、判定用多大的余量，写成一个中文句子的结尾。
 
     稳定的阈值就是判定所用的计时余量 :data:`~roofline_book.measure.judge.verdicts.SPEED_TOLERANCE`；
@@ -297,7 +296,6 @@ def stability_text(run: Run | Mapping[str, Any]) -> str:
     >>> stability_text(run)
     '这份 run file 没有记录哨兵，每个比较按 5% 的余量判定。'
     """
-    run = as_run(run)
     base = f"{SPEED_TOLERANCE:.0%}"
     if run.stability is None or run.stability.spread is None:
         return f"这份 run file 没有记录哨兵，每个比较按 {base} 的余量判定。"
@@ -311,7 +309,7 @@ def stability_text(run: Run | Mapping[str, Any]) -> str:
     )
 
 
-def cache_roofs_text(run: Run | Mapping[str, Any]) -> str:
+def cache_roofs_text(run: Run) -> str:
     """The run's cache roofs as a Chinese clause ("各级缓存的 roof：L2 45.1 GB/s、L3 17.8 GB/s").
 
     Examples
@@ -320,7 +318,7 @@ def cache_roofs_text(run: Run | Mapping[str, Any]) -> str:
     >>> cache_roofs_text(load_run("tests/data/fixture-cpu-pass.json"))
     '这份 run file 没有测缓存的 roof'
     """
-    levels = as_run(run).ceilings.cache_bandwidth
+    levels = run.ceilings.cache_bandwidth
     if not levels:
         return "这份 run file 没有测缓存的 roof"
     return "各级缓存的 roof：" + "、".join(

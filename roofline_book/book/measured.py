@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ..measure.bench.suites import SMALL_GEMM
 from ..measure.judge import predict
 from ..measure.judge.ceilings import of_run
 from ..measure.judge.claims import check_claims, square_gemms
-from ..measure.runs.records import Entry, Run, as_run, mapping_of
+from ..measure.runs.records import Entry, Run
 
 
-def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
+def highlights(run: Run) -> dict[str, Any]:
     """实测性能一章从一次 CPU run 中引用的数字。
 
     键：``cpu_name``、``cpu_threads``；测得的峰值 ``cpu_peak32_g`` 与
@@ -32,12 +31,10 @@ def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
     ValueError
         run 中缺少 FP32 GEMM 扫描、小 GEMM、FP32 add 或 copy 带宽。
     """
-    run = as_run(run)
-    raw = mapping_of(run)
     roofs = of_run(run)
     copy = run.ceilings.bandwidth.get("copy")
     adds = [e for e in run.results("add") if e.precision == "fp32"]
-    squares = [run.entry(e["id"]) for e in square_gemms(raw, "fp32")]
+    squares = square_gemms(run, "fp32")
     m, k, n = SMALL_GEMM
     small = [
         e
@@ -56,7 +53,7 @@ def highlights(run: Run | Mapping[str, Any]) -> dict[str, Any]:
     big_add = max(adds, key=lambda e: e.shape["numel"])
     add_flops, add_bw = big_add.rates
     largest = max(squares, key=lambda e: e.shape["n"])
-    verdicts = [c.verdict for c in check_claims(raw)]
+    verdicts = [c.verdict for c in check_claims(run)]
     out = run_figures(run) | {
         "cpu_name": run.device.name,
         "cpu_threads": int(run.device.threads or 0),
@@ -88,7 +85,7 @@ def _rounds(entry: Entry) -> int:
     return len(entry.rounds_s or (0,))
 
 
-def run_figures(run: Run | Mapping[str, Any]) -> dict[str, Any]:
+def run_figures(run: Run) -> dict[str, Any]:
     """一次 run 是怎样测的、数据说明了什么，都写成普通的数（只给 run 中有的）。
 
     键：``threads``；``rounds`` （带宽探针的轮数）、``peak_rounds`` （峰值 GEMM 的轮数，
@@ -103,7 +100,6 @@ def run_figures(run: Run | Mapping[str, Any]) -> dict[str, Any]:
     ``norm_kernels``、``norm_bytes_ratio16`` 与 ``norm_bytes_ratio32`` （实际运行的
     相对 fused 模型）。
     """
-    run = as_run(run)
     out: dict[str, Any] = {"threads": int(run.device.threads or 0)}
     ceilings = run.ceilings
     peak32, peak16 = ceilings.peak_flops.get("fp32"), ceilings.peak_flops.get("bf16")

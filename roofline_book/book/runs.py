@@ -7,13 +7,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..measure.judge import report
 from ..measure.runs import runfile
-from ..measure.runs.records import Run, as_run, mapping_of
+from ..measure.runs.records import Run
 from ..present.tables import markdown_table as markdown_table_text
 from ..units import si
 from .claims import claims_table
@@ -129,7 +128,7 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.3g}%"
 
 
-def results_table(run: Run | Mapping[str, Any]) -> Any:
+def results_table(run: Run) -> Any:
     """把一次 run 的每个条目写成中文 Markdown 表格：读者写法的条目、状态、算术强度、时间中位数与
     相对 IQR、按模型算出的实测速率，以及达到其算术强度处实测 roof 的比例；有条目带备注时加一列
     备注（为什么跳过、运行时用了什么设置），ncu 测了 DRAM 字节数时也列出。
@@ -169,7 +168,7 @@ def results_table(run: Run | Mapping[str, Any]) -> Any:
     return Markdown(markdown_table_text(headers, rows, right=set(range(2, 8))))
 
 
-def against_table(run: Run | Mapping[str, Any], sheet: Any) -> Any:
+def against_table(run: Run, sheet: Any) -> Any:
     """测得的上限与 datasheet 的 dense 数字并列，写成中文 Markdown 表格。"""
     from IPython.display import Markdown
 
@@ -198,7 +197,7 @@ MEASURED_ZH = {
 }
 
 
-def summary_rows(run: Run | Mapping[str, Any]) -> dict[str, str]:
+def summary_rows(run: Run) -> dict[str, str]:
     """一次 run 的设备、软件、日期、测得的上限与稳定性，行名用中文，值按读者读的方式写出。
 
     Examples
@@ -207,7 +206,6 @@ def summary_rows(run: Run | Mapping[str, Any]) -> dict[str, str]:
     >>> rows["实测峰值 fp32"], rows["实测带宽（copy）"], rows["CUDA"]
     ('107.4 GFLOP/s', '21.47 GB/s', '—')
     """
-    run = as_run(run)
     device, software = run.device, run.software
     rows = {
         "设备": device.name,
@@ -231,21 +229,20 @@ def summary_rows(run: Run | Mapping[str, Any]) -> dict[str, str]:
     return rows
 
 
-def summary_table(run: Run | Mapping[str, Any]) -> Any:
+def summary_table(run: Run) -> Any:
     """:func:`summary_rows` 写成一列的表（pandas DataFrame）。"""
     import pandas as pd
 
     return pd.Series(summary_rows(run), name="值").to_frame()
 
 
-def show_run(run: Run | Mapping[str, Any]) -> None:
+def show_run(run: Run) -> None:
     """在 notebook 中展示一次 run：摘要、实测 roofline（设备在目录中时与 datasheet 的对照）、
     结论清单和每个条目。
     """
     from IPython.display import Markdown, display
     from matplotlib import pyplot as plt
 
-    run = as_run(run)
     display(Markdown(f"**{run.device.name}**，{run.date}，suite `{run.suite}`"))
     display(summary_table(run))
     sheet = report.datasheet_for(run)
@@ -256,7 +253,7 @@ def show_run(run: Run | Mapping[str, Any]) -> None:
         display(Markdown("这台设备不在硬件参数表中，没有 datasheet roof 可比。"))
     else:
         display(against_table(run, sheet))
-    display(claims_table(mapping_of(run)))
+    display(claims_table(run))
     # a caption numbers the table, so the PDF's continued pages name it (表 B.1 – 接上页)
     caption = f"{run.device.name}：每个条目的计时，与它在自己的算术强度处达到的 roof 比例"
     display(Markdown(f"```{{table}} {caption}\n{results_table(run).data}\n```"))

@@ -1,20 +1,11 @@
-"""运行一个 suite：每个 case 先检查、再计时，汇成一次 run。
+"""运行一个 suite：先测出各项上限，再检查并计时每个算子 case，汇成一次 run。
 
-run 先在预热之后分轮交替测出各项上限，每项保留最好的一轮（内存带宽来自大块 copy、STREAM triad
-和原地 triad；每种精度的峰值 FLOP/s 来自专门的大 GEMM；CPU 上 cache roof 来自末级 cache 之内的
-copy），然后测 suite 中的每个算子 case，其间计时一个哨兵，记录机器是否保持不变。在 CPU 上，
-除非另行指定，它只用一个线程。每个 case 的方法：
-
-1. 先正确、再求快：结果与 float64 的参考结果比较（``torch.allclose``）；结果错误的记为
-   ``failed``，不计时。
-2. 预热，然后计时（:mod:`roofline_book.measure.bench.timing`）：CPU 上用 ``torch.utils.benchmark``；
-   CUDA 上用 CUDA event，受限于内存的 case 在每次调用前（计时区间之外）写一个比 L2 大的缓冲区，
-   这样没有哪次调用能用上前一次留在 cache 里的数据。
-3. 报告单次调用时间的中位数和四分位距，连同样本、样本个数（``reps``）和每个样本的调用次数
-   （``inner``）。
-
-装不进内存的 case，或这个 PyTorch、这块设备不支持的 case，记为 ``skipped`` 并写明原因。结果是
-一次 run（见 :mod:`roofline_book.measure.runs.runfile`）。
+方法：先正确、再求快（结果与 float64 参考比较，错误的记为 ``failed``、不计时）；预热后计时，
+CPU 上用 :func:`~roofline_book.measure.bench.timing.time_cpu`，CUDA 上用 CUDA event 并在受限于
+内存的 case 之前冲刷 L2；报告单次调用时间的中位数与四分位距。装不下或不支持的 case 记为
+``skipped`` 并写明原因。一个 case 怎样检查与计时见 :mod:`roofline_book.measure.runs.rounds`，
+上限与稳定性怎样得出见 :mod:`roofline_book.measure.judge.ceilings`，结果的格式见
+:mod:`roofline_book.measure.runs.runfile`。
 """
 
 from __future__ import annotations
@@ -22,16 +13,13 @@ from __future__ import annotations
 import dataclasses
 import socket
 import sys
-import time
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from datetime import datetime, timezone
-from typing import Any
 
 from .._base import validate as _validate
-from ..units import si
+from .._base.validate import InvalidArgument
 from .bench import machine
-from .bench.cases import is_out_of_memory
-from .bench.registry import Case, Incorrect, Prepared, Unsupported
+from .bench.registry import Case, Prepared
 from .bench.suites import (
     DEVICES,
     FALLBACK_CACHE_BYTES,
@@ -42,286 +30,20 @@ from .bench.suites import (
     probes,
     suite_spec,
 )
-from .bench.timing import Timing, time_cpu, time_cuda
 from .judge import ceilings
 from .runs import runfile
-from .runs.records import (
-    FORMAT,
-    VERSION,
-    Check,
-    Device,
-    Entry,
-    MeasuredCeilings,
-    Run,
-    Software,
-    Stability,
-    Time,
-)
+from .runs.records import FORMAT, VERSION, Device, Entry, Run, Software
+from .runs.rounds import Rounds, measure, measure_rounds, release, timer_for
+
+__all__ = ["CHECKPOINT_EVERY", "WARMUP_S", "Rounds", "measure", "measure_rounds", "run_suite"]
 
 FLUSH_MIN_BYTES = 256 * 2**20
 """两次调用之间为冲刷 GPU 的 L2 而写的缓冲区的最小大小（byte）。"""
-
-MEMORY_HEADROOM = 0.5
-"""case 的 tensor 要占用设备空闲内存的这个比例以上时跳过它：在 Linux 上，过量申请的 CPU 内存
-会招来 OOM killer，而不是抛出异常。
-"""
-
-
-def _sync(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def _entry(case: Case, device) -> Entry:
-    """一个 case 在 run file 中的条目，尚未检查也未计时：模型，CPU 上还有 write-allocate 字节数和
-    实现实际运行的内容。
-    """
-    if not isinstance(case, Case):
-        kind = type(case).__name__
-        raise TypeError(f"case must be a roofline_book.measure.bench.registry.Case, got {kind}")
-    cpu = device.type == "cpu"
-    return Entry(
-        id=case.id,
-        name=case.name,
-        shape=dict(case.shape),
-        precision=case.precision,
-        impl=case.impl,
-        status="ok",
-        cost=case.cost,
-        write_allocate_bytes=(case.allocate_bytes or None) if cpu else None,
-        implementation=case.implementation if cpu else None,
-    )
-
-
-def _not_run(entry: Entry, exc: BaseException) -> Entry:
-    """运行时抛出异常的 case 的条目。"""
-    if isinstance(exc, Unsupported):
-        return dataclasses.replace(entry, status="skipped", reason=str(exc))
-    if isinstance(exc, Incorrect):
-        return dataclasses.replace(entry, status="failed", reason=f"wrong result: {exc}")
-    text = str(exc).strip()
-    first_line = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
-    if is_out_of_memory(exc):
-        return dataclasses.replace(entry, status="skipped", reason=f"out of memory: {first_line}")
-    return dataclasses.replace(entry, status="failed", reason=f"error: {first_line}")
-
-
-def _too_large(case: Case, device, taken: int = 0) -> str | None:
-    """``case`` 因内存而必须跳过的原因（已占用 ``taken`` 字节）；不必跳过时为 None。"""
-    available = machine.available_memory(device)
-    if available is None or taken + case.footprint <= MEMORY_HEADROOM * (available + taken):
-        return None
-    return (
-        f"needs about {si(case.footprint, 'B')}, more than {MEMORY_HEADROOM:.0%} "
-        f"of the {si(available, 'B')} free"
-    )
-
-
-def _timer(device, min_run_time: float, flush, case: Case, *, probe: bool = False):
-    flushed = device.type == "cuda" and flush is not None and case.memory_bound
-    if device.type == "cuda":
-        return (
-            lambda fn: time_cuda(fn, min_run_time=min_run_time, flush=flush if flushed else None)
-        ), flushed
-    if probe:  # rounds absorb the noise: no longer round
-        return (
-            lambda fn: time_cpu(fn, min_run_time=min_run_time, min_samples=3, settle=False)
-        ), flushed
-    return (lambda fn: time_cpu(fn, min_run_time=min_run_time)), flushed
-
-
-def _release(device) -> None:
-    import torch
-
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-
-
-def measure(case: Case, device: Any = "cpu", *, min_run_time: float = 0.1, flush=None) -> Entry:
-    """先检查、再计时一个 case；返回它在 run file 中的条目。
-
-    Parameters
-    ----------
-    case : roofline_book.measure.bench.registry.Case
-    device : str or torch.device
-    min_run_time : float
-        计时的总时长下限（秒）。
-    flush : torch.Tensor, optional
-        仅用于 CUDA：冲刷 L2 的缓冲区，case 受限于内存时使用。
-
-    Returns
-    -------
-    roofline_book.measure.runs.records.Entry
-        ``status`` 为 ``"ok"`` 时带 ``time`` 和 ``check``；为 ``"skipped"`` 时带
-        ``reason`` （这里不支持，或所需内存超过空闲内存）；结果错误或 case 抛出异常时为
-        ``"failed"``，带 ``reason`` （一个坏掉的 case 不会中断整个 run）。
-    """
-    return measure_rounds([case], device, rounds=1, min_run_time=min_run_time, flush=flush)[0]
-
 
 WARMUP_S = 0.25
 """在第一轮之前，每个峰值探针先运行这么长时间（秒）：宽的向量单元与矩阵单元（AVX-512、AMX）要工作
 一段时间后才升到它们的时钟频率。
 """
-
-
-def _spin(fn, device, seconds: float) -> None:
-    start = time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        fn()
-        _sync(device)
-
-
-def measure_rounds(
-    todo: list[Case],
-    device: Any = "cpu",
-    *,
-    rounds: int = 3,
-    min_run_time: float = 0.1,
-    flush=None,
-    warmup_s: float = 0.0,
-) -> list[Entry]:
-    """每个 case 先检查一次，再分轮交替计时全部 case；返回它们的条目。
-
-    第 ``r`` 轮按顺序把每个 case 各测一次，这样机器状态的变化（时钟爬升、别的进程）
-    落在所有 case 上，而不是只落在某一个上。每个条目把最好的一轮记为 ``time``
-    （上限是机器能做到的最好水平），把每一轮的中位数记为 ``rounds_s``。
-
-    Parameters
-    ----------
-    todo : list of roofline_book.measure.bench.registry.Case
-    device : str or torch.device
-    rounds : int
-        每个 case 计时的轮数，>= 1（为 1 时不记录 ``rounds_s``）。
-    min_run_time : float
-        每个 case 每一轮计时的总时长下限（秒）。
-    flush : torch.Tensor, optional
-        仅用于 CUDA：冲刷 L2 的缓冲区，用于受限于内存的 case。
-    warmup_s : float
-        每个受限于计算的 case（GEMM）在第一轮之前先运行的秒数（见
-        :data:`WARMUP_S`）；受限于内存的 case 不需要等时钟爬升。
-    """
-    rounds = _validate.size("rounds", rounds)
-    with Rounds(todo, device, min_run_time=min_run_time, flush=flush) as live:
-        live.warm_up(warmup_s)
-        for _ in range(rounds):
-            live.time()
-    return live.entries()
-
-
-class Rounds:
-    """构建并检查一次、一直保留、按要求的轮数计时的 case：即一次 run 的上限探针，在算子 case 之前
-    计时，之后再计时一次。
-
-    作为 context manager 使用；关闭之后调用 :meth:`entries`。
-    """
-
-    def __init__(
-        self,
-        todo: list[Case],
-        device: Any,
-        *,
-        min_run_time: float,
-        flush=None,
-        probe: bool = False,
-    ) -> None:
-        import torch
-
-        self.device = torch.device(device)
-        self.min_run_time, self.flush, self.probe = min_run_time, flush, probe
-        self.out: list[Entry] = []
-        self.live: list[tuple[int, Prepared, Case]] = []
-        self.timings: dict[int, list[Timing]] = {}
-        self.todo = todo
-
-    def __enter__(self) -> Rounds:
-        taken = 0
-        for case in self.todo:
-            entry = _entry(case, self.device)
-            reason = _too_large(case, self.device, taken)
-            if reason is not None:
-                self.out.append(dataclasses.replace(entry, status="skipped", reason=reason))
-                continue
-            prepared = None
-            try:
-                prepared = case.build(self.device)
-                check = prepared.check()
-                _sync(self.device)
-            except Exception as exc:  # one broken case must not lose the whole run
-                if prepared is not None:
-                    prepared.close()
-                del prepared
-                _release(self.device)
-                self.out.append(_not_run(entry, exc))
-                continue
-            checked = Check.from_mapping(check)
-            self.out.append(dataclasses.replace(entry, note=prepared.note or None, check=checked))
-            self.live.append((len(self.out) - 1, prepared, case))
-            self.timings[len(self.out) - 1] = []
-            taken += case.footprint
-        return self
-
-    def warm_up(self, seconds: float) -> None:
-        """把每种精度的第一个受限于计算的 case 运行 ``seconds`` 秒：之后它所用的单元
-        在其余时间里保持时钟频率（受限于内存的 case 不需要爬升）。
-        """
-        warm: set[str] = set()
-        for _, prepared, case in self.live:
-            if seconds and not case.memory_bound and case.precision not in warm:
-                _spin(prepared.fn, self.device, seconds)
-                warm.add(case.precision)
-
-    def time(self, only: Collection[str] | None = None) -> None:
-        """一轮：把每个保留的 case 各计时一次（给了 ``only`` 时只测 id 在其中的）。"""
-        for i, prepared, case in self.live:
-            if not self.out[i].ok or (only is not None and case.id not in only):
-                continue
-            timer, flushed = _timer(
-                self.device, self.min_run_time, self.flush, case, probe=self.probe
-            )
-            try:
-                self.timings[i].append(timer(prepared.fn))
-            except Exception as exc:
-                self.out[i] = _not_run(_entry(case, self.device), exc)
-                continue
-            self.out[i] = dataclasses.replace(self.out[i], l2_flush=flushed)
-
-    def fastest(self, among: Collection[str]) -> set[str]:
-        """``among`` 中的 case 里，每种精度到目前为止最快的一个（按最好一轮的 FLOP/s）：
-        值得再测一次的峰值 GEMM。
-        """
-        best: dict[str, tuple[float, str]] = {}
-        for i, _, case in self.live:
-            if case.id in among and self.timings[i]:
-                rate = case.cost.flops / min(t.median_s for t in self.timings[i])
-                if rate > best.get(case.precision, (0.0, ""))[0]:
-                    best[case.precision] = (rate, case.id)
-        return {case_id for _, case_id in best.values()}
-
-    def __exit__(self, *exc: object) -> None:
-        for _, prepared, _ in self.live:
-            prepared.close()
-        self.live = []
-        _release(self.device)
-
-    def entries(self) -> list[Entry]:
-        """每个 case 的条目：最好的一轮记为 ``time``，
-        每一轮的中位数记为 ``rounds_s`` （两轮及以上时）。"""
-        entries = []
-        for i, entry in enumerate(self.out):
-            rounds = self.timings.get(i)
-            if entry.ok and rounds:
-                best = min(rounds, key=lambda t: t.median_s)
-                entry = dataclasses.replace(
-                    entry,
-                    time=Time.of(best),
-                    l2_flush=bool(entry.l2_flush),
-                    rounds_s=tuple(t.median_s for t in rounds) if len(rounds) > 1 else None,
-                )
-            entries.append(entry)
-        return entries
 
 
 CHECKPOINT_EVERY = 6
@@ -376,7 +98,7 @@ def run_suite(
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError(machine.no_cuda_message())
+        raise InvalidArgument("device", f"'cuda' needs a CUDA device: {machine.no_cuda_message()}")
     before = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
@@ -434,9 +156,7 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> Run:
         live.time()  # the last round, after the cases
     probe_entries = live.entries()
     load.append(machine.load_average())
-    probe_records = [e.as_mapping() for e in probe_entries]
     judged = {c.id for c in sets["peak"] + sets["bandwidth"]}
-    record = ceilings.stability(sentinel.id, checkpoints, probe_records, judged)
     run = Run(
         format=FORMAT,
         version=VERSION,
@@ -445,10 +165,10 @@ def _run(device: str, suite: str, *, progress: bool, all_threads: bool) -> Run:
         suite=suite,
         device=Device.from_mapping(info),
         software=Software.from_mapping(machine.describe_software(dev)),
-        ceilings=MeasuredCeilings.from_mapping(ceilings.record(probe_records, sets, levels)),
+        ceilings=ceilings.record(probe_entries, sets, levels),
         entries=tuple(probe_entries + entries),
         load_average=None if None in load else tuple(x for x in load if x is not None),
-        stability=None if record is None else Stability.from_mapping(record),
+        stability=ceilings.stability(sentinel.id, checkpoints, probe_entries, judged),
     )
     slow = ceilings.inversions(run)  # a cache level measured slower than one further out
     if slow and run.stability is not None:
@@ -477,9 +197,9 @@ class _Sentinel:
         """哨兵此刻最快的样本（秒；别的进程或更慢的时钟只会让调用变慢）；无法运行时为空。"""
         if self.prepared is None:
             return []
-        timer, _ = _timer(self.device, SENTINEL_RUN_TIME, self.flush, self.case)
+        timed, _ = timer_for(self.device, SENTINEL_RUN_TIME, self.flush, self.case)
         try:
-            return [min(timer(self.prepared.fn).samples_s)]
+            return [min(timed(self.prepared.fn).samples_s)]
         except Exception:
             self.__exit__()
             return []
@@ -488,7 +208,7 @@ class _Sentinel:
         if self.prepared is not None:
             self.prepared.close()
         self.prepared = None
-        _release(self.device)
+        release(self.device)
 
 
 def _progress(todo: list[Case], enabled: bool) -> Iterator[Case]:

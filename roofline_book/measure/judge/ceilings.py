@@ -12,36 +12,35 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ...roofline.bounds import Ceilings, Level, outward_floor
 from ..bench.registry import Case
-from ..runs.records import Entry, LevelInversion, Run, as_run
-from ..runs.runfile import rates
+from ..runs.records import Entry, LevelInversion, Run
+from ..runs.runparts import CacheCeiling, Ceiling, MeasuredCeilings, Stability
 from .verdicts import SPEED_TOLERANCE
 
 
-def _spread(entry: Mapping[str, Any]) -> float:
+def _spread(entry: Entry) -> float:
     """一个条目各轮中位数的 ``max / min - 1`` （只有一轮时为 0）。"""
-    rounds = entry.get("rounds_s") or [entry["time"]["median_s"]]
+    rounds = entry.rounds_s or (entry.median_s,)
     return max(rounds) / min(rounds) - 1
 
 
-def _ceiling(entry: Mapping[str, Any], which: int) -> dict[str, Any]:
-    return {"value": rates(entry)[which], "entry": entry["id"], "spread": _spread(entry)}
+def _ceiling(entry: Entry, which: int) -> Ceiling:
+    return Ceiling(value=entry.rates[which], entry=entry.id, spread=_spread(entry))
 
 
 def record(
-    entries: Sequence[Mapping[str, Any]],
+    entries: Sequence[Entry],
     sets: Mapping[str, Sequence[Case]],
     levels: Mapping[str, tuple[int, Case]] | None = None,
-) -> dict:
-    """由各探针的条目得出 run file 的 ``ceilings``。
+) -> MeasuredCeilings:
+    """由各探针的条目得出 run 的 ``ceilings``。
 
     Parameters
     ----------
-    entries : sequence of dict
-        探针的条目，即 :func:`roofline_book.measure.run.measure_rounds` 的返回值。
+    entries : sequence of roofline_book.measure.runs.records.Entry
+        探针的条目，即 :func:`roofline_book.measure.runs.rounds.measure_rounds` 的返回值。
     sets : mapping
         按用途分组的探针，即 :func:`~roofline_book.measure.bench.suites.probes` 的返回值。
     levels : mapping, optional
@@ -50,7 +49,7 @@ def record(
 
     Returns
     -------
-    dict
+    roofline_book.measure.runs.runparts.MeasuredCeilings
         每种精度的 ``peak_flops`` （该精度各峰值 GEMM 中最高的速率），每种方式的
         ``bandwidth`` （copy、triad、原地 triad：模型字节数除以时间），
         ``working_set_bytes`` （copy 触及的数据量）；CPU 上还有每个层级的
@@ -58,47 +57,48 @@ def record(
         以及每种精度的 ``vector_flops`` （L2 之内的 add：向量单元做 elementwise
         运算的速率）。每个上限都记下它来自哪个条目，以及各轮之间的离散程度。
     """
-    by_id = {e["id"]: e for e in entries if e["status"] == "ok"}
-    peaks: dict[str, dict[str, Any]] = {}
+    by_id = {e.id: e for e in entries if e.ok}
+    peaks: dict[str, Ceiling] = {}
     for c in sets["peak"]:  # the best of a precision's peak probes
         if c.id in by_id and (
-            c.precision not in peaks or rates(by_id[c.id])[0] > peaks[c.precision]["value"]
+            c.precision not in peaks or by_id[c.id].rates[0] > peaks[c.precision].value
         ):
             peaks[c.precision] = _ceiling(by_id[c.id], 0)
-    bandwidth = {c.name: _ceiling(by_id[c.id], 1) for c in sets["bandwidth"] if c.id in by_id}
-    out: dict[str, Any] = {
-        "peak_flops": peaks,
-        "bandwidth": bandwidth,
-        "working_set_bytes": sets["bandwidth"][0].cost.bytes,
-    }
-    vector = {
-        c.precision: _ceiling(by_id[c.id], 0) for c in sets.get("vector", ()) if c.id in by_id
-    }
-    if vector:
-        out["vector_flops"] = vector
     found = {}
     for level, (size, case) in (levels or {}).items():
         if case.id in by_id:
-            extra = {"working_set_bytes": case.cost.bytes, "cache_bytes": size}
-            found[level] = _ceiling(by_id[case.id], 1) | extra
-    if found:
-        out["cache_bandwidth"] = found
-    return out
+            ceiling = _ceiling(by_id[case.id], 1)
+            found[level] = CacheCeiling(
+                value=ceiling.value,
+                entry=ceiling.entry,
+                spread=ceiling.spread,
+                working_set_bytes=case.cost.bytes,
+                cache_bytes=size,
+            )
+    return MeasuredCeilings(
+        peak_flops=peaks,
+        bandwidth={c.name: _ceiling(by_id[c.id], 1) for c in sets["bandwidth"] if c.id in by_id},
+        working_set_bytes=sets["bandwidth"][0].cost.bytes,
+        vector_flops={
+            c.precision: _ceiling(by_id[c.id], 0) for c in sets.get("vector", ()) if c.id in by_id
+        },
+        cache_bandwidth=found,
+    )
 
 
-def _drift(entry: Mapping[str, Any]) -> float:
+def _drift(entry: Entry) -> float:
     """最后一轮的中位数除以前面各轮中最好的一轮（1 表示没有变化）。"""
-    *earlier, last = entry["rounds_s"]
+    *earlier, last = entry.rounds_s or ()
     return last / min(earlier)
 
 
 def stability(
     probe: str,
     checkpoints: Sequence[float],
-    probes: Sequence[Mapping[str, Any]] = (),
+    probes: Sequence[Entry] = (),
     judged: Collection[str] = (),
-) -> dict[str, Any] | None:
-    """run file 中的 ``stability`` 记录。
+) -> Stability | None:
+    """run 的 ``stability`` 记录。
 
     哨兵各检查点之间的离散（``max / min - 1``）不超过判定所用的计时余量
     :data:`~roofline_book.measure.judge.verdicts.SPEED_TOLERANCE` 时，run
@@ -113,7 +113,7 @@ def stability(
         哨兵条目的 id。
     checkpoints : sequence of float
         哨兵在每个检查点的时间（秒）。
-    probes : sequence of dict
+    probes : sequence of roofline_book.measure.runs.records.Entry
         上限探针的条目，含最后一轮。
     judged : Collection of str
         记录漂移的探针（峰值 GEMM 和 DRAM 带宽探针）：其中最大的漂移记为
@@ -121,12 +121,17 @@ def stability(
         case 前后各轮中最好的一轮（在这台虚拟机上，即使机器空闲，BF16 峰值 GEMM
         单独一轮的结果也能相差 2.7 倍）。
 
+    Returns
+    -------
+    roofline_book.measure.runs.runparts.Stability or None
+        少于两个检查点时为 None。
+
     Examples
     --------
     >>> r = stability("copy", [1.0, 1.02, 0.99, 1.04])
-    >>> round(r["spread"], 3), r["stable"], r["drift"]
+    >>> round(r.spread, 3), r.stable, r.drift
     (0.051, False, 1.04)
-    >>> stability("copy", [1.0, 1.03, 0.99])["stable"]
+    >>> stability("copy", [1.0, 1.03, 0.99]).stable
     True
     >>> stability("copy", [1.0]) is None
     True
@@ -135,23 +140,17 @@ def stability(
         return None
     first, last = checkpoints[0], checkpoints[-1]
     spread = max(checkpoints) / min(checkpoints) - 1
-    out = {
-        "probe": probe,
-        "first_s": first,
-        "last_s": last,
-        "drift": last / first,
-        "checkpoints_s": list(checkpoints),
-        "spread": spread,
-        "stable": spread <= SPEED_TOLERANCE,
-    }
-    drifts = [
-        _drift(e)
-        for e in probes
-        if e["status"] == "ok" and len(e.get("rounds_s", ())) >= 2 and e["id"] in judged
-    ]
-    if drifts:
-        out["ceiling_drift"] = max(drifts, key=lambda d: abs(d - 1))
-    return out
+    drifts = [_drift(e) for e in probes if e.ok and len(e.rounds_s or ()) >= 2 and e.id in judged]
+    return Stability(
+        probe=probe,
+        first_s=first,
+        last_s=last,
+        drift=last / first,
+        checkpoints_s=tuple(checkpoints),
+        spread=spread,
+        stable=spread <= SPEED_TOLERANCE,
+        ceiling_drift=max(drifts, key=lambda d: abs(d - 1)) if drifts else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -205,11 +204,12 @@ def peak(run: Run, precision: str, *, excluding: str = "") -> Peak | None:
     ('gemm/fp32/mm/m=1024,k=1024,n=1024', False)
     >>> peak(run, "fp32", excluding="gemm/fp32/mm/m=1024,k=1024,n=1024").entry
     'gemm/fp32/mm/m=512,k=512,n=512'
-    >>> low = dataclasses.replace(run.ceilings.peak_flops["fp32"], value=9e10)  # a slow probe
+    >>> slow = run.entry("gemm/fp32/mm/m=512,k=512,n=512")   # as if the probe: 2^28 FLOP in 3 ms
+    >>> low = Ceiling(value=slow.rates[0], entry=slow.id)
     >>> ceilings = dataclasses.replace(run.ceilings, peak_flops={"fp32": low})
     >>> p = peak(dataclasses.replace(run, ceilings=ceilings), "fp32")
-    >>> round(p.value / p.probe, 3), p.raised     # 2^31 FLOP in 20 ms = 107.4 GFLOP/s
-    (1.193, True)
+    >>> round(p.value / p.probe, 3), p.raised     # 2^31 FLOP in 20 ms against 2^28 in 3 ms
+    (1.2, True)
     """
     recorded = run.ceilings.peak_flops.get(precision)
     if recorded is None:
@@ -236,7 +236,7 @@ def _typical_rate(entry: Entry) -> float:
     return entry.cost.flops / statistics.median(entry.rounds_s or [entry.median_s])
 
 
-def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
+def of_run(run: Run, *, typical: bool = False) -> Ceilings:
     """一次 run 测得的各项上限，写成目录设备所给的同一种
     :class:`~roofline_book.roofline.bounds.Ceilings`。
 
@@ -255,8 +255,8 @@ def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
 
     Parameters
     ----------
-    run : roofline_book.measure.runs.records.Run or mapping
-        :func:`~roofline_book.measure.runs.runfile.load_run` 给出的 run（或它的 dict）。
+    run : roofline_book.measure.runs.records.Run
+        例如 :func:`~roofline_book.measure.runs.runfile.load_run` 给出的 run。
 
     Raises
     ------
@@ -270,7 +270,6 @@ def of_run(run: Run | Mapping[str, Any], *, typical: bool = False) -> Ceilings:
     >>> [level.name for level in roofs.levels], round(roofs.memory.bandwidth / 1e9, 1)
     (['l2', 'dram'], 32.2)
     """
-    run = as_run(run)
     measured = run.ceilings
     by_id = {e.id: e for e in run.results()}
     rates: dict[tuple[str, str], float] = {}
@@ -319,7 +318,7 @@ def _levels(run: Run) -> tuple[Level, ...]:
     return tuple(levels)
 
 
-def inversions(run: Run | Mapping[str, Any]) -> tuple[LevelInversion, ...]:
+def inversions(run: Run) -> tuple[LevelInversion, ...]:
     """测得比它外面某一级还慢的层级：每个这样的层级，与它外面测得最快的一级。
 
     数据放在近处，至少能像从更远的一级那样读到，所以这只能是测量出了问题：测它的那几轮里机器
@@ -332,7 +331,7 @@ def inversions(run: Run | Mapping[str, Any]) -> tuple[LevelInversion, ...]:
     >>> inversions(load_run("tests/data/fixture-cpu-pass.json"))  # its L2 has no roof
     ()
     """
-    levels = _levels(as_run(run))
+    levels = _levels(run)
     found = []
     for i, level in enumerate(levels[:-1]):
         outer = [lv for lv in levels[i + 1 :] if lv.bandwidth is not None]

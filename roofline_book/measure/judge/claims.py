@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
-from typing import Any, overload
+from collections.abc import Iterable
 
+from ..._base.validate import InvalidArgumentType
 from ...ops import Cost
 from ..bench.cases import names
 from ..bench.suites import CACHE_MARGIN, SMALL_GEMM
@@ -74,13 +74,9 @@ RISE_FACTOR = 2.0
 """
 
 
-def _typed(run: Run | Mapping[str, Any]) -> Run:
-    return run if isinstance(run, Run) else Run.from_mapping(run)
-
-
-def streams_from_memory(run: Run | Mapping[str, Any], cost: Cost) -> bool:
+def streams_from_memory(run: Run, cost: Cost) -> bool:
     """``cost`` 的每个 kernel 是否搬运 cache 的 :data:`CACHE_MARGIN` 倍或更多。"""
-    cache = _typed(run).device.cache_bytes
+    cache = run.device.cache_bytes
     return cache is None or cost.bytes >= CACHE_MARGIN * cache * max(cost.kernels, 1)
 
 
@@ -97,32 +93,19 @@ def _probe_ids(run: Run) -> set[str]:
     return {e.id for e in run.results() if e.rounds_s}
 
 
-@overload
-def square_gemms(run: Run, precision: str) -> list[Entry]: ...
-@overload
-def square_gemms(run: Mapping[str, Any], precision: str) -> list[Mapping[str, Any]]: ...
-def square_gemms(run, precision):
-    """run 中某一精度计过时的方阵 GEMM（m = k = n），从小到大；只取扫描，不含专门的峰值探针。
-
-    给出 :class:`~roofline_book.measure.runs.records.Run` 时返回它的条目；给出 run file 的 mapping
-    时返回 mapping 中的条目。
-    """
-    typed = _typed(run)
-    probes = _probe_ids(typed)
-    entries = sorted(
+def square_gemms(run: Run, precision: str) -> list[Entry]:
+    """run 中某一精度计过时的方阵 GEMM（m = k = n），从小到大；只取扫描，不含专门的峰值探针。"""
+    probes = _probe_ids(run)
+    return sorted(
         (
             e
-            for e in typed.results("gemm")
+            for e in run.results("gemm")
             if e.precision == precision
             and e.shape["m"] == e.shape["k"] == e.shape["n"]
             and e.id not in probes
         ),
         key=lambda e: e.shape["n"],
     )
-    if isinstance(run, Run):
-        return entries
-    raw = {e["id"]: e for e in run["results"]}
-    return [raw[e.id] for e in entries]
 
 
 def _gemm_precisions(run: Run) -> list[str]:
@@ -380,15 +363,15 @@ CHECKS = (
 """全部检验，按 :func:`check_claims` 运行它们的顺序。"""
 
 
-def check_claims(run: Run | Mapping[str, Any] | str | os.PathLike[str]) -> list[Check]:
+def check_claims(run: Run | str | os.PathLike[str]) -> list[Check]:
     """用一次 run 检验本书的每一条结论。
 
     Parameters
     ----------
-    run : roofline_book.measure.runs.records.Run, Mapping or path
-        一个 :class:`~roofline_book.measure.runs.records.Run`；一个 run 的 mapping（即
-        :func:`roofline_book.measure.run.run_suite` 的返回值），会检查自洽性，装了
-        ``jsonschema`` 时也按 schema 校验；或 run file 的路径，会被读取并按 schema 校验。
+    run : roofline_book.measure.runs.records.Run or path
+        一个 :class:`~roofline_book.measure.runs.records.Run` （例如
+        :func:`roofline_book.measure.run.run_suite` 的返回值），或 run file 的路径，会被读取
+        并按 schema 校验。
 
     Returns
     -------
@@ -401,8 +384,7 @@ def check_claims(run: Run | Mapping[str, Any] | str | os.PathLike[str]) -> list[
     if isinstance(run, (str, os.PathLike)):
         run = runfile.load_run(run)
     elif not isinstance(run, Run):
-        runfile.validate_run(run, require_schema=False)
-        run = Run.from_mapping(run)
+        raise InvalidArgumentType("run", f"must be a Run or a path, got {type(run).__name__}")
     return [dataclasses.replace(check(run), key=check.__name__) for check in CHECKS]
 
 

@@ -32,13 +32,12 @@ import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ...ops import Cost
 from ...roofline.bounds import COMPUTE_RESOURCES, Ceilings, TimeBound, bound
 from ..bench.cases import OPERATORS
 from ..bench.suites import CACHE_PROBE_FRACTION
-from ..runs.records import Entry, Run, as_run
+from ..runs.records import Entry, Run
 from .ceilings import of_run
 
 CACHE_FILL = 1 / CACHE_PROBE_FRACTION
@@ -61,10 +60,9 @@ def _running(entry: Entry) -> Cost:
     return entry.implementation or entry.cost
 
 
-def write_allocate_rates(run: Run | Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+def write_allocate_rates(run: Run) -> dict[str, tuple[float, float]]:
     """每个带宽探针按模型字节数算出的速率，以及计入 write-allocate 字节后的速率
     （byte/s）：``{kind: (model, with write-allocate)}``。"""
-    run = as_run(run)
     out = {}
     for kind, ceiling in run.ceilings.bandwidth.items():
         entry = run.entry(ceiling.entry)
@@ -73,9 +71,8 @@ def write_allocate_rates(run: Run | Mapping[str, Any]) -> dict[str, tuple[float,
     return out
 
 
-def probe_ids(run: Run | Mapping[str, Any]) -> frozenset[str]:
+def probe_ids(run: Run) -> frozenset[str]:
     """本身就是上限的条目：各上限的探针，以及分轮计时的每个条目。"""
-    run = as_run(run)
     c = run.ceilings
     groups = (c.peak_flops, c.bandwidth, c.cache_bandwidth, c.vector_flops)
     ids = {ceiling.entry for group in groups for ceiling in group.values()}
@@ -106,9 +103,8 @@ class Expected:
     write_allocate: bool
 
 
-def expected(run: Run | Mapping[str, Any]) -> Expected:
+def expected(run: Run) -> Expected:
     """预测用的上限：``of_run(run, typical=True)``，去掉没有测过带宽的层级。"""
-    run = as_run(run)
     typical = of_run(run, typical=True)
     measured = tuple(level for level in typical.levels if level.bandwidth is not None)
     return Expected(
@@ -171,7 +167,7 @@ def _kernels(entry: Entry) -> int:
 
 
 def overhead_fit(
-    run: Run | Mapping[str, Any], x: Expected | None = None
+    run: Run, x: Expected | None = None
 ) -> tuple[dict[tuple[str, str], float], float, list[str]]:
     """每个 kernel 的固定开销（秒）：按算子和精度分别给出，另有一个总体值。
 
@@ -187,7 +183,6 @@ def overhead_fit(
         ``(per_operator, overall, fitted)``：``per_operator[(name, precision)]``
         与 ``overall`` 的单位是秒；``fitted`` 是它们所依据的条目的 id。
     """
-    run = as_run(run)
     x = x or expected(run)
     probes = probe_ids(run)
     smallest: dict[tuple[str, str], Entry] = {}
@@ -228,9 +223,8 @@ class Prediction:
         return abs(self.predicted_s - self.measured_s) / self.measured_s
 
 
-def predictions(run: Run | Mapping[str, Any]) -> list[Prediction]:
+def predictions(run: Run) -> list[Prediction]:
     """每个计过时、且其精度测得了峰值的条目的预测。"""
-    run = as_run(run)
     if not run.ceilings.bandwidth:
         return []
     x, ceilings, probes = expected(run), of_run(run), probe_ids(run)

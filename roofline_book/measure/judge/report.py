@@ -8,20 +8,20 @@ fixture 的 run。这里给出的是结构化的记录（量、对象、数值�
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..._base.extras import require
 from ...devices.catalog import Hardware, reported
 from ...present.plotting import PALETTE, UNITS, measured, roofline, text
 from ..bench.cases import OPERATORS
-from ..runs.records import Entry, Run, as_run, mapping_of
+from ..runs.records import Entry, Run
 from . import predict
 from .ceilings import of_run
 from .claims import streams_from_memory
 
-def datasheet_for(run: Run | Mapping[str, Any]) -> Hardware | None:
+
+def datasheet_for(run: Run) -> Hardware | None:
     """按名称找到 run 所用设备在目录中的条目；不在目录中时为 None。
 
     Examples
@@ -34,8 +34,7 @@ def datasheet_for(run: Run | Mapping[str, Any]) -> Hardware | None:
     >>> datasheet_for(replace(run, device=replace(run.device, name="NVIDIA H200"))).key
     'h200-sxm'
     """
-    name = as_run(run).device.name
-    return reported(name)
+    return reported(run.device.name)
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class Measured:
     unit: str
 
 
-def measured_ceilings(run: Run | Mapping[str, Any]) -> list[Measured]:
+def measured_ceilings(run: Run) -> list[Measured]:
     """一次 run 测得的各项上限，按 峰值、带宽、cache 带宽、向量速率 的顺序。
 
     Examples
@@ -68,7 +67,7 @@ def measured_ceilings(run: Run | Mapping[str, Any]) -> list[Measured]:
     >>> [(m.quantity, m.subject) for m in measured_ceilings(run)][:3]
     [('peak', 'fp32'), ('peak', 'bf16'), ('bandwidth', 'copy')]
     """
-    c = as_run(run).ceilings
+    c = run.ceilings
     groups = (
         ("peak", c.peak_flops, "FLOP/s"),
         ("bandwidth", c.bandwidth, "B/s"),
@@ -105,9 +104,8 @@ class Result:
     fraction_of_roof: float | None = None
 
 
-def results(run: Run | Mapping[str, Any]) -> list[Result]:
+def results(run: Run) -> list[Result]:
     """run 的每个条目（不论状态），连同实测速率和达到实测 roof 的比例。"""
-    run = as_run(run)
     roofs = of_run(run)
     out = []
     for entry in run.entries:
@@ -149,13 +147,12 @@ class Against:
         return self.measured / self.datasheet
 
 
-def against_datasheet(run: Run | Mapping[str, Any], datasheet: Hardware) -> list[Against]:
+def against_datasheet(run: Run, datasheet: Hardware) -> list[Against]:
     """测得的上限与 datasheet 的 dense 数字：datasheet 列出的每种测过的 GEMM 精度一项，
     内存带宽一项。
     """
     if not isinstance(datasheet, Hardware):
         raise TypeError(f"datasheet must be a Hardware, got {type(datasheet).__name__}")
-    run = as_run(run)
     roofs = of_run(run)
     rows = []
     for precision in run.ceilings.peak_flops:
@@ -174,7 +171,7 @@ def against_datasheet(run: Run | Mapping[str, Any], datasheet: Hardware) -> list
 
 def plot_run(
     ax,
-    run: Run | Mapping[str, Any],
+    run: Run,
     precision: str = "fp32",
     *,
     unit: str | None = None,
@@ -192,7 +189,6 @@ def plot_run(
     -------
     list of matplotlib artists
     """
-    run = as_run(run)
     peak = of_run(run).rate("matrix", precision)
     bandwidth = run.memory_roof
     if peak is None or bandwidth is None:
@@ -224,12 +220,11 @@ def plot_run(
             label=text("datasheet roof", key=datasheet.key, precision=precision),
             color=PALETTE["orange"], linestyle="--", unit=unit, ridge=False,
         )  # fmt: skip
-    raw = mapping_of(run)
     groups: dict[tuple[str, bool], list[tuple[str, float, float]]] = {}
     for entry in run.results():
         if not entry.cost.flops or entry.precision != precision:
             continue
-        hollow = not streams_from_memory(raw, entry.cost)
+        hollow = not streams_from_memory(run, entry.cost)
         point = (entry.text, entry.cost.intensity, entry.rates[0])
         groups.setdefault((entry.name, hollow), []).append(point)
     seen = set()
@@ -245,7 +240,7 @@ def plot_run(
     return drawn
 
 
-def plot_runs(run: Run | Mapping[str, Any], precisions: Sequence[str], *, datasheet=None):
+def plot_runs(run: Run, precisions: Sequence[str], *, datasheet=None):
     """每种精度一张实测 roofline，并排放在一个 matplotlib Figure 中，标题写明设备和精度；
     ``datasheet`` 的含义同 :func:`plot_run`。
     """
@@ -254,7 +249,6 @@ def plot_runs(run: Run | Mapping[str, Any], precisions: Sequence[str], *, datash
     fig, axes = plt.subplots(
         1, len(precisions), figsize=(5 * len(precisions), 3.9), sharey=True, squeeze=False
     )
-    run = as_run(run)
     for ax, precision in zip(axes[0], precisions, strict=True):
         plot_run(ax, run, precision, datasheet=datasheet)
         ax.set_title(f"{run.device.name}, {precision}")
@@ -263,9 +257,9 @@ def plot_runs(run: Run | Mapping[str, Any], precisions: Sequence[str], *, datash
     return fig
 
 
-def measured_precisions(run: Run | Mapping[str, Any]) -> list[str]:
+def measured_precisions(run: Run) -> list[str]:
     """一次 run 要画哪些精度：测了 FP32 和 BF16 就画这两种，否则画第一个峰值的精度。"""
-    peaks = list(as_run(run).ceilings.peak_flops)
+    peaks = list(run.ceilings.peak_flops)
     return [p for p in ("fp32", "bf16") if p in peaks] or peaks[:1]
 
 
@@ -273,7 +267,7 @@ PREDICTION_TARGET = 0.2
 """``predicted = measured`` 周围画出的带：在构建本书的 CPU 上，预测误差的中位数须在带内。"""
 
 
-def plot_predictions(ax, run: Run | Mapping[str, Any], *, band: float = PREDICTION_TARGET):
+def plot_predictions(ax, run: Run, *, band: float = PREDICTION_TARGET):
     """每个计过时的条目的预测时间对实测时间（log-log），每个算子一种颜色，画出对角线和它
     周围的 ``band``；上限探针和用来拟合固定开销的 case 画成空心（它们不计入误差）。
 
@@ -283,8 +277,7 @@ def plot_predictions(ax, run: Run | Mapping[str, Any], *, band: float = PREDICTI
     """
     from .predict import predictions
 
-    run = as_run(run)
-    items = predictions(mapping_of(run))
+    items = predictions(run)
     if not items:
         raise ValueError("run: nothing to predict (no bandwidth ceiling or no measured peak)")
     low = min(min(p.predicted_s, p.measured_s) for p in items) / 2
@@ -327,7 +320,7 @@ def plot_predictions(ax, run: Run | Mapping[str, Any], *, band: float = PREDICTI
     return drawn
 
 
-def predictions_figure(run: Run | Mapping[str, Any], *, title: str = ""):
+def predictions_figure(run: Run, *, title: str = ""):
     """把 :func:`plot_predictions` 画在单独的一个 matplotlib Figure 上，带标题。"""
     plt = require("matplotlib.pyplot", "the run report")
 

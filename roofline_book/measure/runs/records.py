@@ -1,19 +1,9 @@
-"""run file 的内容写成冻结的 dataclass：:class:`Run`、:class:`Entry` 以及它们的部件。
+"""run file 的内容写成冻结的 dataclass：一次 run（:class:`Run`）与它的条目（:class:`Entry`）。
 
-API 一览：``Run.from_mapping(d)`` 把一个已校验的 run file（解析后的 JSON）变成 :class:`Run`，
-``Run.as_mapping()`` 精确地写回同一个 dict；:func:`roofline_book.measure.runs.runfile.load_run`
-读文件、
-校验并载入。:class:`Run` 有 ``date``、``host``、``suite``、``device``、``software``、``ceilings``、
-``entries`` （每个 case 一个 :class:`Entry`）、``load_average`` 和 ``stability``；描述机器的几个
-记录（``Device``、``Software``、``MeasuredCeilings`` 及其中每项的 ``Ceiling`` 或 ``CacheCeiling``、
-``Stability``）在 :mod:`roofline_book.measure.runs.runparts` 中，这里也可以导入。:meth:`Run.results`
-按算子和状态筛选条目，:meth:`Run.entry` 按 id 取一个。:class:`Entry` 带 ``cost`` （模型的
-:class:`~roofline_book.ops.Cost`）、``implementation`` （实现实际运行的 Cost）、``time``
-（:class:`Time`：中位数、IQR 与样本）、``check`` （:class:`Check`）等；:attr:`Entry.id` 是它在
-run 中的 id，:attr:`Entry.text` 是给读者看的写法，:attr:`Entry.rates` 是按模型算出的 FLOP/s 与
-byte/s。字段名就是 JSON 的键（``Entry.cost`` 写作 ``model``，``Run.entries`` 写作
-``results``）；字段的 metadata 带着 schema 的约束（下限、可选值、可否省略），见
-:mod:`roofline_book._base.records`。
+字段名就是 JSON 的键，字段的 metadata 带着 schema 的约束（:mod:`roofline_book._base.records`）；
+描述机器的记录在 :mod:`roofline_book.measure.runs.runparts`；读写文件见
+:mod:`roofline_book.measure.runs.runfile`。一个 :class:`Run` 构建时就检查 schema 表达不了的
+一致性（id 唯一，上限与它的条目相符），所以拿到的 run 总是自洽的。
 
 Examples
 --------
@@ -32,11 +22,12 @@ True
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..._base.records import record_field as _field
+from ..._base.validate import InvalidArgument
 from ...dtypes import BYTES
 from ...ops import Cost
 from ...ops.cost import COST_REQUIRED, cost_mapping
@@ -59,6 +50,10 @@ FORMAT = "roofline-book-run"
 
 VERSION = 1
 """本包读写的 run file 格式版本。"""
+
+# A ceiling must equal the rate of the entry it names, to this relative tolerance
+# (the two are written from the same float; the slack only absorbs decimal round trips).
+_CEILING_RTOL = 1e-9
 
 STATUSES = ("ok", "skipped", "failed")
 """``ok``：已检查并计时；``skipped``：这里没有运行（不支持、内存不足），带原因；``failed``：结果
@@ -301,6 +296,14 @@ class Run(Record):
     load_average : tuple of float or None
         开始与结束时宿主机 1 分钟的负载。
     stability : roofline_book.measure.runs.runparts.Stability or None
+
+    Raises
+    ------
+    ValueError
+        schema 表达不了的不一致：两个条目 id 相同，样本个数不等于 ``reps``，或一项上限所指的
+        条目不存在、没有计时，或它的速率不等于上限（错误信息写明字段，例如
+        ``run.ceilings.bandwidth.copy.entry``）。每个条目的 id 与其字段一致由 :class:`Entry`
+        检查。
     """
 
     format: str = _field(const=FORMAT)
@@ -324,6 +327,32 @@ class Run(Record):
     )
     stability: Stability | None = _field(optional=True)
 
+    def __post_init__(self) -> None:
+        index: dict[str, Entry] = {}
+        for i, entry in enumerate(self.entries):
+            if entry.id in index:
+                raise ValueError(f"run.results[{i}].id: {entry.id!r} appears twice")
+            index[entry.id] = entry
+            t = entry.time
+            if t is not None and t.samples_s is not None and len(t.samples_s) != t.reps:
+                raise ValueError(
+                    f"run.results[{i}].time.samples_s: {len(t.samples_s)} samples, "
+                    f"but reps is {t.reps}"
+                )
+        for name, ceiling, which in self.ceilings.named():
+            where = f"run.ceilings.{name}"
+            found = index.get(ceiling.entry)
+            if found is None:
+                raise ValueError(f"{where}.entry: no result has id {ceiling.entry!r}")
+            if not found.ok:
+                raise ValueError(f"{where}.entry: {ceiling.entry!r} has status {found.status!r}")
+            expected = found.rates[which]
+            if not math.isclose(ceiling.value, expected, rel_tol=_CEILING_RTOL):
+                raise ValueError(
+                    f"{where}.value: {ceiling.value!r} is not the rate of {ceiling.entry!r} "
+                    f"({expected!r})"
+                )
+
     def results(self, name: str | None = None, *, status: str | None = "ok") -> tuple[Entry, ...]:
         """条目，可以只取某个算子的、只取某种状态的。
 
@@ -335,9 +364,11 @@ class Run(Record):
             :data:`STATUSES` 之一（默认 ``"ok"``），None 表示所有状态。
         """
         if name is not None and name not in OPERATORS:
-            raise ValueError(f"name must be one of {', '.join(OPERATORS)}; got {name!r}")
+            raise InvalidArgument("name", f"must be one of {', '.join(OPERATORS)}; got {name!r}")
         if status is not None and status not in STATUSES:
-            raise ValueError(f"status must be one of {', '.join(STATUSES)} or None; got {status!r}")
+            raise InvalidArgument(
+                "status", f"must be one of {', '.join(STATUSES)} or None; got {status!r}"
+            )
         return tuple(
             e
             for e in self.entries
@@ -361,34 +392,11 @@ class Run(Record):
         return self.ceilings.memory_roof
 
 
-def as_run(run: Run | Mapping[str, Any]) -> Run:
-    """``run`` 本身，或由一个已校验的 run mapping（:func:`.runfile.read_run` 的结果）载入的
-    :class:`Run`：在读 run 的代码都改用类型之前，两者都可以传入。
-
-    Raises
-    ------
-    TypeError
-        ``run`` 既不是 Run 也不是 mapping。
-    """
-    if isinstance(run, Run):
-        return run
-    if not isinstance(run, Mapping):
-        raise TypeError(f"run must be a Run or a run mapping, got {type(run).__name__}")
-    return Run.from_mapping(run)
-
-
-def mapping_of(run: Run | Mapping[str, Any]) -> Mapping[str, Any]:
-    """``run`` 的 mapping 形式：:func:`as_run` 的反方向，给仍读 dict 的函数。"""
-    return run.as_mapping() if isinstance(run, Run) else run
-
-
 __all__ = [
     "COST_REQUIRED",
     "FORMAT",
     "STATUSES",
     "VERSION",
-    "as_run",
-    "mapping_of",
     "CacheCeiling",
     "Ceiling",
     "MeasuredCeilings",
