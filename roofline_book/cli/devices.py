@@ -157,9 +157,16 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         entries = tuple(CatalogDevice.of(d, wanted, args.sparse) for d in devices)
         emit_result(DevicesResult(devices=entries))
-        return 0
+    else:
+        print("\n".join(_peaks(devices, wanted, args.sparse) + _ceilings(devices, wanted)
+                        + _sources(devices, args.sparse)))  # fmt: skip
+    return 0
+
+
+def _peaks(devices: list[Hardware], wanted: str | None, sparse: bool) -> list[str]:
+    """dense 峰值表（``sparse`` 时加上 2:4 稀疏峰值一列）。"""
     header = ["device", "precision", "dense peak", "rated at", "bandwidth", "ridge point"]
-    if args.sparse:
+    if sparse:
         header.append("2:4-sparse peak (never a roof)")
     body = []
     for d in devices:
@@ -172,19 +179,24 @@ def run(args: argparse.Namespace) -> int:
                 si(d.memory_bandwidth, "B/s"),
                 f"{number(d.ridge_point(p))} {_rate_unit(p)[:-2]}/B",
             ]
-            if args.sparse:
-                sparse = p in d.sparse_peaks
-                row.append(si(d.sparse_peak_flops(p), _rate_unit(p)) if sparse else "-")
+            if sparse:
+                published = p in d.sparse_peaks
+                row.append(si(d.sparse_peak_flops(p), _rate_unit(p)) if published else "-")
             body.append(row)
     if not body:
         raise UsageError(f"no device here publishes a dense peak for {wanted}")
-    print(text_table(header, body, right={2, 3, 4, 5, 6}))
-    print()
-    print("dense peaks: the vendor's figures, at the clock the vendor rates them (MFU uses them).")
-    print("other ceilings (elementwise work runs on the vector units: each lane issues 1")
-    print("instruction per clock, an FMA counts 2 FLOP, so an add or a max gets half; a packed")
-    print("16-bit instruction gives 2 results; exp, rsqrt and a division's reciprocal run on the")
-    print("special function units, counted in evaluations/s; ridge points over HBM):")
+    return [text_table(header, body, right={2, 3, 4, 5, 6}), ""]
+
+
+def _ceilings(devices: list[Hardware], wanted: str | None) -> list[str]:
+    """其余的上限：向量单元、特殊函数单元、推导出的数字，各带 ridge point。"""
+    out = [
+        "dense peaks: the vendor's figures, at the clock the vendor rates them (MFU uses them).",
+        "other ceilings (elementwise work runs on the vector units: each lane issues 1",
+        "instruction per clock, an FMA counts 2 FLOP, so an add or a max gets half; a packed",
+        "16-bit instruction gives 2 results; exp, rsqrt and a division's reciprocal run on the",
+        "special function units, counted in evaluations/s; ridge points over HBM):",
+    ]
     for d in devices:
         lines = []
         for c in d.ceilings():
@@ -199,25 +211,28 @@ def run(args: argparse.Namespace) -> int:
             how = f" = {c.derivation}" if c.derivation else ""
             lines.append(f"    {c}{ridge}{how}")
         if lines:
-            print(f"  {d.key} ({d.firmness} sources)")
-            print("\n".join(lines))
-    print()
-    print("sources:")
+            out += [f"  {d.key} ({d.firmness} sources)", *lines]
+    return [*out, ""]
+
+
+def _sources(devices: list[Hardware], sparse: bool) -> list[str]:
+    """每块设备的出处，一个出处一行（只看一块设备时带出处的注释）。"""
+    out = ["sources:"]
     for d in devices:
         cited: dict[str, list[str]] = {}
-        for figure, source in d.cited_sources(args.sparse).items():
+        for figure, source in d.cited_sources(sparse).items():
             cited.setdefault(source.key, []).append(figure)
-        print(f"  {d.key}: {d.name}")
+        out.append(f"  {d.key}: {d.name}")
         for figures in cited.values():
             source = d.sources[figures[0]]
             url = f" <{source.url}>" if source.url else ""
-            print(f"    {', '.join(figures)}: {source} [{source.firmness}]{url}")
+            out.append(f"    {', '.join(figures)}: {source} [{source.firmness}]{url}")
             if len(devices) == 1 and source.note:
-                print(f"      {source.note}")
+                out.append(f"      {source.note}")
         for figure, others in d.compared_sources.items():
             for other in others:
-                print(f"    {figure} (compared, not taken): {other} [{other.firmness}]")
-    return 0
+                out.append(f"    {figure} (compared, not taken): {other} [{other.firmness}]")
+    return out
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
