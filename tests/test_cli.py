@@ -357,6 +357,21 @@ def test_block_table_text():
     assert " HBM " in up
 
 
+def test_block_of_a_catalog_model():
+    out = run_json("block", "--model", "Mixtral-8x7B", "--seq", "1Ki")
+    ops = {r["id"]: r for r in out["ops"]}
+    # Mixtral-8x7B's config.json: hidden_size 4096, num_local_experts 8, num_experts_per_tok 2,
+    # intermediate_size 14336. The router is a 4096 x 8 GEMM over 1024 tokens; each token's
+    # gate projection runs in 2 experts: 2 x (1024 x 2) x 4096 x 14336 FLOPs
+    assert ops["router"]["flops"] == 2 * 1024 * 4096 * 8
+    assert ops["experts_gate_projection"]["flops"] == 2 * 2048 * 4096 * 14336
+    assert out["config"]["ffn"] == 14336 and out["config"]["tokens"] == 1024
+    text = run("block", "--model", "mixtral-8x7b").stdout
+    assert text.startswith("Mixtral-8x7B decoder block (batch=1, seq=4096, hidden=4096,")
+    bad = run("block", "--model", "gpt-5")
+    assert bad.returncode == 2 and "unknown model 'gpt-5'; allowed: llama-2-7b" in bad.stderr
+
+
 # --------------------------------------------------------------------------
 # devices
 
@@ -954,9 +969,9 @@ def test_operator_ids_are_stable_identifiers(outputs):
 @pytest.mark.parametrize(
     "argv,named",
     [
-        # block has no --model; argparse used to take it as the one flag it begins
-        # (--model-dtype) and answered about the AdamW step
-        (("block", "--model", "llama-3-8b"), "unrecognized arguments: --model llama-3-8b"),
+        # argparse would take --param as the one flag it begins (--param-dtype) and answer
+        # about the AdamW step
+        (("block", "--param", "fp32"), "unrecognized arguments: --param fp32"),
         ((*GEMM, "--dev", "h20"), "unrecognized arguments: --dev h20"),
         (("infer", "--model", "llama-3-8b", "--bat", "2"), "unrecognized arguments: --bat 2"),
     ],

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from roofline_book import hardware
+from roofline_book import InvalidArgument, hardware
+from roofline_book.llm.block import Block, block_ops
 from roofline_book.llm.config import parse_catalog
 from roofline_book.llm.inference import (
     Precisions,
@@ -29,6 +30,8 @@ from roofline_book.llm.serving import (
     speculative_speedup,
     speculative_tokens,
 )
+from roofline_book.ops import FlashTile, attention
+from roofline_book.present.tables import block_table
 
 H100 = hardware("h100-sxm")
 # the catalog's figures are the inputs here; their datasheets are checked in test_hardware
@@ -136,6 +139,107 @@ def test_sliding_window_kv_cache_by_hand():
     # full-attention models keep every token
     llama = model("llama-3-8b")
     assert kv_cache_bytes(llama, 8192) == 8192 * kv_bytes_per_token(llama)
+
+
+def test_window_pairs_written_out():
+    # A causal sliding window of w = 3 over n = 6 tokens: query t (1-based) sees
+    # min(t, 3) keys, so 1 + 2 + 3 + 3 + 3 + 3 = 15 (query, key) pairs; without the window
+    # 1 + 2 + ... + 6 = 21. Each pair costs 4 d FLOPs (QK^T and PV) and 5 of softmax.
+    d, per_pair = 8, 4 * 8 + 5
+    assert attention(1, 1, 6, 6, d, causal=True, window=3).flops == 15 * per_pair
+    assert attention(1, 1, 6, 6, d, causal=True).flops == 21 * per_pair
+    # three new queries at the end of 5 tokens (t = 3, 4, 5), w = 4: 3 + 4 + 4 = 11 pairs;
+    # the first sees keys 1..3 and the last 2..5, so all 5 keys are read
+    chunk = attention(1, 1, 3, 5, d, "fp32", causal=True, window=4)
+    assert chunk.flops == 11 * per_pair
+    assert chunk.bytes_read == 4 * d * (3 + 2 * 5)  # Q, and K and V of 5 keys
+    # one decode query over 10 cached keys, w = 4: 4 pairs, and only 4 keys read
+    step = attention(1, 1, 1, 10, d, "fp32", causal=True, window=4)
+    assert step.flops == 4 * per_pair and step.bytes_read == 4 * d * (1 + 2 * 4)
+    # 4 queries, 2 keys, lower-right: t = -1, 0, 1, 2; w = 1 leaves 0 + 0 + 1 + 1 = 2 pairs
+    assert attention(1, 1, 4, 2, d, causal=True, window=1).flops == 2 * per_pair
+    # a window at least as long as the context changes nothing
+    assert attention(1, 1, 6, 6, d, causal=True, window=6) == attention(1, 1, 6, 6, d, causal=True)
+
+
+def test_window_rereads_by_tiles():
+    # n = 6, w = 3, query blocks of 2 rows, keys counted one by one (block_n = 1). Block 0
+    # (t = 1, 2) reads keys 1..2; block 1 (t = 3, 4) keys 1..4; block 2 (t = 5, 6) keys 3..6:
+    # 2 + 4 + 4 = 10 rows of K (and V) against the 6 some query sees, 4 read again.
+    cost = attention(1, 1, 6, 6, 8, "fp32", causal=True, window=3, tile=FlashTile(2))
+    assert cost.reread_bytes == 4 * 2 * 8 * 4  # 4 rows, K and V, d = 8, 4 bytes
+
+
+def test_window_and_cache_precision_are_checked():
+    with pytest.raises(InvalidArgument, match="window needs causal=True"):
+        attention(1, 1, 6, 6, 8, window=3)
+    with pytest.raises(InvalidArgument, match="window must be"):
+        attention(1, 1, 6, 6, 8, causal=True, window=0)
+    with pytest.raises(InvalidArgument, match="kv_dtype must equal dtype"):
+        attention(1, 1, 6, 6, 8, impl="materialized", kv_dtype="fp8")
+    # an FP8 cache: 32 query heads of 128 in BF16, 8 KV heads over 4096 keys in one byte
+    fp8 = attention(1, 32, 1, 4096, 128, causal=True, kv_heads=8, kv_dtype="fp8")
+    assert fp8.bytes_read == 32 * 128 * 2 + 2 * 8 * 4096 * 128 * 1
+
+
+def test_layer_ops_carry_stable_ids():
+    llama = model("llama-2-7b")
+    serving = layer_ops(llama, 1, 1, 4096)
+    assert [op.id for op in serving] == [
+        "attention_norm",
+        "qkv_projection",
+        "kv_cache_write",
+        "attention",
+        "output_projection",
+        "residual_add",
+        "mlp_norm",
+        "mlp_up",
+        "activation",
+        "mlp_down",
+        "mlp_residual_add",
+    ]
+    eager = layer_ops(llama, 1, 16, 16, kernels="eager", attention_impl="eager")
+    assert [op.id for op in eager] == [
+        "attention_norm",
+        "qkv_projection",
+        "rope",
+        "attention",
+        "output_projection",
+        "residual_add",
+        "mlp_norm",
+        "mlp_gate_projection",
+        "mlp_up_projection",
+        "activation",
+        "mlp_down_projection",
+        "mlp_residual_add",
+    ]
+    assert eager[3].name == "attention (eager)"
+    moe = [op.id for op in layer_ops(model("mixtral-8x7b"), 1, 1, 4096)]
+    assert moe[7:11] == ["router", "experts_up", "activation", "experts_down"]
+    with pytest.raises(InvalidArgument, match="kernels must be one of"):
+        layer_ops(llama, 1, 1, 8, kernels="fused")
+
+
+@pytest.mark.parametrize("key", list(models()))
+def test_a_block_for_every_catalog_model(key):
+    # Kaplan et al. (2020), Table 1: a forward pass costs 2 N FLOPs per token in its weight
+    # matrices; for a mixture of experts N counts the experts a token uses (and the router)
+    m = model(key)
+    rows = block_table(Block(m, seq=1024), H100)
+    matrices = [r for r in rows if "projection" in r.name or r.name == "router"]
+    assert sum(r.cost.flops for r in matrices) == 2 * 1024 * m.layer_matrix_parameters(active=True)
+    assert sum(r.share for r in rows) == pytest.approx(1.0)
+
+
+def test_block_of_gqa_and_window_models_by_hand():
+    # Llama-3-8B (config.json: hidden 4096, 32 heads, num_key_value_heads 8, head_dim 128):
+    # Q is 4096 wide and K, V 1024 each, so the QKV GEMM is 4096 x 6144
+    llama3 = {op.id: op.cost for op in block_ops(Block(model("llama-3-8b"), seq=4096))}
+    assert llama3["qkv_projection"].flops == 2 * 4096 * 4096 * (4096 + 2 * 1024)
+    # Mistral-7B (sliding_window 4096) over 8192 tokens: query t sees min(t, 4096) keys
+    mistral = {op.id: op.cost for op in block_ops(Block(model("mistral-7b"), seq=8192))}
+    pairs = 4096 * 4097 // 2 + 4096 * 4096
+    assert mistral["attention"].flops == 32 * pairs * (4 * 128 + 5)
 
 
 def test_sliding_window_attention_by_hand():

@@ -1,4 +1,4 @@
-"""``roofline-book block``：一个 decoder block 的各算子（以及一步 AdamW），写成表格。"""
+"""``roofline-book block``：目录中任一模型的一个 decoder block 的各算子（可加一步 AdamW）。"""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 from .. import ops
 from .._base import validate as _validate
 from ..devices.catalog import Hardware
-from ..llm.block import BLOCK_OP_KEYS, LLAMA2_7B
+from ..llm.block import LLAMA2_7B, Block, block_ops, optimizer_ops
+from ..llm.config import ModelConfig, model, models
 from ..present.tables import Row, block_table, optimizer_table
 from ..units import si
 from .common import (
@@ -29,14 +30,26 @@ from .common import (
 )
 
 _CONFIG_FIELDS = ("batch", "seq", "hidden", "heads", "ffn")
+_SIZES = ("hidden", "heads", "ffn")  # the model's, when given
 
 
-def _row_json(row: Row, device: Hardware, precision: str) -> dict[str, Any]:
+def _row_json(op_id: str, row: Row, device: Hardware, precision: str) -> dict[str, Any]:
     return (
-        {"id": BLOCK_OP_KEYS[row.name], "name": row.name}
+        {"id": op_id, "name": row.name}
         | cost_figures(row.cost, device, precision)
         | {"share": row.share}
     )
+
+
+def _model(args: argparse.Namespace) -> ModelConfig:
+    """``--model`` （默认 Llama-2-7B），按给出的 ``--hidden``、``--heads``、``--ffn`` 改过尺寸。"""
+    base = LLAMA2_7B.model if args.model is None else model(args.model)
+    sizes: dict[str, Any] = {f: getattr(args, f) for f in _SIZES if hasattr(args, f)}
+    if "hidden" in sizes or "heads" in sizes:
+        sizes["head_dim"] = None  # hidden / heads again
+        if "heads" in sizes and base.kv_heads == base.heads:  # multi-head stays multi-head
+            sizes["kv_heads"] = sizes["heads"]
+    return dataclasses.replace(base, **sizes) if sizes else base
 
 
 def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
@@ -77,10 +90,9 @@ def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """``block`` 子命令：一个 decoder block 的各算子，可选加上 AdamW。"""
-    changes = {
-        f: getattr(args, f) for f in (*_CONFIG_FIELDS, "dtype", "causal") if hasattr(args, f)
-    }
-    config = dataclasses.replace(LLAMA2_7B, **changes)
+    shape = _model(args)
+    changes = {f: getattr(args, f) for f in ("batch", "seq", "dtype", "causal") if hasattr(args, f)}
+    config = Block(shape, **changes)
     args.attention = _validate.choice("--attention", args.attention, ops.ATTENTION_IMPLS)
     optimizer_flags = ("param_dtype", "grad_dtype", "state_dtype", "model_dtype")
     given = [f"--{f.replace('_', '-')}" for f in optimizer_flags if getattr(args, f) is not None]
@@ -104,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         data: dict[str, Any] = {
-            "config": dataclasses.asdict(config)
+            "config": {f: getattr(config, f) for f in (*_CONFIG_FIELDS, "dtype", "causal")}
             | {
                 "tokens": config.tokens,
                 "head_dim": config.head_dim,
@@ -112,18 +124,28 @@ def run(args: argparse.Namespace) -> int:
             },
             "attention": args.attention,
             "device": device_json(device, config.dtype),
-            "ops": [_row_json(r, device, config.dtype) for r in rows],
+            "ops": [
+                _row_json(op.id, r, device, config.dtype)
+                for op, r in zip(
+                    block_ops(config, attention_impl=args.attention), rows, strict=True
+                )
+            ],
         }
         if args.optimizer:
+            opt_ids = [op.id for op in optimizer_ops(config)]
             data["optimizer"] = {
                 "device": device_json(device, args.param_dtype),
-                "ops": [_row_json(r, device, args.param_dtype) for r in opt_rows],
+                "ops": [
+                    _row_json(i, r, device, args.param_dtype)
+                    for i, r in zip(opt_ids, opt_rows, strict=True)
+                ],
             }
         emit_json("block", data)
         return 0
-    shape = ", ".join(f"{f}={getattr(config, f)}" for f in _CONFIG_FIELDS)
+    sizes = ", ".join(f"{f}={getattr(config, f)}" for f in _CONFIG_FIELDS)
+    named = "" if args.model is None else f"{config.model.name} "
     print(
-        f"decoder block ({shape}, dtype={config.dtype}, causal={config.causal}, "
+        f"{named}decoder block ({sizes}, dtype={config.dtype}, causal={config.causal}, "
         f"attention={args.attention}), forward pass"
     )
     print(f"device: {device_line(device, config.dtype)}")
@@ -147,9 +169,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="a Transformer decoder block's operators as a table",
         description=(
-            "The forward operators of one Llama-style decoder block on a device; "
-            "sizes default to a Llama-2-7B block at sequence length 4096."
+            "The forward operators of one decoder block (one layer of a catalog model) on a "
+            "device; sizes default to a Llama-2-7B block at sequence length 4096."
         ),
+    )
+    block.add_argument(
+        "--model",
+        metavar="NAME",
+        help=f"catalog model whose layer the block is, any case: {', '.join(models())} "
+        f"(default: {LLAMA2_7B.model.key})",
     )
     for field in _CONFIG_FIELDS:
         block.add_argument(
@@ -157,7 +185,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             type=parse_size,
             default=argparse.SUPPRESS,
             metavar="N",
-            help=f"(default: {getattr(LLAMA2_7B, field)})",
+            help=f"(default: {getattr(LLAMA2_7B, field)})"
+            if field not in _SIZES
+            else f"(default: the model's; {getattr(LLAMA2_7B, field)} for Llama-2-7B)",
         )
     block.add_argument(
         "--dtype", default=argparse.SUPPRESS, help=f"precision (default: {LLAMA2_7B.dtype})"

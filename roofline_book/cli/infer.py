@@ -9,7 +9,6 @@ from ..devices.catalog import Hardware
 from ..distributed.parallel import GPUS_PER_NODE, Split
 from ..distributed.parallel import infer as infer_split
 from ..llm.inference import (
-    OP_KEYS,
     Precisions,
     StepOp,
     decode_batch_to_ridge,
@@ -173,8 +172,8 @@ def run(args: argparse.Namespace) -> int:
 
         def layer(new: int, ctx: int) -> list[dict[str, Any]]:
             return [
-                {"id": OP_KEYS[name], "name": name} | cost_figures(cost, device, precision)
-                for name, cost in layer_ops(config, args.batch, new, ctx, p)
+                {"id": op.id, "name": op.name} | cost_figures(op.cost, device, precision)
+                for op in layer_ops(config, args.batch, new, ctx, p)
             ]
 
         def whole(entries: list[StepOp]) -> list[dict[str, Any]]:

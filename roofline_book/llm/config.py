@@ -25,7 +25,7 @@ from types import MappingProxyType
 
 from .._base import validate as _validate
 from .._base.validate import InvalidArgument, InvalidArgumentType
-from ..devices.catalog import Source
+from ..devices.catalog import Source, catalog_key
 
 #: 层的种类。``"global"`` 对整个上下文做 attention，``"local"`` 只对最后 ``sliding_window`` 个
 #: token 做 attention，cache 中也只保留它们。
@@ -216,10 +216,6 @@ class ModelConfig:
 # The catalog
 
 
-def _key(name: str) -> str:
-    return "-".join(name.strip().lower().replace("_", " ").split())
-
-
 #: 目录条目或 :func:`adhoc_model` 可以设置的字段。
 FIELDS = (
     "hidden",
@@ -316,7 +312,7 @@ def model(name: str) -> ModelConfig:
             "name", f"must be a model name such as 'llama-2-7b', got {name!r}"
         )
     catalog = models()
-    key = _key(name)
+    key = catalog_key(name)
     if key not in catalog:
         raise ValueError(f"unknown model {name!r}; allowed: {', '.join(catalog)}")
     return catalog[key]
@@ -333,11 +329,13 @@ def adhoc_model(name: str, **sizes: object) -> ModelConfig:
     """
     if not isinstance(name, str) or not name:
         raise InvalidArgumentType("name", f"must be a non-empty string, got {name!r}")
-    unknown = set(sizes) - set(FIELDS)
+    unknown = sorted(set(sizes) - set(FIELDS))
     if unknown:
-        raise ValueError(f"unknown field(s) {sorted(unknown)}; allowed: {', '.join(FIELDS)}")
+        raise InvalidArgument(unknown[0], f"is not a model field; allowed: {', '.join(FIELDS)}")
     required = FIELDS[: FIELDS.index("vocab") + 1]  # the fields without a default
     missing = [f for f in required if f not in sizes]
     if missing:
-        raise TypeError(f"adhoc_model needs {', '.join(missing)}; required: {', '.join(required)}")
-    return ModelConfig(key=_key(name), name=name, **sizes)  # type: ignore[arg-type]
+        raise InvalidArgumentType(
+            missing[0], f"is required by adhoc_model; required: {', '.join(required)}"
+        )
+    return ModelConfig(key=catalog_key(name), name=name, **sizes)  # type: ignore[arg-type]

@@ -1,17 +1,10 @@
-"""roofline 上的 LLM 推理：prefill 与 decode、KV cache、GQA、sliding window、MoE。
+"""roofline 上的 LLM 推理：一个 serving step（prefill 或 decode）在一块设备上的代价与时间下界。
 
-一个 serving step 让 decoder 的每一层处理这一步的新 token：``prefill`` 把整段 prompt 推过去
-（``tokens = prompt``），``decode`` 给每条序列加一个 token，对照它缓存的上下文。每一层是一个
-:class:`~roofline_book.ops.Cost` 列表（norm、各投影、对 KV cache 的 attention、MLP 或其
-experts、residual add）；模型再加上 embedding 查表、最后的 norm，以及对每条序列最后一个位置
-的 language-model head。两个时间下界都来自 :func:`roofline_book.roofline.roofs.time_bound`：
-:func:`step_time` 让算子一个 kernel 接一个地运行，:func:`step_floor`
-对任何把它们融合或重叠起来的实现都成立。
-
-模型的形状及其目录在 :mod:`roofline_book.llm.config` 中，权重格式在
-:mod:`roofline_book.llm.quantization`
-中（两者都在这里重新导出）；内存里放得下的 batch 与 speculative decoding 的收益在
-:mod:`roofline_book.llm.serving` 中。
+一步让 decoder 的每一层（:func:`roofline_book.llm.layers.layer_ops`）处理这一步的新 token，再加上
+embedding、最后的 norm 与 LM head；时间下界来自 :func:`roofline_book.roofline.roofs.time_bound`。
+模型的形状与目录见 :mod:`roofline_book.llm.config`，权重格式见
+:mod:`roofline_book.llm.quantization`，内存里放得下的 batch 与 speculative decoding 见
+:mod:`roofline_book.llm.serving`。章节从这里取整个推理模型，所以这里也重新导出那些名字。
 
 Examples
 --------
@@ -35,9 +28,8 @@ from .._base import validate as _validate
 from .._base.validate import InvalidArgument
 from ..devices.catalog import Hardware
 from ..dtypes import bytes_per_element
-from ..ops import ZERO, Cost, gelu, residual_add, rmsnorm, swiglu
-from ..ops.attn import SOFTMAX_FLOPS_PER_ELEMENT, _causal_pairs
-from ..ops.pointwise import GELU_FLOPS_PER_ELEMENT, elementwise
+from ..ops import ZERO, Cost, rmsnorm
+from ..ops.attn import attention_keys
 from ..roofline.roofs import TimeBound, time_bound
 
 # re-exported: the chapters and the command line take the whole inference model from here
@@ -45,9 +37,16 @@ from .config import ModelConfig as ModelConfig
 from .config import adhoc_model as adhoc_model
 from .config import model as model
 from .config import models as models
+from .layers import LAYER_KERNELS as LAYER_KERNELS
+from .layers import Op as Op
+from .layers import check_step, linear
+from .layers import expected_experts as expected_experts
+from .layers import layer_ops as layer_ops
 from .quantization import INT4 as INT4
 from .quantization import QUANT_GROUP as QUANT_GROUP
 from .quantization import Precisions as Precisions
+
+_keys_read = attention_keys  # the name distributed.parallel imports
 
 
 def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None) -> int:
@@ -85,169 +84,6 @@ def kv_cache_bytes(config: ModelConfig, context: int, precisions: Precisions | N
     return per_layer_token * kept
 
 
-def _linear(tokens: int, k: int, n: int, p: Precisions, *, table: bool = False) -> Cost:
-    """``(tokens x k) @ (k x n)``：激活的精度为 ``p.activations``，权重的精度为 ``p.weights``。
-
-    ``table``：权重是 LM head，按 ``p.table_precision`` 存放。
-    """
-    a = bytes_per_element(p.activations)
-    w = p.table_bytes(k * n) if table else p.weight_bytes(k * n)
-    return Cost(2 * tokens * k * n, a * tokens * k + w, a * tokens * n)
-
-
-def expected_experts(experts: int, per_token: int, tokens: int) -> float:
-    """``tokens`` 个 token 各随机选 ``per_token`` 个 expert 时，一步会用到的不同 expert 的个数。
-
-    均匀路由下，一个 expert 不被某个 token 选中的概率是 ``1 - k/E``，所以要读
-    ``E (1 - (1 - k/E)^tokens)`` 个 expert。
-
-    Examples
-    --------
-    >>> round(expected_experts(8, 2, 1), 3), round(expected_experts(8, 2, 16), 2)
-    (2.0, 7.92)
-    """
-    experts = _validate.size("experts", experts)
-    per_token = _validate.size("per_token", per_token)
-    tokens = _validate.size("tokens", tokens)
-    if per_token > experts:
-        raise InvalidArgument("per_token", f"({per_token}) must be <= experts ({experts})")
-    return experts * (1 - (1 - per_token / experts) ** tokens)
-
-
-def _window_pairs(new: int, context: int, window: int | None) -> int:
-    """``context`` 末尾 ``new`` 个 query 的 (query, key) 对数，每个 query 看到 ``window`` 个 key。
-
-    query ``t`` （从 1 数起的位置，``t = context - new + 1 .. context``）看到 ``min(t, window)`` 个
-    key，包括它自己；没有窗口时看到全部 ``t`` 个。
-    """
-    if window is None:
-        return _causal_pairs(new, context)
-    lo, hi = context - new + 1, context
-    cut = min(hi, window)
-    rising = cut * (cut + 1) // 2 - (lo - 1) * lo // 2 if cut >= lo else 0
-    return rising + (window * (hi - max(lo - 1, window)) if hi > window else 0)
-
-
-def _keys_read(new: int, context: int, window: int | None) -> int:
-    """cache 中这一步有某个 query 看到的 key（与 value）个数。"""
-    return context if window is None else min(context, new + window - 1)
-
-
-def _attention(
-    config: ModelConfig, batch: int, new: int, context: int, p: Precisions, window: int | None
-) -> Cost:
-    """一层对 cache 的 attention：每条序列 ``new`` 个 query，``context`` 个 key。
-
-    causal，右下对齐（最后一个 query 看到每一个 key）；给了窗口时，每个 query 只看最后 ``window``
-    个 key。必需流量：读入新的 query，有某个 query 看到的每个缓存的 key 和 value 读一次
-    （flash-decoding 式的 kernel 每个 KV head 读一次 cache，不论共用它的 query head 有几个），写出输
-    出。
-    """
-    a, s_kv, d = bytes_per_element(p.activations), bytes_per_element(p.kv), config.d
-    pairs = batch * config.heads * _window_pairs(new, context, window)
-    keys = _keys_read(new, context, window)
-    return Cost(
-        flops=pairs * (4 * d + SOFTMAX_FLOPS_PER_ELEMENT),
-        bytes_read=batch * (a * config.q_dim * new + 2 * s_kv * config.kv_dim * keys),
-        bytes_written=batch * a * config.q_dim * new,
-        vector_flops=pairs * (SOFTMAX_FLOPS_PER_ELEMENT - 1),
-        special_flops=pairs,
-    )
-
-
-def _activation(config: ModelConfig, numel: int, dtype: str) -> tuple[str, Cost]:
-    if not config.gated:
-        return "activation (GELU)", gelu(numel, dtype)
-    if config.activation == "silu":
-        return "activation (SwiGLU)", swiglu(numel, dtype)
-    # GeGLU: gelu(gate) * up, the tanh form of GELU and one product, two inputs and one output
-    cost = elementwise(
-        numel,
-        dtype,
-        inputs=2,
-        outputs=1,
-        flops_per_element=GELU_FLOPS_PER_ELEMENT + 1,
-        special_per_element=1,
-    )
-    return "activation (GeGLU)", cost
-
-
-def _check_step(batch: int, new: int, context: int) -> tuple[int, int, int]:
-    batch = _validate.size("batch", batch)
-    new = _validate.size("new", new)
-    context = _validate.size("context", context)
-    if new > context:
-        raise InvalidArgument("new", f"({new}) must be <= context ({context})")
-    return batch, new, context
-
-
-def layer_ops(
-    config: ModelConfig,
-    batch: int,
-    new: int,
-    context: int,
-    precisions: Precisions | None = None,
-    *,
-    layer: int = 0,
-) -> list[tuple[str, Cost]]:
-    """一个 decoder 层处理 ``batch`` 条序列、每条 ``new`` 个 token，对照 ``context`` 个 key。
-
-    ``context`` 是这一步要 attend 的 token 数：缓存的加上 ``new`` 个新的。 prefill 是 ``new =
-    context = prompt``；一步 decode 是 ``new = 1``，``context`` 为缓存的 token 数加上这个新 token。
-    模型既有 local（sliding-window）层又有 global 层时，``layer`` （从 0 数起）选其中一种。新的 key
-    和 value 随 QKV 投影的输出一起产生，再复制进 cache （按激活的精度读、按 cache 的精度写），这是一
-    个单独的 kernel（``"KV cache write"``，即 vLLM 的 ``reshape_and_cache``）。MoE 的 MLP 读取一步所
-    用到的 :func:`expected_experts` 个 expert 的权重。
-
-    Examples
-    --------
-    >>> ops = dict(layer_ops(model("llama-2-7b"), 1, 1, 4096))
-    >>> ops["attention"].bytes_read     # the whole cache of one layer: 2 x 4096 x 4096 x 2
-    67117056
-    >>> ops = dict(layer_ops(model("mistral-7b"), 1, 1, 8192))
-    >>> ops["attention"].bytes_read     # its 4096-token window: 2 x 4096 x 1024 x 2, and q
-    16785408
-    """
-    p = precisions or Precisions()
-    batch, new, context = _check_step(batch, new, context)
-    window = config.window(layer)
-    tokens, h, a = batch * new, config.hidden, p.activations
-    qkv = _linear(tokens, h, config.q_dim + 2 * config.kv_dim, p)
-    new_kv = batch * new * 2 * config.kv_dim
-    kv_write = Cost(0, new_kv * bytes_per_element(a), new_kv * bytes_per_element(p.kv), 1)
-    ops = [
-        ("attention norm", rmsnorm(tokens, h, a)),
-        ("QKV projection", qkv),
-        ("KV cache write", kv_write),
-        ("attention", _attention(config, batch, new, context, p, window)),
-        ("output projection", _linear(tokens, config.q_dim, h, p)),
-        ("residual add", residual_add(tokens * h, a)),
-        ("MLP norm", rmsnorm(tokens, h, a)),
-    ]
-    k = config.experts_per_token
-    width = (2 if config.gated else 1) * config.ffn
-    if config.experts > 1:
-        ops.append(("router", _linear(tokens, h, config.experts, p)))
-        touched = expected_experts(config.experts, k, tokens)
-        # _linear reads one expert's weights; a step reads those of every expert its tokens
-        # touch, each matrix in its own row (up: gate and up, down: down). The two extras are
-        # rounded so that they sum to the rounded whole, as step_traffic counts it.
-        up_weights, down_weights = p.weight_bytes(h * width), p.weight_bytes(config.ffn * h)
-        extra = round((touched - 1) * (up_weights + down_weights))
-        extra_up = round((touched - 1) * up_weights)
-        up = _linear(tokens * k, h, width, p) + Cost(0, extra_up, 0, 0)
-        down = _linear(tokens * k, config.ffn, h, p) + Cost(0, extra - extra_up, 0, 0)
-        ops.append(("experts up", up))
-    else:
-        up = _linear(tokens, h, width, p)
-        down = _linear(tokens, config.ffn, h, p)
-        ops.append(("MLP up (gate, up)" if config.gated else "MLP up", up))
-    ops.append(_activation(config, tokens * k * config.ffn, a))
-    ops.append(("MLP down" if config.experts == 1 else "experts down", down))
-    ops.append(("residual add (MLP)", residual_add(tokens * h, a)))
-    return ops
-
-
 def _kinds(config: ModelConfig) -> dict[str, list[int]]:
     kinds: dict[str, list[int]] = {}
     for i in range(config.layers):
@@ -255,36 +91,12 @@ def _kinds(config: ModelConfig) -> dict[str, list[int]]:
     return kinds
 
 
-#: 各算子的稳定标识（命令行 ``--json`` 中的 ``id``），按 :func:`layer_ops` 与 :func:`step_ops`
-#: 给出的名字（不带层数）查找：显示用的名字可以改写，标识不变。
-OP_KEYS = {
-    "embedding": "embedding",
-    "attention norm": "attention_norm",
-    "QKV projection": "qkv_projection",
-    "KV cache write": "kv_cache_write",
-    "attention": "attention",
-    "output projection": "output_projection",
-    "residual add": "residual_add",
-    "MLP norm": "mlp_norm",
-    "router": "router",
-    "experts up": "experts_up",
-    "MLP up (gate, up)": "mlp_up",
-    "MLP up": "mlp_up",
-    "activation (GELU)": "activation",
-    "activation (SwiGLU)": "activation",
-    "activation (GeGLU)": "activation",
-    "MLP down": "mlp_down",
-    "experts down": "experts_down",
-    "residual add (MLP)": "mlp_residual_add",
-    "final norm": "final_norm",
-    "LM head": "lm_head",
-}
-
-
 @dataclass(frozen=True)
 class StepOp:
     """一步中的一个算子：名字、稳定标识、它代表的层数与层的种类，以及这些层合起来的代价。"""
 
+    id: str
+    """稳定标识（命令行 ``--json`` 的 ``id``），例如 ``"attention"``、``"lm_head"``。"""
     name: str
     """算子在一层（或整个模型）中的名字，例如 ``"attention"``、``"LM head"``。"""
     layers: int | None
@@ -295,9 +107,8 @@ class StepOp:
 
     @property
     def key(self) -> str:
-        """稳定标识（:data:`OP_KEYS`），local/global 不同的算子加上 ``_local``、``_global``。"""
-        key = OP_KEYS[self.name]
-        return key if self.layer_kind is None else f"{key}_{self.layer_kind}"
+        """稳定标识，local/global 不同的算子加上 ``_local``、``_global``。"""
+        return self.id if self.layer_kind is None else f"{self.id}_{self.layer_kind}"
 
     @property
     def label(self) -> str:
@@ -327,7 +138,7 @@ def step_entries(
     ['attention_local', 'attention_global']
     """
     p = precisions or Precisions()
-    batch, new, context = _check_step(batch, new, context)
+    batch, new, context = check_step(batch, new, context)
     logits = _validate.size("logits", logits)
     if logits > new:
         raise InvalidArgument("logits", f"({logits}) must be <= new ({new})")
@@ -342,22 +153,20 @@ def step_entries(
         kind: (len(idx), layer_ops(config, batch, new, context, p, layer=idx[0]))
         for kind, idx in _kinds(config).items()
     }
-    entries = [StepOp("embedding", None, None, embed)]
+    entries = [StepOp("embedding", "embedding", None, None, embed)]
     first = next(iter(by_kind.values()))[1]
-    for j, (name, cost) in enumerate(first):
-        if all(layer[j][1] == cost for _, layer in by_kind.values()):
-            entries.append(StepOp(name, config.layers, None, cost * config.layers))
+    for j, op in enumerate(first):
+        if all(layer[j].cost == op.cost for _, layer in by_kind.values()):
+            entries.append(StepOp(op.id, op.name, config.layers, None, op.cost * config.layers))
             continue
         for kind, (n, layer) in by_kind.items():
-            entries.append(StepOp(name, n, kind, layer[j][1] * n))
+            entries.append(StepOp(op.id, op.name, n, kind, layer[j].cost * n))
+    lm_head = linear(batch * logits, config.hidden, config.vocab, p, table=True)
     entries += [
-        StepOp("final norm", None, None, rmsnorm(tokens, config.hidden, p.activations)),
         StepOp(
-            "LM head",
-            None,
-            None,
-            _linear(batch * logits, config.hidden, config.vocab, p, table=True),
+            "final_norm", "final norm", None, None, rmsnorm(tokens, config.hidden, p.activations)
         ),
+        StepOp("lm_head", "LM head", None, None, lm_head),
     ]
     return entries
 
@@ -454,7 +263,7 @@ def step_traffic(
     算子之间的激活不计：融合的 kernel 把它们留在片上。
     """
     p = precisions or Precisions()
-    batch, new, context = _check_step(batch, new, context)
+    batch, new, context = check_step(batch, new, context)
     c, s_kv = config, bytes_per_element(p.kv)
     h, tokens = c.hidden, batch * new
     attention = 2 * h * c.q_dim + 2 * h * c.kv_dim
@@ -470,7 +279,7 @@ def step_traffic(
     cache = 0
     for i in range(c.layers):
         window = c.window(i)
-        cached = _keys_read(new, context, window) - new
+        cached = attention_keys(new, context, window) - new
         written = new if window is None else min(new, window)
         cache += batch * 2 * c.kv_dim * s_kv * (max(cached, 0) + written)
     return weights + cache + batch * logits * c.vocab * bytes_per_element(p.activations)

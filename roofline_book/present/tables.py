@@ -27,7 +27,8 @@ from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..devices.catalog import Hardware
 from ..devices.kernels import device_flash_tile, device_sram_bytes
 from ..dtypes import Precision
-from ..llm.block import DecoderConfig, block_ops, optimizer_ops
+from ..llm.block import Block, block_ops, optimizer_ops
+from ..llm.layers import Op
 from ..ops import Cost
 from ..roofline.roofs import Bound, TimeBound, main_unit, time_bound, unit_rates
 from ..units import si
@@ -90,7 +91,7 @@ class Row:
 
 
 def cost_table(
-    named: Mapping[str, Cost] | Iterable[tuple[str, Cost]],
+    named: Mapping[str, Cost] | Iterable[tuple[str, Cost] | Op],
     device: Hardware,
     dtype: Precision = "bf16",
 ) -> list[Row]:
@@ -104,7 +105,8 @@ def cost_table(
     Parameters
     ----------
     named : mapping or list of tuple
-        算子，``{name: Cost}`` 或 ``[(name, Cost), ...]``；至少一个，每个至少搬运一个字节。
+        算子，``{name: Cost}``、``[(name, Cost), ...]`` 或一层的算子
+        （:class:`~roofline_book.llm.layers.Op`，取它的 ``name``）；至少一个，每个至少搬运一个字节。
     device : roofline_book.devices.device.Hardware
         在哪块设备上运行。
     dtype : str or torch.dtype
@@ -161,6 +163,8 @@ def _named_costs(named: object) -> list[tuple[str, Cost]]:
         raise InvalidArgument("named", "must hold at least one (name, Cost) pair, got none")
     pairs = []
     for i, item in enumerate(items):
+        if isinstance(item, Op):  # a layer's operator: its display name and cost
+            item = (item.name, item.cost)
         if not (isinstance(item, tuple) and len(item) == 2):
             raise TypeError(f"named[{i}] must be a (name, Cost) pair, got {item!r}")
         name, cost = item
@@ -239,17 +243,18 @@ def readable_frame(rows: Iterable[Row], digits: int = 3):
 
 
 def block_table(
-    config: DecoderConfig,
+    config: Block,
     device: Hardware,
     *,
     attention_impl: str = "flash",
     sram_bytes: int | None = None,
 ) -> list[Row]:
-    """block 的前向算子放在 ``device`` 上，各带限制资源、时间下界和占比。
+    """block（任何目录模型的一层）的前向算子放在 ``device`` 上，各带限制资源、时间下界和占比。
 
-    每个算子受它用到的单元与层级的上限约束（:func:`cost_table`），精度为 ``config.dtype``。 flash
-    kernel 的 tile 取 :func:`~roofline_book.devices.kernels.device_flash_tile` （Hopper 上 FlashAttention-3 的 tile，带两块的
-    cluster：所考虑的调度中 K/V 重读最少的一种）；没有时，或者给了 ``sram_bytes`` 时，query 块按片上
+    每个算子受它用到的单元与层级的上限约束（:func:`cost_table`），精度为 ``config.dtype``。
+    flash kernel 的 tile 取 :func:`~roofline_book.devices.kernels.device_flash_tile` （Hopper 上
+    FlashAttention-3 的 tile，带两块的 cluster：所考虑的调度中 K/V 重读最少的一种）；没有时，
+    或者给了 ``sram_bytes`` 时，query 块按片上
     存储的规则来定，``sram_bytes`` 默认取设备每个 SM 的 shared memory（设备没有这个数字时取 A100 的
     192 KB）。
 
@@ -262,24 +267,25 @@ def block_table(
     ('matrix', 'hbm')
     >>> round(sum(r.share for r in rows.values()), 6)
     1.0
+    >>> from roofline_book.llm.block import Block
+    >>> from roofline_book.llm.config import model
+    >>> [r.name for r in block_table(Block(model("mixtral-8x7b")), hardware("h100-sxm"))][7:9]
+    ['router', 'experts gate projection']
     """
     if not isinstance(device, Hardware):
         raise InvalidArgumentType("device", f"must be a Hardware, got {type(device).__name__}")
-    if not isinstance(config, DecoderConfig):
-        raise InvalidArgumentType("config", f"must be a DecoderConfig, got {type(config).__name__}")
+    if not isinstance(config, Block):
+        raise InvalidArgumentType("config", f"must be a Block, got {type(config).__name__}")
     tile = None
     if sram_bytes is None:
         sram_bytes = device_sram_bytes(device)
         tile = device_flash_tile(device, config.head_dim, config.dtype, config.causal)
-    return cost_table(
-        block_ops(config, attention_impl=attention_impl, sram_bytes=sram_bytes, tile=tile),
-        device,
-        config.dtype,
-    )
+    ops = block_ops(config, attention_impl=attention_impl, sram_bytes=sram_bytes, tile=tile)
+    return cost_table(ops, device, config.dtype)
 
 
 def optimizer_table(
-    config: DecoderConfig,
+    config: Block,
     device: Hardware,
     *,
     param_dtype: Precision = "fp32",
@@ -300,14 +306,14 @@ def optimizer_table(
     >>> [r.name for r in rows], {r.bound for r in rows}
     (['AdamW (loop)', 'AdamW (foreach)', 'AdamW (fused)'], {'memory'})
     """
-    named = optimizer_ops(
+    ops = optimizer_ops(
         config,
         param_dtype=param_dtype,
         grad_dtype=grad_dtype,
         state_dtype=state_dtype,
         model_dtype=model_dtype,
     )
-    return cost_table(named, device, param_dtype)
+    return cost_table(ops, device, param_dtype)
 
 
 # --------------------------------------------------------------------------
