@@ -50,7 +50,6 @@ from .present.tables import (
     block_table,
     cost_table,
     optimizer_table,
-    readable_frame,
     table_frame,
 )
 from .roofline.bounds import Ceilings, Level, TimeBound, bound
@@ -101,7 +100,6 @@ __all__ = [
     "bytes_per_element",
     "catalog",
     "cost_table",
-    "readable_frame",
     "elementwise",
     "fa3_tile",
     "fraction_of_roof",

@@ -183,7 +183,7 @@ BAD_VALUES = [
     np.int64(-3),
     [1, 2],
 ]
-SKIP = {"catalog", "table_frame", "readable_frame", "adhoc"}
+SKIP = {"catalog", "table_frame", "adhoc"}
 
 
 def test_api_errors_name_the_argument():

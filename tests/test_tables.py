@@ -119,3 +119,20 @@ def test_markdown_table_escapes_pipes_and_keeps_digits():
     assert markdown_table(["a"], [["x"]], align=["center"]).splitlines()[1] == "|:---:|"
     with pytest.raises(ValueError, match="align must hold 1 of 'left', 'right', 'center'"):
         markdown_table(["a"], [["x"]], align=["middle"])
+
+
+def test_every_resource_and_verdict_has_a_word_in_both_languages():
+    # each resource a bound can name (roofline/bounds.py: the compute units and the memory
+    # levels) and each verdict a claim can reach (measure/judge/verdicts.py) is worded once,
+    # in English for the command line and in Chinese for the book
+    from roofline_book.measure.judge.verdicts import VERDICTS as VERDICT_KEYS
+    from roofline_book.present.words import RESOURCES, VERDICTS, resource
+    from roofline_book.roofline.bounds import COMPUTE_RESOURCES, MEMORY_RESOURCES
+
+    for language in ("en", "zh"):
+        assert set(RESOURCES[language]) == {*COMPUTE_RESOURCES, *MEMORY_RESOURCES}
+        assert set(VERDICTS[language]) == set(VERDICT_KEYS)
+    assert resource("special", "zh") == "特殊函数单元" and resource("llc") == "last-level cache"
+    assert VERDICTS["zh"]["inconclusive"] == "无法判定"
+    with pytest.raises(ValueError, match="language must be one of en, zh; got 'fr'"):
+        resource("hbm", "fr")

@@ -201,15 +201,6 @@ def test_errors_name_the_callers_argument(case):
     assert message in str(info.value)
 
 
-def test_readable_frame_names_its_arguments():
-    pytest.importorskip("pandas")
-    from roofline_book import EXAMPLE, cost_table, readable_frame
-
-    rows = cost_table([("add", ops.add(4))], EXAMPLE)
-    with pytest.raises(ValueError, match="digits must be an integer >= 1, got -1"):
-        readable_frame(rows, digits=-1)
-
-
 def test_counts_have_no_size_limit():
     # a Cost's FLOPs and bytes are products of sizes: far beyond any one tensor's size
     huge = ops.gemm(2**62, 2**62, 2**62)

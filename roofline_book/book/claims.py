@@ -20,6 +20,7 @@ from ..measure.judge.verdicts import SPEED_TOLERANCE, Ref, tolerance
 from ..measure.run import CHECKPOINT_EVERY
 from ..measure.runs.records import Entry, Run
 from ..present.tables import markdown_table as markdown_table_text
+from ..present.words import VERDICTS
 from .measured import highlights as measured_highlights
 
 _M, _K, _N = SMALL_GEMM
@@ -114,7 +115,7 @@ MISSING_ZH = {
 }
 
 #: 每种判定的中文表述。
-VERDICTS_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定", "not measured": "未测"}
+VERDICTS_ZH = VERDICTS["zh"]
 
 #: 每个数字的量的中文表述，按 :data:`~roofline_book.measure.judge.verdicts.QUANTITIES` 的键索引。
 QUANTITIES_ZH = {

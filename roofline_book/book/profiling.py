@@ -10,6 +10,7 @@ from ..devices.catalog import hardware
 from ..measure.profile import profiling, trainstep
 from ..ops import gemm
 from ..present.plotting import PALETTE
+from ..present.words import VERDICTS
 from ..roofline.bounds import CACHE_MARGIN, Ceilings, bound
 from ..roofline.roofs import time_bound
 from ..units import binary, si
@@ -19,7 +20,7 @@ from .tables import markdown_table, resource_zh
 #: 检验要留出余量才算成立：占比须在任一方向越过界线 MARGIN，排第一的算子的 self time 须是
 #: 第二名的 RANK_MARGIN 倍；否则无法判定。
 MARGIN, RANK_MARGIN = 0.1, 1.5
-VERDICT_ZH = {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定"}
+VERDICT_ZH = VERDICTS["zh"]
 SCALING_ZH = {"overhead": "固定开销主导", "work": "随工作量成比例增长", "mixed": "介于两者之间"}
 _MATRIX = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the type of what read_run_file returns; measure/ loads only
     from ..measure.runs.records import Run
 from .._base.records import as_mapping
 from ..present.tables import text_table
+from ..present.words import RESOURCES
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
 from .jsonout import cost_json, device_json, envelope, is_adhoc
@@ -313,14 +314,7 @@ cost_figures = cost_json
 
 
 #: 文本输出对每种资源的叫法。
-RESOURCE_TEXT = {
-    "compute": "compute",
-    "matrix": "matrix units",
-    "vector": "vector units",
-    "special": "special functions",
-    "hbm": "HBM",
-    "l2": "L2",
-}
+RESOURCE_TEXT = RESOURCES["en"]
 
 
 def rate_rows(figures: dict[str, Any], device: Hardware, precision: str) -> list[tuple[str, str]]:

@@ -1,11 +1,7 @@
-"""把设备上的代价做成表格：行、DataFrame，以及唯一的文本表格渲染函数。
+"""把设备上的代价做成表格的行（roof、限制资源、时间下界、占比），以及唯一的文本表格渲染。
 
-:func:`cost_table` 把具名的代价放到一块设备上（roof、限制资源、时间下界、占比）；
-:func:`block_table` 与 :func:`optimizer_table` 对一个 decoder block
-（:mod:`roofline_book.llm.block`）做同样的事。:func:`table_frame` 与
-:func:`readable_frame` 把行变成 pandas DataFrame（调用时才导入 pandas）。
-:func:`text_table` 与 :func:`markdown_table` 渲染任意文本行：命令行、benchmark 摘要和
-书中的 Markdown 表格都经由它们（``tabulate``）。
+命令行、benchmark 摘要和书中的 Markdown 表格都经由这里的渲染（``tabulate``）；资源的叫法取自
+:mod:`roofline_book.present.words`，一个 decoder block 的算子见 :mod:`roofline_book.llm.block`。
 
 Examples
 --------
@@ -21,7 +17,6 @@ import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .._base import validate as _validate
 from .._base.extras import require
 from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..devices.catalog import Hardware
@@ -31,22 +26,10 @@ from ..llm.block import Block, block_ops, optimizer_ops
 from ..llm.layers import Op
 from ..ops import Cost
 from ..roofline.roofs import Bound, TimeBound, main_unit, time_bound, unit_rates
-from ..units import si
+from .words import RESOURCES
 
-#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）。
-RESOURCE_ZH = {
-    "compute": "计算",
-    "matrix": "矩阵单元",
-    "vector": "向量单元",
-    "special": "特殊函数单元",
-    "hbm": "HBM",
-    "l1": "L1",
-    "l2": "L2",
-    "l3": "L3",
-    "llc": "末级缓存",
-    "dram": "DRAM",
-    "memory": "内存",
-}
+#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）：:data:`.words.RESOURCES` 的中文。
+RESOURCE_ZH = RESOURCES["zh"]
 
 
 @dataclass(frozen=True)
@@ -205,40 +188,6 @@ def table_frame(rows: Iterable[Row]):
             "time bound [us]": [r.time.seconds * 1e6 for r in rows],
             "share": [r.share for r in rows],
         }
-    )
-
-
-def readable_frame(rows: Iterable[Row], digits: int = 3):
-    """供阅读的各行：带 SI 前缀的文本，每个算子一行（一个 pandas DataFrame）。
-
-    列：FLOPs、bytes、I [FLOP/B]、bound、time bound、share；索引是算子名。数字与单位之间用
-    不换行空格相连，所以窄的表格列也不会把它们拆开。
-
-    Examples
-    --------
-    >>> from roofline_book import EXAMPLE, add, gemm
-    >>> df = readable_frame(cost_table([("add", add(2**20)), ("gemm", gemm(4096, 4096, 4096))],
-    ...                                EXAMPLE))
-    >>> df.loc["gemm", "FLOPs"].replace("\\u00a0", " "), df.loc["add", "I [FLOP/B]"]
-    ('137 GFLOP', '0.17')
-    """
-    pd = require("pandas", "readable_frame")
-    digits = _validate.size("digits", digits)
-    df = table_frame(rows)
-
-    def unit(value: float, name: str) -> str:
-        return si(value, name, digits=digits).replace(" ", "\u00a0")
-
-    return pd.DataFrame(
-        {
-            "FLOPs": [unit(v, "FLOP") for v in df["FLOPs"]],
-            "bytes": [unit(v, "B") for v in df["bytes"]],
-            "I [FLOP/B]": [f"{v:.2f}" if v < 10 else f"{v:.0f}" for v in df["intensity [FLOP/B]"]],
-            "bound": list(df["bound"]),
-            "time bound": [unit(t * 1e-6, "s") for t in df["time bound [us]"]],
-            "share": [f"{v:.1%}" for v in df["share"]],
-        },
-        index=pd.Index(df["operator"], name="operator"),
     )
 
 

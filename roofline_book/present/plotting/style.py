@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..._base.extras import require
 from ..._base.validate import InvalidArgument
+from ..words import RESOURCES
 
 PALETTE = {
     "blue": "#0072B2",
@@ -38,9 +39,11 @@ PRECISION_COLORS = {d: c for (key, d), c in ROOF_COLORS.items() if key == "h100-
 UNITS = {"PFLOP/s": 1e15, "TFLOP/s": 1e12, "GFLOP/s": 1e9, "MFLOP/s": 1e6, "FLOP/s": 1.0}
 
 #: 图上的文字，按语言分：命令行用英文（不需要 CJK 字体），书中用中文。
-#: 物理量的符号、单位和公式两种语言相同。
+#: 物理量的符号、单位和公式两种语言相同；资源的叫法取自
+#: :data:`roofline_book.present.words.RESOURCES`。
 TEXTS = {
     "en": {
+        **RESOURCES["en"],
         "memory roof": "memory roof\n$P = B_{{\\rm peak}}\\,I$",
         "compute roof": "compute roof",
         "ridge point": "ridge point",
@@ -51,17 +54,8 @@ TEXTS = {
         "of roof": "{name}: {fraction:.0%} of roof",
         "read": "read",
         "written": "written",
-        "matrix": "matrix units",
-        "vector": "vector units",
         "vector fma": "vector units, FMA",
         "vector ops": "vector units, add or multiply",
-        "special": "special functions",
-        "hbm": "HBM",
-        "l2": "L2",
-        "l3": "L3",
-        "llc": "last-level cache",
-        "dram": "DRAM",
-        "compute": "compute",
         "l2 intensity": "intensity with re-reads",
         "measured roof": "measured roof ({precision})",
         "cache roof": "{level} roof (data that stays in {level})",
@@ -94,6 +88,7 @@ TEXTS = {
         "precision ridge": "{precision} (ridge {ridge:.0f} FLOP/byte)",
     },
     "zh": {
+        **RESOURCES["zh"],
         "memory roof": "memory roof\n$P = B_{{\\rm peak}}\\,I$",
         "compute roof": "compute roof",
         "ridge point": "ridge point",
@@ -104,17 +99,8 @@ TEXTS = {
         "of roof": "{name}：roof 的 {fraction:.0%}",
         "read": "读",
         "written": "写",
-        "matrix": "矩阵单元",
-        "vector": "向量单元",
         "vector fma": "向量单元（FMA）",
         "vector ops": "向量单元（加法、乘法）",
-        "special": "特殊函数单元",
-        "hbm": "HBM",
-        "l2": "L2",
-        "l3": "L3",
-        "llc": "末级缓存",
-        "dram": "DRAM",
-        "compute": "计算",
         "l2 intensity": "计入重复读取的算术强度",
         "measured roof": "实测 roof（{precision}）",
         "cache roof": "{level} roof（数据留在 {level} 中）",
