@@ -17,7 +17,7 @@
    ``roofline_book_version`` 之后），其余字段按输出的键序用 ``record_field`` 声明，数都带 ``unit``；
    类属性 ``SCHEMA_EXTRA = {"description": "..."}`` 是 schema 的标题说明；
 2. 在子命令的模块里写 ``RESULT = 这个类``：命令行的 schema 表（测试与命令行附录读它）由
-   :func:`command_schema` 从它生成；
+   :func:`command_schema` 从它生成（:data:`roofline_book.cli.schema.SCHEMAS`）；
 3. ``run()`` 只解析参数、调用模型、构建这个记录，再把它渲染成文本，或用
    :func:`~roofline_book.cli.common.emit_result` 写成 JSON
    （:func:`~roofline_book._base.records.as_mapping`：键序就是字段的顺序，``optional`` 的空字段
@@ -63,7 +63,6 @@ __all__ = [
     "as_mapping",
     "command_field",
     "command_schema",
-    "command_schemas",
     "is_adhoc",
 ]
 
@@ -93,17 +92,6 @@ def command_schema(cls: type[Result]) -> dict[str, Any]:
     """子命令结果 ``cls`` 的 JSON Schema（draft 2020-12），带标题。"""
     name = cls.__dataclass_fields__["command"].default
     return {"$schema": DIALECT, "title": f"roofline-book {name} --json"} | json_schema(cls)
-
-
-def command_schemas() -> dict[str, dict[str, Any]]:
-    """每个声明了结果记录（模块的 ``RESULT``）的子命令的 schema，按 ``--help`` 列出的顺序。"""
-    from . import SUBCOMMANDS
-
-    return {
-        module.__name__.rsplit(".", 1)[-1]: command_schema(module.RESULT)
-        for module in SUBCOMMANDS
-        if hasattr(module, "RESULT")
-    }
 
 
 def is_adhoc(device: Hardware) -> bool:
