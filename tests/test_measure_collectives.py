@@ -16,6 +16,7 @@ pytest.importorskip("torch")
 
 from roofline_book import cli  # noqa: E402
 from roofline_book.measure import collectives as mc  # noqa: E402
+from roofline_book.measure.bench import ranks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -211,13 +212,13 @@ def _exit_on_rank_one(dist, op, buf, rank, procs):
     mc_run_op(dist, op, buf, rank, procs)
 
 
-mc_run_op = mc._run_op
+mc_run_op = ranks.run_op
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the ranks fork only on Linux")
 def test_a_rank_that_fails_is_named_and_the_others_stop(monkeypatch):
     # the ranks are forked, so they run this process's (patched) module
-    monkeypatch.setattr(mc, "_run_op", _fail_on_rank_one)
+    monkeypatch.setattr(ranks, "run_op", _fail_on_rank_one)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="rank 1 failed: RuntimeError: injected failure"):
         mc.measure(2, "gloo", sizes=(8, 64), ops=("all_reduce",), timeout=30)
@@ -226,7 +227,7 @@ def test_a_rank_that_fails_is_named_and_the_others_stop(monkeypatch):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the ranks fork only on Linux")
 def test_ranks_that_hang_are_stopped_at_the_timeout(monkeypatch):
-    monkeypatch.setattr(mc, "_run_op", _hang_on_rank_one)
+    monkeypatch.setattr(ranks, "run_op", _hang_on_rank_one)
     start = time.monotonic()
     with pytest.raises(TimeoutError, match="did not finish within 3 s"):
         mc.measure(2, "gloo", sizes=(8, 64), ops=("all_reduce",), timeout=3)
@@ -253,7 +254,7 @@ def test_the_fit_is_the_model_with_alpha_spread_over_the_steps():
 def test_a_rank_that_dies_is_a_clear_error(monkeypatch):
     # rank 1 exits without a word; either it is seen dead first, or rank 0 is seen failing on
     # the connection rank 1 left: one line, a rank named, never a hang
-    monkeypatch.setattr(mc, "_run_op", _exit_on_rank_one)
+    monkeypatch.setattr(ranks, "run_op", _exit_on_rank_one)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match=r"rank (1 died \(exit code 3\)|0 failed: )"):
         mc.measure(2, "gloo", sizes=(8, 64), ops=("all_reduce",), timeout=30)

@@ -5,9 +5,11 @@ GPU），对 :data:`roofline_book.distributed.collectives.OPS` 中的每个操�
 逐一计时：
 
 1. 先正确、再求快：每个操作先用各 rank 不同的值做一次，检查结果；错了就让这个 rank 失败。
-2. 预热 :data:`WARMUP` 次；按其中最快的一次（各 rank 取最大；同 ``time_cpu``）定下样本数，使
-   计时约持续 ``budget`` 秒，至少 :data:`~roofline_book.measure.bench.timing.MIN_SAMPLES` 个、至多
-   :data:`MAX_REPS` 个样本。各 rank 用同一个样本数，所以每个 collective 都有全部 rank 参加。
+2. 预热 :data:`~roofline_book.measure.bench.ranks.WARMUP` 次；按其中最快的一次（各 rank 取最大；
+   同 ``time_cpu``）定下样本数，使计时约持续 ``budget`` 秒，至少
+   :data:`~roofline_book.measure.bench.timing.MIN_SAMPLES` 个、至多
+   :data:`~roofline_book.measure.bench.ranks.MAX_REPS` 个样本。各 rank 用同一个样本数，所以每个
+   collective 都有全部 rank 参加。
 3. 每个样本之前先 ``barrier``，让各 rank 同时开始；一个样本是这一次操作在某个 rank 上的时间，
    各 rank 取最大（操作在最慢的 rank 完成时才算完成）。报告中位数与四分位距
    （:class:`~roofline_book.measure.bench.timing.Timing`）。
@@ -20,12 +22,12 @@ buffer；元素个数取 ``procs`` 的整数倍。algbw 是 size 除以时间，
 每个操作的拟合（:func:`fit_alpha_beta`）是 ``time = alpha + size x f / beta`` 的最小二乘，``f`` 是
 模型里 ring 算法每个 rank 发出的字节占 size 的份额（与 busbw 的系数相同），所以 ``beta`` 可以与
 每个方向的链路带宽相比，``alpha`` 是与大小无关的那部分时间。同一台主机上的几个进程测到的是
-共享内存或 TCP loopback（gloo 走 TCP），不是 NVLink 或网卡。
+共享内存或 TCP loopback（gloo 走 TCP），不是 NVLink 或网卡。每个 rank 进程做的事在
+:mod:`roofline_book.measure.bench.ranks`。
 """
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import sys
@@ -34,23 +36,17 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from .._base import validate as _validate
 from ..distributed.collectives import OPS, algorithm_bandwidth, bus_bandwidth, collective_time
-from .bench.timing import MIN_SAMPLES, Timing
+from .bench.ranks import RankJob, rank_main
+from .bench.timing import Timing
 
 BACKENDS = ("gloo", "nccl")
 """``torch.distributed`` 的后端：CPU 上的 gloo，每个 rank 一块 CUDA GPU 的 nccl。"""
-
-WARMUP = 3
-"""每个 (操作, size) 计时前的预热次数；各 rank 做同样多次，所以是固定的次数而不是时长。"""
-
-MAX_REPS = 200
-"""每个 (操作, size) 最多的样本数。"""
 
 QUICK_SIZES = tuple(2**k for k in range(3, 23, 2))
 """``quick``：8 B 到 2 MiB，每次乘 4，共 10 个 size；两个 gloo 进程几秒内测完。"""
@@ -67,9 +63,6 @@ FULL_BUDGET_S = 0.05
 
 MAX_PROCS = 64
 """一次测量最多的进程数：它们都在这一台主机上。"""
-
-ELEMENT_BYTES = 4
-"""计时用 float32 tensor（nccl-tests 的默认 ``-d float``）。"""
 
 
 @dataclass(frozen=True)
@@ -247,179 +240,6 @@ def fit_alpha_beta(op: str, procs: int, nbytes: Sequence[float], seconds: Sequen
     return Fit(alpha_s=alpha, beta_Bps=1 / slope if slope > 0 else None)
 
 
-# --- the ranks ------------------------------------------------------------------------------
-
-
-def _buffers(torch: Any, op: str, count: int, procs: int, device: Any) -> dict[str, Any]:
-    """``op`` 的 tensor：``count`` 个 float32 是 nccl-tests 的 size。"""
-    part = count // procs
-    zeros = lambda n: torch.zeros(n, dtype=torch.float32, device=device)  # noqa: E731
-    if op == "all_gather":
-        return {"inp": zeros(part), "out": zeros(count)}
-    if op == "reduce_scatter":
-        return {"inp": zeros(count), "out": zeros(part)}
-    if op in ("all_to_all", "send_recv"):
-        return {"inp": zeros(count), "out": zeros(count)}
-    return {"inp": zeros(count)}  # all_reduce, broadcast: in place
-
-
-def _run_op(dist: Any, op: str, buf: dict[str, Any], rank: int, procs: int) -> None:
-    """做一次 ``op``，直到它在这个 rank 上完成。"""
-    if op == "all_reduce":
-        dist.all_reduce(buf["inp"])
-    elif op == "all_gather":
-        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-        gather(buf["out"], buf["inp"])
-    elif op == "reduce_scatter":
-        scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-        scatter(buf["out"], buf["inp"])
-    elif op == "all_to_all":
-        dist.all_to_all_single(buf["out"], buf["inp"])
-    elif op == "broadcast":
-        dist.broadcast(buf["inp"], src=0)
-    else:  # send_recv: each rank sends to the next and receives from the previous (nccl-tests)
-        ops = [
-            dist.P2POp(dist.isend, buf["inp"], (rank + 1) % procs),
-            dist.P2POp(dist.irecv, buf["out"], (rank - 1) % procs),
-        ]
-        for request in dist.batch_isend_irecv(ops):
-            request.wait()
-
-
-def _check(torch: Any, dist: Any, op: str, rank: int, procs: int, device: Any) -> None:
-    """先正确：rank r 放入 r + 1（all-to-all 与 all-gather 放入可辨认的块），检查结果。"""
-    count = 2 * procs
-    buf = _buffers(torch, op, count, procs, device)
-    for tensor in buf.values():
-        tensor.fill_(rank + 1)
-    if op == "all_to_all":  # block j of rank r holds 100 r + j; rank r receives 100 j + r
-        buf["inp"].copy_(torch.arange(procs, device=device).repeat_interleave(2) + 100 * rank)
-    _run_op(dist, op, buf, rank, procs)
-    ranks = torch.arange(1, procs + 1, dtype=torch.float32, device=device)
-    if op in ("all_reduce", "reduce_scatter"):
-        expected = torch.full_like(buf["out" if op == "reduce_scatter" else "inp"], ranks.sum())
-    elif op == "all_gather":
-        expected = ranks.repeat_interleave(2)
-    elif op == "all_to_all":
-        expected = (100 * torch.arange(procs, device=device) + rank).repeat_interleave(2)
-    elif op == "broadcast":
-        expected = torch.ones(count, device=device)
-    else:
-        expected = torch.full((count,), float((rank - 1) % procs + 1), device=device)
-    got = buf["out" if "out" in buf else "inp"]
-    if not torch.equal(got.float(), expected.float()):
-        raise RuntimeError(f"{op} gave a wrong result on rank {rank}: {got.tolist()}")
-
-
-def _time_point(
-    torch: Any,
-    dist: Any,
-    op: str,
-    nbytes: int,
-    rank: int,
-    procs: int,
-    device: Any,
-    budget: float,
-) -> tuple[int, Timing]:
-    """计时 ``op`` 的一个 size；返回实际的 size（byte）与各 rank 取最大的样本。"""
-    count = max(procs, nbytes // ELEMENT_BYTES // procs * procs)
-    buf = _buffers(torch, op, count, procs, device)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    fastest = math.inf
-    for _ in range(WARMUP):
-        dist.barrier()
-        t0 = time.perf_counter()
-        _run_op(dist, op, buf, rank, procs)
-        sync()
-        fastest = min(fastest, time.perf_counter() - t0)
-    estimate = torch.tensor([fastest], dtype=torch.float64, device=device)
-    dist.all_reduce(estimate, op=dist.ReduceOp.MAX)
-    once = max(float(estimate.item()), 1e-7)
-    reps = min(MAX_REPS, max(MIN_SAMPLES, math.ceil(budget / once)))
-    samples = []
-    for _ in range(reps):
-        dist.barrier()
-        t0 = time.perf_counter()
-        _run_op(dist, op, buf, rank, procs)
-        sync()
-        samples.append(time.perf_counter() - t0)
-    slowest_rank = torch.tensor(samples, dtype=torch.float64, device=device)
-    dist.all_reduce(slowest_rank, op=dist.ReduceOp.MAX)
-    return count * ELEMENT_BYTES, Timing(tuple(float(s) for s in slowest_rank.tolist()), inner=1)
-
-
-def _rank(
-    rank: int,
-    procs: int,
-    backend: str,
-    port: int,
-    sizes: tuple[int, ...],
-    ops: tuple[str, ...],
-    budget: float,
-    timeout: float,
-    out: str,
-) -> None:
-    """一个 rank：加入进程组，检查并计时每个操作；rank 0 把结果写进 ``out``。"""
-    import torch
-    import torch.distributed as dist
-
-    torch.set_num_threads(1)  # the ranks share this machine's cores
-    if sys.platform.startswith("linux"):
-        os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")  # stay on this host's loopback
-    _join_and_time(dist, torch, rank, procs, backend, port, sizes, ops, budget, timeout, out)
-
-
-def _join_and_time(
-    dist: Any,
-    torch: Any,
-    rank: int,
-    procs: int,
-    backend: str,
-    port: int,
-    sizes: tuple[int, ...],
-    ops: tuple[str, ...],
-    budget: float,
-    timeout: float,
-    out: str,
-) -> None:
-    """加入进程组，检查并计时每个操作；出错时在 ``out`` 旁留下带时间的记录，再抛出。"""
-    device = torch.device("cpu")
-    kwargs: dict[str, Any] = {}
-    if backend == "nccl":
-        device = torch.device("cuda", rank)
-        torch.cuda.set_device(device)
-        kwargs["device_id"] = device
-    try:
-        dist.init_process_group(
-            backend,
-            init_method=f"tcp://127.0.0.1:{port}",
-            rank=rank,
-            world_size=procs,
-            # past the parent's deadline, so a hung peer is reported by the parent as a timeout
-            timeout=timedelta(seconds=timeout + 60),
-            **kwargs,
-        )
-        rows = []
-        for op in ops:
-            _check(torch, dist, op, rank, procs, device)
-            for nbytes in sizes:
-                actual, timing = _time_point(torch, dist, op, nbytes, rank, procs, device, budget)
-                rows.append((op, actual, timing.samples_s))
-        if rank == 0:
-            Path(out).write_text(repr(rows))
-        dist.barrier()
-    except BaseException as exc:
-        # the first rank to fail on its own is the cause; its peers fail after it (a reset
-        # connection), so each leaves a note with the time, before the group is torn down, and
-        # the parent reports the earliest
-        note = f"{time.time()!r}\n{type(exc).__name__}: {' '.join(str(exc).split())}"
-        Path(f"{out}.rank{rank}.error").write_text(note)
-        raise
-    finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
-
-
 # --- the parent -----------------------------------------------------------------------------
 
 
@@ -514,8 +334,8 @@ def measure(
 
     with tempfile.TemporaryDirectory(prefix="roofline-collectives-") as folder:
         out = os.path.join(folder, "rows")
-        args = (procs, backend, free_port(), chosen, ops, budget, timeout, out)
-        _launch(mp, _rank, args, procs, _start_method(backend), timeout, out)
+        job = RankJob(procs, backend, free_port(), chosen, ops, budget, timeout, out)
+        _launch(mp, rank_main, (job,), procs, _start_method(backend), timeout, out)
         rows = _read_rows(Path(out))
     points = tuple(
         Point(op, nbytes, procs, Timing(tuple(samples), inner=1)) for op, nbytes, samples in rows
