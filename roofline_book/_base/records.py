@@ -14,12 +14,12 @@ Examples
 >>> from dataclasses import dataclass
 >>> @dataclass(frozen=True, kw_only=True)
 ... class Point:
-...     x: int = record_field(minimum=0)
+...     x: int = record_field(minimum=0, unit="byte", description="offset")
 ...     label: str | None = record_field(optional=True, minLength=1)
 >>> as_mapping(from_mapping(Point, {"x": 3}))
 {'x': 3}
 >>> json_schema(Point)["required"], json_schema(Point)["properties"]["x"]
-(['x'], {'type': 'integer', 'minimum': 0})
+(['x'], {'type': 'integer', 'minimum': 0, 'description': 'offset [byte]'})
 """
 
 from __future__ import annotations
