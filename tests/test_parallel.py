@@ -17,6 +17,7 @@ import json
 import pytest
 
 from roofline_book import hardware
+from roofline_book._base.validate import InvalidArgument
 from roofline_book.cli import main
 from roofline_book.distributed.comm import (
     critical_intensity,
@@ -31,6 +32,7 @@ from roofline_book.distributed.parallel import (
     infer,
     weight_bytes_per_device,
 )
+from roofline_book.distributed.report import inference_report, tp_that_fits
 from roofline_book.distributed.training import TrainSplit, train, training_flops
 from roofline_book.llm.inference import kv_cache_bytes, model, weight_bytes
 
@@ -258,7 +260,7 @@ def test_pipeline_bubble_and_tp_all_reduces():
 def test_bad_training_input():
     with pytest.raises(ValueError, match="zero must be 0, 1, 2 or 3"):
         TrainSplit(zero=4)
-    with pytest.raises(ValueError, match="batch .100. must be a multiple of dp x micro_batch"):
+    with pytest.raises(ValueError, match="batch 100 must be a multiple of dp x micro_batch"):
         train(LLAMA8, H100, TrainSplit(dp=64), batch=100, seq=4096)
     with pytest.raises(ValueError, match="pp .40. must be at most"):
         train(LLAMA8, H100, TrainSplit(pp=40), batch=40, seq=4096)
@@ -383,8 +385,8 @@ def test_train_json(capsys):
         (("infer", "--model", "llama-3-70b", "--tp", "3"), "--tp (3) must divide"),
         (("infer", "--model", "llama-3-70b", "--pp", "81"), "--pp (81) must be at most"),
         (("infer", "--model", "llama-3-70b", "--tp", "16"), "--tp 16 must fit in one node"),
-        (("train", "--model", "llama-3-8b", "--gpus", "64", "--dp", "3"), "not --gpus 64"),
-        (("train", "--model", "llama-3-8b", "--gpus", "64", "--tp", "3"), "--tp x --pp (3)"),
+        (("train", "--model", "llama-3-8b", "--gpus", "64", "--dp", "3"), "--dp 3 x tp 1 x pp 1"),
+        (("train", "--model", "llama-3-8b", "--gpus", "64", "--tp", "3"), "--gpus 64 must be"),
         (("train", "--model", "llama-3-8b", "--gpus", "8", "--zero", "4"), "--zero"),
     ],
 )
@@ -463,5 +465,32 @@ def test_bad_input_names_the_argument():
         training_flops(LLAMA8, 0, 4096)
     with pytest.raises(ValueError, match="no interconnect"):
         infer(LLAMA70, adhoc("mine", 1e15, 3e12), Split(tp=8))
-    with pytest.raises(ValueError, match=r"tp \(16\) must fit in one node of 8 GPUs"):
+    with pytest.raises(ValueError, match="tp 16 must fit in one node of 8 GPUs"):
         infer(LLAMA70, H100, Split(tp=16))
+
+
+def test_the_smallest_tp_that_holds_a_model():
+    # Llama-2-70B: 68.98e9 parameters (Touvron et al., 2023), 138 GB in BF16; an H100 SXM holds
+    # 80 GiB, of which vLLM uses 90 %: 77.3 GB. One device cannot hold the weights; two hold
+    # 69 GB each, and a 4096-token sequence's KV cache, 80 layers x 8 KV heads x 128 x (K, V)
+    # x 2 bytes x 4096 tokens / 2 devices = 0.67 GB, fits beside them
+    tp, most = tp_that_fits(model("llama-2-70b"), H100, Split(), 1, context=4096, prompt=4096)
+    assert tp == 2 and most >= 1
+
+
+def test_one_report_for_any_split():
+    from roofline_book.devices.catalog import adhoc
+
+    mine = adhoc("mine", 1e15, 3e12)  # no interconnect: one device needs none
+    one = inference_report(LLAMA70, mine)
+    assert one.split == Split() and one.decode.comms == () and one.decode.communication_s == 0
+    # Llama-3-70B over TP 8: 1/8 of the layers' weights on each device, 17.64 GB
+    eight = inference_report(LLAMA70, H100, Split(tp=8))
+    assert eight.weight_bytes_per_device == pytest.approx(eight.weight_bytes / 8, rel=1e-3)
+    assert eight.decode.communication_s > 0
+    with pytest.raises(InvalidArgument) as e:  # a split sends bytes: it needs a link
+        inference_report(LLAMA70, mine, Split(tp=8))
+    assert e.value.name == "device"
+    with pytest.raises(InvalidArgument) as e:  # a prompt longer than the context
+        inference_report(LLAMA70, H100, context=1024, prompt=2048)
+    assert e.value.name == "prompt"

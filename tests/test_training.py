@@ -18,6 +18,7 @@ import json
 import pytest
 
 from roofline_book import hardware
+from roofline_book._base.validate import InvalidArgument
 from roofline_book.cli import main
 from roofline_book.distributed import training
 from roofline_book.distributed.training import TrainSplit, train, training_flops
@@ -251,7 +252,7 @@ def test_the_headline_mfu_keeps_megatron_tp_all_reduces_exposed():
 
 
 def test_seq_beyond_the_window_is_refused(capsys):
-    with pytest.raises(ValueError, match=r"seq \(8192\) is beyond llama-2-7b's context window"):
+    with pytest.raises(ValueError, match="seq 8192 is beyond llama-2-7b's context window"):
         train(LLAMA2, H100, TrainSplit(dp=8), batch=64, seq=8192)
     argv = ["train", "--model", "llama-2-7b", "--gpus", "8", "--seq", "1000000"]
     assert main(argv) == 2
@@ -264,8 +265,8 @@ def test_seq_beyond_the_window_is_refused(capsys):
     "argv, message",
     [
         (("--gpus", "0"), "--gpus"),
-        (("--gpus", "8", "--micro-batch", "3", "--batch", "64"), "--micro-batch (8 x 3)"),
-        (("--gpus", "8", "--zero", "2", "--no-reshard"), "--no-reshard is an option of --zero 3"),
+        (("--gpus", "8", "--micro-batch", "3", "--batch", "64"), "micro_batch (8 x 3)"),
+        (("--gpus", "8", "--zero", "2", "--no-reshard"), "--no-reshard is an option of"),
         (("--gpus", "8", "--micro-batch", "0"), "--micro-batch"),
     ],
 )
@@ -313,3 +314,30 @@ def test_cli_headline_mfu_and_a_hint_when_memory_does_not_fit(capsys):
     assert main(["train", "--model", "llama-2-7b", "--gpus", "8"]) == 0
     out = capsys.readouterr().out
     assert "(does not fit: try --zero 3, --recompute" in out
+
+
+def test_a_training_split_follows_the_inference_rules(capsys):
+    # Llama-3-8B's config.json: 32 attention heads (8 KV), MLP 14336, 32 layers; a DGX H100
+    # node joins 8 GPUs over NVLink, so a TP group of 16 leaves the node
+    assert main(["train", "--model", "llama-3-8b", "--gpus", "3", "--tp", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --tp (3) must divide the model's 32 attention heads" in err, err
+    with pytest.raises(InvalidArgument, match="tp 16 must fit in one node of 8 GPUs") as e:
+        train(LLAMA8, H100, TrainSplit(tp=16), batch=8, seq=4096)
+    assert e.value.name == "tp"
+    with pytest.raises(InvalidArgument, match=r"pp \(33\) must be at most the model's 32 layers"):
+        train(LLAMA8, H100, TrainSplit(pp=33), batch=33, seq=4096)
+
+
+def test_a_split_over_a_number_of_gpus():
+    # 64 GPUs in TP groups of 8: 64 / 8 = 8 data-parallel replicas
+    assert TrainSplit.over(64, tp=8) == TrainSplit(dp=8, tp=8)
+    assert TrainSplit.over(64, tp=4, pp=2, dp=8).devices == 64
+    for kwargs, name in (
+        (dict(tp=3), "gpus"),  # 64 is not a multiple of 3
+        (dict(tp=8, dp=4), "dp"),  # 4 x 8 = 32 GPUs, not 64
+        (dict(zero=1, reshard=False), "reshard"),  # keeping the gathered weights is ZeRO-3's
+    ):
+        with pytest.raises(InvalidArgument) as e:
+            TrainSplit.over(64, **kwargs)
+        assert e.value.name == name

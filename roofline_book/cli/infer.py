@@ -1,62 +1,270 @@
-"""``roofline-book infer``：一个语言模型在一块设备上的 prefill 与 decode，以及装得下多少。"""
+"""``roofline-book infer``：一个语言模型在一块或一组设备上的 prefill 与 decode，以及装得下多少。
+
+数字都来自 :func:`roofline_book.distributed.report.inference_report`；这里解析参数、把它的回答写成
+:class:`InferResult` （``--json``）或文本。
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from ..devices.catalog import Hardware
+from .._base.records import record_field
 from ..distributed.parallel import GPUS_PER_NODE, Split
-from ..distributed.parallel import infer as infer_split
-from ..llm.inference import (
-    Precisions,
-    StepOp,
-    decode_batch_to_ridge,
-    kv_bytes_per_token,
-    kv_cache_bytes,
-    layer_ops,
-    model,
-    models,
-    step_entries,
-    step_floor,
-    step_ops,
-    step_time,
-    weight_bytes,
-)
-from ..llm.serving import MEMORY_RESERVE, activation_peak, max_batch
+from ..distributed.report import InferenceReport, inference_report, tp_that_fits
+from ..llm.inference import Precisions, model, models
+from ..llm.serving import MEMORY_RESERVE
 from ..roofline.roofs import time_bound
 from ..units import si
 from .common import (
     RESOURCE_TEXT,
     UsageError,
     add_device_arguments,
-    cost_figures,
     device_from_args,
-    device_json,
     device_line,
-    emit_json,
+    emit_result,
     number,
     parse_size,
     text_table,
 )
+from .results import CostOn, Device, LayerOp, Result, StepOp, command_field
+
+_B, _S = "byte", "s"
 
 
-def _rows(ops, device: Hardware, p: Precisions) -> list[tuple[str, ...]]:
-    out: list[tuple[str, ...]] = []
-    for name, cost in ops:
-        t = time_bound(cost, device, p.activations)
-        out.append(
-            (
-                name,
-                si(cost.flops, "FLOP"),
-                si(cost.bytes, "B"),
-                number(cost.intensity) if cost.bytes else "-",
-                RESOURCE_TEXT[t.resource],
-                si(t.seconds, "s"),
+@dataclass(frozen=True, kw_only=True)
+class PrecisionsEntry:
+    """权重、激活与 KV cache 的精度。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "weights, activations, KV cache"}
+
+    weights: str = record_field(description="linear layers' weights")
+    activations: str = record_field(description="activations and compute")
+    kv: str = record_field(description="KV cache")
+    scheme: str = record_field(description="the scheme's name, e.g. W4A16")
+    zero_point: bool = record_field(description="a zero point per group (asymmetric)")
+    embeddings: str = record_field(description="the embedding table and the LM head")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Interconnect:
+    """目录中设备之间的链路。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "the catalog's GPU-to-GPU link"}
+
+    link: str | None = record_field(nullable=True, description="nvlink, infinity-fabric or pcie")
+    link_bandwidth_Bps: float | None = record_field(
+        nullable=True,
+        minimum=0,
+        unit="byte/s",
+        description="the device's links together, per direction",
+    )
+    link_latency_s: float | None = record_field(
+        nullable=True, minimum=0, unit=_S, description="per collective step"
+    )
+    link_reduces: bool = record_field(
+        description="the switch reduces in the network (NVLink SHARP)"
+    )
+
+
+_TIME = (
+    "every kernel one after another; on several devices the larger of that and the "
+    "collectives' bandwidth terms, which may overlap it"
+)
+_FLOOR = "no implementation, fused or overlapped, is faster"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prefill:
+    """prefill：下界与算子。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one phase"}
+
+    time_lower_bound_s: float = record_field(minimum=0, unit=_S, description=_TIME)
+    any_implementation_time_lower_bound_s: float = record_field(
+        minimum=0, unit=_S, description=_FLOOR
+    )
+    layer_ops: tuple[LayerOp, ...] = record_field(description="one layer's operators (layer 0)")
+    ops: tuple[StepOp, ...] = record_field(description="the whole model's operators")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decode:
+    """decode 的一步：下界、每秒 token 数的上限与算子。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one phase"}
+
+    time_lower_bound_s: float = record_field(minimum=0, unit=_S, description=_TIME)
+    any_implementation_time_lower_bound_s: float = record_field(
+        minimum=0, unit=_S, description=_FLOOR
+    )
+    tokens_per_s: float = record_field(
+        minimum=0, unit="1/s", description="batch / time_lower_bound_s: an upper bound"
+    )
+    any_implementation_tokens_per_s: float = record_field(
+        minimum=0, unit="1/s", description="batch / any_implementation_time_lower_bound_s"
+    )
+    layer_ops: tuple[LayerOp, ...] = record_field(description="one layer's operators (layer 0)")
+    ops: tuple[StepOp, ...] = record_field(description="the whole model's operators")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferResult(Result):
+    """``infer --json``：:class:`~roofline_book.distributed.report.InferenceReport` 的 JSON。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {
+        "description": "a language model's prefill and decode step"
+    }
+
+    command: str = command_field("infer")
+    model: str = record_field(description="catalog key of the model")
+    parameters: int = record_field(minimum=0, unit="1", description="parameters")
+    active_parameters: int = record_field(
+        minimum=0, unit="1", description="parameters used per token"
+    )
+    batch: int = record_field(minimum=0, unit="1", description="sequences")
+    context: int = record_field(
+        minimum=0, unit="token", description="tokens the decode step attends to"
+    )
+    prompt: int = record_field(minimum=0, unit="token", description="prompt tokens prefilled")
+    precisions: PrecisionsEntry = record_field()
+    sliding_window: int | None = record_field(
+        nullable=True, minimum=0, unit="token", description="window of the local layers"
+    )
+    local_layers: int = record_field(
+        minimum=0, unit="1", description="layers with a sliding window"
+    )
+    kv_cache_bytes_per_token: int = record_field(minimum=0, unit=_B)
+    kv_cache_bytes_per_sequence: int = record_field(minimum=0, unit=_B)
+    kv_cache_bytes: int = record_field(minimum=0, unit=_B, description="the whole batch's KV cache")
+    weight_bytes: int = record_field(minimum=0, unit=_B)
+    activation_peak_bytes: int = record_field(
+        minimum=0, unit=_B, description="estimated activation peak"
+    )
+    max_batch: int | None = record_field(
+        nullable=True,
+        minimum=0,
+        unit="1",
+        description="largest batch that fits; null without a capacity",
+    )
+    decode_batch_to_ridge: float = record_field(
+        minimum=0, unit="1", description="batch at which decode's MLP GEMM reaches the ridge"
+    )
+    devices: int = record_field(
+        minimum=0, unit="1", description="devices of the group, tp x pp (1 unsplit)"
+    )
+    tp: int = record_field(minimum=0, unit="1", description="tensor-parallel devices")
+    pp: int = record_field(minimum=0, unit="1", description="pipeline stages")
+    ep: int = record_field(
+        minimum=0, unit="1", description="expert-parallel devices (of the TP group)"
+    )
+    weight_bytes_per_device: int = record_field(
+        minimum=0, unit=_B, description="weights on the device that holds most"
+    )
+    kv_cache_bytes_per_sequence_per_device: int = record_field(
+        minimum=0, unit=_B, description="one sequence's KV cache on one device"
+    )
+    communication_time_s: float = record_field(
+        minimum=0,
+        unit=_S,
+        description="a decode step's collectives, whole model, their bandwidth terms (in the "
+        "decode bound)",
+    )
+    communication_latency_s: float = record_field(
+        minimum=0,
+        unit=_S,
+        description="a decode step's collectives, their alpha terms (not in the bound)",
+    )
+    prefill_communication_time_s: float = record_field(
+        minimum=0, unit=_S, description="the prefill's collectives, bandwidth terms"
+    )
+    interconnect: Interconnect = record_field()
+    device: Device = record_field()
+    prefill: Prefill = record_field()
+    decode: Decode = record_field()
+
+    @classmethod
+    def of(cls, r: InferenceReport) -> InferResult:
+        """回答 ``r`` 的记录。"""
+        c, d, p = r.config, r.device, r.precisions
+        precision = p.activations
+
+        def layer(ops: Any) -> tuple[LayerOp, ...]:
+            return tuple(
+                LayerOp(id=op.id, name=op.name, cost=CostOn.of(op.cost, d, precision)) for op in ops
             )
-        )
-    return out
 
+        def whole(entries: Any) -> tuple[StepOp, ...]:
+            return tuple(
+                StepOp(
+                    id=e.key,
+                    name=e.name,
+                    layers=e.layers,
+                    layer_kind=e.layer_kind,
+                    cost=CostOn.of(e.cost, d, precision),
+                )
+                for e in entries
+            )
+
+        return cls(
+            model=c.key,
+            parameters=c.parameters(),
+            active_parameters=c.parameters(active=True),
+            batch=r.batch,
+            context=r.context,
+            prompt=r.prompt,
+            precisions=PrecisionsEntry(
+                weights=p.weights,
+                activations=p.activations,
+                kv=p.kv,
+                scheme=p.scheme,
+                zero_point=p.zero_point,
+                embeddings=p.table_precision,
+            ),
+            sliding_window=c.sliding_window,
+            local_layers=c.local_layers,
+            kv_cache_bytes_per_token=r.kv_bytes_per_token,
+            kv_cache_bytes_per_sequence=r.kv_bytes_per_sequence,
+            kv_cache_bytes=r.kv_bytes,
+            weight_bytes=r.weight_bytes,
+            activation_peak_bytes=r.activation_peak_bytes,
+            max_batch=r.max_batch,
+            decode_batch_to_ridge=r.decode_batch_to_ridge,
+            devices=r.split.devices,
+            tp=r.split.tp,
+            pp=r.split.pp,
+            ep=r.split.ep,
+            weight_bytes_per_device=r.weight_bytes_per_device,
+            kv_cache_bytes_per_sequence_per_device=r.kv_bytes_per_sequence_per_device,
+            communication_time_s=r.decode.communication_s,
+            communication_latency_s=r.decode.latency_s,
+            prefill_communication_time_s=r.prefill.communication_s,
+            interconnect=Interconnect(
+                link=d.link or None,
+                link_bandwidth_Bps=d.link_bandwidth,
+                link_latency_s=d.link_latency,
+                link_reduces=d.link_reduces,
+            ),
+            device=Device.on(d, precision),
+            prefill=Prefill(
+                time_lower_bound_s=r.prefill.seconds,
+                any_implementation_time_lower_bound_s=r.prefill.floor_s,
+                layer_ops=layer(r.prefill.layer_ops),
+                ops=whole(r.prefill.ops),
+            ),
+            decode=Decode(
+                time_lower_bound_s=r.decode.seconds,
+                any_implementation_time_lower_bound_s=r.decode.floor_s,
+                tokens_per_s=r.tokens_per_s,
+                any_implementation_tokens_per_s=r.floor_tokens_per_s,
+                layer_ops=layer(r.decode.layer_ops),
+                ops=whole(r.decode.ops),
+            ),
+        )
+
+
+RESULT = InferResult
 
 _HEADER = ("operator", "FLOPs", "bytes", "FLOP/B", "bound", "time bound")
 
@@ -72,139 +280,73 @@ def run(args: argparse.Namespace) -> int:
         zero_point=args.zero_point,
         quantize_embeddings=args.quantize_embeddings,
     )
-    context = args.context if args.context is not None else min(4096, config.max_context)
-    prompt = args.prompt if args.prompt is not None else context
-    if context > config.max_context:
-        raise UsageError(
-            f"--context {context} is beyond {config.key}'s context window ({config.max_context})"
-        )
-    if prompt > context:
-        raise UsageError(f"--prompt ({prompt}) must be <= --context ({context})")
-    split = _split(args, config, device)
-    group = None
-    per_sequence = kv_cache_bytes(config, context, p)
-    if split.devices > 1 or split.ep > 1:
-        group = infer_split(
-            config, device, split, batch=1, context=context, prompt=prompt, precisions=p
-        )
-        fits = group.max_batch
-        weights_here = group.weight_bytes_per_device
-        kv_here = group.kv_bytes_per_sequence_per_device
-    else:
-        fits = None if device.memory_capacity is None else max_batch(config, device, context, p)
-        weights_here, kv_here = weight_bytes(config, p), per_sequence
-    where = device.key if group is None else f"{split.devices} x {device.key}"
+    split = Split(tp=args.tp, pp=args.pp, ep=args.ep)
     batch = 1 if args.batch is None else args.batch
-    if fits is not None and batch > fits:
-        what = (
-            f"{config.key} does not fit on {where} at --context {context}, not even one sequence"
-            if fits == 0
-            else f"--batch {batch} does not fit on {where} at --context {context}: at most "
-            f"{fits} sequence(s)"
-        )
-        raise UsageError(
-            f"{what} (weights {si(weights_here, 'B')} per device, "
-            f"activations about {si(activation_peak(config, p) // split.tp, 'B')}, "
-            f"KV cache {si(kv_here, 'B')} per sequence per device, "
-            f"of {si(device.memory_capacity or 0, 'B')} with {MEMORY_RESERVE:.0%} left unused)"
-            f"{_fit_hint(args, config, device, split, batch, context, prompt, p)}"
-        )
-    args.batch = batch
-    prefill = step_ops(config, args.batch, prompt, prompt, p)
-    decode = step_ops(config, args.batch, 1, context, p)
-    t_prefill, t_decode = step_time(prefill, device, p), step_time(decode, device, p)
-    f_prefill = step_floor(config, args.batch, prompt, prompt, device, p).seconds
-    f_decode = step_floor(config, args.batch, 1, context, device, p).seconds
-    prefill_s, decode_s = t_prefill.seconds, t_decode.seconds
-    communication = latency = prefill_communication = 0.0
-    if group is not None:
-        group = infer_split(
-            config, device, split, batch=args.batch, context=context, prompt=prompt, precisions=p
-        )
-        prefill_s, decode_s = group.prefill.seconds, group.decode.seconds
-        f_prefill, f_decode = group.prefill.floor_s, group.decode.floor_s
-        communication, latency = group.decode.communication_s, group.decode.latency_s
-        prefill_communication = group.prefill.communication_s
-    figures: dict[str, Any] = {
-        "model": config.key,
-        "parameters": config.parameters(),
-        "active_parameters": config.parameters(active=True),
-        "batch": args.batch,
-        "context": context,
-        "prompt": prompt,
-        "precisions": {
-            "weights": p.weights,
-            "activations": p.activations,
-            "kv": p.kv,
-            "scheme": p.scheme,
-            "zero_point": p.zero_point,
-            "embeddings": p.table_precision,
-        },
-        "sliding_window": config.sliding_window,
-        "local_layers": config.local_layers,
-        "kv_cache_bytes_per_token": kv_bytes_per_token(config, p),
-        "kv_cache_bytes_per_sequence": per_sequence,
-        "kv_cache_bytes": args.batch * per_sequence,
-        "weight_bytes": weight_bytes(config, p),
-        "activation_peak_bytes": activation_peak(config, p),
-        "max_batch": fits,
-        "decode_batch_to_ridge": decode_batch_to_ridge(config, device, p),
-        "devices": split.devices,
-        "tp": split.tp,
-        "pp": split.pp,
-        "ep": split.ep,
-        "weight_bytes_per_device": weights_here,
-        "kv_cache_bytes_per_sequence_per_device": kv_here,
-        "communication_time_s": communication,
-        "communication_latency_s": latency,
-        "prefill_communication_time_s": prefill_communication,
-        "interconnect": {
-            "link": device.link or None,
-            "link_bandwidth_Bps": device.link_bandwidth,
-            "link_latency_s": device.link_latency,
-            "link_reduces": device.link_reduces,
-        },
-    }
+    r = inference_report(
+        config, device, split, batch=batch, context=args.context, prompt=args.prompt, precisions=p
+    )
+    if not r.fits:
+        raise UsageError(_does_not_fit(r, given=args.batch is not None))
     if args.json:
-        precision = p.activations
-        prefill_steps = step_entries(config, args.batch, prompt, prompt, p)
-        decode_steps = step_entries(config, args.batch, 1, context, p)
-
-        def layer(new: int, ctx: int) -> list[dict[str, Any]]:
-            return [
-                {"id": op.id, "name": op.name} | cost_figures(op.cost, device, precision)
-                for op in layer_ops(config, args.batch, new, ctx, p)
-            ]
-
-        def whole(entries: list[StepOp]) -> list[dict[str, Any]]:
-            return [
-                {"id": e.key, "name": e.name, "layers": e.layers, "layer_kind": e.layer_kind}
-                | cost_figures(e.cost, device, precision)
-                for e in entries
-            ]
-
-        emit_json(
-            "infer",
-            figures
-            | {
-                "device": device_json(device, precision),
-                "prefill": {
-                    "time_lower_bound_s": prefill_s,
-                    "any_implementation_time_lower_bound_s": f_prefill,
-                    "layer_ops": layer(prompt, prompt),
-                    "ops": whole(prefill_steps),
-                },
-                "decode": {
-                    "time_lower_bound_s": decode_s,
-                    "any_implementation_time_lower_bound_s": f_decode,
-                    "tokens_per_s": args.batch / decode_s,
-                    "any_implementation_tokens_per_s": args.batch / f_decode,
-                    "layer_ops": layer(1, context),
-                    "ops": whole(decode_steps),
-                },
-            },
-        )
+        emit_result(InferResult.of(r))
         return 0
+    _text(r)
+    return 0
+
+
+def _does_not_fit(r: InferenceReport, *, given: bool) -> str:
+    """装不下时的一行：装得下多少、内存花在哪里，以及可以试的选项。"""
+    split, device = r.split, r.device
+    where = (
+        device.key if split.devices == 1 and split.ep == 1 else f"{split.devices} x {device.key}"
+    )
+    what = (
+        f"{r.config.key} does not fit on {where} at --context {r.context}, not even one sequence"
+        if r.max_batch == 0
+        else f"--batch {r.batch} does not fit on {where} at --context {r.context}: at most "
+        f"{r.max_batch} sequence(s)"
+    )
+    what = (
+        f"{what} (weights {si(r.weight_bytes_per_device, 'B')} per device, "
+        f"activations about {si(r.activation_bytes_per_device, 'B')}, "
+        f"KV cache {si(r.kv_bytes_per_sequence_per_device, 'B')} per sequence per device, "
+        f"of {si(device.memory_capacity or 0, 'B')} with {MEMORY_RESERVE:.0%} left unused)"
+    )
+    if device.link_bandwidth is None:
+        return f"{what}; a device with more memory, or smaller --weights-dtype/--kv-dtype/--context"
+    wider = tp_that_fits(r.config, device, split, r.batch, context=r.context, prompt=r.prompt,
+                         precisions=r.precisions)  # fmt: skip
+    if wider is not None:
+        tp, most = wider
+        more = f", at most {most} sequence(s)" if given else ""
+        return f"{what}; add --tp {tp} to split each layer over {tp} devices{more}"
+    return (
+        f"{what}; it does not fit with --tp {GPUS_PER_NODE} either: add --pp, or use smaller "
+        "--weights-dtype/--kv-dtype/--context"
+    )
+
+
+def _rows(ops: Any, r: InferenceReport) -> list[tuple[str, ...]]:
+    out: list[tuple[str, ...]] = []
+    for name, cost in ops:
+        t = time_bound(cost, r.device, r.precisions.activations)
+        out.append(
+            (
+                name,
+                si(cost.flops, "FLOP"),
+                si(cost.bytes, "B"),
+                number(cost.intensity) if cost.bytes else "-",
+                RESOURCE_TEXT[t.resource],
+                si(t.seconds, "s"),
+            )
+        )
+    return out
+
+
+def _text(r: InferenceReport) -> None:
+    """``r`` 的文本报告。"""
+    config, device, split, p = r.config, r.device, r.split, r.precisions
+    group = split.devices > 1 or split.ep > 1
     window = ""
     if config.sliding_window is not None:
         window = (
@@ -212,25 +354,24 @@ def run(args: argparse.Namespace) -> int:
             f"{config.sliding_window}-token window"
         )
     print(
-        f"{config.name} ({config.parameters() / 1e9:.2f} B parameters), batch {args.batch}, "
-        f"prompt {prompt}, context {context}; weights {p.weights} ({p.scheme}), activations "
+        f"{config.name} ({config.parameters() / 1e9:.2f} B parameters), batch {r.batch}, "
+        f"prompt {r.prompt}, context {r.context}; weights {p.weights} ({p.scheme}), activations "
         f"{p.activations}, KV cache {p.kv}{window}"
     )
     print(f"device: {device_line(device, p.activations)}")
-    if group is not None:
+    if group:
         print(
             f"split: {split.devices} devices (TP {split.tp}, PP {split.pp}, EP {split.ep}) over "
             f"{device.link}, {si(device.link_bandwidth or 0, 'B/s')} per direction"
         )
     kind = config.layer_kind(0)
     which = "" if config.local_layers in (0, config.layers) else f" (layer 0, {kind})"
-    for title, new, ctx in (("prefill", prompt, prompt), ("decode step", 1, context)):
+    for title, step in (("prefill", r.prefill), ("decode step", r.decode)):
         print()
-        unsplit = "" if group is None else ", before the split"
+        unsplit = ", before the split" if group else ""
         print(f"one layer{which}{unsplit}, {title}:")
-        print(text_table(_HEADER, _rows(layer_ops(config, args.batch, new, ctx, p), device, p),
-                         right={1, 2, 3, 5}))  # fmt: skip
-    if group is not None:
+        print(text_table(_HEADER, _rows(step.layer_ops, r), right={1, 2, 3, 5}))
+    if group:
         print()
         print("one decode step, communication (whole model):")
         rows = [
@@ -243,83 +384,40 @@ def run(args: argparse.Namespace) -> int:
                 si(c.time.bandwidth_s, "s"),
                 si(c.time.latency_s, "s"),
             )
-            for c in group.decode.comms
+            for c in r.decode.comms
         ]
         head = ("collective", "times", "bytes each", "devices", "link", "bandwidth", "latency")
         print(text_table(head, rows, right={1, 2, 3, 5, 6}))
     print()
     lines = [
-        ("weights", si(figures["weight_bytes"], "B")),
-        ("KV cache per token", si(figures["kv_cache_bytes_per_token"], "B")),
-        ("KV cache per sequence", si(per_sequence, "B")),
-        ("KV cache, whole batch", si(figures["kv_cache_bytes"], "B")),
-        ("largest batch that fits", "-" if fits is None else str(fits)),
-        ("prefill, kernel by kernel", si(prefill_s, "s") + " (lower bound)"),
-        ("prefill, any implementation", si(f_prefill, "s") + " (lower bound)"),
-        ("decode step, kernel by kernel", si(decode_s, "s") + " (lower bound)"),
-        ("decode step, any implementation", si(f_decode, "s") + " (lower bound)"),
-        ("decode tokens per second", f"{args.batch / decode_s:,.0f} (upper bound)"),
-        ("decode batch to the ridge", f"{figures['decode_batch_to_ridge']:.0f}"),
+        ("weights", si(r.weight_bytes, "B")),
+        ("KV cache per token", si(r.kv_bytes_per_token, "B")),
+        ("KV cache per sequence", si(r.kv_bytes_per_sequence, "B")),
+        ("KV cache, whole batch", si(r.kv_bytes, "B")),
+        ("largest batch that fits", "-" if r.max_batch is None else str(r.max_batch)),
+        ("prefill, kernel by kernel", si(r.prefill.seconds, "s") + " (lower bound)"),
+        ("prefill, any implementation", si(r.prefill.floor_s, "s") + " (lower bound)"),
+        ("decode step, kernel by kernel", si(r.decode.seconds, "s") + " (lower bound)"),
+        ("decode step, any implementation", si(r.decode.floor_s, "s") + " (lower bound)"),
+        ("decode tokens per second", f"{r.tokens_per_s:,.0f} (upper bound)"),
+        ("decode batch to the ridge", f"{r.decode_batch_to_ridge:.0f}"),
     ]
-    if group is not None:
-        lines[1:1] = [("weights per device", si(weights_here, "B"))]
-        lines[5:5] = [("KV cache per sequence per device", si(kv_here, "B"))]
+    if group:
+        lines[1:1] = [("weights per device", si(r.weight_bytes_per_device, "B"))]
+        lines[5:5] = [
+            ("KV cache per sequence per device", si(r.kv_bytes_per_sequence_per_device, "B"))
+        ]
         lines += [
-            ("decode communication, bandwidth", si(communication, "s") + " (in the bound)"),
+            (
+                "decode communication, bandwidth",
+                si(r.decode.communication_s, "s") + " (in the bound)",
+            ),
             (
                 "decode communication, latency",
-                si(latency, "s") + " (NCCL model estimate, not in the bound)",
+                si(r.decode.latency_s, "s") + " (NCCL model estimate, not in the bound)",
             ),
         ]
     print(text_table(None, lines, right=set()))
-    return 0
-
-
-def _fit_hint(
-    args: argparse.Namespace,
-    config,
-    device: Hardware,
-    split: Split,
-    batch: int,
-    context: int,
-    prompt: int,
-    p: Precisions,
-) -> str:
-    """不装下时的提示：装得下 ``batch`` 条序列的最小 ``--tp``（同一节点内），没有则为空。"""
-    if device.link_bandwidth is None:
-        return "; a device with more memory, or smaller --weights-dtype/--kv-dtype/--context"
-    for tp in range(split.tp + 1, GPUS_PER_NODE + 1):
-        wider = Split(tp=tp, pp=split.pp, ep=split.ep)
-        try:
-            wider.check(config)
-            group = infer_split(
-                config, device, wider, batch=1, context=context, prompt=prompt, precisions=p
-            )
-        except ValueError:  # tp does not divide the heads, ep does not divide tp, ...
-            continue
-        if group.max_batch is not None and group.max_batch >= batch:
-            more = "" if args.batch is None else f", at most {group.max_batch} sequence(s)"
-            return f"; add --tp {tp} to split each layer over {tp} devices{more}"
-    return (
-        f"; it does not fit with --tp {GPUS_PER_NODE} either: add --pp, or use smaller "
-        "--weights-dtype/--kv-dtype/--context"
-    )
-
-
-def _split(args: argparse.Namespace, config, device: Hardware) -> Split:
-    """``--tp --pp --ep`` 的切分；不允许的切分是一行写明参数的错误。"""
-    try:
-        split = Split(tp=args.tp, pp=args.pp, ep=args.ep)
-        split.check(config)
-    except ValueError as exc:
-        raise UsageError(f"--{exc}") from None
-    if (split.devices > 1 or split.ep > 1) and device.link_bandwidth is None:
-        raise UsageError(
-            f"--tp/--pp/--ep need a catalog device with an interconnect; {device.key} has none"
-        )
-    if split.tp > GPUS_PER_NODE:
-        raise UsageError(f"--tp {split.tp} must fit in one node of {GPUS_PER_NODE} GPUs")
-    return split
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:

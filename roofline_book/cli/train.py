@@ -1,15 +1,24 @@
-"""``roofline-book train``：一步训练在多块 GPU 上的下界、每块设备的内存与下界允许的 MFU。"""
+"""``roofline-book train``：一步训练在多块 GPU 上的下界、每块设备的内存与下界允许的 MFU。
+
+数字都来自 :func:`roofline_book.distributed.training.train`；这里解析参数、把它的回答写成
+:class:`TrainResult` （``--json``）或文本。
+"""
 
 from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
+from .._base.records import record_field
 from ..distributed.activations import SAVINGS, layer_activation_bytes
-from ..distributed.parallel import GPUS_PER_NODE
+from ..distributed.collectives import OPS
 from ..distributed.training import (
     GRAD_DTYPES,
+    WHEN,
+    TrainComm,
     TrainingStep,
     TrainSplit,
     train,
@@ -17,7 +26,8 @@ from ..distributed.training import (
 )
 from ..llm.inference import model, models
 from ..units import si
-from .common import UsageError, device_from_args, emit_json, parse_size, text_table
+from .common import device_from_args, emit_result, parse_size, text_table
+from .results import Result, command_field
 
 _SAVING_WORDS = {
     "eager": "eager PyTorch Llama layer (Hugging Face, op by op)",
@@ -28,23 +38,174 @@ _WHEN_WORDS = {
     "last backward": "last backward",
     "step": "once a step",
 }
+_S = "s"
 
 
-def _split(args: argparse.Namespace) -> TrainSplit:
-    """``--gpus --tp --pp --dp --zero`` 的切分；``--dp`` 默认为 ``gpus / (tp x pp)``。"""
-    group = args.tp * args.pp
-    if args.gpus % group:
-        raise UsageError(f"--gpus {args.gpus} must be a multiple of --tp x --pp ({group})")
-    dp = args.gpus // group if args.dp is None else args.dp
-    if dp * group != args.gpus:
-        raise UsageError(
-            f"--dp {dp} x --tp {args.tp} x --pp {args.pp} = {dp * group}, not --gpus {args.gpus}"
+@dataclass(frozen=True, kw_only=True)
+class CommEntry:
+    """一步中的一种集合通信。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one collective of the step"}
+
+    what: str = record_field(description="the collective's role")
+    op: str = record_field(enum=list(OPS), description="the collective")
+    count: int = record_field(minimum=0, unit="1", description="times per step")
+    when: str = record_field(enum=list(WHEN), description="when in the step")
+    bytes: float = record_field(
+        minimum=0, unit="byte", description="each time, each device's buffer"
+    )
+    devices: int = record_field(minimum=0, unit="1", description="devices taking part")
+    link: str = record_field(description="nvlink, pcie, a network key, ...")
+    transfer_time_s: float = record_field(
+        minimum=0, unit=_S, description="bandwidth term, all times"
+    )
+    latency_time_s: float = record_field(minimum=0, unit=_S, description="alpha term, all times")
+    overlaps: bool = record_field(description="can overlap compute")
+    overlap_window_s: float | None = record_field(
+        nullable=True,
+        minimum=0,
+        unit=_S,
+        description="the compute it can hide under; null: the whole step",
+    )
+
+    @classmethod
+    def of(cls, c: TrainComm) -> CommEntry:
+        """集合通信 ``c`` 的记录。"""
+        return cls(
+            what=c.what,
+            op=c.op,
+            count=c.count,
+            when=c.when,
+            bytes=c.nbytes,
+            devices=c.devices,
+            link=c.link,
+            transfer_time_s=c.time.bandwidth_s,
+            latency_time_s=c.time.latency_s,
+            overlaps=c.overlaps,
+            overlap_window_s=None if math.isinf(c.window_s) else c.window_s,
         )
-    if args.tp > GPUS_PER_NODE:
-        raise UsageError(f"--tp {args.tp} must fit in one node of {GPUS_PER_NODE} GPUs")
-    if args.no_reshard and args.zero != 3:
-        raise UsageError(f"--no-reshard is an option of --zero 3 (FSDP), not --zero {args.zero}")
-    return TrainSplit(dp=dp, tp=args.tp, pp=args.pp, zero=args.zero, reshard=not args.no_reshard)
+
+
+def _count(description: str) -> Any:
+    return record_field(minimum=0, unit="1", description=description)
+
+
+def _seconds(description: str) -> Any:
+    return record_field(minimum=0, unit=_S, description=description)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainResult(Result):
+    """``train --json``：:class:`~roofline_book.distributed.training.TrainingStep` 的 JSON。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "a training step over many devices"}
+
+    command: str = command_field("train")
+    model: str = record_field(description="catalog key of the model")
+    device: str = record_field(description="catalog key of the device")
+    gpus: int = _count("devices, dp x tp x pp")
+    dp: int = _count("data-parallel replicas")
+    tp: int = _count("tensor-parallel devices")
+    pp: int = _count("pipeline stages")
+    zero: int = _count("ZeRO stage (3 is FSDP)")
+    reshard: bool = record_field(description="ZeRO-3 frees the gathered weights after each use")
+    batch: int = _count("sequences per step, all devices")
+    micro_batch: int = _count("sequences a replica runs at once")
+    accumulation_steps: int = _count("micro-steps per replica a step, batch / (dp x micro_batch)")
+    seq: int = record_field(minimum=0, unit="token", description="tokens per sequence")
+    tokens: int = record_field(minimum=0, unit="token", description="tokens per step, all devices")
+    recompute: bool = record_field(description="full activation recompute")
+    activation_saving: str = record_field(
+        enum=list(SAVINGS), description="what a layer saves for the backward"
+    )
+    activation_bytes_per_token_per_layer: int = record_field(
+        minimum=0, unit="byte", description="saved by one layer, one token, tp 1"
+    )
+    grad_dtype: str = record_field(
+        enum=list(GRAD_DTYPES), description="precision gradients are kept and reduced in"
+    )
+    step_flops: int = record_field(
+        minimum=0, unit="FLOP", description="the step's FLOPs, recompute included"
+    )
+    model_flops: int = record_field(
+        minimum=0, unit="FLOP", description="6N per token plus attention, no recompute"
+    )
+    peak_flops_per_s: float = record_field(
+        minimum=0, unit="FLOP/s", description="the matrix peak MFU is taken against"
+    )
+    compute_time_s: float = _seconds("one device's FLOPs at the matrix peak, with the bubble")
+    micro_backward_time_s: float = _seconds("one micro-batch's backward on one device")
+    pipeline_bubble: float = record_field(minimum=0, unit="1", description="(p - 1) / (m + p - 1)")
+    communication_time_s: float = _seconds("every collective's bandwidth term, summed")
+    communication_latency_s: float = _seconds("every collective's alpha term, summed")
+    step_time_lower_bound_s: float = _seconds("all communication overlapped where it can")
+    step_time_exposed_tp_s: float = _seconds(
+        "the TP all-reduces on the critical path, as Megatron runs them by default"
+    )
+    mfu_upper_bound: float = record_field(
+        minimum=0, unit="1", description="model FLOPs / (devices x peak x step_time_exposed_tp_s)"
+    )
+    mfu_all_overlap_upper_bound: float = record_field(
+        minimum=0, unit="1", description="model FLOPs / (devices x peak x step_time_lower_bound_s)"
+    )
+    memory_bytes_per_device: float = record_field(
+        minimum=0, unit="byte", description="weights, gradients, optimizer, activations"
+    )
+    memory_bytes_per_device_by_part: Mapping[str, float] = record_field(
+        item={"minimum": 0}, unit="byte", description="memory by part"
+    )
+    memory_capacity_bytes: float | None = record_field(
+        nullable=True, minimum=0, unit="byte", description="the device's memory"
+    )
+    fits: bool | None = record_field(nullable=True, description="memory fits the capacity")
+    communication: tuple[CommEntry, ...] = record_field(description="the step's communication")
+
+    @classmethod
+    def of(cls, args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
+           batch: int, step: TrainingStep) -> TrainResult:  # fmt: skip
+        """一步训练 ``step`` 的记录（``args`` 给出 ``seq`` 与 ``recompute``）。"""
+        memory, capacity = step.memory_bytes, device.memory_capacity
+        return cls(
+            model=config.key,
+            device=device.key,
+            gpus=split.devices,
+            dp=split.dp,
+            tp=split.tp,
+            pp=split.pp,
+            zero=split.zero,
+            reshard=split.reshard,
+            batch=batch,
+            micro_batch=step.micro_batch,
+            accumulation_steps=step.accumulation_steps,
+            seq=args.seq,
+            tokens=batch * args.seq,
+            recompute=args.recompute,
+            activation_saving=step.saving,
+            activation_bytes_per_token_per_layer=sum(
+                layer_activation_bytes(config, saving=step.saving).values()
+            ),
+            grad_dtype=step.grad_dtype,
+            step_flops=training_flops(config, batch * args.seq, args.seq, recompute=args.recompute),
+            model_flops=step.model_flops,
+            peak_flops_per_s=step.peak,
+            compute_time_s=step.compute_s,
+            micro_backward_time_s=step.micro_backward_s,
+            pipeline_bubble=step.bubble,
+            communication_time_s=step.communication_s,
+            communication_latency_s=math.fsum(c.time.latency_s for c in step.comms),
+            step_time_lower_bound_s=step.seconds,
+            step_time_exposed_tp_s=step.exposed_s,
+            mfu_upper_bound=step.mfu,
+            mfu_all_overlap_upper_bound=step.mfu_all_overlap,
+            memory_bytes_per_device=memory,
+            memory_bytes_per_device_by_part=dict(step.memory_bytes_per_device),
+            memory_capacity_bytes=capacity,
+            fits=None if capacity is None else memory <= capacity,
+            communication=tuple(CommEntry.of(c) for c in step.comms),
+        )
+
+
+RESULT = TrainResult
 
 
 def _hint(args: argparse.Namespace, split: TrainSplit) -> str:
@@ -62,89 +223,15 @@ def _hint(args: argparse.Namespace, split: TrainSplit) -> str:
     return "try " + ", ".join(tries)
 
 
-def _figures(args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
-             batch: int, step: TrainingStep) -> dict[str, Any]:  # fmt: skip
-    memory = step.memory_bytes
-    capacity = device.memory_capacity
-    return {
-        "model": config.key,
-        "device": device.key,
-        "gpus": split.devices,
-        "dp": split.dp,
-        "tp": split.tp,
-        "pp": split.pp,
-        "zero": split.zero,
-        "reshard": split.reshard,
-        "batch": batch,
-        "micro_batch": step.micro_batch,
-        "accumulation_steps": step.accumulation_steps,
-        "seq": args.seq,
-        "tokens": batch * args.seq,
-        "recompute": args.recompute,
-        "activation_saving": step.saving,
-        "activation_bytes_per_token_per_layer": sum(
-            layer_activation_bytes(config, saving=step.saving).values()
-        ),
-        "grad_dtype": step.grad_dtype,
-        "step_flops": training_flops(config, batch * args.seq, args.seq, recompute=args.recompute),
-        "model_flops": step.model_flops,
-        "peak_flops_per_s": step.peak,
-        "compute_time_s": step.compute_s,
-        "micro_backward_time_s": step.micro_backward_s,
-        "pipeline_bubble": step.bubble,
-        "communication_time_s": step.communication_s,
-        "communication_latency_s": math.fsum(c.time.latency_s for c in step.comms),
-        "step_time_lower_bound_s": step.seconds,
-        "step_time_exposed_tp_s": step.exposed_s,
-        "mfu_upper_bound": step.mfu,
-        "mfu_all_overlap_upper_bound": step.mfu_all_overlap,
-        "memory_bytes_per_device": memory,
-        "memory_bytes_per_device_by_part": dict(step.memory_bytes_per_device),
-        "memory_capacity_bytes": capacity,
-        "fits": None if capacity is None else memory <= capacity,
-        "communication": [
-            {
-                "what": c.what,
-                "op": c.op,
-                "count": c.count,
-                "when": c.when,
-                "bytes": c.nbytes,
-                "devices": c.devices,
-                "link": c.link,
-                "transfer_time_s": c.time.bandwidth_s,
-                "latency_time_s": c.time.latency_s,
-                "overlaps": c.overlaps,
-                "overlap_window_s": None if math.isinf(c.window_s) else c.window_s,
-            }
-            for c in step.comms
-        ],
-    }
-
-
 def run(args: argparse.Namespace) -> int:
     """``train`` 子命令。"""
     config = model(args.model)
     device = device_from_args(args)
-    if device.link_bandwidth is None:
-        raise UsageError(f"--device {device.key} has no interconnect in the catalog")
-    split = _split(args)
-    if args.seq > config.max_context:
-        raise UsageError(
-            f"--seq {args.seq} is beyond {config.key}'s context window ({config.max_context})"
-        )
+    split = TrainSplit.over(
+        args.gpus, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, reshard=args.reshard
+    )
     mb = args.micro_batch
     batch = args.batch if args.batch is not None else split.dp * mb * math.ceil(8 / mb)
-    if batch % (split.dp * mb):
-        raise UsageError(
-            f"--batch {batch} must be a multiple of --dp x --micro-batch ({split.dp} x {mb})"
-        )
-    if args.pp > config.layers:
-        raise UsageError(f"--pp {args.pp} must be at most {config.key}'s {config.layers} layers")
-    if config.heads % args.tp or config.ffn % args.tp:
-        raise UsageError(
-            f"--tp {args.tp} must divide {config.key}'s {config.heads} heads and MLP width "
-            f"{config.ffn}"
-        )
     step = train(
         config,
         device,
@@ -156,9 +243,9 @@ def run(args: argparse.Namespace) -> int:
         saving=args.activations,
         grad_dtype=args.grad_dtype,
     )
-    figures = _figures(args, config, device, split, batch, step)
+    result = TrainResult.of(args, config, device, split, batch, step)
     if args.json:
-        emit_json("train", figures)
+        emit_result(result)
         return 0
     zero = f"ZeRO {split.zero}" + ("" if split.zero < 3 or split.reshard else ", no reshard")
     print(
@@ -166,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         f"PP {split.pp}, {zero}), {batch} sequences of {args.seq} tokens"
         + (", full recompute" if args.recompute else "")
     )
-    per_layer = figures["activation_bytes_per_token_per_layer"]
+    per_layer = result.activation_bytes_per_token_per_layer
     steps = step.accumulation_steps
     print(
         f"micro-batch {mb} sequence{'s' if mb > 1 else ''}: {steps} micro-step"
@@ -203,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
             fits += f" (does not fit: {_hint(args, split)})"
     exposed = step.exposed_s != step.seconds
     lines = [
-        ("step FLOPs", si(figures["step_flops"], "FLOP")),
+        ("step FLOPs", si(result.step_flops, "FLOP")),
         ("compute per device", si(step.compute_s, "s") + f" (bubble {step.bubble:.1%})"),
         ("one micro-batch's backward", si(step.micro_backward_s, "s")),
         ("communication, bandwidth", si(step.communication_s, "s")),
@@ -249,7 +336,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--no-reshard",
-        action="store_true",
+        dest="reshard",
+        action="store_false",
         help="--zero 3 keeps the gathered weights for the whole step (FSDP2 "
         "reshard_after_forward=False): one all-gather a step, full 16-bit weights per device",
     )

@@ -55,7 +55,8 @@ def hierarchical_all_reduce(
     - 网卡：``2(N-1)/N x (S/p) / inter_bw``（``N = nodes``），每个节点 ``p`` 块网卡分担节点之间
       ``2(N-1)/N x S`` 的流量，这是不在网络中归约时任何算法都省不掉的；
     - 节点内：ring 的 reduce-scatter 加 all-gather，``2(p-1)/p x S / intra_bw``；交换芯片会归约
-      （``intra_reduces``，NVLink SHARP）时取 ``S / intra_bw`` （:func:`switch_share`）。
+      （``intra_reduces``，NVLink SHARP）时取 ``S / intra_bw``
+      （:func:`~roofline_book.distributed.collectives.switch_share`）。
 
     延迟项是三段 ring 的步数乘各自每步的延迟之和（流水线的第一块要依次走过三段）。
 

@@ -199,7 +199,8 @@ def collective_time(
     Raises
     ------
     ValueError
-        op 或 algorithm 未知、某个操作没有所选算法，或数值越界（错误信息写出参数名）。
+        op 或 algorithm 未知、某个操作没有所选算法，或数值越界：``InvalidArgument``，它的
+        ``name`` 是参数名（类型不对时是 ``InvalidArgumentType``，也是 TypeError）。
 
     Examples
     --------

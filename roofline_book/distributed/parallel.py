@@ -59,7 +59,7 @@ DEFAULT_NETWORK = "ib-ndr"
 
 def _link(device: Hardware) -> tuple[float, float]:
     if device.link_bandwidth is None or device.link_latency is None:
-        raise ValueError(f"{device.key} has no interconnect in the catalog; give one with a link")
+        raise InvalidArgument("device", f"{device.key} has no interconnect in the catalog")
     return device.link_bandwidth, device.link_latency
 
 
@@ -115,8 +115,9 @@ class Split:
         """整组的设备数，``tp x pp``。"""
         return self.tp * self.pp
 
-    def check(self, config: ModelConfig) -> None:
-        """这个模型能否这样切；不能时的 ValueError 写出是哪个参数。
+    def check(self, config: ModelConfig, *, per_node: int | None = None) -> None:
+        """这个模型能否这样切（给出 ``per_node`` 时，TP 组还要在一个节点之内）；不能时的
+        ``InvalidArgument`` 写出是哪个参数。推理与训练的切分都由它检查。
 
         Examples
         --------
@@ -148,6 +149,8 @@ class Split:
             raise InvalidArgument(
                 "ep", f"({self.ep}) must divide the model's {config.experts} experts"
             )
+        if per_node is not None and self.tp > per_node:
+            raise InvalidArgument("tp", f"{self.tp} must fit in one node of {per_node} GPUs")
 
     def kv_shards(self, config: ModelConfig) -> int:
         """KV head 分成几份：``min(tp, kv_heads)``；``tp`` 更大时每个 KV head 在 ``tp / kv_heads``
@@ -260,6 +263,7 @@ def inference_comms(
     """一步推理中的通信：每层 TP 的 all-reduce（attention 输出与 MLP 输出各一次；EP 时 MoE 的 MLP
     换成 dispatch 与 combine 两次 all-to-all），vocab-parallel embedding 的 all-reduce、LM head 的
     logits all-gather，以及 ``pp - 1`` 次 stage 之间的 hand-off。"""
+    split.check(config, per_node=per_node)
     p = precisions or Precisions()
     a = bytes_per_element(p.activations)
     tokens, h, tp = batch * new, config.hidden, split.tp
@@ -267,8 +271,6 @@ def inference_comms(
     bw, lat = _link(device)
     out: list[Comm] = []
     if tp > 1:
-        if tp > per_node:
-            raise ValueError(f"tp ({tp}) must fit in one node of {per_node} GPUs")
         moe = config.experts > 1 and split.ep > 1
         layers = config.layers * (1 if moe else 2) + 1
         ar = all_reduce(act, tp, device)
@@ -453,7 +455,7 @@ def infer(
     True
     """
     p = precisions or Precisions()
-    split.check(config)
+    split.check(config, per_node=per_node)
     prompt = context if prompt is None else _validate.size("prompt", prompt)
     weights = weight_bytes_per_device(config, split, p)
     layers = math.ceil(config.layers / split.pp)

@@ -46,7 +46,7 @@ from ..llm.config import ModelConfig
 from .activations import SAVINGS, head_activation_bytes, layer_activation_bytes
 from .allreduce import multi_node_all_reduce
 from .collectives import CommTime, collective_time
-from .parallel import DEFAULT_NETWORK, GPUS_PER_NODE, Comm, _link, _times, all_reduce
+from .parallel import DEFAULT_NETWORK, GPUS_PER_NODE, Comm, Split, _link, _times, all_reduce
 
 ADAM_BYTES_PER_PARAMETER = 12
 """混合精度 Adam 的优化器状态：FP32 主权重、一阶矩、二阶矩，各 4 字节（ZeRO 论文的 K = 12）。"""
@@ -79,10 +79,51 @@ class TrainSplit:
             raise InvalidArgument("zero", f"must be 0, 1, 2 or 3, got {self.zero!r}")
         if not isinstance(self.reshard, bool):
             raise InvalidArgumentType("reshard", f"must be True or False, got {self.reshard!r}")
+        if not self.reshard and self.zero != 3:
+            raise InvalidArgument("reshard", f"is an option of zero 3 (FSDP), not zero {self.zero}")
+
+    @classmethod
+    def over(
+        cls,
+        gpus: int,
+        *,
+        tp: int = 1,
+        pp: int = 1,
+        dp: int | None = None,
+        zero: int = 0,
+        reshard: bool = True,
+    ) -> TrainSplit:
+        """``gpus`` 块设备上的切分：``dp`` 缺省为 ``gpus / (tp x pp)``，给出时 ``dp x tp x pp``
+        必须等于 ``gpus``。
+
+        Examples
+        --------
+        >>> TrainSplit.over(64, tp=8).dp
+        8
+        >>> TrainSplit.over(64, tp=3)
+        Traceback (most recent call last):
+        ...
+        roofline_book.InvalidArgument: gpus 64 must be a multiple of tp x pp (3)
+        """
+        gpus = _validate.size("gpus", gpus)
+        group = _validate.size("tp", tp) * _validate.size("pp", pp)
+        if gpus % group:
+            raise InvalidArgument("gpus", f"{gpus} must be a multiple of tp x pp ({group})")
+        dp = gpus // group if dp is None else _validate.size("dp", dp)
+        if dp * group != gpus:
+            raise InvalidArgument(
+                "dp", f"{dp} x tp {tp} x pp {pp} = {dp * group}, not the {gpus} gpus"
+            )
+        return cls(dp=dp, tp=tp, pp=pp, zero=zero, reshard=reshard)
 
     @property
     def devices(self) -> int:
         return self.dp * self.tp * self.pp
+
+    def check(self, config: ModelConfig, *, per_node: int | None = None) -> None:
+        """这个模型能否这样切：TP 与 PP 的规则与推理相同
+        （:meth:`~roofline_book.distributed.parallel.Split.check`）。"""
+        Split(tp=self.tp, pp=self.pp).check(config, per_node=per_node)
 
 
 def training_flops(config: ModelConfig, tokens: int, seq: int, *, recompute: bool = False) -> int:
@@ -336,20 +377,15 @@ def train(
     saving = _validate.choice("saving", saving, SAVINGS)
     grad_dtype = _validate.choice("grad_dtype", grad_dtype, GRAD_DTYPES)
     c, sp = config, split
+    if sp.devices > 1:
+        _link(device)
     if seq > c.max_context:
-        raise InvalidArgument(
-            "seq", f"({seq}) is beyond {c.key}'s context window ({c.max_context})"
-        )
-    if c.heads % sp.tp or c.ffn % sp.tp:
-        raise ValueError(f"tp ({sp.tp}) must divide the heads ({c.heads}) and MLP width ({c.ffn})")
-    if sp.pp > c.layers:
-        raise ValueError(f"pp ({sp.pp}) must be at most the model's {c.layers} layers")
+        raise InvalidArgument("seq", f"{seq} is beyond {c.key}'s context window ({c.max_context})")
+    sp.check(c, per_node=per_node)
     if batch % (sp.dp * micro_batch):
         raise InvalidArgument(
-            "batch", f"({batch}) must be a multiple of dp x micro_batch ({sp.dp} x {micro_batch})"
+            "batch", f"{batch} must be a multiple of dp x micro_batch ({sp.dp} x {micro_batch})"
         )
-    if sp.tp > per_node:
-        raise ValueError(f"tp ({sp.tp}) must fit in one node of {per_node} GPUs")
     a = bytes_per_element(dtype)
     peak = device.peak_flops(dtype)
     m = batch // (sp.dp * micro_batch)
