@@ -26,7 +26,6 @@ Examples
 
 from __future__ import annotations
 
-from ..distributed.collectives import OPS as COLLECTIVE_OPS
 from . import block, claims, collectives, devices, infer, op, plot, profile, train
 from .results import command_schema
 from .schemaparts import (
@@ -41,7 +40,6 @@ from .schemaparts import (
     mapping,
     number,
     obj,
-    phase,
     string,
 )
 
@@ -63,70 +61,6 @@ _HAND: dict[str, dict] = {
         },
         "a decoder block's operators",
         optional=("optimizer",),
-    ),
-    "infer": command(
-        "infer",
-        {
-            "model": string("catalog key of the model"),
-            "parameters": integer("parameters"),
-            "active_parameters": integer("parameters used per token"),
-            "batch": integer("sequences"),
-            "context": integer("tokens the decode step attends to"),
-            "prompt": integer("prompt tokens prefilled"),
-            "precisions": {"type": "object", "description": "weights, activations, KV cache"},
-            "sliding_window": integer("window of the local layers [tokens]", nullable=True),
-            "local_layers": integer("layers with a sliding window"),
-            "kv_cache_bytes_per_token": integer("[byte]"),
-            "kv_cache_bytes_per_sequence": integer("[byte]"),
-            "kv_cache_bytes": integer("the whole batch's KV cache [byte]"),
-            "weight_bytes": integer("[byte]"),
-            "activation_peak_bytes": integer("estimated activation peak [byte]"),
-            "max_batch": integer("largest batch that fits; null without a capacity", nullable=True),
-            "decode_batch_to_ridge": number("batch at which decode's MLP GEMM reaches the ridge"),
-            "devices": integer("devices of the group, tp x pp (1 unsplit)"),
-            "tp": integer("tensor-parallel devices"),
-            "pp": integer("pipeline stages"),
-            "ep": integer("expert-parallel devices (of the TP group)"),
-            "weight_bytes_per_device": integer("weights on the device that holds most [byte]"),
-            "kv_cache_bytes_per_sequence_per_device": integer(
-                "one sequence's KV cache on one device [byte]"
-            ),
-            "communication_time_s": number(
-                "a decode step's collectives, whole model, their bandwidth terms (in the "
-                "decode bound) [s]"
-            ),
-            "communication_latency_s": number(
-                "a decode step's collectives, their alpha terms (not in the bound) [s]"
-            ),
-            "prefill_communication_time_s": number(
-                "the prefill's collectives, bandwidth terms [s]"
-            ),
-            "interconnect": obj(
-                {
-                    "link": string("nvlink, infinity-fabric or pcie", nullable=True),
-                    "link_bandwidth_Bps": number(
-                        "the device's links together, per direction [byte/s]", nullable=True
-                    ),
-                    "link_latency_s": number("per collective step [s]", nullable=True),
-                    "link_reduces": {
-                        "type": "boolean",
-                        "description": "the switch reduces in the network (NVLink SHARP)",
-                    },
-                },
-                "the catalog's GPU-to-GPU link",
-            ),
-            "device": DEVICE,
-            "prefill": phase({}),
-            "decode": phase(
-                {
-                    "tokens_per_s": number("batch / time_lower_bound_s: an upper bound [1/s]"),
-                    "any_implementation_tokens_per_s": number(
-                        "batch / any_implementation_time_lower_bound_s [1/s]"
-                    ),
-                }
-            ),
-        },
-        "a language model's prefill and decode step",
     ),
     "devices": command(
         "devices",
@@ -337,124 +271,6 @@ _HAND: dict[str, dict] = {
             "tolerance": number("the timing tolerance every comparison of this run uses"),
         },
         "the claims checklist of a run file",
-    ),
-    "train": command(
-        "train",
-        {
-            "model": string("catalog key of the model"),
-            "device": string("catalog key of the device"),
-            "gpus": integer("devices, dp x tp x pp"),
-            "dp": integer("data-parallel replicas"),
-            "tp": integer("tensor-parallel devices"),
-            "pp": integer("pipeline stages"),
-            "zero": integer("ZeRO stage (3 is FSDP)"),
-            "reshard": {
-                "type": "boolean",
-                "description": "ZeRO-3 frees the gathered weights after each use",
-            },
-            "batch": integer("sequences per step, all devices"),
-            "micro_batch": integer("sequences a replica runs at once"),
-            "accumulation_steps": integer(
-                "micro-steps per replica a step, batch / (dp x micro_batch)"
-            ),
-            "seq": integer("tokens per sequence"),
-            "tokens": integer("tokens per step, all devices"),
-            "recompute": {"type": "boolean", "description": "full activation recompute"},
-            "activation_saving": string(
-                "what a layer saves for the backward", enum=["eager", "fused"]
-            ),
-            "activation_bytes_per_token_per_layer": integer(
-                "saved by one layer, one token, tp 1 [byte]"
-            ),
-            "grad_dtype": string(
-                "precision gradients are kept and reduced in", enum=["bf16", "fp32"]
-            ),
-            "step_flops": number("the step's FLOPs, recompute included [FLOP]"),
-            "model_flops": number("6N per token plus attention, no recompute [FLOP]"),
-            "peak_flops_per_s": number("the matrix peak MFU is taken against [FLOP/s]"),
-            "compute_time_s": number("one device's FLOPs at the matrix peak, with the bubble [s]"),
-            "micro_backward_time_s": number("one micro-batch's backward on one device [s]"),
-            "pipeline_bubble": number("(p - 1) / (m + p - 1)"),
-            "communication_time_s": number("every collective's bandwidth term, summed [s]"),
-            "communication_latency_s": number("every collective's alpha term, summed [s]"),
-            "step_time_lower_bound_s": number("all communication overlapped where it can [s]"),
-            "step_time_exposed_tp_s": number(
-                "the TP all-reduces on the critical path, as Megatron runs them by default [s]"
-            ),
-            "mfu_upper_bound": number("model FLOPs / (devices x peak x step_time_exposed_tp_s)"),
-            "mfu_all_overlap_upper_bound": number(
-                "model FLOPs / (devices x peak x step_time_lower_bound_s)"
-            ),
-            "memory_bytes_per_device": number("weights, gradients, optimizer, activations [byte]"),
-            "memory_bytes_per_device_by_part": mapping(number("[byte]"), "memory by part"),
-            "memory_capacity_bytes": number("the device's memory [byte]", nullable=True),
-            "fits": {"type": ["boolean", "null"], "description": "memory fits the capacity"},
-            "communication": listing(
-                obj(
-                    {
-                        "what": string("the collective's role"),
-                        "op": string("the collective", enum=list(COLLECTIVE_OPS)),
-                        "count": integer("times per step"),
-                        "when": string(
-                            "when in the step", enum=["micro-step", "last backward", "step"]
-                        ),
-                        "bytes": number("each time, each device's buffer [byte]"),
-                        "devices": integer("devices taking part"),
-                        "link": string("nvlink, pcie, a network key, ..."),
-                        "transfer_time_s": number("bandwidth term, all times [s]"),
-                        "latency_time_s": number("alpha term, all times [s]"),
-                        "overlaps": {"type": "boolean", "description": "can overlap compute"},
-                        "overlap_window_s": number(
-                            "the compute it can hide under; null: the whole step [s]", nullable=True
-                        ),
-                    },
-                    "one collective of the step",
-                ),
-                "the step's communication",
-            ),
-        },
-        "a training step over many devices",
-    ),
-    "collectives": command(
-        "collectives",
-        {
-            "torch_version": string("torch that measured"),
-            "backend": string("torch.distributed backend", enum=["gloo", "nccl"]),
-            "procs": integer("processes (ranks)"),
-            "results": listing(
-                obj(
-                    {
-                        "op": string("the collective", enum=list(COLLECTIVE_OPS)),
-                        "bytes": integer("nccl-tests' size: each rank's (larger) buffer [byte]"),
-                        "time_s": number("median of the samples, each the slowest rank's [s]"),
-                        "iqr_s": number("interquartile range of the samples [s]"),
-                        "reps": integer("samples"),
-                        "algbw_Bps": number(
-                            "nccl-tests' algorithm bandwidth, bytes / time_s [byte/s]"
-                        ),
-                        "busbw_Bps": number(
-                            "nccl-tests' bus bandwidth, algbw x its factor [byte/s]"
-                        ),
-                    },
-                    "one collective at one size",
-                ),
-                "every collective at every size",
-            ),
-            "fit": mapping(
-                obj(
-                    {
-                        "alpha_s": number("fixed time of one operation [s]"),
-                        "beta_Bps": number(
-                            "fitted bandwidth; null if the time does not grow with size [byte/s]",
-                            nullable=True,
-                        ),
-                    },
-                    "time = alpha_s + bytes x f / beta_Bps, f the ring's share of bytes sent",
-                ),
-                "the alpha-beta fit of each collective",
-            ),
-        },
-        "collectives timed with torch.distributed on this machine",
     ),
 }
 """尚未声明结果记录（``RESULT``）的子命令的 schema，手写。"""
