@@ -6,10 +6,12 @@ import argparse
 import dataclasses
 import math
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from .. import ops
 from .._base import validate as _validate
+from .._base.records import record_field
 from ..devices.catalog import Hardware
 from ..llm.block import LLAMA2_7B, Block, block_ops, optimizer_ops
 from ..llm.config import ModelConfig, model, models
@@ -19,25 +21,81 @@ from .common import (
     RESOURCE_TEXT,
     UsageError,
     add_device_arguments,
-    cost_figures,
     device_from_args,
-    device_json,
     device_line,
-    emit_json,
+    emit_result,
     number,
     parse_size,
     text_table,
 )
+from .results import BlockOp, CostOn, Device, Result, command_field
 
 _CONFIG_FIELDS = ("batch", "seq", "hidden", "heads", "ffn")
 _SIZES = ("hidden", "heads", "ffn")  # the model's, when given
 
 
-def _row_json(op_id: str, row: Row, device: Hardware, precision: str) -> dict[str, Any]:
-    return (
-        {"id": op_id, "name": row.name}
-        | cost_figures(row.cost, device, precision)
-        | {"share": row.share}
+@dataclass(frozen=True, kw_only=True)
+class BlockShape:
+    """block 的形状与它处理的 batch。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "the decoder block's shape"}
+
+    batch: int = record_field(minimum=1, unit="1", description="sequences")
+    seq: int = record_field(minimum=1, unit="1", description="tokens per sequence")
+    hidden: int = record_field(minimum=1, unit="1", description="model width d_model")
+    heads: int = record_field(minimum=1, unit="1", description="attention (query) heads")
+    ffn: int = record_field(minimum=1, unit="1", description="MLP width (per expert)")
+    dtype: str = record_field(description="precision of weights and activations")
+    causal: bool = record_field(description="causal self-attention")
+    tokens: int = record_field(minimum=1, unit="1", description="batch * seq")
+    head_dim: int = record_field(minimum=1, unit="1", description="width of one head")
+    parameters: int = record_field(minimum=1, unit="1", description="the block's weights")
+
+    @classmethod
+    def of(cls, config: Block) -> BlockShape:
+        """``config`` 的形状。"""
+        sizes = {f: getattr(config, f) for f in (*_CONFIG_FIELDS, "dtype", "causal")}
+        return cls(
+            **sizes,
+            tokens=config.tokens,
+            head_dim=config.head_dim,
+            parameters=config.parameters,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class OptimizerStep:
+    """对 block 的权重做的一步 AdamW，每种实现一项。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "with --optimizer only"}
+
+    device: Device = record_field()
+    ops: tuple[BlockOp, ...] = record_field(description="one AdamW step, each implementation")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockResult(Result):
+    """``block --json``：一个 decoder block 的各算子，可加一步 AdamW。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "a decoder block's operators"}
+
+    command: str = command_field("block")
+    config: BlockShape = record_field()
+    attention: str = record_field(description="attention implementation")
+    device: Device = record_field()
+    ops: tuple[BlockOp, ...] = record_field(description="the block's forward operators, in order")
+    optimizer: OptimizerStep | None = record_field(optional=True, default=None)
+
+
+RESULT = BlockResult
+
+
+def _block_ops(
+    ids: Sequence[str], rows: Sequence[Row], device: Hardware, p: str
+) -> tuple[BlockOp, ...]:
+    return tuple(
+        BlockOp(id=i, name=r.name, cost=CostOn.of(r.cost, device, p), share=r.share)
+        for i, r in zip(ids, rows, strict=True)
     )
 
 
@@ -115,32 +173,24 @@ def run(args: argparse.Namespace) -> int:
             model_dtype=args.model_dtype,
         )
     if args.json:
-        data: dict[str, Any] = {
-            "config": {f: getattr(config, f) for f in (*_CONFIG_FIELDS, "dtype", "causal")}
-            | {
-                "tokens": config.tokens,
-                "head_dim": config.head_dim,
-                "parameters": config.parameters,
-            },
-            "attention": args.attention,
-            "device": device_json(device, config.dtype),
-            "ops": [
-                _row_json(op.id, r, device, config.dtype)
-                for op, r in zip(
-                    block_ops(config, attention_impl=args.attention), rows, strict=True
-                )
-            ],
-        }
+        optimizer = None
         if args.optimizer:
-            opt_ids = [op.id for op in optimizer_ops(config)]
-            data["optimizer"] = {
-                "device": device_json(device, args.param_dtype),
-                "ops": [
-                    _row_json(i, r, device, args.param_dtype)
-                    for i, r in zip(opt_ids, opt_rows, strict=True)
-                ],
-            }
-        emit_json("block", data)
+            optimizer = OptimizerStep(
+                device=Device.on(device, args.param_dtype),
+                ops=_block_ops(
+                    [op.id for op in optimizer_ops(config)], opt_rows, device, args.param_dtype
+                ),
+            )
+        ids = [op.id for op in block_ops(config, attention_impl=args.attention)]
+        emit_result(
+            BlockResult(
+                config=BlockShape.of(config),
+                attention=args.attention,
+                device=Device.on(device, config.dtype),
+                ops=_block_ops(ids, rows, device, config.dtype),
+                optimizer=optimizer,
+            )
+        )
         return 0
     sizes = ", ".join(f"{f}={getattr(config, f)}" for f in _CONFIG_FIELDS)
     named = "" if args.model is None else f"{config.model.name} "

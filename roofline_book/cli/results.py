@@ -299,10 +299,10 @@ class LayerOp(OpEntry):
 class BlockOp(OpEntry):
     """``block`` 的一个算子，带它在各算子时间下界之和中的份额。"""
 
+    cost: CostOn = record_field(inline=True)
     share: float = record_field(
         minimum=0, unit="1", description="this operator's share of the summed time lower bounds"
     )
-    cost: CostOn = record_field(inline=True)
 
 
 @dataclass(frozen=True, kw_only=True)
