@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from roofline_book import InvalidArgument, hardware
+from roofline_book import InvalidArgument, adhoc, hardware
 from roofline_book.llm.block import Block, block_ops
 from roofline_book.llm.config import parse_catalog
 from roofline_book.llm.inference import (
@@ -240,6 +240,12 @@ def test_block_of_gqa_and_window_models_by_hand():
     mistral = {op.id: op.cost for op in block_ops(Block(model("mistral-7b"), seq=8192))}
     pairs = 4096 * 4097 // 2 + 4096 * 4096
     assert mistral["attention"].flops == 32 * pairs * (4 * 128 + 5)
+
+
+def test_max_batch_needs_a_memory_capacity():
+    # an ad-hoc device from a peak and a bandwidth publishes no memory to fill
+    with pytest.raises(InvalidArgument, match="device must have a memory capacity; x has none"):
+        max_batch(model("llama-2-7b"), adhoc("x", 1e15, 1e12), 4096)
 
 
 def test_sliding_window_attention_by_hand():

@@ -35,7 +35,7 @@ class Block:
 
     Parameters
     ----------
-    model : ModelConfig
+    model : roofline_book.llm.config.ModelConfig
         模型（目录中的，或 :func:`~roofline_book.llm.config.adhoc_model` 建的）。
     batch : int
         序列数。

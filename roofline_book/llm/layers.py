@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from .._base import validate as _validate
 from .._base.validate import InvalidArgument, InvalidArgumentType

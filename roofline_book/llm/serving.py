@@ -93,7 +93,9 @@ def max_batch(
     """
     p = precisions or Precisions()
     if device.memory_capacity is None:
-        raise ValueError(f"{device.key} has no published memory capacity")
+        raise InvalidArgument(
+            "device", f"must have a memory capacity; {device.key} has none published"
+        )
     context = _validate.size("context", context)
     if context > config.max_context:  # as infer --context refuses it
         raise InvalidArgument(
