@@ -20,7 +20,7 @@ import pytest
 from roofline_book import hardware
 from roofline_book._base.validate import InvalidArgument
 from roofline_book.cli import main
-from roofline_book.distributed import training
+from roofline_book.distributed import activations
 from roofline_book.distributed.training import TrainSplit, train, training_flops
 from roofline_book.llm.config import adhoc_model
 from roofline_book.llm.inference import model
@@ -43,7 +43,7 @@ def test_llama3_8b_layer_activations_by_hand():
     # SwiGLU: gate's output (silu keeps it), silu's output and up's output (mul keeps both),
     # their product (down keeps it)
     mlp = 4 * 2 * f
-    assert dict(training.layer_activation_bytes(LLAMA8)) == {
+    assert dict(activations.layer_activation_bytes(LLAMA8)) == {
         "norms": norms,  # 65,544
         "attention": attention,  # 20,608
         "mlp": mlp,  # 114,688
@@ -51,16 +51,16 @@ def test_llama3_8b_layer_activations_by_hand():
     assert norms + attention + mlp == 200_840  # 49.03 h, not the GPT layer's 34 h
     # fused (Transformer Engine RMSNorm keeps its BF16 input and 1/rms; Megatron-Core's
     # SwiGLUFunction keeps its input, gate and up side by side, and recomputes silu)
-    fused = training.layer_activation_bytes(LLAMA8, saving="fused")
+    fused = activations.layer_activation_bytes(LLAMA8, saving="fused")
     assert fused["norms"] == 2 * (2 * h + 4 + 2 * h)
     assert fused["mlp"] == 2 * 2 * f + 2 * f
     assert sum(fused.values()) == 139_400  # 34.03 h
     # one 4096-token sequence through 32 eager layers: 26.3 GB, where 34 s h L gave 18.25 GB
-    assert sum(training.layer_activation_bytes(LLAMA8).values()) * 4096 * 32 == 26_324_500_480
+    assert sum(activations.layer_activation_bytes(LLAMA8).values()) * 4096 * 32 == 26_324_500_480
 
 
 def test_llama3_8b_logits_and_loss_by_hand():
-    head = training.head_activation_bytes(LLAMA8)
+    head = activations.head_activation_bytes(LLAMA8)
     # the BF16 logits of one 4096-token sequence, and the FP32 log-softmax of the loss
     assert head["logits"] * 4096 == 4096 * 128256 * 2 == 1_050_673_152
     assert head["loss"] * 4096 == 4096 * 128256 * 4 == 2_101_346_304
@@ -148,7 +148,7 @@ def test_saved_activations_match_torch_on_a_tiny_llama_layer():
     tiny = adhoc_model("tiny", hidden=h, layers=1, heads=heads, kv_heads=kv_heads, ffn=ffn,
                        vocab=vocab)  # fmt: skip
     _, saved = _saved_bytes(lambda: layer(x))(w.values(), x, cos, sin)
-    assert saved == sum(training.layer_activation_bytes(tiny).values()) * b * s
+    assert saved == sum(activations.layer_activation_bytes(tiny).values()) * b * s
 
     labels = torch.randint(0, vocab, (b * s,))
 
@@ -160,7 +160,7 @@ def test_saved_activations_match_torch_on_a_tiny_llama_layer():
     # what autograd keeps, and the BF16 logits the model hands back to its caller
     held = saved + logits.untyped_storage().nbytes()
     # + 4: nll_loss keeps one FP32 scalar (its total weight) a loss, not a token
-    assert held == sum(training.head_activation_bytes(tiny).values()) * b * s + 4
+    assert held == sum(activations.head_activation_bytes(tiny).values()) * b * s + 4
 
 
 def test_fsdp_that_reshards_gathers_in_every_micro_step():
@@ -180,7 +180,7 @@ def test_fsdp_that_reshards_gathers_in_every_micro_step():
     assert one.communication_s == pytest.approx(8 * eight.communication_s)
     # the activations follow the same micro-batch: one sequence held, or eight
     act = one.memory_bytes_per_device["activations"]
-    assert act == sum(training.layer_activation_bytes(LLAMA2).values()) * 4096 * 32
+    assert act == sum(activations.layer_activation_bytes(LLAMA2).values()) * 4096 * 32
     assert eight.memory_bytes_per_device["activations"] == 8 * act
     assert one.memory_bytes < H100.memory_capacity < eight.memory_bytes
     # weights kept gathered for the step (FSDP2 reshard_after_forward=False, no reshard after
