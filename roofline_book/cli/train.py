@@ -247,6 +247,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit_result(result)
         return 0
+    _text(args, config, device, split, step, result)
+    return 0
+
+
+def _text(args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
+          step: TrainingStep, result: TrainResult) -> None:  # fmt: skip
+    """一步训练的文本报告。"""
+    batch, mb = result.batch, result.micro_batch
     zero = f"ZeRO {split.zero}" + ("" if split.zero < 3 or split.reshard else ", no reshard")
     print(
         f"{config.name} on {split.devices} x {device.key} (DP {split.dp}, TP {split.tp}, "
@@ -309,7 +317,6 @@ def run(args: argparse.Namespace) -> int:
         ("memory per device", si(memory, "B") + fits),
     ]
     print(text_table(None, lines, right=set()))
-    return 0
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
