@@ -21,9 +21,11 @@ import pytest
 import torch
 
 from roofline_book import ops
+from roofline_book._base.validate import InvalidArgument
 from roofline_book.cli import bench as cli_bench
+from roofline_book.measure import collectives
 from roofline_book.measure import run as measure_run
-from roofline_book.measure.bench import cases, registry, suites, timing
+from roofline_book.measure.bench import cases, registry, streaming, suites, timing
 from roofline_book.measure.judge.ceilings import of_run
 from roofline_book.measure.judge.verdicts import SPEED_TOLERANCE
 from roofline_book.measure.run import measure
@@ -532,6 +534,41 @@ def test_invalid_runs_name_the_field(change, message, tmp_path):
         runfile.load_run(path)
 
 
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda: measure_run.run_suite("tpu", "tiny"), "device"),
+        (lambda: measure_run.run_suite("cpu", "huge"), "suite"),
+        (lambda: measure_run.run_suite("cpu", "tiny", threads=0), "threads"),
+        (lambda: Run.from_mapping(fixture()).results("conv"), "name"),
+        (lambda: Run.from_mapping(fixture()).results(status="done"), "status"),
+        (lambda: collectives.measure(65, sizes=(8, 64)), "procs"),
+        (lambda: collectives.measure(2, ops=()), "ops"),
+        (lambda: collectives.measure(2, sizes=(8, 8)), "sizes"),
+        (lambda: streaming.weight_streaming((4, 2), d=64), "batches"),
+    ],
+)
+def test_a_rejected_argument_is_named(call, name):
+    # the command line turns the name into the flag the user typed (cli.common.Parser.flag)
+    with pytest.raises(InvalidArgument) as caught:
+        call()
+    assert caught.value.name == name
+
+
+def test_a_gpu_run_where_a_cpu_run_is_asked_names_the_path(tmp_path):
+    from roofline_book.book.runs import cpu_run
+
+    data = fixture()
+    data["device"] |= {"type": "cuda", "sm_count": 132, "compute_capability": "9.0"}
+    for key in ("cpu_model", "threads", "cpu_capability", "threads_policy", "caches"):
+        data["device"].pop(key, None)
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InvalidArgument, match="path must be a CPU run") as caught:
+        cpu_run(path)
+    assert caught.value.name == "path"
+
+
 def test_load_run_rejects_what_is_not_json(tmp_path):
     path = tmp_path / "run.json"
     path.write_text("{not json")
@@ -754,7 +791,7 @@ def test_timing_keeps_its_samples_and_knows_its_spread():
     assert steady.meets_confidence()  # 0.01 / 1.0 < 0.1
     noisy = timing.Timing((1.0, 2.0, 1.0, 3.0), inner=1)
     assert not noisy.meets_confidence()  # IQR 1.25 against a median of 1.5
-    assert steady.as_dict()["samples_s"] == [1.0, 1.01, 0.99, 1.0, 1.02]
+    assert steady.samples_s == (1.0, 1.01, 0.99, 1.0, 1.02)
     with pytest.raises(ValueError, match="samples_s must hold at least one"):
         timing.Timing((), inner=1)
     with pytest.raises(ValueError, match="finite and >= 0"):

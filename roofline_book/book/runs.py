@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._base.validate import InvalidArgument
 from ..measure.judge import report
 from ..measure.runs import runfile
 from ..measure.runs.records import Run
@@ -48,7 +49,7 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
         找不到 CPU run file；错误信息说明怎样测一个（``make bench``，或
         ``roofline-book bench --quick --out ...``）。
     ValueError
-        找到的文件不是合法的 run，或 ``path`` 是 GPU 的 run。
+        找到的文件不是合法的 run；``path`` 是 GPU 的 run 时为 InvalidArgument。
 
     Examples
     --------
@@ -62,7 +63,9 @@ def cpu_run(path: str | os.PathLike[str] | None = None) -> Run:
     if path is not None:
         run = runfile.load_run(path)
         if run.device.type != "cpu":
-            raise ValueError(f"{path}: a run of {run.device.type}, not of a CPU")
+            raise InvalidArgument(
+                "path", f"must be a CPU run; {path} is a run of {run.device.type}"
+            )
         return run
     here = Path.cwd().resolve()
     roots = [here, *here.parents, Path(__file__).resolve().parents[2]]

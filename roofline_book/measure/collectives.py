@@ -41,6 +41,7 @@ from typing import Any
 
 from .. import __version__
 from .._base import validate as _validate
+from .._base.validate import InvalidArgument
 from ..distributed.collectives import OPS, algorithm_bandwidth, bus_bandwidth, collective_time
 from .bench.ranks import RankJob, rank_main
 from .bench.timing import Timing
@@ -217,9 +218,10 @@ def fit_alpha_beta(op: str, procs: int, nbytes: Sequence[float], seconds: Sequen
     (20.0, 2.0)
     """
     if len(nbytes) != len(seconds) or len(nbytes) < 2:
-        raise ValueError(
-            f"nbytes and seconds must be two sequences of the same length >= 2; "
-            f"got {len(nbytes)} and {len(seconds)}"
+        raise InvalidArgument(
+            "nbytes",
+            f"and seconds must be two sequences of the same length >= 2; "
+            f"got {len(nbytes)} and {len(seconds)}",
         )
     share = model_share(op, procs)
     x = [share * _validate.non_negative("nbytes", s) for s in nbytes]
@@ -232,7 +234,7 @@ def fit_alpha_beta(op: str, procs: int, nbytes: Sequence[float], seconds: Sequen
     sxt = sum(wi * xi * ti for wi, xi, ti in zip(w, x, t, strict=True))
     det = sw * sxx - sx * sx
     if det <= 0:
-        raise ValueError("nbytes must hold at least two different sizes")
+        raise InvalidArgument("nbytes", "must hold at least two different sizes")
     slope = (sw * sxt - sx * st) / det
     alpha = (st - slope * sx) / sw
     if alpha < 0:
@@ -264,14 +266,15 @@ def check_backend(backend: str, procs: int) -> str:
     if not dist.is_available():
         raise ValueError(f"this torch {torch.__version__} was built without torch.distributed")
     if backend == "gloo" and not dist.is_gloo_available():
-        raise ValueError(f"backend gloo is not available in torch {torch.__version__}")
+        raise InvalidArgument("backend", f"gloo is not available in torch {torch.__version__}")
     if backend == "nccl":
         gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if not dist.is_nccl_available() or gpus < procs:
-            raise ValueError(
-                f"backend nccl needs one CUDA GPU per process: --procs {procs} asked, "
+            raise InvalidArgument(
+                "backend",
+                f"nccl needs one CUDA GPU per process: --procs {procs} asked, "
                 f"this machine has {gpus} (torch {torch.__version__}, "
-                f"NCCL {'available' if dist.is_nccl_available() else 'not built in'})"
+                f"NCCL {'available' if dist.is_nccl_available() else 'not built in'})",
             )
     return backend
 
@@ -316,14 +319,16 @@ def measure(
     """
     procs = _validate.size("procs", procs, minimum=2)
     if procs > MAX_PROCS:
-        raise ValueError(f"procs must be at most {MAX_PROCS} (processes on this host); got {procs}")
+        raise InvalidArgument(
+            "procs", f"must be at most {MAX_PROCS} (processes on this host); got {procs}"
+        )
     ops = tuple(_validate.choice("ops", op, OPS) for op in ops)
     if not ops:
-        raise ValueError(f"ops must name at least one of {', '.join(OPS)}")
+        raise InvalidArgument("ops", f"must name at least one of {', '.join(OPS)}")
     chosen = tuple(sizes) if sizes is not None else (QUICK_SIZES if quick else FULL_SIZES)
     chosen = tuple(_validate.size("sizes", s) for s in chosen)
     if len(set(chosen)) < 2:
-        raise ValueError(f"sizes must hold at least two different sizes; got {chosen}")
+        raise InvalidArgument("sizes", f"must hold at least two different sizes; got {chosen}")
     if budget is None:
         budget = QUICK_BUDGET_S if quick else FULL_BUDGET_S
     budget = _validate.positive("budget", budget)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..._base import validate as _validate
 from ..._base.extras import require
+from ..._base.validate import InvalidArgument
 from ...dtypes import bytes_per_element
 from ...ops import Cost, gemm
 from ...roofline.roofs import gemm_tokens_to_ridge, time_lower_bound
@@ -254,12 +255,12 @@ def weight_streaming(
 
     batches = [_validate.size("batch", b) for b in batches]
     if batches != sorted(set(batches)):
-        raise ValueError(f"batches must increase, got {list(batches)}")
+        raise InvalidArgument("batches", f"must increase, got {list(batches)}")
     d = streaming_size(machine.cpu_cache_bytes(), precision) if d is None else d
     d = _validate.size("d", d)
     table = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     if precision not in table:
-        raise ValueError(f"precision must be one of {', '.join(table)}; got {precision!r}")
+        raise InvalidArgument("precision", f"must be one of {', '.join(table)}; got {precision!r}")
     dtype = table[precision]
     # the values do not change a GEMM's time on the CPU (no denormals): fill, do not draw
     if threads is not None:

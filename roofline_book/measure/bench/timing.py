@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..._base import validate as _validate
+from ..._base.validate import InvalidArgument, InvalidArgumentType
 
 MIN_SAMPLES = 5
 """CPU 上一个中位数至少依据的样本数。"""
@@ -68,9 +69,9 @@ class Timing:
 
     def __post_init__(self) -> None:
         if not self.samples_s:
-            raise ValueError("samples_s must hold at least one sample")
+            raise InvalidArgument("samples_s", "must hold at least one sample")
         if any(not math.isfinite(s) or s < 0 for s in self.samples_s):
-            raise ValueError(f"samples_s must be finite and >= 0; got {self.samples_s}")
+            raise InvalidArgument("samples_s", f"must be finite and >= 0; got {self.samples_s}")
         _validate.size("inner", self.inner)
 
     @property
@@ -97,16 +98,6 @@ class Timing:
         """离散程度相对中位数是否足够小：``iqr / median < threshold``。"""
         threshold = _validate.positive("threshold", threshold)
         return self.median_s > 0 and self.iqr_s / self.median_s < threshold
-
-    def as_dict(self) -> dict[str, float | int | list[float]]:
-        """run file 中的 ``time`` 记录。"""
-        return {
-            "median_s": self.median_s,
-            "iqr_s": self.iqr_s,
-            "reps": self.reps,
-            "inner": self.inner,
-            "samples_s": list(self.samples_s),
-        }
 
 
 def _samples(times: Sequence[float]) -> tuple[float, ...]:
@@ -157,7 +148,7 @@ def time_cpu(
     (True, True)
     """
     if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        raise InvalidArgumentType("fn", f"must be callable, got {type(fn).__name__}")
     min_run_time = _validate.positive("min_run_time", min_run_time)
     once = max(_warm_up(fn, lambda: None), 1e-9)
     inner = max(1, math.floor(CPU_BLOCK_S / once))
@@ -202,7 +193,7 @@ def time_cuda(fn: Callable[[], object], *, min_run_time: float = 0.2, flush=None
     import torch
 
     if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        raise InvalidArgumentType("fn", f"must be callable, got {type(fn).__name__}")
     min_run_time = _validate.positive("min_run_time", min_run_time)
     _warm_up(fn, torch.cuda.synchronize)
     begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

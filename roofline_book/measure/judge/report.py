@@ -2,8 +2,8 @@
 
 CUDA 附录和实测性能一章都通过这些函数、以同样的方式呈现每一次 run；测试也用它们呈现作为
 fixture 的 run。这里给出的是结构化的记录（量、对象、数值、单位），由 ``roofline_book.book``
-写成中文，由命令行写成英文；一切都读自一次 run（:class:`~roofline_book.measure.runs.records.Run`，
-或 :func:`~roofline_book.measure.runs.runfile.read_run` 返回的 mapping），没有任何手填的数字。
+写成中文，由命令行写成英文；一切都读自一次 run（:class:`~roofline_book.measure.runs.records.Run`），
+没有任何手填的数字。
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..._base.extras import require
+from ..._base.validate import InvalidArgument, InvalidArgumentType
 from ...devices.catalog import Hardware, reported
 from ...present.plotting import PALETTE, UNITS, measured, roofline, text
 from ..bench.cases import OPERATORS
@@ -152,7 +153,9 @@ def against_datasheet(run: Run, datasheet: Hardware) -> list[Against]:
     内存带宽一项。
     """
     if not isinstance(datasheet, Hardware):
-        raise TypeError(f"datasheet must be a Hardware, got {type(datasheet).__name__}")
+        raise InvalidArgumentType(
+            "datasheet", f"must be a Hardware, got {type(datasheet).__name__}"
+        )
     roofs = of_run(run)
     rows = []
     for precision in run.ceilings.peak_flops:
@@ -191,12 +194,17 @@ def plot_run(
     """
     peak = of_run(run).rate("matrix", precision)
     bandwidth = run.memory_roof
-    if peak is None or bandwidth is None:
-        raise ValueError(f"precision: the run measured no {precision} peak, or no bandwidth")
+    if peak is None:
+        have = ", ".join(run.ceilings.peak_flops)
+        raise InvalidArgument(
+            "precision", f"must be one the run measured a peak of ({have}); got {precision!r}"
+        )
+    if bandwidth is None:
+        raise ValueError("run: the ceilings hold no measured bandwidth")
     if unit is None:
         unit = "TFLOP/s" if peak >= 1e13 else "GFLOP/s"
     if unit not in UNITS:
-        raise ValueError(f"unit must be one of {', '.join(UNITS)}; got {unit!r}")
+        raise InvalidArgument("unit", f"must be one of {', '.join(UNITS)}; got {unit!r}")
     span = (1e-2, 1e4)
     drawn = roofline(
         ax,

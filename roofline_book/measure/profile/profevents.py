@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..._base.validate import InvalidArgument
 from .atencalls import Call, Listed
 
 __all__ = ["below", "call_of", "compiling_events", "op_events", "tree_inputs"]
@@ -134,9 +135,10 @@ def op_events(prof: Any, region: str | None) -> list[Any]:
             inside.append(e)
     if not inside:
         names = sorted({e.name for e in events if not e.name.startswith("aten::")})[:8]
-        raise ValueError(
-            f"region {region!r} was not recorded; record_function ranges seen: "
-            f"{', '.join(names) or 'none'}"
+        raise InvalidArgument(
+            "region",
+            f"{region!r} was not recorded; record_function ranges seen: "
+            f"{', '.join(names) or 'none'}",
         )
     return inside
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from roofline_book._base import validate as _validate  # absolute: this file also runs as a script
+from roofline_book._base.validate import InvalidArgument
 
 REGION = "train_step"
 """脚本套在它测量的那一步外面的 ``record_function`` 范围。"""
@@ -40,7 +41,9 @@ class BlockShape:
         for name in ("hidden", "heads", "ffn", "batch", "seq"):
             _validate.size(name, getattr(self, name))
         if self.hidden % self.heads:
-            raise ValueError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
+            raise InvalidArgument(
+                "hidden", f"must be a multiple of heads ({self.heads}); got {self.hidden}"
+            )
 
     @property
     def tokens(self) -> int:
@@ -136,7 +139,7 @@ def growth(small: tuple[int, float], large: tuple[int, float]) -> float:
     """
     (n1, t1), (n2, t2) = small, large
     if n2 <= n1:
-        raise ValueError(f"large must have more tokens than small, got {n1} and {n2}")
+        raise InvalidArgument("large", f"must have more tokens than small, got {n1} and {n2}")
     return (t2 / t1 - 1) / (n2 / n1 - 1)
 
 

@@ -1,7 +1,7 @@
 """run file 中描述机器与一次 run 的记录：设备、软件、测得的上限与稳定性。
 
-它们与条目一起组成 :class:`roofline_book.measure.runs.records.Run` （API 一览见那里）；记录类共有的
-JSON 读写在 :mod:`roofline_book._base.records`。
+它们与条目一起组成 :class:`roofline_book.measure.runs.records.Run`；记录类共有的 JSON 读写在
+:mod:`roofline_book._base.records`。
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class Record:
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Self:
-        """由一个已校验的 JSON 对象构建（见 :func:`.runfile.validate_run`）。"""
+        """由一个已按 schema 校验的 JSON 对象构建（见 :func:`.runfile.validate_run`）。"""
         return typing.cast(Self, schema.from_mapping(cls, data))
 
     def as_mapping(self) -> dict[str, Any]:
