@@ -107,7 +107,7 @@ def test_an_inner_level_of_unknown_size_may_hold_anything():
 def test_nothing_to_hold_and_a_missing_rate():
     empty = Cost(0, 1000, 0)
     assert bound(empty, TOY, "fp32", resident=True) is None  # 1 kB in the roofless L1
-    with pytest.raises(ValueError, match="toy has no vector rate for bf16; allowed: fp32"):
+    with pytest.raises(ValueError, match="^dtype 'bf16' has no vector rate on toy; allowed: fp32"):
         bound(stream(12 * KIB), TOY, "bf16")
     with pytest.raises(TypeError, match="ceilings must be a roofline_book.Ceilings"):
         bound(empty, "toy")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from roofline_book import hardware
+from roofline_book import InvalidArgument, hardware
 from roofline_book.devices.catalog import EXAMPLE, adhoc, catalog, load_catalog
 
 
@@ -283,7 +283,7 @@ def test_bad_unit_or_level_names_the_allowed_values():
         h100.ceiling("tensor")
     with pytest.raises(ValueError, match="level must be one of hbm, l2"):
         h100.ridge_point(level="smem")
-    with pytest.raises(ValueError, match="no published l2 bandwidth"):
+    with pytest.raises(InvalidArgument, match="^level 'l2' has no published bandwidth on h200"):
         hardware("h200-sxm").ridge_point(level="l2")
 
 
@@ -317,11 +317,11 @@ def test_names_are_forgiving_but_strict():
 
 
 def test_missing_precision_is_an_error_not_a_number():
-    with pytest.raises(ValueError, match="no published dense peak for tf32"):
+    with pytest.raises(InvalidArgument, match="^dtype 'tf32' has no published dense peak on l20"):
         hardware("l20").peak_flops("tf32")
     with pytest.raises(ValueError, match="not a known precision"):
         hardware("h100-sxm").peak_flops("fp7")
-    with pytest.raises(ValueError, match="no published sparse peak for fp32"):
+    with pytest.raises(InvalidArgument, match="^dtype 'fp32' has no published sparse peak on h100"):
         hardware("h100-sxm").sparse_peak_flops("fp32")
 
 

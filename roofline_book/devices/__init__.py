@@ -1,5 +1,5 @@
 """设备：每个设备的全部上限（按计算单元与精度、按存储层级、按互连）及其出处。
 
-新增一个 GPU 只需改 ``data/hardware.toml``。:mod:`.device` 定义设备的类型，
-:mod:`.catalog` 读入目录，:mod:`.kernels` 给出与设备有关的 kernel 事实（片上存储、tile）。
+一块设备的一切事实都在目录的数据文件 ``data/hardware.toml`` 里：新增一个 GPU 只改这个文件。
+读入目录、按名称查找设备见 :mod:`roofline_book.devices.catalog`。
 """

@@ -191,16 +191,18 @@ class Hardware:
         for precision, sparse in self.sparse_peaks.items():
             dense = self.dense_peaks.get(precision)
             if dense is not None and sparse < dense:
-                raise ValueError(
-                    f"{self.key}: sparse peak for {precision} ({sparse:g}) is below the "
-                    f"dense one ({dense:g}); the two columns look swapped"
+                raise InvalidArgument(
+                    f"sparse_peaks[{precision!r}]",
+                    f"({sparse:g}) is below the dense peak ({dense:g}) of {self.key}; "
+                    "the two columns look swapped",
                 )
         for precision, vector in self.vector_peaks.items():
             matrix = self.dense_peaks.get(precision)
             if matrix is not None and vector > matrix:
-                raise ValueError(
-                    f"{self.key}: vector peak for {precision} ({vector:g}) is above the "
-                    f"matrix one ({matrix:g}); a Tensor Core figure looks filed as vector"
+                raise InvalidArgument(
+                    f"vector_peaks[{precision!r}]",
+                    f"({vector:g}) is above the matrix peak ({matrix:g}) of {self.key}; "
+                    "a Tensor Core figure looks filed as vector",
                 )
         for name in (
             "dense_peaks",
@@ -247,9 +249,10 @@ class Hardware:
             return self.dense_peaks[key]
         if key in self.vector_peaks:
             return self.vector_peaks[key]
-        raise ValueError(
-            f"{self.key} has no published dense peak for {key}; "
-            f"allowed: {', '.join(self.precisions)}"
+        raise InvalidArgument(
+            "dtype",
+            f"{key!r} has no published dense peak on {self.key}; "
+            f"allowed: {', '.join(self.precisions)}",
         )
 
     def vector_peak(self, dtype: Precision = "fp32") -> float:
@@ -277,9 +280,10 @@ class Hardware:
         if not self.vector_peaks:
             return self.peak_flops(dtype)
         if lane not in self.vector_peaks:
-            raise ValueError(
-                f"{self.key} has no published vector (non-tensor) peak for {lane}; "
-                f"allowed: {', '.join(self.vector_peaks)}"
+            raise InvalidArgument(
+                "dtype",
+                f"{key!r} runs on {lane} lanes, and {self.key} has no published vector "
+                f"(non-tensor) peak for {lane}; allowed: {', '.join(self.vector_peaks)}",
             )
         rate = self.vector_peaks[lane]
         if key in ("fp16", "bf16"):
@@ -383,7 +387,9 @@ class Hardware:
         """
         clock = self.rated_clock(unit, dtype)
         if self.sms is None or clock is None:
-            raise ValueError(f"{self.key} has no published SM count and clock")
+            raise InvalidArgument(
+                "unit", f"{unit!r} needs an SM count and clock, which {self.key} does not publish"
+            )
         return self.ceiling(unit, dtype) / (self.sms * clock)
 
     def bandwidth(self, level: str = "hbm") -> float | None:
@@ -406,9 +412,10 @@ class Hardware:
         """厂商给出的 2:4 稀疏速率（FLOP/s）：仅供参考，绝不用作 dense 运算的 roof。"""
         key = peak_key(dtype)
         if key not in self.sparse_peaks:
-            raise ValueError(
-                f"{self.key} has no published sparse peak for {key}; "
-                f"allowed: {', '.join(self.sparse_peaks) or 'none'}"
+            raise InvalidArgument(
+                "dtype",
+                f"{key!r} has no published sparse peak on {self.key}; "
+                f"allowed: {', '.join(self.sparse_peaks) or 'none'}",
             )
         return self.sparse_peaks[key]
 
@@ -428,7 +435,7 @@ class Hardware:
         """
         band = self.bandwidth(level)
         if band is None:
-            raise ValueError(f"{self.key} has no published {level} bandwidth")
+            raise InvalidArgument("level", f"{level!r} has no published bandwidth on {self.key}")
         return self.ceiling(unit, dtype) / band
 
     def ceilings(self) -> list[Ceiling]:

@@ -149,17 +149,21 @@ def _named_costs(named: object) -> list[tuple[str, Cost]]:
         if isinstance(item, Op):  # a layer's operator: its display name and cost
             item = (item.name, item.cost)
         if not (isinstance(item, tuple) and len(item) == 2):
-            raise TypeError(f"named[{i}] must be a (name, Cost) pair, got {item!r}")
+            raise InvalidArgumentType(f"named[{i}]", f"must be a (name, Cost) pair, got {item!r}")
         name, cost = item
         if not isinstance(name, str):
-            raise TypeError(f"named[{i}]: the name must be a str, got {type(name).__name__}")
+            raise InvalidArgumentType(
+                f"named[{i}]", f"must be named by a str, got {type(name).__name__}"
+            )
         if not isinstance(cost, Cost):
-            raise TypeError(
-                f"named[{i}] ({name!r}): the cost must be a roofline_book.Cost, "
-                f"got {type(cost).__name__}"
+            raise InvalidArgumentType(
+                f"named[{i}]",
+                f"({name!r}) must hold a roofline_book.Cost, got {type(cost).__name__}",
             )
         if cost.bytes == 0:
-            raise ValueError(f"named[{i}] ({name!r}) moves no bytes, so it has no intensity")
+            raise InvalidArgument(
+                f"named[{i}]", f"({name!r}) moves no bytes, so it has no intensity"
+            )
         pairs.append((name, cost))
     return pairs
 
@@ -173,7 +177,9 @@ def table_frame(rows: Iterable[Row]):
     rows = list(rows)
     for i, r in enumerate(rows):
         if not isinstance(r, Row):
-            raise TypeError(f"rows[{i}] must be a Row (see cost_table), got {type(r).__name__}")
+            raise InvalidArgumentType(
+                f"rows[{i}]", f"must be a Row (see cost_table), got {type(r).__name__}"
+            )
     pd = require("pandas", "table_frame")
 
     return pd.DataFrame(
@@ -280,11 +286,13 @@ def _aligned(
 ) -> tuple[list[list[str]], list[str]]:
     lines = ([list(header)] if header else []) + [[str(c) for c in r] for r in rows]
     if not lines:
-        raise ValueError("a table needs a header or at least one row")
+        raise InvalidArgument("rows", "are empty and so is the header: a table needs one of them")
     width = len(lines[0])
     for i, line in enumerate(lines):
         if len(line) != width:
-            raise ValueError(f"row {i} has {len(line)} cells, the table has {width} columns")
+            raise InvalidArgument(
+                "rows", f"line {i} has {len(line)} cells, the table has {width} columns"
+            )
     if align is None:
         return lines, ["right" if i in right else "left" for i in range(width)]
     if len(align) != width or not set(align) <= set(_ALIGN):

@@ -224,7 +224,7 @@ class Ceilings:
             if level.name == name:
                 return level
         names = ", ".join(level.name for level in self.levels)
-        raise ValueError(f"level must be one of {names}; got {name!r}")
+        raise InvalidArgument("level", f"must be one of {names}; got {name!r}")
 
     def with_rate(self, unit: str, precision: str, value: float) -> Ceilings:
         """把一个速率换成 ``value`` 的副本（预测按条目换上它的数据流所对应的速率）。"""
@@ -263,7 +263,9 @@ class TimeBound:
             raise InvalidArgument("by_resource", "must name at least one resource")
         for name, seconds in self.by_resource.items():
             if name not in known:
-                raise ValueError(f"resource must be one of {', '.join(known)}; got {name!r}")
+                raise InvalidArgument(
+                    "resource", f"must be one of {', '.join(known)}; got {name!r}"
+                )
             _validate.non_negative(f"by_resource[{name!r}]", seconds)
         object.__setattr__(self, "by_resource", MappingProxyType(dict(self.by_resource)))
 
@@ -408,9 +410,10 @@ def bound(
         peak = ceilings.rate("compute", dtype)
         if peak is None:
             have = sorted(p for _, p in ceilings.rates)
-            raise ValueError(
-                f"{ceilings.name} has no compute rate for {peak_key(dtype)}; "
-                f"allowed: {', '.join(have)}"
+            raise InvalidArgument(
+                "dtype",
+                f"{peak_key(dtype)!r} has no compute rate on {ceilings.name}; "
+                f"allowed: {', '.join(have)}",
             )
         times["compute"] = cost.flops / peak
     else:
@@ -425,9 +428,10 @@ def bound(
             rate = ceilings.rate(unit, dtype)
             if rate is None:
                 have = sorted({p for u, p in ceilings.rates if u == unit})
-                raise ValueError(
-                    f"{ceilings.name} has no {unit} rate for {peak_key(dtype)}; "
-                    f"allowed: {', '.join(have) or 'none'}"
+                raise InvalidArgument(
+                    "dtype",
+                    f"{peak_key(dtype)!r} has no {unit} rate on {ceilings.name}; "
+                    f"allowed: {', '.join(have) or 'none'}",
                 )
             times[unit] = amount / rate
         fp32 = ceilings.rate("vector", "fp32") if cost.fp32_vector_slots else None

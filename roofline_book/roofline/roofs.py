@@ -277,7 +277,7 @@ def attainable_on(
         raise InvalidArgumentType("device", f"must be a Hardware, got {type(device).__name__}")
     band = device.bandwidth(level)
     if band is None:
-        raise ValueError(f"{device.key} has no published {level} bandwidth")
+        raise InvalidArgument("level", f"{level!r} has no published bandwidth on {device.key}")
     return attainable(intensity, device.ceiling(unit, dtype), band)
 
 
@@ -317,7 +317,7 @@ def fraction_of_roof(
     >>> fraction_of_roof(1e9, 1e-9, 10, 1e12, 1e12)
     Traceback (most recent call last):
     ...
-    ValueError: flops / seconds = 1e+18 FLOP/s is 1e+06 times the roof ... at intensity 10 ...
+    roofline_book.InvalidArgument: seconds (1e-09 s) gives ... 1e+06 times the roof ...
     """
     rate = achieved(flops, seconds)
     if _validate.non_negative("intensity", intensity) == 0:
@@ -328,8 +328,10 @@ def fraction_of_roof(
     roof = attainable(intensity, peak_flops, bandwidth)
     fraction = rate / roof
     if fraction > 1 + 1e-9:  # beyond rounding: no run beats an upper bound
-        raise ValueError(
-            f"flops / seconds = {rate:.4g} FLOP/s is {fraction:.4g} times the roof "
+        raise InvalidArgument(
+            "seconds",
+            f"({float(seconds):.4g} s) gives flops / seconds = {rate:.4g} FLOP/s, {fraction:.4g} "
+            "times the roof "
             f"({roof:.4g} FLOP/s at intensity {float(intensity):.4g} FLOP/byte): a run cannot "
             "beat the roof, so an input is wrong: seconds, flops, intensity (bytes a cache "
             "served are not HBM bytes), or peak_flops or bandwidth below the device's",
