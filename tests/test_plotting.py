@@ -196,6 +196,12 @@ def test_a_catalog_device_without_a_fixed_colour_is_drawn_in_the_palette(ax):
     drawn = plotting.device_rooflines(ax, [(mi300x, "MI300X", None)], {"bf16": "-"})
     assert drawn[0].get_color() == colours[0]
     assert all(plotting.roof_color(k, p) for k, d in catalog().items() for p in d.precisions)
+    # on one chart no two roofs share a colour, fixed or not
+    both = [(hardware("h100-sxm"), "H100", None), (mi300x, "MI300X", None)]
+    lines = plotting.device_rooflines(ax, both, {"bf16": "-", "fp8": "--"})
+    roofs = [a for a in lines if a.get_label().startswith(("H100", "MI300X"))]
+    assert len(roofs) == 4 and len({a.get_color() for a in roofs}) == 4
+    assert roofs[0].get_color() == "#0072B2"  # H100 BF16 keeps the book's colour
     with pytest.raises(ValueError, match="device must be a catalog device"):
         plotting.roof_color("tpu-v9", "bf16")
 

@@ -410,7 +410,8 @@ def device_rooflines(
     ----------
     devices : sequence of tuple
         每块设备的 ``(Hardware, label, colour)``；colour 为 ``None`` 时，每种精度的颜色取自
-        :data:`~roofline_book.present.plotting.style.ROOF_COLORS`。每块设备画得比前一块细，所以与前面设备重合的
+        :func:`~roofline_book.present.plotting.style.roof_color`，与同一张图上已画的 roof 同色时换成
+        调色板中下一个没用过的颜色。每块设备画得比前一块细，所以与前面设备重合的
         roof（峰值相同）两条都看得见。
     dtypes : mapping of str to str
         精度到线型的映射，例如 ``{"bf16": "-", "fp32": "--"}``；每块设备在该精度下的 dense
@@ -423,10 +424,23 @@ def device_rooflines(
     drawn = []
     steps = np.linspace(3.0, 1.2, len(devices)) if len(devices) > 1 else [None]
     widths = [None if w is None else float(w) for w in steps]
+    used: set[str] = set()
     for (device, label, color), width in zip(devices, widths, strict=True):
         for dtype, linestyle in dtypes.items():
+            colour = color or _unused(roof_color(device.key, dtype), used)
+            used.add(colour)
             drawn += roofline(ax, device.peak_flops(dtype), device.memory_bandwidth,
-                              color=color or roof_color(device.key, dtype), linewidth=width,
+                              color=colour, linewidth=width,
                               linestyle=linestyle, label=f"{label} {dtype.upper()}",
                               intensity_range=intensity_range, unit=unit)  # fmt: skip
     return drawn
+
+
+def _unused(colour: str, used: set[str]) -> str:
+    """``colour``，或它已画在这张图上时 :data:`PALETTE` 中下一个还没用过的颜色。"""
+    if colour not in used:
+        return colour
+    palette = list(PALETTE.values())
+    start = palette.index(colour) if colour in palette else 0
+    rest = palette[start + 1 :] + palette[: start + 1]
+    return next((c for c in rest if c not in used), colour)
