@@ -96,7 +96,7 @@ def json_fields(
     >>> from roofline_book.cli.schema import SCHEMAS
     >>> [path for path, _, _ in json_fields(SCHEMAS["op"])]
     ['roofline_book_version', 'command', 'operator', 'arguments', 'device', '(cost)']
-    >>> json_fields(SCHEMAS["block"])[-1]
+    >>> json_fields(SCHEMAS["block"])[-2]
     ('optimizer.ops[].(cost)', 'cost', 'the cost fields, as in op')
     """
     from .._base.records import json_schema

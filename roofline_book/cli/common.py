@@ -20,7 +20,7 @@ from ..present.tables import text_table
 from ..present.words import RESOURCES
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
-from .jsonout import cost_json, device_json, envelope, is_adhoc
+from .results import is_adhoc
 
 PROG = "roofline-book"
 DEFAULT_DEVICE = "h100-sxm"
@@ -35,14 +35,11 @@ __all__ = [
     "Parser",
     "UsageError",
     "add_device_arguments",
-    "cost_figures",
     "rate_rows",
     "time_rows",
     "device_from_args",
-    "device_json",
     "device_line",
     "emit",
-    "emit_json",
     "emit_result",
     "is_adhoc",
     "number",
@@ -297,20 +294,9 @@ def emit(data: Any) -> None:
     print(json.dumps(data, indent=2, allow_nan=False))
 
 
-def emit_json(command: str, body: dict[str, Any]) -> None:
-    """打印 ``command`` 的 ``--json`` 输出：``body`` 加上版本与子命令名。
-
-    见 :func:`roofline_book.cli.jsonout.envelope`。
-    """
-    emit(envelope(command, body))
-
-
 def emit_result(result: Any) -> None:
     """打印一个子命令的结果记录（:mod:`roofline_book.cli.results`）的 JSON。"""
     emit(as_mapping(result))
-
-
-cost_figures = cost_json
 
 
 #: 文本输出对每种资源的叫法。
