@@ -46,10 +46,16 @@ def _numbers(cls: type, seen: set | None = None):
             yield cls, f
 
 
-def test_the_commands_declare_results():
-    # devices was written first; the others follow the same declaration
-    assert results.Result in _declared()[0].__mro__
-    assert any(m.__name__.endswith(".devices") for m in SUBCOMMANDS if hasattr(m, "RESULT"))
+def test_every_command_that_prints_json_declares_its_result():
+    # bench writes a run file (its schema: measure.runs.records) and prints no --json result
+    from roofline_book.cli.schema import SCHEMAS
+
+    declared = {m.__name__.rsplit(".", 1)[-1] for m in SUBCOMMANDS if hasattr(m, "RESULT")}
+    assert declared == {m.__name__.rsplit(".", 1)[-1] for m in SUBCOMMANDS} - {"bench"}
+    assert set(SCHEMAS) == declared
+    for m in SUBCOMMANDS:
+        if hasattr(m, "RESULT"):
+            assert results.Result in m.RESULT.__mro__
 
 
 @pytest.mark.parametrize("cls", _declared(), ids=lambda c: c.__name__)
