@@ -523,3 +523,36 @@ def test_flash_softmax_runs_at_the_fp32_vector_rate():
         c = attention(1, heads, n, n, d, dtype, tile=ops.fa3_tile(d, dtype))
         vector = time_bound(c, hardware("h100-sxm"), dtype).by_resource["vector"]
         assert vector == pytest.approx(4 * heads * n * n / 33.5e12)
+
+
+def test_layernorm_backward_reads_and_writes_what_the_aten_schema_names():
+    # native_layer_norm_backward(Tensor grad_out, Tensor input, SymInt[] normalized_shape,
+    #   Tensor mean, Tensor rstd, Tensor? weight, Tensor? bias, bool[3] output_mask)
+    #   -> (Tensor, Tensor, Tensor): reads dY, X, mean, rstd and gamma (beta is not needed),
+    #   writes dX, dgamma, dbeta. Llama-sized: 4096 tokens x 4096 features, BF16.
+    c = ops.norms.layernorm_backward(4096, 4096, "bf16")
+    n = 4096 * 4096
+    assert c.bytes_read == 2 * (2 * n + 2 * 4096 + 4096)  # dY, X; mean, rstd; gamma
+    assert c.bytes_written == 2 * (n + 2 * 4096)  # dX; dgamma, dbeta
+    # per element: x_hat = (x - mean) * rstd (2), g = dy * gamma (1), sum g (1),
+    # sum g * x_hat (2), dx = rstd * (g - mean_g - x_hat * mean_gx) (4), dgamma += dy * x_hat
+    # (2), dbeta += dy (1): 13; per row the two means divide by d (2)
+    assert c.flops == 13 * n + 2 * 4096 == 218_112_000
+    assert c.vector_slots == (13 - 3) * n + 2 * 4096  # three FMAs, one slot each
+    assert c.intensity == pytest.approx(218_112_000 / (2 * (3 * n + 5 * 4096)))  # about 2.2
+    # gamma in FP32 beside BF16 activations: gamma read and both its gradients written at 4
+    mixed = ops.norms.layernorm_backward(8, 16, "bf16", weight_dtype="fp32")
+    assert mixed.bytes_read == 2 * (2 * 128 + 2 * 8) + 4 * 16  # 8 rows of 16
+    assert mixed.bytes_written == 2 * 128 + 2 * 4 * 16
+
+
+def test_layernorm_backward_bytes_are_the_tensors_torch_passes():
+    torch = pytest.importorskip("torch")
+    rows, d = 6, 10
+    x, dy = torch.randn(rows, d), torch.randn(rows, d)
+    w, b = torch.randn(d), torch.randn(d)
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, [d], w, b, 1e-5)
+    outs = torch.ops.aten.native_layer_norm_backward(dy, x, [d], mean, rstd, w, b, [True] * 3)
+    c = ops.norms.layernorm_backward(rows, d, "fp32")
+    assert c.bytes_read == sum(t.nbytes for t in (dy, x, mean, rstd, w))
+    assert c.bytes_written == sum(t.nbytes for t in outs)

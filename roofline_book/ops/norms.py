@@ -120,3 +120,46 @@ def layernorm(
         special_flops=rows,
         vector_fma_flops=4 * rows * d,
     )
+
+
+def layernorm_backward(
+    rows: int, d: int, dtype: Precision = "bf16", *, weight_dtype: Precision | None = None
+) -> Cost:
+    """LayerNorm 的反向（``rows x d`` 的激活沿最后一维），带权重与偏置的梯度。
+
+    按 PyTorch ``native_layer_norm_backward(grad_out, input, normalized_shape, mean, rstd,
+    weight, bias, output_mask)`` 的 schema：读 ``dY``、``X``、前向存下的每行 ``mean`` 与
+    ``rstd``、``gamma``，写 ``dX``、``dgamma``、``dbeta``（``beta`` 本身不必读）。
+
+    .. math::
+
+        \\hat x = (x - \\mu)\\,r,\\quad g = dy\\,\\gamma,\\quad
+        dx = r\\,\\bigl(g - \\overline{g} - \\hat x\\,\\overline{g \\hat x}\\bigr),\\quad
+        d\\gamma = \\textstyle\\sum_{rows} dy\\,\\hat x,\\quad d\\beta = \\sum_{rows} dy
+
+    FLOPs（NB：这是本包的约定）：每个元素 13 次，重算 ``x_hat`` （减、乘：2）、``g`` （1）、两个行内
+    求和（``sum g`` 1，``sum g x_hat`` 2）、``dx`` （乘、两次减、乘 ``rstd``：4）、``dgamma`` 与
+    ``dbeta`` 的累加（2 与 1）；每行两次除以 ``d`` 求两个均值（2）。其中三对是 FMA：
+    ``sum g x_hat``、``dgamma`` 的累加、``dx`` 里的 ``(g - mean g) - x_hat * mean(g x_hat)``。
+    流量是一趟融合 kernel 的必需流量；``mean`` 与 ``rstd`` 按 ``dtype`` 计（CPU 上如此；CUDA 对
+    16 位输入存为 FP32，每行多 4 字节，下界仍成立）。PyTorch 的 CUDA 实现把 ``dX`` 与
+    ``dgamma``/``dbeta`` 分成两个 kernel，后者再读一遍 ``dY`` 与 ``X``。
+
+    Examples
+    --------
+    >>> c = layernorm_backward(2, 8, "fp32")
+    >>> c.flops, c.bytes_read, c.bytes_written    # 13*16 + 2*2; 4*(2*16 + 2*2 + 8); 4*(16 + 2*8)
+    (212, 176, 128)
+    """
+    rows = _validate.size("rows", rows)
+    d = _validate.size("d", d)
+    s = bytes_per_element(dtype)
+    s_w = s if weight_dtype is None else bytes_per_element(weight_dtype, "weight_dtype")
+    n = rows * d
+    return Cost(
+        flops=13 * n + 2 * rows,
+        bytes_read=s * (2 * n + 2 * rows) + s_w * d,
+        bytes_written=s * n + 2 * s_w * d,
+        vector_flops=13 * n + 2 * rows,
+        vector_fma_flops=6 * n,
+    )

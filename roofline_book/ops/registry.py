@@ -26,7 +26,7 @@ from .attn import (
 )
 from .cost import ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
-from .norms import layernorm, rmsnorm, rmsnorm_eager
+from .norms import layernorm, layernorm_backward, rmsnorm, rmsnorm_eager
 from .optimizer import ADAMW_IMPLS, adamw
 from .pointwise import add, elementwise, gelu, relu, residual_add, rope, softmax, swiglu
 
@@ -410,4 +410,12 @@ register(Entry(
     ("Rotary position embedding (RoPE) applied to Q and K, as one fused kernel.", "RoPE"),
     help={"tokens": "rows of Q and K (batch x sequence)", "heads": "query heads",
           "head_dim": "width of one head (even)"},
+))  # fmt: skip
+register(Entry(
+    "layernorm_backward", layernorm_backward,
+    ("Backward pass of LayerNorm: dX, dgamma and dbeta from dY, X and the saved mean and rstd.",
+     "LayerNorm 反向"),
+    help={"weight_dtype": "precision of weight and bias, if not --dtype"},
+    case="layernorm_backward",
+    aten=("aten::native_layer_norm_backward",),
 ))  # fmt: skip
