@@ -28,7 +28,8 @@ from ..ops import Cost
 from ..roofline.roofs import Bound, TimeBound, main_unit, time_bound, unit_rates
 from .words import RESOURCES
 
-#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）：:data:`.words.RESOURCES` 的中文。
+#: 本书对下界可能来自的每种资源的叫法（正文与表格单元格）：
+#: :data:`roofline_book.present.words.RESOURCES` 的中文。
 RESOURCE_ZH = RESOURCES["zh"]
 
 

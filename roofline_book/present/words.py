@@ -51,7 +51,7 @@ VERDICTS: dict[str, dict[str, str]] = {
     },
     "zh": {"pass": "成立", "fail": "不成立", "inconclusive": "无法判定", "not measured": "未测"},
 }
-"""一条结论的每种判定（:data:`roofline_book.measure.judge.verdicts.VERDICTS`）的叫法，按语言索引。"""
+"""一条结论的每种判定（``roofline_book.measure.judge.verdicts.VERDICTS``）的叫法，按语言索引。"""
 
 
 def resource(name: str, language: str = "en") -> str:
