@@ -30,7 +30,7 @@ from .attn import (
 )
 from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
-from .norms import layernorm, rmsnorm, rmsnorm_eager
+from .norms import layernorm, layernorm_backward, rmsnorm, rmsnorm_eager
 from .optimizer import (
     ADAMW_IMPLS,
     MULTI_TENSOR_CHUNK,
@@ -88,6 +88,7 @@ __all__ = [
     "gelu",
     "gemm",
     "layernorm",
+    "layernorm_backward",
     "linear_backward",
     "multi_tensor_launches",
     "relu",

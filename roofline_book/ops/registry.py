@@ -145,10 +145,10 @@ class Entry:
         ``op NAME`` 中的名字。
     func : callable
         模型函数。
-    summary : tuple of (str, str)
-        一句话说明：英文（``op --help``）与中文（计算器的下拉框）。
-    args : tuple of str, optional
-        命令行提供的参数，按显示的顺序；省略时为签名中全部尺寸、开关与文字参数，按签名顺序。
+    summary : tuple of str
+        一句话说明：英文（``op --help``）与中文（计算器的下拉框），依次两项。
+    args : tuple of str or None
+        命令行提供的参数，按显示的顺序；None 时为签名中全部尺寸、开关与文字参数，按签名顺序。
     filled : tuple of str
         签名中没有默认值（或默认值不必显示）、但可以省略的参数：由 ``prepare`` 或设备补上。
     help : mapping
@@ -157,10 +157,10 @@ class Entry:
         文字参数允许的值，写进帮助（``implementation: fused, foreach, loop``）。
     roof_dtype : str
         决定计算 roof 精度的参数。
-    prepare : callable, optional
+    prepare : callable or None
         调用之前补全参数（``seq_k`` 默认取 ``seq_q``）。
-    total : callable, optional
-        把 ``func`` 的返回值变成一个 Cost（省略时它本身就返回 Cost）。
+    total : callable or None
+        把 ``func`` 的返回值变成一个 Cost（None 时它本身就返回 Cost）。
     case : str or None
         :mod:`roofline_book.measure.bench.cases` 中测量它的 benchmark case；没有时为 None。
     aten : tuple of str
