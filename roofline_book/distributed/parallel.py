@@ -37,7 +37,6 @@ from ..devices.device import Hardware, Network
 from ..dtypes import bytes_per_element
 from ..llm.config import ModelConfig
 from ..llm.inference import (
-    _keys_read,
     kv_cache_bytes,
     layer_ops,
     step_ops,
@@ -47,6 +46,7 @@ from ..llm.inference import (
 from ..llm.quantization import Precisions
 from ..llm.serving import MEMORY_RESERVE, activation_peak
 from ..ops import ZERO, Cost
+from ..ops.attn import attention_keys
 from ..roofline.roofs import time_bound
 from .collectives import NCCL_BASE_LATENCY, CommTime, collective_time, switch_share
 
@@ -205,7 +205,7 @@ def device_ops(
     for _, idx in kinds.items():
         for name, cost in layer_ops(config, batch, new, context, p, layer=idx[0]):
             if name == "attention":
-                keys = _keys_read(new, context, config.window(idx[0]))
+                keys = attention_keys(new, context, config.window(idx[0]))
                 kv = batch * 2 * s_kv * config.kv_dim * keys
                 rest = Cost(
                     cost.flops,

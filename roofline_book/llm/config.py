@@ -25,7 +25,8 @@ from types import MappingProxyType
 
 from .._base import validate as _validate
 from .._base.validate import InvalidArgument, InvalidArgumentType
-from ..devices.catalog import Source, catalog_key
+from ..devices.catalog import catalog_key
+from ..devices.ceiling import Source
 
 #: 层的种类。``"global"`` 对整个上下文做 attention，``"local"`` 只对最后 ``sliding_window`` 个
 #: token 做 attention，cache 中也只保留它们。

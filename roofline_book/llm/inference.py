@@ -46,8 +46,6 @@ from .quantization import INT4 as INT4
 from .quantization import QUANT_GROUP as QUANT_GROUP
 from .quantization import Precisions as Precisions
 
-_keys_read = attention_keys  # the name distributed.parallel imports
-
 
 def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None) -> int:
     """一个 token 在所有层中保存的 KV cache 字节数：``2 x layers x kv_heads x head_dim x s_kv``。
