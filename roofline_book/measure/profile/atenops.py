@@ -5,7 +5,10 @@
 保留的标量
 参数与 tensor 列表），它从 :mod:`roofline_book.ops` 算出这次调用的
 :class:`~roofline_book.ops.Cost`；记录中的信息不够时返回 ``None``。没有列出的算子没有模型：
-attribution 会列出它的时间，但不给数字，而不是编造数字。
+attribution 会列出它的时间，但不给数字，而不是编造数字。登记表
+（:data:`roofline_book.ops.registry.REGISTRY`）中一个算子列出的 aten 算子，以这个算子的函数为模型，
+参数按名字从记录中读出；记录的调用不是它描述的全部工作时（没有 weight、省去一个输出），仍用这里按
+schema 读的模型。
 
 参数按名字读，不按位置：profiler 按算子 schema 的顺序记下每个参数（关键字参数也在内），
 :meth:`~roofline_book.measure.profile.atencalls.Call.names` 从所装 torch 的
