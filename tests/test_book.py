@@ -187,16 +187,19 @@ def test_an_add_from_dram_is_held_to_the_same_add_in_l2_not_to_the_gemm_peak():
     import pathlib
 
     from roofline_book.book import measured, runs
+    from roofline_book.measure.runs.runfile import validate_run
 
-    fixture = json.loads(
+    data = json.loads(
         (pathlib.Path(__file__).parent / "data" / "fixture-cpu-pass.json").read_text("utf-8")
     )
-    run = copy.deepcopy(fixture)
+    fixture = validate_run(data)
+    edited = copy.deepcopy(data)
     # the fixture's small add: 2^14 FP32 elements (192 KiB, in L2) in its median 2 us
     l2_add = 2**14 / 2e-6  # 8.192 GFLOP/s
-    run["ceilings"]["vector_flops"] = {
+    edited["ceilings"]["vector_flops"] = {
         "fp32": {"value": l2_add, "entry": "add/fp32/add/numel=16384"}
     }
+    run = validate_run(edited)
     h = measured.highlights(run)
     # the streaming add: 2^24 FLOPs in its median 9 ms = 1.864 GFLOP/s, 22.8% of 8.192
     assert h["add_of_l2_add_pct"] == pytest.approx(100 * (2**24 / 9e-3) / l2_add)

@@ -6,6 +6,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,7 @@ def _base(tp: typing.Any) -> typing.Any:
             return tp
 
 
-def _numbers(cls: type, seen: set | None = None):
+def _numbers(cls: Any, seen: set | None = None):
     """(record, field) for every int or float field reachable from ``cls``"""
     seen = set() if seen is None else seen
     if cls in seen:
