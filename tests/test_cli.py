@@ -147,6 +147,23 @@ OPERATOR_CASES = {
         + ["--grad-dtype", "bf16", "--model-dtype", "bf16"],
         rb.adamw(10**6, "loop", tensors=7, grad_dtype="bf16", model_dtype="bf16"),
     ),
+    "attention window, GQA, FP8 cache": (
+        ["attention", "--batch", "1", "--heads", "32", "--kv-heads", "8", "--seq-q", "8192"]
+        + ["--head-dim", "128", "--causal", "--window", "4096", "--kv-dtype", "fp8"]
+        + ["--sram-bytes", "64Ki"],
+        rb.attention(
+            1,
+            32,
+            8192,
+            8192,
+            128,
+            causal=True,
+            kv_heads=8,
+            window=4096,
+            kv_dtype="fp8",
+            sram_bytes=65536,
+        ),
+    ),
     "attention flash causal": (
         ["attention", "--batch", "2", "--heads", "4", "--seq-q", "1024", "--head-dim", "64"]
         + ["--causal", "--sram-bytes", "64Ki"],

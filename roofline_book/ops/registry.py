@@ -99,6 +99,12 @@ VOCABULARY: Mapping[str, Word] = MappingProxyType({
         "compute the intermediates in FP32 (--no-upcast: in --dtype)", "中间结果用 FP32"
     ),
     "kv_heads": Word("key heads (default: --heads)", "KV head 数"),
+    "window": Word(
+        "sliding-window width: each query sees at most this many keys (with --causal)",
+        "滑动窗口的宽度（key 数，需 causal）",
+    ),
+    "kv_dtype": Word("precision of K and V (default: --dtype), e.g. fp8 for an FP8 cache",
+                     "K 与 V 的精度"),
 })  # fmt: skip
 
 _EMPTY = inspect.Parameter.empty
@@ -375,7 +381,7 @@ register(Entry(
 register(Entry(
     "attention", attention,
     ("Scaled dot-product attention softmax(Q K^T / sqrt(d)) V, forward pass.", "attention 前向"),
-    args=_ATTENTION_ARGS,
+    args=(*_ATTENTION_ARGS, "kv_heads", "window", "kv_dtype"),
     filled=("seq_k", "sram_bytes"),
     choices={"impl": ATTENTION_IMPLS},
     prepare=_seq_k_defaults_to_seq_q,
