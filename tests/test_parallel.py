@@ -260,7 +260,7 @@ def test_pipeline_bubble_and_tp_all_reduces():
 def test_bad_training_input():
     with pytest.raises(ValueError, match="zero must be 0, 1, 2 or 3"):
         TrainSplit(zero=4)
-    with pytest.raises(ValueError, match="batch 100 must be a multiple of dp x micro_batch"):
+    with pytest.raises(ValueError, match="batch 100 must be a multiple of DP x micro-batch"):
         train(LLAMA8, H100, TrainSplit(dp=64), batch=100, seq=4096)
     with pytest.raises(ValueError, match="pp .40. must be at most"):
         train(LLAMA8, H100, TrainSplit(pp=40), batch=40, seq=4096)
@@ -385,7 +385,7 @@ def test_train_json(capsys):
         (("infer", "--model", "llama-3-70b", "--tp", "3"), "--tp (3) must divide"),
         (("infer", "--model", "llama-3-70b", "--pp", "81"), "--pp (81) must be at most"),
         (("infer", "--model", "llama-3-70b", "--tp", "16"), "--tp 16 must fit in one node"),
-        (("train", "--model", "llama-3-8b", "--gpus", "64", "--dp", "3"), "--dp 3 x tp 1 x pp 1"),
+        (("train", "--model", "llama-3-8b", "--gpus", "64", "--dp", "3"), "--dp 3 x TP 1 x PP 1"),
         (("train", "--model", "llama-3-8b", "--gpus", "64", "--tp", "3"), "--gpus 64 must be"),
         (("train", "--model", "llama-3-8b", "--gpus", "8", "--zero", "4"), "--zero"),
     ],

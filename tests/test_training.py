@@ -265,7 +265,7 @@ def test_seq_beyond_the_window_is_refused(capsys):
     "argv, message",
     [
         (("--gpus", "0"), "--gpus"),
-        (("--gpus", "8", "--micro-batch", "3", "--batch", "64"), "micro_batch (8 x 3)"),
+        (("--gpus", "8", "--micro-batch", "3", "--batch", "64"), "DP x micro-batch (8 x 3)"),
         (("--gpus", "8", "--zero", "2", "--no-reshard"), "--no-reshard is an option of"),
         (("--gpus", "8", "--micro-batch", "0"), "--micro-batch"),
     ],

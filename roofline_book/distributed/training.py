@@ -103,16 +103,19 @@ class TrainSplit:
         >>> TrainSplit.over(64, tp=3)
         Traceback (most recent call last):
         ...
-        roofline_book.InvalidArgument: gpus 64 must be a multiple of tp x pp (3)
+        roofline_book.InvalidArgument: gpus 64 must be a multiple of one replica's TP x PP = ... = 3
         """
         gpus = _validate.size("gpus", gpus)
         group = _validate.size("tp", tp) * _validate.size("pp", pp)
         if gpus % group:
-            raise InvalidArgument("gpus", f"{gpus} must be a multiple of tp x pp ({group})")
+            raise InvalidArgument(
+                "gpus",
+                f"{gpus} must be a multiple of one replica's TP x PP = {tp} x {pp} = {group}",
+            )
         dp = gpus // group if dp is None else _validate.size("dp", dp)
         if dp * group != gpus:
             raise InvalidArgument(
-                "dp", f"{dp} x tp {tp} x pp {pp} = {dp * group}, not the {gpus} gpus"
+                "dp", f"{dp} x TP {tp} x PP {pp} = {dp * group}, not the {gpus} GPUs"
             )
         return cls(dp=dp, tp=tp, pp=pp, zero=zero, reshard=reshard)
 
@@ -384,7 +387,7 @@ def train(
     sp.check(c, per_node=per_node)
     if batch % (sp.dp * micro_batch):
         raise InvalidArgument(
-            "batch", f"{batch} must be a multiple of dp x micro_batch ({sp.dp} x {micro_batch})"
+            "batch", f"{batch} must be a multiple of DP x micro-batch ({sp.dp} x {micro_batch})"
         )
     a = bytes_per_element(dtype)
     peak = device.peak_flops(dtype)
