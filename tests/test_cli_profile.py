@@ -99,7 +99,7 @@ def test_bad_scripts_one_line_exit_2(script, capsys, tmp_path, text, message):
 def test_bad_device_names_the_argument(script, capsys):
     assert main(["profile", "--device", "h1000", script(GOOD), "--n", "4"]) == 2
     err = capsys.readouterr().err
-    assert "unknown device 'h1000'" in err and "h100-sxm" in err
+    assert "--device 'h1000' is not in the catalog" in err and "h100-sxm" in err
 
 
 def test_device_and_run_file_together_refused(script, capsys):

@@ -106,8 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: 报告 bug 的地方。
+ISSUES = "https://github.com/roofline-book/roofline-book/issues"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """运行命令行；返回退出状态（成功为 0，输入有误为 2）。
+
+    输入有误（:class:`~roofline_book.InvalidArgument`、``UsageError``）印一行错误，指出用户输入
+    的 flag；其他异常是本包的 bug，照常抛出，traceback 后附一句请报告它的说明。
 
     Parameters
     ----------
@@ -131,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         flag = command.flag(exc.name) if isinstance(command, Parser) else None
         _error(where, f"{flag} {exc.detail}" if flag else str(exc))
         return EXIT_USAGE
-    except (UsageError, ValueError, TypeError, MissingExtra) as exc:
+    except (UsageError, MissingExtra) as exc:
         _error(where, str(exc))
         return EXIT_USAGE
     except BrokenPipeError:  # e.g. `roofline-book devices | head -3`: stop quietly
@@ -142,6 +149,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = f" {exc.filename!r}" if exc.filename else ""
         _error(where, f"cannot write{name}: {exc.strerror or exc}")
         return 1
+    except Exception as exc:  # not the user's input: a bug, shown with its traceback
+        exc.add_note(
+            f"This is a bug in roofline-book {__version__}, not a problem with your input. "
+            f"Please report it, with the command line above, at {ISSUES}"
+        )
+        raise
 
 
 def _error(where: str, message: str) -> None:

@@ -276,6 +276,8 @@ def read_run_file(path: str, what: str = "the run file") -> Run:
         raise UsageError(
             f"cannot read {what} {path!r}: its JSON nests too deeply to be a run file"
         ) from None
+    except ValueError as exc:  # not a run file: the message names the file and the field
+        raise UsageError(str(exc)) from None
 
 
 def device_line(device: Hardware, precision: str) -> str:

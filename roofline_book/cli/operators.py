@@ -103,7 +103,7 @@ def point_form(name: str) -> str:
     >>> point_form("gemm")
     'gemm:M,K,N[,BATCH]'
     >>> point_form("attention")
-    'attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM[,SRAM_BYTES]'
+    'attention:BATCH,HEADS,SEQ_Q,SEQ_K,HEAD_DIM[,SRAM_BYTES[,KV_HEADS[,WINDOW]]]'
     """
     key, spec = operator(name)
     sizes = [a for a in spec.params if a.kind == "size"]

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from importlib import resources
 
 from .._base import validate as _validate
-from .._base.validate import InvalidArgumentType
+from .._base.validate import InvalidArgument, InvalidArgumentType
 from .ceiling import ANY_PRECISION, USER_SOURCE
 from .ceiling import COMPUTE_UNITS as COMPUTE_UNITS  # re-exported: the catalog's vocabulary
 from .ceiling import LINKS as LINKS
@@ -184,7 +184,9 @@ def network(name: str) -> Network:
         raise InvalidArgumentType("name", f"must be a network name such as 'ib-ndr', got {name!r}")
     key = catalog_key(name)
     if key not in networks():
-        raise ValueError(f"unknown network {name!r}; allowed: {', '.join(networks())}")
+        raise InvalidArgument(
+            "network", f"{name!r} is not in the catalog; allowed: {', '.join(networks())}"
+        )
     return networks()[key]
 
 
@@ -215,7 +217,9 @@ def hardware(name: str) -> Hardware:
     key = catalog_key(name)
     devices = catalog()
     if key not in devices:
-        raise ValueError(f"unknown device {name!r}; allowed: {', '.join(devices)}")
+        raise InvalidArgument(
+            "device", f"{name!r} is not in the catalog; allowed: {', '.join(devices)}"
+        )
     return devices[key]
 
 

@@ -306,7 +306,7 @@ def model(name: str) -> ModelConfig:
     >>> model("gpt-5")
     Traceback (most recent call last):
     ...
-    ValueError: unknown model 'gpt-5'; allowed: llama-2-7b, ...
+    roofline_book.InvalidArgument: model 'gpt-5' is not in the catalog; allowed: llama-2-7b, ...
     """
     if not isinstance(name, str):
         raise InvalidArgumentType(
@@ -315,7 +315,9 @@ def model(name: str) -> ModelConfig:
     catalog = models()
     key = catalog_key(name)
     if key not in catalog:
-        raise ValueError(f"unknown model {name!r}; allowed: {', '.join(catalog)}")
+        raise InvalidArgument(
+            "model", f"{name!r} is not in the catalog; allowed: {', '.join(catalog)}"
+        )
     return catalog[key]
 
 
