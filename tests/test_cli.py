@@ -384,7 +384,8 @@ def test_block_of_a_catalog_model():
     text = run("block", "--model", "mixtral-8x7b").stdout
     assert text.startswith("Mixtral-8x7B decoder block (batch=1, seq=4096, hidden=4096,")
     bad = run("block", "--model", "gpt-5")
-    assert bad.returncode == 2 and "--model 'gpt-5' is not in the catalog; allowed: llama-2-7b" in bad.stderr
+    assert bad.returncode == 2
+    assert "--model 'gpt-5' is not in the catalog; allowed: llama-2-7b" in bad.stderr
 
 
 # --------------------------------------------------------------------------
@@ -653,7 +654,10 @@ def test_infer_sliding_window_and_embeddings():
 
 
 INFER_ERRORS = {
-    "unknown model": (("--model", "gpt-9"), "--model 'gpt-9' is not in the catalog; allowed: llama-2-7b"),
+    "unknown model": (
+        ("--model", "gpt-9"),
+        "--model 'gpt-9' is not in the catalog; allowed: llama-2-7b",
+    ),
     "context beyond the window": (
         ("--model", "llama-2-7b", "--context", "8192"),
         "context window (4096)",
@@ -762,8 +766,14 @@ EDGES = {
     "0^0": (("op", "gemm", "--m", "0^0", "--k", "4", "--n", "4"), "--m: '0^0' is undefined"),
     "leading underscore": (("op", "add", "--numel", "_1"), "--numel: expected a whole number"),
     # an empty device is not the default one
-    "empty device": (("op", "add", "--numel", "1", "--device", ""), "--device '' is not in the catalog; allowed"),
-    "devices, empty device": (("devices", "--device", ""), "--device '' is not in the catalog; allowed"),
+    "empty device": (
+        ("op", "add", "--numel", "1", "--device", ""),
+        "--device '' is not in the catalog; allowed",
+    ),
+    "devices, empty device": (
+        ("devices", "--device", ""),
+        "--device '' is not in the catalog; allowed",
+    ),
     # the flag the user typed, not the library's parameter
     "infer prompt 0": (("infer", "--model", "llama-3-8b", "--prompt", "0"),
                        "argument --prompt: expected a whole number >= 1"),

@@ -205,7 +205,7 @@ def test_api_errors_name_the_argument():
                 try:
                     func(**dict(base, **{p.name: bad}))
                 except (ValueError, TypeError) as exc:
-                    named = "device" if fname == "hardware" else p.name  # "device 'x' is not in ..."
+                    named = "device" if fname == "hardware" else p.name  # "device 'x' is not ..."
                     if named not in str(exc):
                         failures.append((fname, p.name, repr(bad)[:20], str(exc)[:80]))
                 except Exception as exc:  # neither ValueError nor TypeError
