@@ -155,26 +155,6 @@ class OpRow:
         """决定下界的资源（``"matrix"``、``"memory"``、``"hbm"`` 等）。"""
         return None if self.bound_time is None else self.bound_time.resource
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "id": self.name,
-            "shapes": [list(s) for s in self.shapes],
-            "dtypes": list(self.dtypes),
-            "calls": self.calls,
-            "self_time_s": self.self_time_s,
-            "share": self.share,
-            "flops": self.flops,
-            "bytes": self.bytes,
-            "intensity": self.intensity,
-            "achieved_flops_per_s": self.achieved_flops,
-            "achieved_Bps": self.achieved_bytes,
-            "fraction_of_roof": self.fraction_of_roof,
-            "bound": "dram" if self.bound == "memory" else self.bound,
-            "beats_bound": self.beats_bound,
-            "profiler_flops": self.profiler_flops,
-            "kind": self.kind,
-        }
-
 
 @dataclass(frozen=True)
 class Attribution:
@@ -235,20 +215,6 @@ class Attribution:
     def total(self) -> Cost:
         """有模型的各算子的代价之和。"""
         return sum((r.cost for r in self.rows if r.cost is not None), Cost(0, 0, 0, 0))
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "ops": [r.as_json() for r in self.rows],
-            "total_self_time_s": self.total_time_s,
-            "operator_self_time_s": self.operator_time_s,
-            "explained_share": self.explained,
-            "modelled_share": self.modelled_share,
-            "compiled_self_time_s": self.compiled_time_s,
-            "compile_self_time_s": self.compile_time_s,
-            "rows_beating_bound": len(self.beaten()),
-            "clock": self.clock,
-            "roof": None if self.ceilings is None else ceilings_json(self.ceilings),
-        }
 
     def table(self, limit: int | None = None) -> str:
         """把各行写成对齐的文本表格（带 SI 前缀），最多 ``limit`` 行。"""
@@ -343,21 +309,6 @@ def row_bound(cost: Cost, ceilings: Ceilings, precision: str) -> TimeBound | Non
         return bounds.bound(cost, ceilings, precision, resident=True)
     except ValueError:  # no rate for this precision (a run that did not measure it)
         return None
-
-
-def ceilings_json(ceilings: Ceilings) -> dict[str, Any]:
-    """``--json`` 中的上限：名称、每种单元和精度的速率，以及由内向外的各层级。"""
-    return {
-        "name": ceilings.name,
-        "rates": [
-            {"unit": unit, "precision": precision, "rate_per_s": value}
-            for (unit, precision), value in ceilings.rates.items()
-        ],
-        "levels": [
-            {"name": lv.name, "bandwidth_Bps": lv.bandwidth, "capacity_bytes": lv.capacity}
-            for lv in ceilings.levels
-        ],
-    }
 
 
 def attribute(
