@@ -94,9 +94,9 @@ class Hardware:
     firmness : str
         设备出处的可靠程度：``"vendor"`` （datasheet、白皮书）或 ``"secondary"``；
         自定义设备为 ``""``。
-    sources : mapping of str to Source
+    sources : mapping of str to roofline_book.devices.ceiling.Source
         每个数字的出处，按字段名索引；``"vector_peaks.bf16"`` 这样的键给出某一精度不同的出处。
-    compared_sources : mapping of str to tuple of Source
+    compared_sources : mapping of str to tuple of roofline_book.devices.ceiling.Source
         与某个数字比较过但没有采用的出处（厂商的另一个数字、更低的测量），按字段名索引。
     compared_figures : mapping of str to tuple of float
         这些出处给出的数字，顺序相同（例如 B200 Tech Brief 的 7.7 TB/s）。

@@ -40,7 +40,7 @@ def record(
     Parameters
     ----------
     entries : sequence of roofline_book.measure.runs.records.Entry
-        探针的条目，即 :func:`roofline_book.measure.runs.rounds.measure_rounds` 的返回值。
+        探针的条目，即 :func:`roofline_book.measure.run.measure_rounds` 的返回值。
     sets : mapping
         按用途分组的探针，即 :func:`~roofline_book.measure.bench.suites.probes` 的返回值。
     levels : mapping, optional

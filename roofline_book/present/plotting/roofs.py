@@ -410,7 +410,7 @@ def device_rooflines(
     ----------
     devices : sequence of tuple
         每块设备的 ``(Hardware, label, colour)``；colour 为 ``None`` 时，每种精度的颜色取自
-        :func:`~roofline_book.present.plotting.style.roof_color`，与同一张图上已画的 roof 同色时换成
+        ``roof_color``，与同一张图上已画的 roof 同色时换成
         调色板中下一个没用过的颜色。每块设备画得比前一块细，所以与前面设备重合的
         roof（峰值相同）两条都看得见。
     dtypes : mapping of str to str
@@ -437,7 +437,7 @@ def device_rooflines(
 
 
 def _unused(colour: str, used: set[str]) -> str:
-    """``colour``，或它已画在这张图上时 :data:`PALETTE` 中下一个还没用过的颜色。"""
+    """``colour``，或它已画在这张图上时 ``PALETTE`` 中下一个还没用过的颜色。"""
     if colour not in used:
         return colour
     palette = list(PALETTE.values())

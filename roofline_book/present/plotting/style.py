@@ -20,7 +20,7 @@ PALETTE = {
 }
 
 #: 本书的图中画出 roof 或 ridge point 的（目录设备，精度）各有一种固定的颜色，每张图都相同：
-#: H100 SXM 的 BF16 出现在哪里都是蓝色。其他的由 :func:`roof_color` 按目录的顺序取色。
+#: H100 SXM 的 BF16 出现在哪里都是蓝色。其他的由 ``roof_color`` 按目录的顺序取色。
 ROOF_COLORS = {
     ("h100-sxm", "bf16"): PALETTE["blue"],
     ("h100-sxm", "fp8"): PALETTE["purple"],
@@ -267,7 +267,7 @@ def roof_color(device: str, precision: str) -> str:
 
     本书的图所用的几条 roof 有固定的颜色（
     :data:`~roofline_book.present.plotting.style.ROOF_COLORS`）；目录中其他设备的 roof 按目录的顺序
-    （设备，再按它的精度）依次取 :data:`PALETTE` 的颜色，所以目录里新加的设备不改代码也能画。
+    （设备，再按它的精度）依次取 ``PALETTE`` 的颜色，所以目录里新加的设备不改代码也能画。
 
     Examples
     --------
