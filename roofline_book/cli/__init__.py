@@ -1,33 +1,10 @@
 """命令行工具：把本书的模型用在你自己的 shape 和硬件上。
 
 ``roofline-book`` （或 ``python -m roofline_book``）是包之上很薄的一层：它打印的每个数字都来自
-:mod:`roofline_book.ops`、:mod:`roofline_book.roofline.roofs`、:mod:`roofline_book.devices.catalog`
-和
-:mod:`roofline_book.llm.block`，即本书调用的那些函数。
-
-Subcommands
------------
-``op``
-    一个算子在一块设备上的 FLOPs、字节数、算术强度、限制资源、可达速率和时间下界。
-``block``
-    一个 Transformer decoder block 的各算子（加上 ``--optimizer`` 时还有对其权重做的一步 AdamW），
-    写成表格。
-``train``
-    一步训练在多块 GPU 上（DP、TP、PP、ZeRO/FSDP）：每种通信、每块设备的内存、时间下界与 MFU 上限。
-``devices``
-    硬件目录：dense 峰值、ridge point 与出处。
-``plot``
-    roofline 图（SVG 或 PNG），算子画成点。
-``profile``
-    在 profiler 下运行一个 PyTorch 脚本，把记录下的每个 op 对应到模型，并与一条 roof 对照。
-``bench``
-    :mod:`roofline_book.measure` 的 benchmark suite。
-``collectives``
-    在本机启动几个 ``torch.distributed`` 进程，测集合通信的 algbw、busbw 与 alpha-beta 拟合
-    （:mod:`roofline_book.measure.collectives`）。
-
-每个子命令是本包的一个模块，含一个添加其选项的 ``add_parser(sub, common)`` 和一个给出回答的
-``run(args)``；:data:`SUBCOMMANDS` 按 ``--help`` 显示的顺序列出它们。
+本书调用的那些模型函数。每个子命令是本包的一个模块（:data:`SUBCOMMANDS`，按 ``--help`` 的顺序），
+含一个添加其选项的 ``add_parser(sub, common)`` 和一个 ``run(args)``：``run`` 只解析参数、调用
+模型、构建结果记录（:mod:`roofline_book.cli.results`），再把它写成文本或 JSON。
+``roofline-book --help`` 列出各子命令。
 
 输入：尺寸是整数，可以直接写（``4096``、``1_048_576``），带十进制 SI 后缀（``4k`` = 4000，
 ``1.5M`` = 1500000）、二进制后缀（``4Ki`` = 4096，``192Ki`` = 196608），或写成幂（``2^20``）。
@@ -37,7 +14,8 @@ Subcommands
 FLOP/byte）的普通数。FLOPs 与字节数是精确的整数：很大的 shape （每维接近 ``2^63``）下它们超过
 int64 与 JavaScript 能精确表示的 ``2^53``，读它们的程序要按大整数读（Python 的 ``json`` 就是这样）。
 
-错误的输入在 stderr 上打印一行，写明错在哪里、允许什么，并以状态 2 退出。
+错误的输入在 stderr 上打印一行，写明错在哪里、允许什么，并以状态 2 退出；其他异常是本包的
+bug，照常印出 traceback。
 
 Examples
 --------
