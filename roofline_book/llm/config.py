@@ -292,8 +292,11 @@ def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelCon
 @functools.cache
 def models() -> Mapping[str, ModelConfig]:
     """数据文件中的全部模型，按键索引。"""
-    text = resources.files(__package__).joinpath("data/models.toml").read_text("utf-8")
-    return parse_catalog(text)
+    return parse_catalog(_catalog_text())
+
+
+def _catalog_text() -> str:
+    return resources.files(__package__).joinpath("data/models.toml").read_text("utf-8")
 
 
 def model(name: str) -> ModelConfig:
