@@ -115,6 +115,8 @@ def count(name: str, value: object, *, minimum: int = 0) -> int:
     用于 FLOPs、字节数这类由尺寸相乘得到的计数：它们可以远大于任何一个 tensor 的尺寸
     （:func:`size` 的上限）。布尔值、float 和字符串照样拒绝。
     """
+    if type(value) is int and value >= minimum:  # the common case, first: a decode loop asks
+        return value  # for millions of these (bool is not int's exact type)
     if is_bool(value) or not isinstance(value, numbers.Integral):
         raise InvalidArgumentType(
             name, f"must be an integer >= {minimum}, got {value!r} ({type(value).__name__})"
@@ -136,6 +138,8 @@ def non_negative(name: str, value: object) -> float:
 
 
 def _real(name: str, value: object, *, strict: bool) -> float:
+    if type(value) is float and (0 < value < math.inf or (value == 0 and not strict)):
+        return value  # the common case, first (NaN fails both comparisons)
     relation = "> 0" if strict else ">= 0"
     if is_bool(value) or not isinstance(value, numbers.Real):
         raise InvalidArgumentType(
