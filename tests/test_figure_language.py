@@ -40,7 +40,8 @@ ALLOWED = {
     # the roofline's own terms
     *("roof", "roofline", "ridge", "point", "memory", "compute", "bound", "datasheet", "traffic"),
     # operators and their implementations, as the book names them
-    *("gemm", "mm", "attention", "flashattention", "softmax", "rmsnorm", "gelu", "relu"),
+    *("gemm", "mm", "attention", "flashattention", "softmax", "rmsnorm", "layernorm", "gelu"),
+    "relu",
     *("add", "div", "triad", "inplace", "adamw", "residual", "mlp", "qkv", "up", "aten"),
     *("eager", "materialized", "flash", "fused", "foreach", "loop", "master", "weight"),
     *("linear", "layer", "kernel", "head", "mask", "block"),

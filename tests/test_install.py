@@ -181,7 +181,8 @@ def test_the_report_extra_reads_and_renders_a_run(dist, fresh, tmp_path):
     fixture = ROOT / "tests" / "data" / "fixture-cpu-pass.json"
     code = (
         "import sys, roofline_book as rb; "
-        "from roofline_book.measure import claims, report, runfile; "
+        "from roofline_book.measure.judge import claims, report; "
+        "from roofline_book.measure.runs import runfile; "
         f"run = runfile.load_run({str(fixture)!r}); "
         "print(len(report.results(run)), "
         "sum(c.verdict == 'pass' for c in claims.check_claims(run)), "
