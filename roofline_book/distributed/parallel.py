@@ -407,15 +407,7 @@ def _step(config, split, batch, new, context, device, p, per_node, net) -> Paral
     # the compulsory traffic of the whole step, divided by tp: KV heads replicated when tp
     # exceeds them move more than this, so the floor stays below every implementation
     traffic = step_traffic(config, batch, new, context, p) // split.tp
-    floor = Cost(
-        total.flops,
-        traffic,
-        0,
-        1,
-        vector_flops=total.vector_flops,
-        special_flops=total.special_flops,
-        vector_fma_flops=total.vector_fma_flops,
-    )
+    floor = total.fused(traffic)
     return ParallelStep(
         device_s=step_time(ops, device, p).seconds,
         device_floor_s=time_bound(floor, device, p.activations).seconds,

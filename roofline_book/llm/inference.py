@@ -312,15 +312,7 @@ def step_floor(
     ops = step_ops(config, batch, new, context, p, logits=logits)
     total = sum((cost for _, cost in ops), ZERO)
     traffic = step_traffic(config, batch, new, context, p, logits=logits)
-    floor = Cost(
-        total.flops,
-        traffic,
-        0,
-        1,
-        vector_flops=total.vector_flops,
-        special_flops=total.special_flops,
-        vector_fma_flops=total.vector_fma_flops,
-    )
+    floor = total.fused(traffic)
     return time_bound(floor, device, p.activations)
 
 

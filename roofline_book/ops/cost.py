@@ -198,6 +198,27 @@ class Cost:
 
     __rmul__ = __mul__
 
+    def fused(self, traffic: int) -> Cost:
+        """同样的 FLOPs（按单元）在一个 kernel 里做完、只搬运 ``traffic`` 字节时的代价。
+
+        一整步的下界用它：算子之间的激活留在片上，只有必须经 HBM 的字节（``traffic``，计入
+        ``bytes_read``）要搬运。
+
+        Examples
+        --------
+        >>> Cost(100, 40, 20, 3, vector_flops=10).fused(50)
+        Cost(flops=100, bytes_read=50, bytes_written=0, kernels=1, vector_flops=10, ...)
+        """
+        return Cost(
+            self.flops,
+            traffic,
+            0,
+            1,
+            vector_flops=self.vector_flops,
+            special_flops=self.special_flops,
+            vector_fma_flops=self.vector_fma_flops,
+        )
+
 
 ZERO = Cost(0, 0, 0, 0)
 """什么都不做的代价，用作代价求和的起点。"""
