@@ -16,17 +16,18 @@ Examples
 
 from __future__ import annotations
 
-from .collectives import CommTime, _devices, _real, collective_time, switch_share
+from .._base import validate as _validate
+from .collectives import CommTime, collective_time, switch_share
 
 
 def _links(
     nbytes: float, per_node: int, nodes: int, intra_bw: float, inter_bw: float
 ) -> tuple[float, int, int]:
-    size = _real("nbytes", nbytes, strict=False)
-    p = _devices("per_node", per_node)
-    m = _devices("nodes", nodes)
+    size = _validate.non_negative("nbytes", nbytes)
+    p = _validate.count("per_node", per_node, minimum=1)
+    m = _validate.count("nodes", nodes, minimum=1)
     for name, value in (("intra_bw", intra_bw), ("inter_bw", inter_bw)):
-        _real(name, value, strict=True)
+        _validate.positive(name, value)
     return size, p, m
 
 
@@ -93,7 +94,7 @@ def hierarchical_all_reduce(
     """
     size, p, m = _links(nbytes, per_node, nodes, intra_bw, inter_bw)
     for name, value in (("intra_lat", intra_lat), ("inter_lat", inter_lat)):
-        _real(name, value, strict=False)
+        _validate.non_negative(name, value)
     inside = collective_time("reduce_scatter", size, p, intra_bw, intra_lat)
     gather = collective_time("all_gather", size, p, intra_bw, intra_lat)
     across = collective_time("all_reduce", size / p, m, inter_bw, inter_lat)
@@ -151,7 +152,7 @@ def flat_ring_all_reduce(
     """
     size, p, m = _links(nbytes, per_node, nodes, intra_bw, inter_bw)
     for name, value in (("intra_lat", intra_lat), ("inter_lat", inter_lat)):
-        _real(name, value, strict=False)
+        _validate.non_negative(name, value)
     n = p * m
     if n == 1:
         return CommTime(0.0, 0.0)

@@ -36,10 +36,10 @@ busbw 比链路的 450 GB/s 略低，差的是那 14 us 延迟。
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
-from .._base.validate import InvalidArgument, InvalidArgumentType
+from .._base import validate as _validate
+from .._base.validate import InvalidArgument
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv")
 """模型覆盖的集合通信，名字与 ``torch.distributed`` 的函数对应（send/recv 为点对点）。"""
@@ -92,28 +92,6 @@ def _op(op: object) -> str:
     if not isinstance(op, str) or op not in OPS:
         raise InvalidArgument("op", f"must be one of {', '.join(OPS)}; got {op!r}")
     return op
-
-
-def _devices(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidArgumentType(
-            name, f"must be an integer >= 1, got {value!r} ({type(value).__name__})"
-        )
-    if int(value) < 1:
-        raise InvalidArgument(name, f"must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _real(name: str, value: object, *, strict: bool) -> float:
-    relation = "> 0" if strict else ">= 0"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidArgumentType(
-            name, f"must be a finite real number {relation}, got {value!r} ({type(value).__name__})"
-        )
-    number = float(value)
-    if not math.isfinite(number) or number < 0 or (strict and number == 0):
-        raise InvalidArgument(name, f"must be a finite real number {relation}, got {value!r}")
-    return number
 
 
 def _algorithm(op: str, algorithm: object) -> str:
@@ -216,10 +194,10 @@ def collective_time(
     roofline_book.InvalidArgument: algorithm 'tree' is modelled only for all_reduce, broadcast; ...
     """
     op = _op(op)
-    size = _real("nbytes", nbytes, strict=False)
-    n = _devices("devices", devices)
-    beta = _real("bandwidth", bandwidth, strict=True)
-    alpha = _real("latency", latency, strict=False)
+    size = _validate.non_negative("nbytes", nbytes)
+    n = _validate.count("devices", devices, minimum=1)
+    beta = _validate.positive("bandwidth", bandwidth)
+    alpha = _validate.non_negative("latency", latency)
     steps, share = _steps(op, n, _algorithm(op, algorithm))
     return CommTime(latency_s=steps * alpha, bandwidth_s=share * size / beta)
 
@@ -241,9 +219,9 @@ def half_bandwidth_bytes(
     6.4
     """
     op = _op(op)
-    n = _devices("devices", devices)
-    beta = _real("bandwidth", bandwidth, strict=True)
-    alpha = _real("latency", latency, strict=False)
+    n = _validate.count("devices", devices, minimum=1)
+    beta = _validate.positive("bandwidth", bandwidth)
+    alpha = _validate.non_negative("latency", latency)
     steps, share = _steps(op, n, _algorithm(op, algorithm))
     return steps * alpha * beta / share if share > 0 else 0.0
 
@@ -268,9 +246,9 @@ def crossover_bytes(op: str, devices: int, bandwidth: float, latency: float) -> 
         raise InvalidArgument(
             "op", f"must be one of {', '.join(TREE_OPS)} (those with a tree); got {op!r}"
         )
-    n = _devices("devices", devices)
-    beta = _real("bandwidth", bandwidth, strict=True)
-    alpha = _real("latency", latency, strict=False)
+    n = _validate.count("devices", devices, minimum=1)
+    beta = _validate.positive("bandwidth", bandwidth)
+    alpha = _validate.non_negative("latency", latency)
     k_ring, f_ring = _steps(op, n, "ring")
     k_tree, f_tree = _steps(op, n, "tree")
     if f_tree <= f_ring or k_ring <= k_tree or alpha == 0:
@@ -299,7 +277,7 @@ def bus_factor(op: str, devices: int) -> float:
     (1.75, 0.875, 1.0)
     """
     op = _op(op)
-    n = _devices("devices", devices)
+    n = _validate.count("devices", devices, minimum=1)
     if op == "all_reduce":
         return 2 * (n - 1) / n
     if op in ("all_gather", "reduce_scatter", "all_to_all"):
@@ -322,7 +300,7 @@ def algorithm_bandwidth(nbytes: float, seconds: float) -> float:
     >>> algorithm_bandwidth(2**30, 0.01) / 1e9                 # 1 GiB in 10 ms
     107.3741824
     """
-    return _real("nbytes", nbytes, strict=False) / _real("seconds", seconds, strict=True)
+    return _validate.non_negative("nbytes", nbytes) / _validate.positive("seconds", seconds)
 
 
 def bus_bandwidth(op: str, algbw: float, devices: int) -> float:
@@ -344,7 +322,7 @@ def bus_bandwidth(op: str, algbw: float, devices: int) -> float:
     >>> bus_bandwidth("all_to_all", 100e9, 4) / 1e9            # 100 x 3 / 4
     75.0
     """
-    return _real("algbw", algbw, strict=False) * bus_factor(op, devices)
+    return _validate.non_negative("algbw", algbw) * bus_factor(op, devices)
 
 
 def switch_share(devices: int) -> float:
@@ -359,7 +337,7 @@ def switch_share(devices: int) -> float:
     >>> switch_share(8), switch_share(1)
     (1.0, 0.0)
     """
-    return 1.0 if _devices("devices", devices) > 1 else 0.0
+    return 1.0 if _validate.count("devices", devices, minimum=1) > 1 else 0.0
 
 
 NCCL_VERSION = "2.30.7"
