@@ -31,13 +31,12 @@ from ..llm.inference import (
     layer_ops,
     step_entries,
     step_floor,
-    step_ops,
     step_time,
     weight_bytes,
 )
 from ..llm.quantization import Precisions
 from ..llm.serving import MEMORY_RESERVE, activation_peak, max_batch
-from .parallel import GPUS_PER_NODE, Comm, Split, _link, infer
+from .parallel import GPUS_PER_NODE, Comm, ParallelStep, Split, _link, infer
 
 DEFAULT_CONTEXT = 4096
 """没有给出 ``context`` 时的上下文长度（token）；模型的窗口更短时取窗口。"""
@@ -183,22 +182,7 @@ def inference_report(
         )
         fits = group.max_batch
         weights, kv = group.weight_bytes_per_device, group.kv_bytes_per_sequence_per_device
-        prefill = StepReport(
-            group.prefill.seconds,
-            group.prefill.floor_s,
-            group.prefill.communication_s,
-            group.prefill.latency_s,
-            group.prefill.comms,
-            *prefill_ops,
-        )
-        decode = StepReport(
-            group.decode.seconds,
-            group.decode.floor_s,
-            group.decode.communication_s,
-            group.decode.latency_s,
-            group.decode.comms,
-            *decode_ops,
-        )
+        prefill, decode = _of_group(group.prefill, prefill_ops), _of_group(group.decode, decode_ops)
     else:
         fits = None
         if device.memory_capacity is not None:
@@ -236,9 +220,17 @@ def _one_device(
     context: int,
     ops: tuple[tuple[Op, ...], tuple[StepOp, ...]],
 ) -> StepReport:
-    seconds = step_time(step_ops(config, batch, new, context, p), device, p).seconds
+    entries = [(e.label, e.cost) for e in ops[1]]  # the step's operators, computed once
+    seconds = step_time(entries, device, p).seconds
     floor = step_floor(config, batch, new, context, device, p).seconds
     return StepReport(seconds, floor, 0.0, 0.0, (), *ops)
+
+
+def _of_group(step: ParallelStep, ops: tuple[tuple[Op, ...], tuple[StepOp, ...]]) -> StepReport:
+    """切开的一步（:class:`~roofline_book.distributed.parallel.ParallelStep`）及其切开前的算子。"""
+    return StepReport(
+        step.seconds, step.floor_s, step.communication_s, step.latency_s, step.comms, *ops
+    )
 
 
 def tp_that_fits(
