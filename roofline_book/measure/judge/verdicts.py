@@ -251,10 +251,6 @@ def tolerance(run: Run) -> float:
     return max(SPEED_TOLERANCE, spread)
 
 
-def _verdict(ok: bool) -> Verdict:
-    return "pass" if ok else "fail"
-
-
 Order = Literal["faster", "slower", "overlap"]
 
 
