@@ -82,9 +82,9 @@ roofline_cpu_run = str(ROOT / "_build" / "bench" / "cpu-quick.json")
 # GPU run files copied into the repository; the CUDA appendix shows each one.
 roofline_gpu_runs = str(ROOT / "docs" / "data")
 roofline_run_pages = (
-    "09-achieved-performance.md",
-    "10-profiling.md",
-    "11-inference-prefill-decode.md",
+    "10-achieved-performance.md",
+    "11-profiling.md",
+    "12-inference-prefill-decode.md",
     "cuda-benchmarks.md",
 )
 

@@ -297,7 +297,7 @@ def test_other_pages_load_nothing_of_the_calculator(browser, hosted):  # noqa: F
     requested: list[str] = []
     p.page.on("request", lambda r: requested.append(r.url))
     try:
-        p.open("chapters/05-gemm.html")
+        p.open("chapters/06-gemm.html")
         p.page.wait_for_load_state("networkidle")
         assert not [
             u

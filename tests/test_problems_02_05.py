@@ -276,7 +276,7 @@ def test_chapter_4_hierarchical_roofline(glued):
 # --------------------------------------------------------------------------
 # Chapter 5: GEMM
 
-PAGE_05 = "chapters/05-gemm"
+PAGE_05 = "chapters/06-gemm"
 
 
 def m_star(ridge, k, n, s):

@@ -11,7 +11,7 @@ from conftest import BUILD, ROOT
 
 pytestmark = pytest.mark.site  # reads the built book's glued values
 
-CH = "chapters/10-profiling"
+CH = "chapters/11-profiling"
 
 # The block: hidden 512, 8 heads, FFN 1408, batch 2, sequence 256, FP32.
 H, HEADS, F, B, S = 512, 8, 1408, 2, 256

@@ -11,7 +11,7 @@ from roofline_book import hardware
 
 pytestmark = pytest.mark.site  # reads the built book's glued values
 
-CH11 = "chapters/11-inference-prefill-decode"
+CH11 = "chapters/12-inference-prefill-decode"
 
 # --------------------------------------------------------------------------
 # Chapter 11
@@ -218,7 +218,7 @@ def test_chapter_11_answers(glued):
 # --------------------------------------------------------------------------
 # Chapter 12
 
-CH12 = "chapters/12-inference-batch-memory"
+CH12 = "chapters/13-inference-batch-memory"
 
 # max_batch follows vLLM: of gpu_memory_utilization = 0.9 of the memory, the weights and the
 # activation peak come first (vLLM Worker.determine_num_available_blocks).

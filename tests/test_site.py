@@ -162,22 +162,22 @@ def test_chinese_search_index(word, page):
 
 
 def test_download_buttons_offer_md_and_ipynb():
-    text = (HTML / "chapters/05-gemm.html").read_text("utf-8")
-    assert 'href="../_sources/chapters/05-gemm.md"' in text
-    assert 'href="../_sources/chapters/05-gemm.ipynb"' in text
-    notebook = json.loads((HTML / "_sources/chapters/05-gemm.ipynb").read_text("utf-8"))
+    text = (HTML / "chapters/06-gemm.html").read_text("utf-8")
+    assert 'href="../_sources/chapters/06-gemm.md"' in text
+    assert 'href="../_sources/chapters/06-gemm.ipynb"' in text
+    notebook = json.loads((HTML / "_sources/chapters/06-gemm.ipynb").read_text("utf-8"))
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     assert code and any(c.get("outputs") for c in code), "the notebook carries its outputs"
 
 
 def test_repository_links():
-    text = (HTML / "chapters/05-gemm.html").read_text("utf-8")
-    assert re.search(r'href="https://[^"]+/edit/main/docs/chapters/05-gemm\.md"', text)
-    assert re.search(r'href="https://[^"]+/blob/main/docs/chapters/05-gemm\.md', text)
+    text = (HTML / "chapters/06-gemm.html").read_text("utf-8")
+    assert re.search(r'href="https://[^"]+/edit/main/docs/chapters/06-gemm\.md"', text)
+    assert re.search(r'href="https://[^"]+/blob/main/docs/chapters/06-gemm\.md', text)
 
 
 def test_previous_next_and_titles(site):
-    text = (HTML / "chapters/05-gemm.html").read_text("utf-8")
+    text = (HTML / "chapters/06-gemm.html").read_text("utf-8")
     assert 'class="left-prev"' in text and 'class="right-next"' in text
     title = re.search(r"<title>(.*?)</title>", text, re.S).group(1)
     assert "GEMM" in title and "Roofline Book" in title
