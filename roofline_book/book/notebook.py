@@ -74,9 +74,22 @@ def glue_figure(name: str, fig: Any) -> None:
         页面的 ``{glue:figure}`` 读取的名字。
     fig : matplotlib.figure.Figure
         要粘贴的图；粘贴后关闭。
+
+    Raises
+    ------
+    ValueError
+        图上有文字压住另一段文字或一个数据点时
+        （:func:`roofline_book.present.plotting.layout.overlaps`）：这样的图不粘贴。
     """
     from matplotlib import pyplot as plt
 
+    from ..present.plotting.layout import overlaps
+
+    hidden = overlaps(fig)
+    if hidden:
+        plt.close(fig)
+        pairs = "; ".join(f"{a} over {b}" for a, b in hidden[:8])
+        raise ValueError(f"figure {name!r}: labels overlap ({len(hidden)}): {pairs}")
     glue(name, fig)
     plt.close(fig)
 

@@ -1,0 +1,114 @@
+"""图上的文字是否互相压住，或压住一个数据点：画出图后按像素比较各段文字的外框。"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: 两段文字的外框各向内收缩这么多像素后仍相交，才算压住（抗锯齿与字形留白不算）。
+SHRINK_PX = 1.0
+
+
+def _texts(fig: Any) -> list[Any]:
+    """图中所有可见、非空的文字：标注、标题、轴标签、刻度标签、图例文字。"""
+    found = []
+    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
+        if not text.get_visible() or not str(text.get_text()).strip():
+            continue
+        axes = text.axes
+        if axes is not None and not axes.get_visible():
+            continue
+        found.append(text)
+    return found
+
+
+def _points(fig: Any) -> list[tuple[float, float, Any]]:
+    """每个数据点（带 marker 的线与散点）在画布上的像素坐标，以及画出它的对象。"""
+    from matplotlib.collections import PathCollection
+
+    out = []
+    for axes in fig.axes:
+        for line in axes.get_lines():
+            if not line.get_visible() or line.get_marker() in (None, "", "None", " ", "none"):
+                continue
+            xy = line.get_xydata()
+            for x, y in axes.transData.transform(xy):
+                out.append((float(x), float(y), line))
+        for coll in axes.collections:
+            if isinstance(coll, PathCollection) and coll.get_visible():
+                for x, y in coll.get_offset_transform().transform(coll.get_offsets()):
+                    out.append((float(x), float(y), coll))
+    return out
+
+
+def _box(text: Any, renderer: Any) -> Any:
+    from matplotlib.text import Text
+
+    # An annotation's own extent includes its arrow; only its words can hide other words.
+    bbox = Text.get_window_extent(text, renderer)
+    return bbox.expanded(1.0, 1.0).padded(-SHRINK_PX)
+
+
+def _name(artist: Any) -> str:
+    if hasattr(artist, "get_text"):
+        return repr(str(artist.get_text()))
+    return f"{type(artist).__name__} {artist.get_label()!r}"
+
+
+def overlaps(fig: Any) -> list[tuple[str, str]]:
+    """``fig`` 中互相压住的文字对，以及压住数据点的文字。
+
+    先把图画一遍（文字的外框要画过才知道），再两两比较可见文字的外框（各向内收缩
+    :data:`SHRINK_PX` 像素）；数据点是带 marker 的线与散点的各个点。
+    图例框里的文字与其示例 marker 不算。
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+
+    Returns
+    -------
+    list of (str, str)
+        每对压住的（文字，文字或数据点）；为空表示没有。
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(3, 2)); ax = fig.add_subplot()
+    >>> _ = ax.text(0.5, 0.5, "ridge point"); _ = ax.text(0.52, 0.5, "compute roof")
+    >>> overlaps(fig)
+    [("'ridge point'", "'compute roof'")]
+    >>> fig = Figure(figsize=(3, 2)); ax = fig.add_subplot()
+    >>> _ = ax.text(0.1, 0.8, "memory roof"); _ = ax.text(0.6, 0.1, "compute roof")
+    >>> overlaps(fig)
+    []
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.legend import Legend
+
+    canvas = fig.canvas
+    renderer = canvas.get_renderer() if hasattr(canvas, "get_renderer") else None
+    if renderer is None:
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.set_canvas(canvas)
+    fig.draw(renderer)
+    texts = _texts(fig)
+    in_legend = set()
+    for legend in fig.findobj(Legend):
+        in_legend.update(id(t) for t in legend.get_texts())
+        if legend.get_title() is not None:
+            in_legend.add(id(legend.get_title()))
+    boxes = [(t, _box(t, renderer)) for t in texts]
+    found = []
+    for i, (a, box_a) in enumerate(boxes):
+        if box_a.width <= 0 or box_a.height <= 0:
+            continue
+        for b, box_b in boxes[i + 1 :]:
+            if box_b.width > 0 and box_b.height > 0 and box_a.overlaps(box_b):
+                found.append((_name(a), _name(b)))
+    for x, y, artist in _points(fig):
+        for t, box in boxes:
+            if id(t) in in_legend or t.axes is None:
+                continue
+            if box.x0 < x < box.x1 and box.y0 < y < box.y1:
+                found.append((_name(t), _name(artist)))
+    return found

@@ -1,0 +1,43 @@
+"""The label check every book figure passes (book.glue_figure refuses a figure that fails it)."""
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from roofline_book.book.notebook import glue_figure  # noqa: E402
+from roofline_book.present.plotting.layout import overlaps  # noqa: E402
+
+
+def test_a_label_over_a_point_is_found_and_one_beside_it_is_not():
+    fig = Figure(figsize=(4, 3))
+    ax = fig.add_subplot()
+    ax.plot([1, 2, 3], [1, 2, 3], "o")
+    ax.set_xlim(0, 4)
+    ax.set_ylim(0, 4)
+    ax.text(2, 2, "here", ha="center", va="center")  # centred on the point (2, 2)
+    ax.text(0.2, 3.5, "far away")
+    assert overlaps(fig) == [("'here'", "Line2D '_child0'")]
+
+
+def test_an_annotation_arrow_crossing_a_label_is_not_an_overlap_but_its_words_are():
+    fig = Figure(figsize=(4, 3))
+    ax = fig.add_subplot()
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 10)
+    ax.text(5, 5, "middle", ha="center", va="center")
+    # the arrow runs from (1, 1) through the middle label to (9, 9): only words count
+    ax.annotate("start", xy=(9, 9), xytext=(1, 1), arrowprops={"arrowstyle": "->"})
+    assert overlaps(fig) == []
+    ax.annotate("on top", xy=(9, 1), xytext=(5, 5), ha="center", va="center")
+    assert overlaps(fig) == [("'middle'", "'on top'")]
+
+
+def test_the_book_refuses_to_glue_a_figure_whose_labels_overlap():
+    fig = Figure(figsize=(3, 2))
+    ax = fig.add_subplot()
+    ax.text(0.5, 0.5, "ridge point")
+    ax.text(0.52, 0.5, "compute roof")
+    with pytest.raises(ValueError, match=r"figure 'fig-x': labels overlap \(1\)"):
+        glue_figure("fig-x", fig)
