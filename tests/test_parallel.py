@@ -399,7 +399,7 @@ def test_bad_splits_are_one_line_and_exit_2(capsys, argv, message):
 def test_a_ring_only_bound_on_h100_is_beaten_by_nvls():
     """Why the catalog marks NVSwitches that reduce: with the ring's 2(n-1)/n, the bound on
     8 H100 allows a busbw of exactly the 450 GB/s line rate, and nccl-tests measures ~480 GB/s
-    with NVLink SHARP (NVIDIA/nccl-tests#212; tests/data/published_measurements.toml)."""
+    with NVLink SHARP (NVIDIA/nccl-tests#212; measure/data/published_measurements.toml)."""
     from dataclasses import replace
 
     from roofline_book.distributed.collectives import bus_bandwidth

@@ -1,6 +1,7 @@
 """No published measurement beats a bound or a capacity the package prints.
 
-Each row of ``tests/data/published_measurements.toml`` is a figure someone measured
+Each row of ``roofline_book/measure/data/published_measurements.toml`` (read through
+:mod:`roofline_book.measure.published`, the book's measured side) is a figure someone measured
 on real hardware, with its source. Its ``kind`` names the function below that
 computes, with the package's public functions, what the package says about that
 configuration: a time lower bound (turned into the largest rate it allows, or kept
@@ -17,34 +18,23 @@ import math
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from roofline_book import attention, elementwise, gemm, hardware, time_bound
+from roofline_book import InvalidArgument, attention, elementwise, gemm, hardware, time_bound
 from roofline_book.devices.catalog import Hardware, network
 from roofline_book.devices.kernels import device_sram_bytes
 from roofline_book.distributed.allreduce import multi_node_all_reduce
 from roofline_book.distributed.collectives import bus_bandwidth
 from roofline_book.distributed.parallel import all_reduce
 from roofline_book.llm.inference import Precisions, model, step_ops, step_time
+from roofline_book.measure import published
 
-DATA = Path(__file__).parent / "data" / "published_measurements.toml"
 FIELDS = ("id", "kind", "what", "device", "config", "value", "unit", "source", "url", "note")
 
 #: Each unit in SI base units (FLOP/s, byte/s, token/s, second, byte).
-UNITS = {
-    "TFLOP/s": 1e12,
-    "TB/s": 1e12,
-    "GB/s": 1e9,
-    "tok/s": 1.0,
-    "ms": 1e-3,
-    "s": 1.0,
-    "B": 1.0,
-    "MiB": 2.0**20,
-    "GiB": 2.0**30,
-}
+UNITS = published.UNITS
 
 
 @dataclass(frozen=True)
@@ -232,7 +222,7 @@ class Case:
 
 
 def _rows() -> list[dict[str, Any]]:
-    return list(tomllib.loads(DATA.read_text("utf-8"))["measurement"])
+    return list(tomllib.loads(published.data_text())["measurement"])
 
 
 def _cases(row: Mapping[str, Any]) -> list[Case]:
@@ -294,3 +284,113 @@ def test_a_beaten_bound_fails() -> None:
     peak = hardware("h100-sxm").ceiling("matrix", "bf16") / 1e12  # 989.5
     with pytest.raises(AssertionError, match="measured / allowed = 1.010"):
         test_no_published_measurement_beats_the_package(Case(row, config, 1.01 * peak))
+
+
+# The measured side of the book: roofline_book.measure.published, held to hand arithmetic.
+
+
+def test_every_row_loads_with_its_values_and_source() -> None:
+    rows = published.rows()
+    assert [r.id for r in rows] == [r["id"] for r in _rows()]
+    for r in rows:
+        assert r.url.startswith("https://") and r.source.strip(), r.id
+        n = 1 if r.sweep is None else len(r.sweep[1])
+        assert len(r.measurements()) == len(r.values) == n, r.id
+
+
+def test_gemm_point_by_hand() -> None:
+    # cuBLAS BF16, n = 8192, 795 TFLOP/s (fast.cu README). I = 2n^3 / (3 * 2 n^2) = n / 3;
+    # H100 SXM dense BF16 peak 989.4 TFLOP/s (NVIDIA datasheet), so eta = 795 / 989.4 = 0.8035.
+    m = published.measurement("cublas-bf16-h100", n=8192)
+    p = m.point()
+    assert p is not None
+    assert p.intensity == pytest.approx(8192 / 3)
+    assert p.flops_per_s == pytest.approx(795e12)
+    assert p.seconds == pytest.approx(2 * 8192**3 / 795e12)  # 1.383 ms
+    assert m.eta() == pytest.approx(795 / 989.4)
+    assert m.roof() == pytest.approx(989.4e12)
+
+
+def test_stream_points_by_hand() -> None:
+    # STREAM on H100 (Azure benchmarking guide): copy 2.90 TB/s, triad 2.97 TB/s, FP64.
+    copy = published.measurement("stream-h100", kernel="copy")
+    triad = published.measurement("stream-h100", kernel="triad")
+    pc, pt = copy.point(), triad.point()
+    assert pc is not None and pt is not None
+    # copy c = a: 16 bytes per element, no FLOPs; eta = 2.90 / 3.35 (HBM3 datasheet)
+    assert pc.intensity == 0 and pc.bytes_per_s == pytest.approx(2.90e12)
+    assert pc.cost.bytes == 16 * 33554432
+    assert copy.eta() == pytest.approx(2.90 / 3.35)
+    # triad a = b + s c: 2 FLOPs per 24 bytes, I = 1/12; 2.97 / 12 = 0.2475 TFLOP/s
+    assert pt.intensity == pytest.approx(1 / 12)
+    assert pt.flops_per_s == pytest.approx(0.2475e12)
+    assert triad.roof() == pytest.approx(3.35e12 / 12)
+
+
+def test_flashattention_point_by_hand() -> None:
+    # FA3 BF16, d = 128, seqlen 16384, no mask, 648 TFLOP/s (Shah et al. Fig. 5): batch
+    # 16384 / 16384 = 1, heads 2048 / 128 = 16. The paper's FLOPs 4 l^2 d h = 2.199e12;
+    # Q, K, V read and O written once: 4 l d h * 2 bytes = 256 MiB, so the matrix I = l / 2.
+    p = published.measurement("fa3-bf16-d128", seqlen=16384).point()
+    assert p is not None
+    paper_flops = 4 * 16384**2 * 128 * 16
+    assert p.seconds == pytest.approx(paper_flops / 648e12)  # 3.39 ms
+    assert p.cost.bytes == 4 * 16384 * 128 * 16 * 2
+    assert p.cost.matrix_flops / p.cost.bytes == pytest.approx(8192)
+    # softmax adds a few vector FLOPs per score: under 2 % on top of 4 d = 512 per score
+    assert 1 < p.intensity / 8192 < 1.02
+
+
+def test_decode_point_by_hand() -> None:
+    # gpt-fast Llama-2-7B BF16 on A100, 104.9 tok/s at batch 1 (gpt-fast README). Each token
+    # reads every weight once: 6.74e9 parameters (Touvron et al. 2023) less the embedding
+    # table it only indexes (32000 x 4096), 2 bytes each, at 104.9 tok/s = 1.386 TB/s,
+    # and does 2 FLOPs per weight, so I is about 1 FLOP/byte.
+    p = published.measurement("gptfast-llama2-7b", weights="bf16").point()
+    assert p is not None
+    weights = (6.738e9 - 32000 * 4096) * 2
+    assert p.bytes_per_s == pytest.approx(weights * 104.9, rel=0.02)
+    assert p.intensity == pytest.approx(1.0, rel=0.05)
+
+
+def test_rows_without_a_point_and_lookups_that_fail() -> None:
+    assert published.measurement("capacity-h100-nvsmi").point() is None
+    with pytest.raises(InvalidArgument, match="no roofline point"):
+        published.measurement("capacity-h100-nvsmi").eta()
+    with pytest.raises(InvalidArgument, match="not a published measurement"):
+        published.row("no-such-row")
+    with pytest.raises(InvalidArgument, match="its sweep is 'n'"):
+        published.measurement("cublas-bf16-h100", n=1234)
+
+
+def test_plot_places_the_rows_with_chinese_labels() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+    from test_figure_language import ALLOWED, _names, english_words
+
+    from roofline_book.present import plotting
+
+    chosen = [
+        published.measurement("cublas-bf16-h100", n=8192),
+        published.measurement("stream-h100", kernel="copy"),
+        published.measurement("stream-h100", kernel="triad"),
+        published.measurement("fa3-bf16-d128-causal", seqlen=16384),
+    ]
+    plotting.set_language("zh")
+    try:
+        fig, ax = plt.subplots()
+        published.plot(ax, chosen, "h100-sxm", "bf16")
+        texts = [t.get_text() for t in ax.texts] + [ax.get_xlabel(), ax.get_ylabel()]
+        lines = [ln.get_label() for ln in ax.get_lines() if not ln.get_label().startswith("_")]
+        xy = [tuple(c.get_offsets()[0]) for c in ax.collections if len(c.get_offsets()) == 1]
+        plt.close(fig)
+    finally:
+        plotting.set_language("en")
+    assert {"GEMM 8192³", "HBM triad", "FlashAttention-3 d=128，因果 mask"} <= set(texts)
+    assert "HBM 复制 2.90 TB/s" in lines  # the measured memory roof of copy
+    # the GEMM sits at (8192 / 3 FLOP/byte, 795 TFLOP/s)
+    assert any(x == pytest.approx(8192 / 3) and y == pytest.approx(795) for x, y in xy)
+    svg = "".join(f"<text>{t}</text>" for t in texts + lines)
+    assert english_words(svg, ALLOWED | _names()) == []
