@@ -113,6 +113,9 @@ html_title = f"{project}：{SUBTITLE}"
 roofline_calculator = str(ROOT / "_build" / "calculator")
 html_static_path = ["docs/_static", str(ROOT / "_build" / "mathjax"), roofline_calculator]
 html_favicon = "docs/_static/favicon.svg"
+# The interface in Chinese: the theme's words from docs/locales (Sphinx's default locale_dirs),
+# the search page's status line from this script.
+html_js_files = ["roofline-words.js"]
 # The whole book as one PDF (make pdf copies it into the site); the footer of every
 # page links it (docs/_templates/pdf-download.html).
 PDF_NAME = "roofline-book.pdf"

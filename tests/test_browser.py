@@ -204,10 +204,64 @@ def test_figures_legible_in_dark_mode(browser, server):
         lo, hi = shot.getextrema()
         histogram = shot.histogram()
         light = sum(histogram[200:]) / sum(histogram)
-        # the figure keeps its own light background with dark ink on it
-        assert light > 0.6, f"figure background is not light in dark mode ({light:.2f})"
+        # no white card: the dark page shows through the figure, and its ink turns light
+        assert light < 0.2, f"figure shows a light card in dark mode ({light:.2f} light pixels)"
         assert hi - lo > 150, f"too little contrast in the figure ({lo}..{hi})"
         assert background != "rgb(255, 255, 255)", "the page itself did not turn dark"
+    finally:
+        p.close()
+
+
+def test_body_text_falls_back_to_the_served_cjk_face(browser, server):
+    # With no CJK font earlier in its stack, a paragraph's Chinese is set in the site's own
+    # Noto Sans CJK SC file, so a machine with no CJK font still shows it.
+    p = _Page(browser, server)
+    try:
+        page = p.open("chapters/01-flops.html")
+        stack = page.evaluate(
+            "() => getComputedStyle(document.querySelector('article p')).fontFamily"
+        )
+        assert "Noto Sans CJK SC" in stack, stack
+        page.evaluate("() => document.fonts.ready")
+        loaded = page.evaluate(
+            """() => [...document.fonts].filter(f => f.family.includes('Noto Sans CJK SC')
+                                                  && f.status === 'loaded').length"""
+        )
+        assert loaded >= 1
+        assert page.evaluate("() => document.fonts.check('16px \"Noto Sans CJK SC\"', '算术强度')")
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("name", [n for n in PAGES if n.startswith("chapters/")])
+def test_tables_fit_the_column_or_scroll_with_their_first_column_fixed(browser, server, name):
+    p = _Page(browser, server)
+    try:
+        page = p.open(f"{name}.html")
+        bad = page.evaluate(
+            """() => [...document.querySelectorAll('article table')].filter(t => {
+                const box = t.parentElement;
+                const column = document.querySelector('article').clientWidth;
+                if (t.offsetParent === null) return false;          // folded away
+                if (t.scrollWidth <= Math.min(box.clientWidth, column) + 1) return false;
+                const scrolls = ['auto', 'scroll'].includes(getComputedStyle(box).overflowX);
+                const cell = t.querySelector('tr > :first-child');
+                const sticky = cell && getComputedStyle(cell).position === 'sticky';
+                return !(scrolls && sticky);
+            }).map(t => (t.id || t.className) + ' ' + t.scrollWidth)"""
+        )
+        assert not bad, f"{name}: tables wider than the column that do not scroll: {bad}"
+    finally:
+        p.close()
+
+
+def test_the_search_status_line_is_chinese(browser, server):
+    p = _Page(browser, server)
+    try:
+        page = p.open("search.html?q=" + urllib.parse.quote("算术强度"))
+        page.wait_for_selector("#search-results li a", timeout=20000)
+        status = page.inner_text("#search-results .search-summary")
+        assert "搜索完成" in status and "matching" not in status, status
     finally:
         p.close()
 

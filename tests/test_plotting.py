@@ -71,11 +71,13 @@ def test_measured_and_gemm_intensity(ax):
         plotting.gemm_intensity(ax, [64.0], "fp32")
 
 
-def test_style_is_okabe_ito_on_white():
+def test_style_is_okabe_ito_on_no_background_of_its_own():
     plotting.use_style()
     colors = [c["color"].lower() for c in matplotlib.rcParams["axes.prop_cycle"]]
     assert colors[0] == plotting.PALETTE["blue"].lower()
-    assert matplotlib.rcParams["savefig.facecolor"] == "white"
+    # transparent: the page's own background (light or dark) shows through
+    assert matplotlib.rcParams["savefig.facecolor"] == "none"
+    assert matplotlib.rcParams["axes.facecolor"] == "none"
     assert matplotlib.rcParams["svg.hashsalt"] == "roofline-book"
 
 

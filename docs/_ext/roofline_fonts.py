@@ -10,7 +10,9 @@ noto-cjk-sans-otc (``plotting.use_cjk_font``). Every reader must see the text in
   figures are written into the page itself (a post-transform), and the page's
   ``roofline-figures.css`` gives both families with ``@font-face``. At the end of the build
   the two files are cut down to the characters the figures use and served as WOFF2 from the
-  site's ``_static/fonts/`` (no font from outside, none from the reader's system).
+  site's ``_static/fonts/`` (no font from outside, none from the reader's system). The CJK
+  file also holds every Chinese character of the pages' text: the body text falls back to
+  it on a machine with no CJK font of its own (the stylesheet's font stack).
 - PDF: rsvg-convert turns each SVG into a vector PDF through fontconfig, so the LaTeX build
   points fontconfig (``FONTCONFIG_FILE``) at a configuration that holds these two folders
   only; XeLaTeX loads the same files by path (``docs/_latex/fonts.tex``, the ``@...@`` names
@@ -215,6 +217,19 @@ def figure_characters(page: str) -> set[str]:
     return chars - {"\n", "\r", "\t"}
 
 
+# CJK radicals, punctuation, kana, ideographs, compatibility forms and full-width forms
+_CJK = re.compile(
+    r"[\u2e80-\u2fff\u3000-\u303f\u3040-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]"
+)
+_SCRIPT = re.compile(r"<(script|style)\b.*?</\1>", re.S)
+
+
+def text_characters(page: str) -> set[str]:
+    """The CJK characters of an HTML page's text: the body text is set in the same face."""
+    text = html.unescape(re.sub(r"<[^>]+>", " ", _SCRIPT.sub(" ", page)))
+    return set(_CJK.findall(text))
+
+
 def web_font(font: Any, chars: set[str]) -> bytes:
     """``font`` (a fontTools TTFont) cut down to ``chars``, as WOFF2."""
     from fontTools import subset
@@ -239,7 +254,8 @@ def _write_web_fonts(app: Sphinx, exception: Exception | None) -> None:
     outdir = pathlib.Path(app.outdir)
     chars: set[str] = set()
     for page in outdir.rglob("*.html"):
-        chars |= figure_characters(page.read_text(encoding="utf-8"))
+        text = page.read_text(encoding="utf-8")
+        chars |= figure_characters(text) | text_characters(text)
     collection = cjk_collection()
     sources = {
         "DejaVu Sans": (latin_folder() / "DejaVuSans.ttf", 0),
