@@ -222,7 +222,7 @@ def load_catalog(text: str, origin: str = "<text>") -> Mapping[str, Hardware]:
     return MappingProxyType(devices)
 
 
-_TABLES = ("sources", "devices", "networks")
+_TABLES = ("sources", "devices", "networks", "architectures")
 
 
 def _catalog_sources(data: Mapping, origin: str) -> dict[str, Source]:
