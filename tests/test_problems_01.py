@@ -23,6 +23,10 @@ def test_chapter_1_answers(glued):
     assert g["ans_q2_total_sci"] == "5.54 × 10¹¹"  # 3 * fwd
     assert g["ans_q2_ratio"] == 3.0
     assert g["ans_q3_us"] == pytest.approx(3 * fwd / H100_BF16 * 1e6)  # about 560 us
+    # the estimate: 2 x 16384 x 8192 x 8192 = 2^41 = 2,199,023,255,552 FLOPs, about 2.2 ms
+    assert g["ans_q4_flops_sci"] == "2.20 × 10¹²"
+    assert g["ans_q4_ms"] == pytest.approx(2**41 / H100_BF16 * 1e3)  # 2.2226 ms
+    assert round(g["ans_q4_ms"], 2) == 2.22
 
 
 def test_chapter_1_prose_numbers(glued):
@@ -31,6 +35,8 @@ def test_chapter_1_prose_numbers(glued):
     assert round(g["gemm4096_gflops"]) == 137
     assert g["t_example_ms"] == pytest.approx(1.374, abs=1e-3)
     assert g["t_h100_ms"] == pytest.approx(2 * 4096**3 / H100_BF16 * 1e3)  # about 0.139 ms
+    # the rule of thumb: 1e12 FLOP / 989.4e12 FLOP/s = 1.0107 ms per TFLOP
+    assert g["ms_per_tflop"] == pytest.approx(1e3 / 989.4) and round(g["ms_per_tflop"], 2) == 1.01
     assert g["h100_matrix_mhz"] == 1830  # FlashAttention-3 appendix C.1: the 989 TFLOPS clock
     # the example device: one peak of 100 TFLOP/s and one bandwidth of 1 TB/s
     assert (g["example_tflops"], g["example_tbps"]) == (100.0, 1.0)

@@ -94,6 +94,9 @@ def test_chapter_2_answers(glued):
     # 12 bytes x 20 FLOP/byte = 240 FLOP per element, 120 FMAs of 2 FLOP each
     assert g["ans_q4_flops"] == approx(12 * 20, rel=5e-3)
     assert round(g["ans_q4_slots"]) == 12 * 20 // 2 == 120
+    # the estimate: 7e9 BF16 weights read once, 14 GB over 3.35 TB/s = 4.179 ms
+    assert g["ans_q5_gb"] == 14.0
+    assert g["ans_q5_ms"] == approx(14e9 / H100_BW * 1e3) and round(g["ans_q5_ms"], 2) == 4.18
 
 
 # --------------------------------------------------------------------------
