@@ -274,10 +274,46 @@ def test_chapter_7_answers(glued):
     assert g["ans_q2_us_before"] == pytest.approx(matrix_us)
     assert g["ans_q2_us_after"] == pytest.approx(matrix_us)
     assert g["ans_q2_n_spill"] == H100_L2 // (2 * D * 2)  # 102,400 tokens
+    assert g["ans_q2_rows"] == 228  # the problem's convention Br = Z / (4 d s)
+    # Compulsory bytes and 17 re-reads on the L2: (134,217,728 + 1,140,850,688) / 8.4286e12
+    # = 151.3 us, below the matrix units' 277.8 us
+    l2_us = (2 * HEADS * 4 * T * D + 17 * kv) / H100_L2_BW * 1e6
+    assert g["ans_q2_l2_us_before"] == pytest.approx(l2_us) and l2_us < matrix_us
+    assert g["ans_q2_res"] == "受矩阵单元限制"
+    # FA3's tile without a mask (128 rows, clusters of 2): 15 re-reads, (1 + 15) * kv + the
+    # queries and outputs' 2 * kv over the L2: 1,140,850,688 / 8.4286e12 = 135.4 us
+    assert g["attn_flash_l2_us"] == pytest.approx(17 * kv / H100_L2_BW * 1e6)
+    assert g["attn_flash_matrix_us"] == pytest.approx(matrix_us)
     flash_share, _ = _memory_share(_block(FLASH_UNITS))
     mat_share, _ = _memory_share(_block(MATERIALIZED_UNITS))
     assert g["ans_q3_flash_mem_share"] == pytest.approx(flash_share)  # about 9 %
     assert g["ans_q3_mat_mem_share"] == pytest.approx(mat_share)  # about 47 %
+
+
+def test_chapter_7_estimate_and_measure_problems(glued):
+    g = glued(CH7)
+    # Estimate: 2 Psi per token. The five projections' times on the matrix units:
+    # 2 * 4096 * (4 * 4096^2 + 3 * 4096 * 11008) / 989.4e12 = 1675.6 us, against the pencil
+    # estimate 2 * 2e8 * 4096 / 1e15 = 1.6 ms.
+    projections = [_gemm(T, H, 3 * H), _gemm(T, H, H)] + [_gemm(T, H, F)] * 2 + [_gemm(T, F, H)]
+    gemm_us = sum(_time(**p)[0] for p in projections) * 1e6
+    assert g["ans_q4_gemm_us"] == pytest.approx(gemm_us)
+    assert 1.5e3 < gemm_us < 1.8e3  # the pencil estimate holds within about 10 %
+    # Measure: the CUDA quick suite's attention at batch 4, 16 heads, 4096 tokens, d = 128, no
+    # mask. Materialized: 2 * 64 * (4 * 4096 * 128 + 4 * 4096^2) = 8,858,370,048 bytes over
+    # 3.35 TB/s = 2.644 ms (HBM). Flash: 64 * 4096^2 * 4 * 128 = 549,755,813,888 matrix FLOPs
+    # over 989.4e12 = 555.6 us (matrix units); 64 * 4096^2 * (4 * 128 + 5) FLOPs in all.
+    mat_bytes = 2 * 64 * (4 * 4096 * 128 + 4 * 4096**2)
+    flash_s = 64 * 4096**2 * 4 * 128 / H100_BF16
+    assert mat_bytes == 8_858_370_048
+    assert g["ans_q5_mat_ms"] == pytest.approx(mat_bytes / H100_BW * 1e3)
+    assert g["ans_q5_flash_us"] == pytest.approx(flash_s * 1e6)
+    assert g["ans_q5_ratio"] == pytest.approx(mat_bytes / H100_BW / flash_s)  # 4.76
+    assert g["ans_q5_gflop"] == pytest.approx(64 * 4096**2 * (4 * 128 + 5) / 1e9)
+    assert g["ans_q5_mat_gb"] == pytest.approx(mat_bytes / 1e9)
+    assert (g["ans_q5_mat_bound"], g["ans_q5_flash_bound"]) == ("受 HBM 限制", "受矩阵单元限制")
+    # The bytes ratio the claims print: (4 * 128 + 4 * 4096) / (4 * 128) = 33
+    assert g["attn_bytes_ratio"] == pytest.approx(33)
 
 
 def test_chapter_7_prose_numbers(glued):
