@@ -1,0 +1,227 @@
+"""kernel 的示意图：工厂模型、GEMM 的分块与条带、cluster 共享条带、kernel fusion、FlashAttention。
+
+每个函数的数都取自包里的模型（:func:`~roofline_book.ops.tiled_gemm`、
+:func:`~roofline_book.ops.attention`、elementwise 算子的 :class:`~roofline_book.ops.Cost`）
+与设备目录（:func:`~roofline_book.hardware`），所以模型或目录变了，图也跟着变。
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...dtypes import Precision, bytes_per_element, precision_name
+from ...ops import tiled_gemm
+from . import _draw
+from ._common import COLORS, dims, key_row, nbytes, rich, sizes
+
+#: C 上最多画几条格线（每边）：更多的分块按几个一格画，格子的大小写在图上。
+MAX_GRID = 8
+
+
+def _cells(extent: int, tile: int) -> int:
+    """每条格线之间画几个分块：使每边至多 :data:`MAX_GRID` 格。"""
+    tiles = -(-extent // tile)
+    return -(-tiles // MAX_GRID)
+
+
+def gemm_tiles(
+    *, m: int = 4096, n: int = 4096, k: int = 4096, tile: int = 128, dtype: Precision = "bf16",
+    ax: Any = None,
+) -> Any:  # fmt: skip
+    """GEMM ``C = A W`` 按 ``tile x tile`` 的输出分块计算：每个分块读 A 的行条带与 W 的列条带。
+
+    图中 A（M x K）在左下，W（K x N）在右上，C（M x N）在右下，按同一比例画出；C 上的细线把
+    分块按几个一格画出（每边至多 :data:`MAX_GRID` 格，一格含几个分块写在图上）。高亮的是一个输出分块
+    （黑）、它读的 A 的行条带（``tile x k``，蓝）与 W 的列条带（``k x tile``，橙）。
+
+    数的来源：分块个数是 ``ceil(m / tile) * ceil(n / tile)``；条带的字节数是 ``tile * k * s``
+    （``s`` 取自 ``dtype``）；一个分块的 FLOPs、读写字节数与算术强度取自
+    :func:`roofline_book.ops.tiled_gemm` 对一个分块（``tile x k`` 乘 ``k x tile``）的代价。
+    单位：字节按二进制前缀（KiB、MiB），强度为 FLOP/byte。
+
+    Parameters
+    ----------
+    m, n, k : int
+        GEMM 的尺寸：A 为 ``m x k``，W 为 ``k x n``。
+    tile : int
+        方形输出分块的边长 ``t`` （元素）。
+    dtype : str or torch.dtype
+        A、W、C 的精度。
+    ax : matplotlib.axes.Axes, optional
+        画在这个 Axes 上；不给则新建一张图。
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    d = sizes(m=m, n=n, k=k, tile=tile)
+    m, n, k, tile = d["m"], d["n"], d["k"], d["tile"]
+    s = bytes_per_element(dtype)
+    tm, tn = -(-m // tile), -(-n // tile)
+    rows, cols = min(tile, m), min(tile, n)  # the highlighted tile, inside C
+    one = tiled_gemm(rows, k, cols, tile, dtype)  # one tile's reads, writes and FLOPs
+    a_strip, w_strip = s * rows * k, s * k * cols
+
+    sc = 2.0 / max(m, n, k)  # inches per element: the largest side is 2 inches
+
+    def side(v: int) -> float:
+        return max(v * sc, 0.06)
+
+    am, ak, wn = side(m), side(k), side(n)
+    legend_w, legend_h = 2.5, 1.45
+    x_a = 0.15 + max(0.0, legend_w - ak)
+    x_c = x_a + ak + 0.3
+    y_c = 0.4
+    y_w = y_c + am + 0.3
+    right = x_c + wn + 0.2
+    width, height = right + 1.85, y_w + max(ak, legend_h) + 0.1
+    fig, ax = _draw.canvas(width, height, ax)
+
+    # the three operands, to scale
+    _draw.box(ax, x_a, y_c, ak, am, color=COLORS["a"], alpha=0.08)
+    _draw.box(ax, x_c, y_w, wn, ak, color=COLORS["w"], alpha=0.08)
+    _draw.box(ax, x_c, y_c, wn, am, color=COLORS["c"], alpha=0.08)
+    # grid on C: a line every `g` tiles
+    g_m, g_n = _cells(m, tile), _cells(n, tile)
+    for i in range(g_m * tile, m, g_m * tile):
+        y = y_c + am - i * sc
+        ax.plot([x_c, x_c + wn], [y, y], color=COLORS["c"], lw=0.4)
+    for j in range(g_n * tile, n, g_n * tile):
+        x = x_c + j * sc
+        ax.plot([x, x], [y_c, y_c + am], color=COLORS["c"], lw=0.4)
+    # the highlighted tile: a row and a column near the middle, on a grid line
+    ti, tj = min(tm - 1, g_m * ((tm // g_m) // 3)), min(tn - 1, g_n * ((2 * tn // g_n) // 3))
+    th, tw = max(rows * sc, 0.05), max(cols * sc, 0.05)
+    ty = y_c + am - ti * tile * sc - th
+    tx = x_c + tj * tile * sc
+    _draw.box(ax, x_a, ty, ak, th, color=COLORS["a"], alpha=0.75, lw=0.5)
+    _draw.box(ax, tx, y_w, tw, ak, color=COLORS["w"], alpha=0.75, lw=0.5)
+    _draw.box(ax, tx, ty, tw, th, color=COLORS["tile"], alpha=0.9, lw=0.5)
+    ax.plot([x_a + ak, x_c], [ty + th / 2] * 2, color=COLORS["a"], lw=0.6, ls=":")
+    ax.plot([tx + tw / 2] * 2, [y_w, y_c + am], color=COLORS["w"], lw=0.6, ls=":")
+
+    # names under and beside the operands
+    _draw.label(ax, x_a + ak / 2, y_c - 0.17, f"A：{dims(m, k)}", size=8)
+    _draw.label(ax, x_c + wn / 2, y_c - 0.17, f"C = A W：{dims(m, n)}", size=8)
+    _draw.label(ax, right, y_w + ak / 2, f"W：{dims(k, n)}", size=8, ha="left")
+    grid_note = f"细线每格 {dims(g_m, g_n)} 个分块" if g_m * g_n > 1 else "细线每格 1 个分块"
+    _draw.label(
+        ax, right, y_c + am / 2,
+        f"C 切成 {dims(tm, tn)} = {tm * tn}\n个 {dims(tile, tile)} 的输出分块\n（{grid_note}）",
+        size=8, ha="left",
+    )  # fmt: skip
+
+    # the key, top left: what one tile reads and writes, and its intensity
+    lh = _draw.line_height(8) * 1.25
+    top = height - 0.2
+    key_row(ax, 0.15, top, COLORS["tile"], f"一个输出分块：{dims(rows, cols)}")
+    key_row(ax, 0.15, top - lh, COLORS["a"], f"A 的行条带：{dims(rows, k)}，{nbytes(a_strip)}")
+    key_row(ax, 0.15, top - 2 * lh, COLORS["w"], f"W 的列条带：{dims(k, cols)}，{nbytes(w_strip)}")
+    _draw.label(
+        ax, 0.15, top - 3.6 * lh,
+        f"每个分块读 {nbytes(one.bytes_read)}、写 {nbytes(one.bytes_written)}\n"
+        f"I = {one.intensity:.1f} FLOP/byte（{precision_name(dtype).upper()}）",
+        size=8, ha="left",
+    )  # fmt: skip
+    return fig
+
+
+def _roof(ax: Any, x: float, y: float, w: float, h: float, color: str, *, teeth: int = 0) -> None:
+    """房顶：``teeth == 0`` 是一个三角形（仓库），否则是 ``teeth`` 个锯齿（工厂）。"""
+    from matplotlib.patches import Polygon
+
+    if teeth:
+        step = w / teeth
+        pts = [(x, y)]
+        for i in range(teeth):
+            pts += [(x + i * step, y + h), (x + (i + 1) * step, y)]
+    else:
+        pts = [(x, y), (x + w / 2, y + h), (x + w, y)]
+    face = (*_rgb(color), _draw.FILL_ALPHA)
+    ax.add_patch(Polygon(pts, closed=True, facecolor=face, edgecolor=color, linewidth=0.8))
+
+
+def _rgb(color: str) -> tuple[float, float, float]:
+    from matplotlib.colors import to_rgb
+
+    return to_rgb(color)
+
+
+def factory(
+    *, device: str = "h100-sxm", dtype: Precision = "bf16", overhead: float | None = None,
+    ax: Any = None,
+) -> Any:  # fmt: skip
+    """Horace He 的心智模型：工厂（计算单元）、仓库（显存）、之间的道路（带宽）与开工前的固定开销。
+
+    工厂每秒能做 ``P_peak`` 次运算，仓库存着全部数据，道路每秒能运 ``B_peak`` 字节；
+    每个 kernel 开工前还有一段与数据量无关的固定时间 ``T_0`` （Python 下发、kernel launch）。
+    道路下写出 ridge point ``I* = P_peak / B_peak``：每运来一字节，工厂要做这么多次运算才不闲着。
+
+    数的来源：设备目录 :func:`roofline_book.hardware` 的 ``peak_flops(dtype)`` （FLOP/s）、
+    ``memory_bandwidth`` （byte/s）、``memory_capacity`` （byte，按二进制前缀写出）与 ``sms``。
+    ``T_0`` 不是设备的数字：给了 ``overhead`` （秒）就按微秒写出，否则只写它的含义。
+
+    Parameters
+    ----------
+    device : str
+        设备目录中的键。
+    dtype : str or torch.dtype
+        ``P_peak`` 所用的精度（矩阵单元的 dense 峰值）。
+    overhead : float, optional
+        每个 kernel 的固定开销 ``T_0`` （秒），仅作示意。
+    ax : matplotlib.axes.Axes, optional
+        画在这个 Axes 上；不给则新建一张图。
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from ...devices.catalog import hardware
+    from ...units import binary, si
+
+    hw = hardware(device)
+    peak, bw = hw.peak_flops(dtype), hw.memory_bandwidth
+    fig, ax = _draw.canvas(7.0, 3.2, ax)
+    ink = _draw.INK
+
+    # the warehouse: memory
+    _draw.box(ax, 0.2, 0.5, 1.8, 1.45, color=COLORS["a"])
+    _roof(ax, 0.2, 1.95, 1.8, 0.45, COLORS["a"])
+    _draw.label(ax, 1.1, 1.5, "仓库：显存（HBM）", size=9)
+    if hw.memory_capacity:
+        _draw.label(ax, 1.1, 1.15, f"容量 {binary(hw.memory_capacity)}", size=8.5)
+
+    # the factory: compute units
+    _draw.box(ax, 4.9, 0.5, 1.9, 1.45, color=COLORS["hot"])
+    _roof(ax, 4.9, 1.95, 1.9, 0.3, COLORS["hot"], teeth=3)
+    _draw.label(ax, 5.85, 1.6, "工厂：计算单元", size=9)
+    _draw.label(ax, 5.85, 1.27, "$P_{\\rm peak}$ = " + si(peak, "FLOP/s"), size=8.5)
+    rich(ax, 5.85, 1.0, [f"（{precision_name(dtype).upper()}", "，dense）"], size=8)
+    if hw.sms:
+        _draw.label(ax, 5.85, 0.72, f"{hw.sms} 个 SM", size=8)
+
+    # the road between them: bandwidth, both ways
+    road_y0, road_y1 = 0.85, 1.45
+    _draw.box(ax, 2.0, road_y0, 2.9, road_y1 - road_y0, color=COLORS["grey"], alpha=0.15, lw=0)
+    for y in (road_y0, road_y1):
+        ax.plot([2.0, 4.9], [y, y], color=ink, lw=1.0)
+    ax.plot([2.0, 4.9], [(road_y0 + road_y1) / 2] * 2, color=ink, lw=0.6, ls=(0, (4, 3)))
+    _draw.arrow(ax, (2.25, 1.3), (4.65, 1.3), color=COLORS["a"], lw=1.2)
+    _draw.arrow(ax, (4.65, 1.0), (2.25, 1.0), color=COLORS["c"], lw=1.2)
+    rich(ax, 3.45, 1.68, ["道路：带宽 ", "$B_{\\rm peak}$ = " + si(bw, "B/s")], size=8.5)
+    _draw.label(
+        ax,
+        3.45,
+        0.58,
+        f"$I^* = P_{{\\rm peak}} / B_{{\\rm peak}}$ = {peak / bw:.0f} FLOP/byte",
+        size=8,
+    )
+    _draw.label(ax, 3.45, 0.3, "每运来 1 字节，工厂要做这么多次运算才不闲着", size=8)
+
+    # the overhead: a fixed time before any work starts
+    _draw.box(ax, 2.2, 2.45, 2.5, 0.62, color=COLORS["grey"], alpha=0.12, dashed=True)
+    rich(ax, 3.45, 2.9, ["开工前的固定开销 ", "$T_0$"], size=8.5)
+    when = f"约 {overhead * 1e6:.3g} µs，" if overhead is not None else ""
+    _draw.label(ax, 3.45, 2.63, f"Python 下发、kernel 启动：{when}与数据量无关", size=7.5)
+    _draw.arrow(ax, (4.7, 2.76), (5.5, 2.3), color=ink, lw=0.9)
+    return fig

@@ -1,0 +1,125 @@
+"""The schematic diagrams draw the package's numbers, legibly.
+
+Each diagram is drawn in the book's Chinese font; the test reads the words it wrote and
+checks the numbers in them against hand arithmetic (written out beside each), then checks
+that no two labels overlap (``layout.overlaps``), that every label lies inside the figure,
+that no glyph is missing, and that every Latin word is one the book's figures may use.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+pytest.importorskip("noto_cjk_sans_otc", reason="the [zh] extra (noto-cjk-sans-otc)")
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from test_figure_language import ALLOWED, english_words  # noqa: E402
+
+from roofline_book.present import plotting  # noqa: E402
+from roofline_book.present.diagrams import kernels  # noqa: E402
+from roofline_book.present.plotting.layout import overlaps  # noqa: E402
+
+#: Latin words these diagrams write beyond test_figure_language.ALLOWED: terms the chapters
+#: keep in English (Python, kernel launch, thread block, cluster, TMA multicast, tile, online
+#: softmax).
+EXTRA_WORDS = {"python", "launch", "thread", "cluster", "tma", "multicast", "online", "gpu"}
+
+
+@pytest.fixture
+def zh(caplog):
+    """The book's Chinese font for the test's drawing; fails on any font warning."""
+    plotting.use_cjk_font()
+    with matplotlib.rc_context({"font.family": plotting.CJK_FONTS}):
+        with caplog.at_level(logging.WARNING, logger="matplotlib"):
+            yield
+    # a missing glyph, a missing font weight: matplotlib logs each as a warning
+    warned = [r.getMessage() for r in caplog.get_records("call")]
+    assert not warned, warned[:3]
+
+
+def words(fig) -> str:
+    """Every text the figure shows, one per line."""
+    return "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def legible(fig) -> None:
+    """No overlapping labels, every label inside the figure, only allowed Latin words."""
+    assert overlaps(fig) == []
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    frame = fig.bbox
+    for ax in fig.axes:
+        for t in ax.texts:
+            box = t.get_window_extent(renderer)
+            inside = (
+                box.x0 >= frame.x0 - 1
+                and box.x1 <= frame.x1 + 1
+                and box.y0 >= frame.y0 - 1
+                and box.y1 <= frame.y1 + 1
+            )
+            assert inside, (t.get_text(), box, frame)
+    # mathtext reaches the SVG one glyph a <tspan>: its letters are symbols, not words
+    plain = [re.sub(r"\$[^$]*\$", " ", t.get_text()) for ax in fig.axes for t in ax.texts]
+    svg = "".join(f"<text>{t}</text>" for t in plain)
+    assert english_words(svg, ALLOWED | EXTRA_WORDS | {"h100", "sxm", "a100"}) == []
+
+
+def test_gemm_tiles_counts_tiles_and_strip_bytes(zh):
+    fig = kernels.gemm_tiles()
+    text = words(fig)
+    # 4096 / 128 = 32 tiles a side: 32 x 32 = 1024 output tiles
+    assert "32 × 32 = 1024" in text
+    # a strip is 128 x 4096 BF16 elements: 128 * 4096 * 2 B = 1048576 B = 1 MiB
+    assert "A 的行条带：128 × 4096，1 MiB" in text
+    assert "W 的列条带：4096 × 128，1 MiB" in text
+    # one tile reads both strips (2 MiB) and writes 128 * 128 * 2 B = 32 KiB
+    assert "每个分块读 2 MiB、写 32 KiB" in text
+    # I = 2 * 128 * 128 * 4096 / (2 * 1048576 + 32768) = 134217728 / 2129920 = 63.015
+    assert "I = 63.0 FLOP/byte" in text
+    # 8 grid lines a side: 32 / 8 = 4 tiles a cell
+    assert "每格 4 × 4 个分块" in text
+    legible(fig)
+
+
+def test_gemm_tiles_follows_the_tile(zh):
+    fig = kernels.gemm_tiles(tile=256)
+    text = words(fig)
+    # 4096 / 256 = 16 a side, 256 tiles; strips 256 * 4096 * 2 B = 2 MiB
+    assert "16 × 16 = 256" in text and "A 的行条带：256 × 4096，2 MiB" in text
+    # I = 2 * 256^2 * 4096 / (2 * 2 MiB + 256^2 * 2 B) = 536870912 / 4325376 = 124.12
+    assert "I = 124.1 FLOP/byte" in text
+    legible(fig)
+
+
+def test_gemm_tiles_of_a_thin_gemm(zh):
+    # a prefill-like GEMM: 512 x 4096 times 4096 x 11008; ceil(11008 / 128) = 86
+    fig = kernels.gemm_tiles(m=512, n=11008, k=4096)
+    assert "4 × 86 = 344" in words(fig)
+    legible(fig)
+
+
+def test_factory_labels_the_device_figures(zh):
+    fig = kernels.factory()
+    text = words(fig)
+    # H100 SXM datasheet: 989.4 TFLOP/s dense BF16, 3.35 TB/s HBM3, 132 SMs
+    assert "989.4 TFLOP/s" in text and "3.35 TB/s" in text and "132 个 SM" in text
+    # nvidia-smi reports 81559 MiB = 81559 / 1024 GiB = 79.65 GiB
+    assert "79.65 GiB" in text
+    # ridge: 989.4e12 / 3.35e12 = 295.3 FLOP/byte
+    assert "= 295 FLOP/byte" in text
+    assert "T_0" in text and "µs" not in text  # no overhead given: no number for it
+    legible(fig)
+
+
+def test_factory_follows_the_device(zh):
+    fig = kernels.factory(device="a100-sxm", overhead=5e-6)
+    text = words(fig)
+    # A100 SXM datasheet: 312 TFLOP/s BF16, 2039 GB/s; 312e12 / 2.039e12 = 153.0
+    assert "312 TFLOP/s" in text and "2.039 TB/s" in text and "= 153 FLOP/byte" in text
+    assert "约 5 µs" in text
+    legible(fig)
