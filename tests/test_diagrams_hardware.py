@@ -14,7 +14,13 @@ import pytest
 matplotlib.use("Agg")
 
 from roofline_book import InvalidArgument  # noqa: E402
-from roofline_book.devices.sm import SMFacts, load_architectures, sm_facts  # noqa: E402
+from roofline_book.devices.sm import (  # noqa: E402
+    SMFacts,
+    load_architectures,
+    resident_warps,
+    sm_facts,
+    warp_load_bytes,
+)
 from roofline_book.devices.waves import gemm_waves  # noqa: E402
 from roofline_book.present.diagrams import hardware as hw  # noqa: E402
 from roofline_book.present.plotting import style  # noqa: E402
@@ -53,6 +59,7 @@ def test_sm_facts_are_the_vendors():
         assert facts.max_warps_per_sm == 64
         assert facts.max_threads_per_sm == 2048  # 64 warps x 32 threads
         assert facts.max_threads_per_block == 1024
+        assert facts.memory_transaction_bytes == 32  # Best Practices Guide 10.2.1
         assert all(s.firmness == "vendor" for s in facts.sources.values())
     assert "Hopper Tuning Guide" in h100.sources["max_warps_per_sm"].title
     # 132 SMs x 4 Tensor Cores = 528 per GPU (whitepaper's unit list)
@@ -72,7 +79,7 @@ def test_an_architecture_without_a_source_is_refused():
             '[sources.g]\ntitle = "guide"',
             "[architectures.x]",
             "warp_size = 32\nsub_partitions = 4\ntensor_cores_per_sm = 4",
-            "max_warps_per_sm = 64\nmax_threads_per_block = 1024",
+            "max_warps_per_sm = 64\nmax_threads_per_block = 1024\nmemory_transaction_bytes = 32",
             '[architectures.x.sources]\nwarp_size = "g"',
         ]
     )
@@ -81,7 +88,46 @@ def test_an_architecture_without_a_source_is_refused():
     with pytest.raises(ValueError, match="unknown key 'lanes'"):
         load_architectures(text.replace("warp_size = 32", "warp_size = 32\nlanes = 4"))
     with pytest.raises(ValueError, match="warp_size"):
-        SMFacts("x", 0, 4, 4, 64, 1024)
+        SMFacts("x", 0, 4, 4, 64, 1024, 32)
+
+
+@pytest.mark.parametrize(
+    ("regs", "threads", "warps"),
+    [
+        # 65536 registers / (64 x 256) = 4 blocks x 8 warps = 32 warps (occupancy 50%)
+        (64, 256, 32),
+        # 65536 / (128 x 256) = 2 blocks x 8 warps = 16 warps (25%)
+        (128, 256, 16),
+        # 65536 / (255 x 1024) = 0.25: not even one block of 1024 threads fits
+        (255, 1024, 0),
+        # 65536 / (32 x 128) = 16 blocks x 4 warps = 64 warps, the cap
+        (32, 128, 64),
+        # 65536 / (40 x 96) = 17 blocks x 3 warps = 51 warps
+        (40, 96, 51),
+    ],
+)
+def test_resident_warps_by_registers(regs, threads, warps):
+    assert resident_warps("h100-sxm", registers_per_thread=regs, threads_per_block=threads) == warps
+
+
+def test_resident_warps_refuses_a_block_too_large():
+    with pytest.raises(InvalidArgument, match="threads_per_block must be at most 1024"):
+        resident_warps("h100-sxm", registers_per_thread=32, threads_per_block=2048)
+
+
+@pytest.mark.parametrize(
+    ("element", "stride", "moved"),
+    [
+        (4, 1, 128),  # Best Practices Guide: adjacent floats, four 32-byte transactions
+        (2, 1, 64),  # 32 BF16 values: 64 bytes, two transactions
+        (4, 2, 256),  # every other float: 8 transactions, half of each used
+        (4, 8, 1024),  # 32 bytes apart: one transaction per thread
+        (4, 4096, 1024),  # a column of a row-major 4096-wide FP32 matrix: the same
+        (16, 1, 512),  # float4 loads: 16 transactions, nothing wasted
+    ],
+)
+def test_warp_load_bytes_by_hand(element, stride, moved):
+    assert warp_load_bytes("h100-sxm", element_bytes=element, stride=stride) == moved
 
 
 # ------------------------------------------------------------------ waves

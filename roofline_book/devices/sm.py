@@ -40,6 +40,9 @@ class SMFacts:
         一个 SM 上同时驻留的 warp 数上限（occupancy 的分母）。
     max_threads_per_block : int
         一个 thread block 的线程数上限。
+    memory_transaction_bytes : int
+        一个 warp 访问显存时合并成的内存事务的大小（byte）：warp 的各个地址落在几个这样对齐的
+        段里，就搬几段（coalescing）。
     sources : mapping of str to Source
         每个数字的出处，按字段名索引。
 
@@ -56,6 +59,7 @@ class SMFacts:
     tensor_cores_per_sm: int
     max_warps_per_sm: int
     max_threads_per_block: int
+    memory_transaction_bytes: int
     sources: Mapping[str, Source] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -78,14 +82,15 @@ def load_architectures(text: str, origin: str = "<text>") -> Mapping[str, SMFact
     --------
     >>> lines = ['[sources.mine]', 'title = "guide"', '[architectures.x]', 'warp_size = 32',
     ...          'sub_partitions = 4', 'tensor_cores_per_sm = 4', 'max_warps_per_sm = 48',
-    ...          'max_threads_per_block = 1024', '[architectures.x.sources]',
+    ...          'max_threads_per_block = 1024', 'memory_transaction_bytes = 32',
+    ...          '[architectures.x.sources]',
     ...          *[f'{k} = "mine"' for k in _FIGURES]]
     >>> load_architectures("\\n".join(lines))["x"].max_threads_per_sm
     1536
     >>> load_architectures("\\n".join(lines[:-1]), "mine.toml")
     Traceback (most recent call last):
     ...
-    ValueError: mine.toml: architecture 'x' gives max_threads_per_block without a source
+    ValueError: mine.toml: architecture 'x' gives memory_transaction_bytes without a source
     """
     data = tomllib.loads(text)
     sources = _catalog_sources(data, origin)
@@ -144,3 +149,69 @@ def sm_facts(device: Hardware | str) -> SMFacts:
             f"known architectures: {known}",
         )
     return facts
+
+
+def resident_warps(
+    device: Hardware | str, *, registers_per_thread: int, threads_per_block: int
+) -> int:
+    """寄存器决定的、一个 SM 上能同时驻留的 warp 数：放得下几个整 block，就驻留几个 block 的 warp，
+    至多 ``max_warps_per_sm``。
+
+    一个 SM 的寄存器堆（``Hardware.register_file_per_sm``，每个寄存器 4 byte）按 block 分配：
+    能放下 ``寄存器总数 // (registers_per_thread x threads_per_block)`` 个 block。occupancy 是它除以
+    ``max_warps_per_sm``。只计寄存器这一项限制（shared memory 与每 SM 的 block 数上限另计），
+    也不计寄存器按 warp 分配时的取整。
+
+    Examples
+    --------
+    H100：65536 个寄存器；每线程 64 个、每 block 256 个线程时放得下 4 个 block，即 32 个 warp。
+
+    >>> resident_warps("h100-sxm", registers_per_thread=64, threads_per_block=256)
+    32
+    >>> resident_warps("h100-sxm", registers_per_thread=32, threads_per_block=256)   # 64 封顶
+    64
+    """
+    dev = hardware(device) if isinstance(device, str) else device
+    facts = sm_facts(dev)
+    regs = _validate.size("registers_per_thread", registers_per_thread)
+    threads = _validate.size("threads_per_block", threads_per_block)
+    if threads > facts.max_threads_per_block:
+        raise InvalidArgument(
+            "threads_per_block", f"must be at most {facts.max_threads_per_block}; got {threads}"
+        )
+    if dev.register_file_per_sm is None:
+        raise InvalidArgument("device", f"{dev.key} publishes no register file size")
+    registers = int(dev.register_file_per_sm) // 4
+    blocks = registers // (regs * threads)
+    warps_per_block = -(-threads // facts.warp_size)
+    return min(facts.max_warps_per_sm, blocks * warps_per_block)
+
+
+def warp_load_bytes(device: Hardware | str, *, element_bytes: int, stride: int = 1) -> int:
+    """一个 warp 的每个线程各读一个 ``element_bytes`` 字节的元素、相邻线程相隔 ``stride`` 个元素时，
+    显存实际搬的字节数（byte）：这些地址落在多少个对齐的内存事务里，就搬多少个事务。
+
+    起始地址按事务对齐。``stride=1`` 是合并（coalesced）访问：搬的正好是用到的字节；
+    相邻线程相隔一个事务以上时，每个线程独占一个事务。
+
+    Examples
+    --------
+    32 个线程各读 4 byte：连续时是 128 byte，即 4 个 32 byte 事务；相隔 8 个元素（32 byte）时
+    是 32 个事务，1024 byte，用到的只有 1/8。
+
+    >>> warp_load_bytes("h100-sxm", element_bytes=4)
+    128
+    >>> warp_load_bytes("h100-sxm", element_bytes=4, stride=8)
+    1024
+    """
+    facts = sm_facts(device)
+    size = _validate.size("element_bytes", element_bytes)
+    step = _validate.size("stride", stride)
+    sector = facts.memory_transaction_bytes
+    # every sector between a thread's first and last byte is moved too
+    spans = {
+        k
+        for lane in range(facts.warp_size)
+        for k in range(lane * step * size // sector, (lane * step * size + size - 1) // sector + 1)
+    }
+    return len(spans) * sector
