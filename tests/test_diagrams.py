@@ -75,8 +75,8 @@ def test_gemm_tiles_counts_tiles_and_strip_bytes(zh):
     # 4096 / 128 = 32 tiles a side: 32 x 32 = 1024 output tiles
     assert "32 × 32 = 1024" in text
     # a strip is 128 x 4096 BF16 elements: 128 * 4096 * 2 B = 1048576 B = 1 MiB
-    assert "A 的行条带：128 × 4096，1 MiB" in text
-    assert "W 的列条带：4096 × 128，1 MiB" in text
+    assert "A 的行条：128 × 4096，1 MiB" in text
+    assert "W 的列条：4096 × 128，1 MiB" in text
     # one tile reads both strips (2 MiB) and writes 128 * 128 * 2 B = 32 KiB
     assert "每个分块读 2 MiB、写 32 KiB" in text
     # I = 2 * 128 * 128 * 4096 / (2 * 1048576 + 32768) = 134217728 / 2129920 = 63.015
@@ -90,7 +90,7 @@ def test_gemm_tiles_follows_the_tile(zh):
     fig = kernels.gemm_tiles(tile=256)
     text = words(fig)
     # 4096 / 256 = 16 a side, 256 tiles; strips 256 * 4096 * 2 B = 2 MiB
-    assert "16 × 16 = 256" in text and "A 的行条带：256 × 4096，2 MiB" in text
+    assert "16 × 16 = 256" in text and "A 的行条：256 × 4096，2 MiB" in text
     # I = 2 * 256^2 * 4096 / (2 * 2 MiB + 256^2 * 2 B) = 536870912 / 4325376 = 124.12
     assert "I = 124.1 FLOP/byte" in text
     legible(fig)
@@ -123,3 +123,22 @@ def test_factory_follows_the_device(zh):
     assert "312 TFLOP/s" in text and "2.039 TB/s" in text and "= 153 FLOP/byte" in text
     assert "约 5 µs" in text
     legible(fig)
+
+
+def test_fusion_bytes_of_three_kernels_and_one(zh):
+    fig = kernels.fusion()
+    text = words(fig)
+    # one tensor: 4096 * 4096 BF16 elements * 2 B = 33554432 B = 32 MiB
+    assert "每个张量 16777216 个元素" in text and "BF16，32 MiB" in text
+    # unfused: 3 kernels, each reads one tensor and writes one: 96 MiB + 96 MiB = 192 MiB
+    assert "不融合：3 个 kernel" in text
+    assert "读 96 MiB" in text and "写 96 MiB" in text and "共 192 MiB" in text
+    # fused: read x once, write y once: 32 + 32 = 64 MiB
+    assert "融合：1 个 kernel" in text and "共 64 MiB" in text
+    legible(fig)
+
+
+def test_fusion_follows_size_and_precision(zh):
+    # 2^20 FP32 elements = 4 MiB a tensor; unfused 6 x 4 = 24 MiB, fused 2 x 4 = 8 MiB
+    text = words(kernels.fusion(numel=2**20, dtype="fp32"))
+    assert "共 24 MiB" in text and "共 8 MiB" in text and "FP32，4 MiB" in text

@@ -28,11 +28,11 @@ def gemm_tiles(
     *, m: int = 4096, n: int = 4096, k: int = 4096, tile: int = 128, dtype: Precision = "bf16",
     ax: Any = None,
 ) -> Any:  # fmt: skip
-    """GEMM ``C = A W`` 按 ``tile x tile`` 的输出分块计算：每个分块读 A 的行条带与 W 的列条带。
+    """GEMM ``C = A W`` 按 ``tile x tile`` 的输出分块计算：每个分块读 A 的行条与 W 的列条。
 
     图中 A（M x K）在左下，W（K x N）在右上，C（M x N）在右下，按同一比例画出；C 上的细线把
     分块按几个一格画出（每边至多 :data:`MAX_GRID` 格，一格含几个分块写在图上）。高亮的是一个输出分块
-    （黑）、它读的 A 的行条带（``tile x k``，蓝）与 W 的列条带（``k x tile``，橙）。
+    （黑）、它读的 A 的行条（``tile x k``，蓝）与 W 的列条（``k x tile``，橙）。
 
     数的来源：分块个数是 ``ceil(m / tile) * ceil(n / tile)``；条带的字节数是 ``tile * k * s``
     （``s`` 取自 ``dtype``）；一个分块的 FLOPs、读写字节数与算术强度取自
@@ -115,8 +115,8 @@ def gemm_tiles(
     lh = _draw.line_height(8) * 1.25
     top = height - 0.2
     key_row(ax, 0.15, top, COLORS["tile"], f"一个输出分块：{dims(rows, cols)}")
-    key_row(ax, 0.15, top - lh, COLORS["a"], f"A 的行条带：{dims(rows, k)}，{nbytes(a_strip)}")
-    key_row(ax, 0.15, top - 2 * lh, COLORS["w"], f"W 的列条带：{dims(k, cols)}，{nbytes(w_strip)}")
+    key_row(ax, 0.15, top - lh, COLORS["a"], f"A 的行条：{dims(rows, k)}，{nbytes(a_strip)}")
+    key_row(ax, 0.15, top - 2 * lh, COLORS["w"], f"W 的列条：{dims(k, cols)}，{nbytes(w_strip)}")
     _draw.label(
         ax, 0.15, top - 3.6 * lh,
         f"每个分块读 {nbytes(one.bytes_read)}、写 {nbytes(one.bytes_written)}\n"
@@ -224,4 +224,101 @@ def factory(
     when = f"约 {overhead * 1e6:.3g} µs，" if overhead is not None else ""
     _draw.label(ax, 3.45, 2.63, f"Python 下发、kernel 启动：{when}与数据量无关", size=7.5)
     _draw.arrow(ax, (4.7, 2.76), (5.5, 2.3), color=ink, lw=0.9)
+    return fig
+
+
+def fusion(*, numel: int = 4096 * 4096, dtype: Precision = "bf16", ax: Any = None) -> Any:
+    """kernel fusion：``y = GELU(a x + b)`` 写成 3 个 elementwise kernel，与合成 1 个 kernel 相比。
+
+    上一行是不融合的写法：每个 kernel 从 HBM 读入它的输入、把输出写回 HBM，中间张量 ``u``、``v``
+    写出一次又读回一次；下一行是融合的 kernel：只读 ``x`` 一次、写 ``y`` 一次，中间结果留在寄存器。
+    向上的箭头是读（蓝），向下的是写（绿）。
+
+    数的来源：三个 kernel 的代价是 :func:`roofline_book.ops.elementwise` （乘 ``a``、加 ``b``）与
+    :func:`roofline_book.ops.gelu` 之和，融合的 kernel 是一个读一个、写一个张量的
+    :func:`~roofline_book.ops.elementwise`，FLOPs 相同；图中写出各自的读、写字节数（:class:`Cost`
+    的 ``bytes_read``、``bytes_written``，二进制前缀）与 kernel 个数。每个张量 ``numel`` 个元素。
+
+    Parameters
+    ----------
+    numel : int
+        每个张量的元素个数。
+    dtype : str or torch.dtype
+        所有张量的精度。
+    ax : matplotlib.axes.Axes, optional
+        画在这个 Axes 上；不给则新建一张图。
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from ...ops import elementwise, gelu
+    from ...ops.pointwise import GELU_FLOPS_PER_ELEMENT, GELU_FMA_FLOPS_PER_ELEMENT
+
+    numel = sizes(numel=numel)["numel"]
+    chain = [elementwise(numel, dtype), elementwise(numel, dtype), gelu(numel, dtype)]
+    unfused = sum(chain[1:], chain[0])
+    fused = elementwise(
+        numel,
+        dtype,
+        flops_per_element=2 + GELU_FLOPS_PER_ELEMENT,
+        special_per_element=1,
+        fma_per_element=2 + GELU_FMA_FLOPS_PER_ELEMENT,  # a x + b is one FMA
+    )
+    tensor = bytes_per_element(dtype) * numel
+    fig, ax = _draw.canvas(7.0, 3.75, ax)
+
+    def hbm(y: float, x1: float) -> None:
+        _draw.box(ax, 0.15, y, x1 - 0.15, 0.4, color=COLORS["a"], alpha=0.1)
+        _draw.label(ax, 0.2, y + 0.2, "HBM", size=8, ha="left")
+
+    def cell(x: float, y: float, name: str) -> None:
+        _draw.box(ax, x - 0.22, y + 0.07, 0.44, 0.26, color=COLORS["a"], alpha=0.35, text=name)
+
+    def kernel(x: float, y: float, w: float, name: str) -> None:
+        _draw.box(ax, x - w / 2, y, w, 0.42, color=COLORS["hot"], text=name, size=8)
+
+    read, write = COLORS["a"], COLORS["c"]
+    # unfused: x -> [u = a x] -> u -> [v = u + b] -> v -> [y = GELU(v)] -> y
+    y_top, k_top = 2.15, 2.85
+    xs = [0.95, 2.15, 3.35, 4.55]
+    names = ["x", "u", "v", "y"]
+    ops = ["u = a·x", "v = u + b", "y = GELU(v)"]
+    hbm(y_top, 4.95)
+    for x, name in zip(xs, names, strict=True):
+        cell(x, y_top, name)
+    for i, op in enumerate(ops):
+        mid = (xs[i] + xs[i + 1]) / 2
+        kernel(mid, k_top, 0.95, op)
+        _draw.arrow(ax, (xs[i] + 0.1, y_top + 0.35), (mid - 0.25, k_top), color=read)
+        _draw.arrow(ax, (mid + 0.25, k_top), (xs[i + 1] - 0.1, y_top + 0.35), color=write)
+    _draw.label(
+        ax, 0.15, 3.55, f"不融合：{unfused.kernels} 个 kernel，中间张量 u、v 写回 HBM 再读回",
+        size=8.5, ha="left",
+    )  # fmt: skip
+
+    # fused: x -> [y = GELU(a x + b)] -> y
+    y_bot, k_bot = 0.15, 0.85
+    hbm(y_bot, 4.95)
+    cell(xs[0], y_bot, "x")
+    cell(xs[3], y_bot, "y")
+    mid = (xs[0] + xs[3]) / 2
+    kernel(mid, k_bot, 2.3, "y = GELU(a·x + b)")
+    _draw.arrow(ax, (xs[0] + 0.1, y_bot + 0.35), (mid - 1.15, k_bot + 0.1), color=read)
+    _draw.arrow(ax, (mid + 1.15, k_bot + 0.1), (xs[3] - 0.1, y_bot + 0.35), color=write)
+    _draw.label(
+        ax, 0.15, 1.6, f"融合：{fused.kernels} 个 kernel，中间结果留在寄存器里", size=8.5, ha="left"
+    )
+
+    # bytes, on the right
+    for y, cost in ((2.65, unfused), (0.65, fused)):
+        _draw.label(ax, 5.2, y + 0.22, f"读 {nbytes(cost.bytes_read)}", size=8.5, ha="left")
+        _draw.label(ax, 5.2, y, f"写 {nbytes(cost.bytes_written)}", size=8.5, ha="left")
+        _draw.label(ax, 5.2, y - 0.24, f"共 {nbytes(cost.bytes)}", size=8.5, ha="left")
+    key_row(ax, 5.2, 1.75, read, "↑ 读", size=8)
+    key_row(ax, 5.95, 1.75, write, "↓ 写", size=8)
+    _draw.label(ax, 5.2, 1.45, f"每个张量 {numel} 个元素", size=7.5, ha="left")
+    _draw.label(
+        ax, 5.2, 1.25, f"{precision_name(dtype).upper()}，{nbytes(tensor)}", size=7.5, ha="left"
+    )
     return fig
