@@ -10,8 +10,11 @@ SHRINK_PX = 1.0
 
 def _texts(fig: Any) -> list[Any]:
     """图中所有可见、非空的文字：标注、标题、轴标签、刻度标签、图例文字。"""
+    from matplotlib.text import Text
+
     found = []
-    for text in fig.findobj(lambda a: hasattr(a, "get_text") and hasattr(a, "get_window_extent")):
+    # Text only: a legend's TextArea also has get_text, but its words are the Text inside it
+    for text in fig.findobj(lambda a: isinstance(a, Text)):
         if not text.get_visible() or not str(text.get_text()).strip():
             continue
         axes = text.axes
