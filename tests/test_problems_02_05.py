@@ -152,6 +152,16 @@ def test_chapter_3_answers(glued):
     assert g["ans_q3_tile"] == 1024
     assert g["ans_q3_i"] == approx(tiled_intensity(4096, 1024, 2))  # about 455
     assert g["ans_q3_acc_mib"] == 1024 * 1024 * 4 / 2**20
+    # fused AdamW, FP32: read param, grad, m, v and write param, m, v: 7 x 4 = 28 bytes a
+    # parameter; 1e9 parameters are 28 GB, over 3.35 TB/s 8.358 ms
+    assert g["ans_q4_gb"] == 28.0
+    assert g["ans_q4_ms"] == approx(28e9 / H100_BW * 1e3) and round(g["ans_q4_ms"], 2) == 8.36
+    assert g["h100_bw_si"] == "3.35 TB/s"
+    # BF16 add (6 bytes) and relu (4 bytes) over 2^24 elements at 3.35 TB/s: 30.05 and 20.03 us;
+    # one FLOP each, so FLOP/s of the two at the same bandwidth stand as 6 / 4
+    assert g["ans_q5_add_us"] == approx(6 * 2**24 / H100_BW * 1e6)
+    assert g["ans_q5_relu_us"] == approx(4 * 2**24 / H100_BW * 1e6)
+    assert g["ans_q5_i_ratio"] == approx(6 / 4)
 
 
 # --------------------------------------------------------------------------
