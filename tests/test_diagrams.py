@@ -142,3 +142,23 @@ def test_fusion_follows_size_and_precision(zh):
     # 2^20 FP32 elements = 4 MiB a tensor; unfused 6 x 4 = 24 MiB, fused 2 x 4 = 8 MiB
     text = words(kernels.fusion(numel=2**20, dtype="fp32"))
     assert "共 24 MiB" in text and "共 8 MiB" in text and "FP32，4 MiB" in text
+
+
+def test_flash_blocks_traffic_against_the_materialised_scores(zh):
+    fig = kernels.flash_blocks()
+    text = words(fig)
+    # Q, K, V read once and O written once: 4 * 4096 * 128 * 2 B = 4194304 B = 4 MiB
+    assert "共 4 MiB" in text
+    # 4096 / 128 = 32 Q blocks each read K and V (2 * 4096 * 128 * 2 B = 2 MiB): 31 re-reads
+    assert "多 62 MiB" in text and "循环\n32 次" in text
+    # S is 4096 * 4096 * 2 B = 32 MiB; S and S~ each written and read: 4 MiB + 4 * 32 MiB
+    assert "32 MiB" in text and "共 132 MiB" in text
+    legible(fig)
+
+
+def test_flash_blocks_follow_the_block_size(zh):
+    fig = kernels.flash_blocks(block_q=64)
+    # 4096 / 64 = 64 Q blocks: 63 re-reads of 2 MiB = 126 MiB; the K/V loop is unchanged
+    text = words(fig)
+    assert "多 126 MiB" in text and "循环\n32 次" in text and "64 × 128" in text
+    legible(fig)
