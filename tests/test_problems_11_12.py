@@ -417,3 +417,34 @@ def test_chapter_12_answers(glued):
     assert g["ans_q3s"] == pytest.approx((1 - 0.7**4) / (0.3 * 1.15))  # 2.203
     assert g["ans_q3i"] == pytest.approx(up_intensity(256))
     assert g["q3_text"] == ("仍低于" if g["ans_q3i"] < R_H100 else "已高于")
+
+
+def test_chapter_12_pencil_and_measured(glued):
+    g = glued(CH12)
+    # 1. what is left for the FP8 cache: 0.9 x 85.52 GB - 13.48 GB - 0.64 GB = 62.85 GB,
+    # 2,147,483,648 / 2 bytes per sequence at 4096 tokens: 58 sequences
+    free = USABLE * H100_MEM - 2 * L2_PARAMS - ACT_L2
+    assert g["q1_free"] == pytest.approx(free / 1e9)
+    assert g["ans_q1"] == int(free // (CTX * L2_KV // 2)) == 58
+    # 2. int4 Llama-2-7B: 6,476,267,520 matrix weights x (0.5 + 2/128) + 2 x 262,410,240 BF16
+    matrices = 32 * (L2_LAYER - 2 * 4096)
+    tables = 2 * 32000 * 4096 + 32 * 2 * 4096 + 4096
+    assert g["q2_w_gb"] == pytest.approx((INT4 * matrices + 2 * tables) / 1e9)  # 3.86 GB
+    # 4. published H100 ceilings: cuBLAS BF16 at n = 8192, 795 TFLOP/s; STREAM copy 2.90 TB/s
+    assert (g["q4_peak"], g["q4_band"]) == (795.0, 2.9)
+    assert g["q4_ridge"] == pytest.approx(795 / 2.90)  # 274.1
+    assert g["q4_bstar"] == pytest.approx(batch_to_ridge(795 / 2.90, 14336, 2))  # 296.8
+
+
+def test_chapter_12_published_throughput(glued):
+    g = glued(CH12)
+    # TensorRT-LLM performance.md, H100 FP8, LLaMA 7B: batch 48, 2048 in, 2048 out, 2740 tok/s
+    assert (g["trt_batch"], g["trt_prompt"], g["trt_out"], g["trt_tps"]) == (48, 2048, 2048, 2740)
+    # The bound by hand, FP8 weights and cache: the prefill of 48 x 2048 tokens at the FP8 peak
+    # (2 x params FLOPs a token), then 2047 decode steps, each reading every weight once at one
+    # byte and 48 caches of 262,144 / 2 bytes a token at contexts 2049..4095 (their sum is
+    # 2047 x 3072). The package's tables, norms and attention FLOPs move it by about 1 %.
+    prefill = 2 * L2_PARAMS * 48 * 2048 / H100_FP8
+    kv = 48 * (L2_KV // 2) * 2047 * 3072
+    decode = (2047 * L2_PARAMS + kv) / H100_BW
+    assert g["trt_eta"] == pytest.approx(2740 / (48 * 2048 / (prefill + decode)), rel=0.03)

@@ -1,0 +1,270 @@
+"""推理两章（第 12、13 章）的隐藏 cell 所用的计算：各种手段改变了哪个量，构建机器扫描的措辞。
+
+Examples
+--------
+>>> from roofline_book import hardware
+>>> from roofline_book.llm.inference import model
+>>> rows = levers(model("llama-3-8b"), model("mixtral-8x7b"), hardware("h100-sxm"), 4096)
+>>> [r.key for r in rows][:4]
+['base', 'int4', 'w8a8', 'kv_fp8']
+>>> round(rows[0].ceiling), rows[3].ceiling / rows[0].ceiling   # 3.35e12 / (4096 x 131072 B)
+(6240, 2.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from ..devices.catalog import Hardware
+from ..llm.inference import (
+    ModelConfig,
+    Precisions,
+    decode_batch_to_ridge,
+    kv_bytes_per_token,
+    kv_cache_bytes,
+    weight_bytes,
+)
+from ..llm.serving import max_batch, speculative_tokens
+
+
+@dataclass(frozen=True)
+class Lever:
+    """一种手段作用之后，decode 的五个量。
+
+    Attributes
+    ----------
+    key : str
+        短名（``"base"``、``"int4"``、``"w8a8"``、``"kv_fp8"``、``"mqa"``、``"moe"``、
+        ``"speculative"``、``"flash_decoding"``、``"paged"``）。
+    name : str
+        表格第一列的中文名。
+    weights : float
+        权重的字节数 :math:`m_w`。
+    kv : float
+        每个 token 的 KV cache 字节数 :math:`m_{kv}`。
+    b_star : float
+        权重 GEMM 到达 ridge point 的 batch（序列条数）。
+    b_max : int
+        显存装得下的序列条数（vLLM 的规则，:func:`roofline_book.llm.serving.max_batch`）。
+    ceiling : float
+        序列之间不共用缓存时吞吐的天花板 :math:`B/(\\ell\\,m_{kv})` （token/s），投机解码再乘以
+        每次验证平均产出的 token 数（草稿不计时间）。
+    """
+
+    key: str
+    name: str
+    weights: float
+    kv: float
+    b_star: float
+    b_max: int
+    ceiling: float
+
+
+def levers(
+    config: ModelConfig,
+    moe: ModelConfig,
+    device: Hardware,
+    context: int,
+    *,
+    draft: int = 4,
+    acceptance: float = 0.8,
+) -> list[Lever]:
+    """第 13 章对照表的各行：基线 ``config`` （BF16），以及每种手段单独作用之后。
+
+    量化权重（W4A16 int4、W8A8 FP8）、FP8 KV cache、MQA（只留一个 KV head）作用在 ``config`` 上；
+    MoE 一行是 ``moe`` 这个模型本身（BF16）；投机解码取 ``draft`` 个草稿 token、接受率
+    ``acceptance``：权重 GEMM 每条序列有 ``draft + 1`` 行，所以按序列计的 :math:`b^*` 除以
+    ``draft + 1``，每次读缓存平均产出 :func:`~roofline_book.llm.serving.speculative_tokens` 个
+    token。Flash-Decoding 与 PagedAttention 不改变这五个量（它们让真实的 kernel 与分配够得着它们），
+    两行与基线相同。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> from roofline_book.llm.inference import model
+    >>> h100 = hardware("h100-sxm")
+    >>> rows = {r.key: r for r in levers(model("llama-3-8b"), model("mixtral-8x7b"), h100, 4096)}
+    >>> rows["mqa"].kv / rows["base"].kv       # 1 KV head of 8
+    0.125
+    >>> round(rows["base"].b_star / rows["speculative"].b_star, 6)   # draft 4: 5 rows a sequence
+    5.0
+    >>> rows["moe"].b_max                      # 93.4 GB of BF16 weights on 80 GiB
+    0
+    """
+    bf16 = Precisions()
+
+    def row(key: str, name: str, m: ModelConfig, p: Precisions, *, rows: int = 1) -> Lever:
+        per_verify = speculative_tokens(acceptance, draft) if rows > 1 else 1.0
+        return Lever(
+            key=key,
+            name=name,
+            weights=weight_bytes(m, p),
+            kv=kv_bytes_per_token(m, p),
+            b_star=decode_batch_to_ridge(m, device, p) / rows,
+            b_max=max_batch(m, device, context, p),
+            ceiling=per_verify * device.memory_bandwidth / kv_cache_bytes(m, context, p),
+        )
+
+    return [
+        row("base", f"基线：{config.name}，BF16", config, bf16),
+        row("int4", "只量化权重：int4（W4A16）", config, Precisions(weights="int4")),
+        row("w8a8", "W8A8 FP8", config, Precisions(weights="fp8", activations="fp8")),
+        row("kv_fp8", "KV cache 存成 FP8", config, Precisions(kv="fp8")),
+        row("mqa", "MQA：只留 1 个 KV head", replace(config, kv_heads=1), bf16),
+        row("moe", f"MoE：{moe.name}", moe, bf16),
+        row(
+            "speculative",
+            f"投机解码（γ = {draft}，a = {acceptance}）",
+            config,
+            bf16,
+            rows=draft + 1,
+        ),  # fmt: skip
+        row("flash_decoding", "Flash-Decoding", config, bf16),
+        row("paged", "PagedAttention", config, bf16),
+    ]
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-3 * max(abs(a), abs(b))
+
+
+def levers_table(rows: Sequence[Lever]) -> list[dict[str, str]]:
+    """:func:`levers` 的各行写成表格的单元格；与第一行（基线）相同的量写作“不变”。
+
+    Examples
+    --------
+    >>> base = Lever("base", "基线", 16.06e9, 131072, 321.9, 139, 6240.3)
+    >>> half = replace(base, key="kv_fp8", name="FP8 KV", kv=65536, b_max=279, ceiling=12480.6)
+    >>> [list(r.values()) for r in levers_table([base, half])]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [['基线', '16.06 GB', '128 KiB', '322', '139', '6240'],
+     ['FP8 KV', '不变', '64 KiB', '不变', '279', '12481']]
+    """
+    base = rows[0]
+    columns = (
+        ("$m_w$", lambda r: r.weights, lambda v: f"{v / 1e9:.2f} GB"),
+        ("$m_{kv}$", lambda r: r.kv, lambda v: f"{v / 1024:.0f} KiB"),
+        ("$b^{*}$", lambda r: r.b_star, lambda v: f"{v:.0f}"),
+        ("$b_{\\max}$", lambda r: r.b_max, lambda v: f"{v:d}"),
+        ("吞吐上限 [token/s]", lambda r: r.ceiling, lambda v: f"{v:.0f}"),
+    )
+    out = []
+    for r in rows:
+        cells = {"手段": r.name}
+        for title, get, text in columns:
+            value = get(r)
+            cells[title] = text(value) if r is base or not _same(value, get(base)) else "不变"
+        out.append(cells)
+    return out
+
+
+def sweep_words(figures: Mapping[str, float | int | bool], flat_limit: int) -> dict[str, object]:
+    """构建机器上权重流式扫描（:meth:`StreamingSweep.figures`）的数与措辞，键带 ``cpu_`` 前缀。
+
+    措辞跟着数走：平坦段平不平（``flat``）、高出模型多少（``flat_over_model`` 超过 1.2 时说交点因
+    此右移）、预测的交点是否落在实测的离散范围内（``within``）。
+
+    Examples
+    --------
+    >>> fig = {"flat": False, "flat_batch": 16, "flat_spread": 4.1, "flat_over_model": 3.0,
+    ...        "within": True, "rise": 4.4, "predicted": 15.3}
+    >>> words = sweep_words(fig, 4)
+    >>> words["cpu_within"], words["cpu_flat_limit"], words["cpu_predicted"]
+    ('落在', 4, 15.3)
+    >>> words["cpu_flat_text"]
+    '这台机器上它并不平：batch 不超过 16 的各点里，最慢的是最快的 4.1 倍'
+    """
+    flat, batch, spread = figures["flat"], figures["flat_batch"], figures["flat_spread"]
+    rise = figures["rise"]
+    flat_text = (
+        f"batch 不超过 {batch} 的各点基本持平（最慢的是最快的 {spread:.2f} 倍），之后上升"
+        if flat
+        else f"这台机器上它并不平：batch 不超过 {batch} 的各点里，最慢的是最快的 {spread:.1f} 倍"
+    )
+    shape = (
+        "先平、后升的形状与模型一致，它正是 decode 要靠 batch 才能用上算力的原因"
+        if flat
+        else "小 batch 处并不平，这一段不能支持“每次调用只是读一遍权重”的说法；能确认的只是 batch "
+        f"增大后时间最终按每行大致恒定的代价增长（最大的 batch 是拟合平坦段的 {rise:.1f} 倍）"
+    )
+    cause = (
+        "平坦段高出按带宽算的下界，交点也随之右移"
+        if figures["flat_over_model"] > 1.2
+        else "平坦段与按带宽算的下界相差不大"
+    )
+    numbers = {f"cpu_{k}": v for k, v in figures.items() if not isinstance(v, bool)}
+    return numbers | {
+        "cpu_flat_limit": flat_limit,
+        "cpu_within": "落在" if figures["within"] else "不在",
+        "cpu_flat_text": flat_text,
+        "cpu_flat_cause": cause,
+        "cpu_shape": shape,
+    }
+
+
+def batch_words(n: Mapping[str, float]) -> dict[str, str]:
+    """第 13 章随数而变的措辞：墙（:math:`b_{\\max}`）在 ridge point（:math:`b^*`）之前还是之后。
+
+    ``n`` 按名字给出这些数（缺一个就 ``KeyError``）：``wall3``、``bstar3`` （H100 上的 GQA 模型），
+    ``wallh3``、``bstar3_h200`` （H200），``fits_int4``、``bstar_int4``、``fits_w8a8``、
+    ``bstar_w8a8`` （量化权重），``kv_fits_h200`` （H200 上的 FP8 KV cache），``mx_h100``
+    （H100 上的 Mixtral），``gqa_past`` （墙越过 :math:`b^*` 的 KV head 形状的个数，0 到 3），
+    以及习题的 ``ans_q1h``、``bstar2``、``ans_q2``、``ans_q2w``、``ans_q3i``、``ridge``。
+
+    Examples
+    --------
+    >>> n = dict(wall3=111, bstar3=321.9, wallh3=221, bstar3_h200=218.7, fits_int4=131,
+    ...          bstar_int4=83.0, fits_w8a8=125, bstar_w8a8=321.9, kv_fits_h200=442, mx_h100=0,
+    ...          gqa_past=1, ans_q1h=113, bstar2=323.0, ans_q2=83.3, ans_q2w=33, ans_q3i=238.9,
+    ...          ridge=295.3)
+    >>> w = batch_words(n)
+    >>> w["h200_wall_text"], w["cross_int4"], w["mx_h100_text"], w["q3_text"]
+    ('装得下的 batch 已比它多 2 条，墙越过了 ridge point', '超过了', '一条序列也放不下', '仍低于')
+    """
+    share = n["wallh3"] / n["bstar3_h200"]
+    more = n["wallh3"] - round(n["bstar3_h200"])
+    int4, w8a8 = n["fits_int4"] > n["bstar_int4"], n["fits_w8a8"] > n["bstar_w8a8"]
+    q2 = n["ans_q2w"] < n["ans_q2"]
+    q3 = n["ans_q3i"] < n["ridge"]
+    past = int(n["gqa_past"])
+    return {
+        "h200_wall_text": (
+            f"装得下的 batch 已比它多 {more} 条，墙越过了 ridge point"
+            if share >= 1
+            else f"墙已到它的 {share:.0%}，与 ridge point 相当接近"
+            if share >= 0.8
+            else f"墙只到它的 {share:.0%}，仍在 ridge point 之前"
+        ),
+        "wall3_text": "而那里早已装不下"
+        if n["wall3"] < n["bstar3"]
+        else f"显存装得下的 {n['wall3']} 条已越过它",
+        "cross_int4": "超过了" if int4 else "仍不到",
+        "cross_int4_tail": "，权重 GEMM 能在装得下的 batch 上变成 compute-bound"
+        if int4
+        else "，权重 GEMM 在装得下的 batch 上仍是 memory-bound",
+        "cross_w8a8": "也超过了" if w8a8 else "不到",
+        "w8a8_tail": "" if w8a8 else "，它在峰值上的好处要到 batch 越过 ridge point 之后才显出来",
+        "kv_h200_text": "后者已超过 H200 的"
+        if n["kv_fits_h200"] > n["bstar3_h200"]
+        else "后者仍不到 H200 的",
+        "gqa_text": (
+            "三种形状的墙都还没有越过",
+            "只有 MQA 让墙越过了",
+            "GQA、MQA 都让墙越过了",
+            "三种形状都让墙越过了",
+        )[past],  # fmt: skip
+        "mx_h100_text": "一条序列也放不下" if n["mx_h100"] == 0 else f"只放得下 {n['mx_h100']} 条",
+        "q1_text": "即使在 H200 上，MHA 模型的墙也还在 ridge point 之前"
+        if n["ans_q1h"] < n["bstar2"]
+        else "在 H200 上墙已越过 ridge point",
+        "q2_text": "仍小于" if q2 else "已超过",
+        "q2_tail": "MHA 的 KV cache 太大，量化权重也没能让墙越过 ridge point"
+        if q2
+        else "量化权重让 MHA 模型的墙也越过了 ridge point",
+        "q2_l3": "int4 时墙到了 ridge point 的右侧" if int4 else "int4 时墙也还没到 ridge point",
+        "q3_text": "仍低于" if q3 else "已高于",
+        "q3_tail": "所以这一步仍是 memory-bound，验证多出来的位置几乎不增加时间下界"
+        if q3
+        else "所以这一步已是 compute-bound，验证多出来的位置要多花时间",
+    }
