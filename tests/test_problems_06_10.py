@@ -455,6 +455,26 @@ def test_chapter_8_answers(glued):
     assert g["ans_q3_peak_ratio"] == pytest.approx(H100_TF32 / H100_FP32)
 
 
+def test_chapter_8_estimate_and_measure_problems(glued):
+    g = glued(CH8)
+    # Estimate: a decode batch of 8 tokens through 4096 x 4096 in BF16. Bytes 2 * (8 * 4096 +
+    # 4096^2 + 8 * 4096) = 33,685,504, nearly all weights, so I = 2 * 8 * 4096^2 / 33,685,504
+    # = 7.97, close to the pencil rule I ~ M; 33,685,504 / 3.35e12 = 10.06 us.
+    nbytes = 2 * (8 * 4096 + 4096 * 4096 + 8 * 4096)
+    i_dec = 2 * 8 * 4096 * 4096 / nbytes
+    assert g["ans_q4_I"] == pytest.approx(i_dec) and 7.5 < i_dec < 8
+    assert g["ans_q4_frac"] == pytest.approx(H100_BW * i_dec / H100_BF16)  # 2.7 %
+    assert g["ans_q4_us"] == pytest.approx(nbytes / H100_BW * 1e6)
+    # One row of 4096 / 128 = 32 output tiles for 132 SMs
+    assert g["ans_q4_tiles"] == 32
+    assert g["ans_q4_busy"] == pytest.approx(32 / H100_SMS)
+    # Measure: at n = 4096 both precisions are compute-bound (I = 2 * 4096 / 12 = 683 against
+    # a ridge of 20; 1365 against 295), so the times' ratio is the peaks': 989.4 / 67 = 14.8.
+    assert g["ans_q5_I_fp32"] == pytest.approx(2 * 4096 / 12)
+    assert g["ans_q5_bounds"] == "compute/compute"
+    assert g["ans_q5_ratio"] == pytest.approx(H100_BF16 / H100_FP32)
+
+
 def test_chapter_8_prose_numbers(glued):
     g = glued(CH8)
     assert g["small_I"] == pytest.approx(2 * 32 * 128 * 128 / (2 * 24576))
@@ -505,6 +525,22 @@ def test_chapter_9_answers(glued):
     assert g["ans_q3_elements_m"] == pytest.approx(t0 * H100_BW / 6 / 1e6)  # 2.79 M
     t_add = 6 * n / H100_BW
     assert g["ans_q3_eta_16m"] == pytest.approx(t_add / (t0 + t_add))
+    # Q4 (estimate first): FlashAttention-3, d = 128, l = 16384, one sequence, 16 heads, no
+    # mask, 648 TFLOP/s (Shah et al. 2024, Fig. 5). The paper's FLOPs 4 l^2 d h = 2^41; time
+    # 2^41 / 648e12 = 3.39 ms; matrix-only eta 648 / 989.4 = 0.655. The package adds softmax:
+    # SOFTMAX_FLOPS_PER_ELEMENT = 5 vector operations per score on top of 4 d = 512, over
+    # the same 4 l d h * 2 bytes, so I = l / 2 * (512 + 5) / 512 = 8272 and eta = 0.655 * 517/512.
+    paper = 4 * 16384**2 * 128 * 16
+    assert paper == 2**41
+    assert g["ans_q4_paper_tflop"] == pytest.approx(paper / 1e12)
+    assert g["ans_q4_ms"] == pytest.approx(paper / 648e12 * 1e3)
+    assert g["ans_q4_I"] == pytest.approx(16384 / 2 * 517 / 512)
+    assert g["ans_q4_eta_est"] == pytest.approx(648e12 / H100_BF16)
+    assert g["ans_q4_eta"] == pytest.approx(648e12 / H100_BF16 * 517 / 512)
+    # Q5 (measure on your GPU): the CUDA quick suite's peak GEMM, n = 6144 (suites.py),
+    # at the dense BF16 peak: 2 * 6144^3 / 989.4e12 = 0.469 ms
+    assert g["ans_q5_n"] == 6144
+    assert g["ans_q5_peak_ms"] == pytest.approx(2 * 6144**3 / H100_BF16 * 1e3)
 
 
 def test_chapter_9_prose_numbers(glued):
@@ -517,6 +553,22 @@ def test_chapter_9_prose_numbers(glued):
     assert g["add_vs_roof"] == pytest.approx(0.5)
     assert g["add_vs_peak"] == pytest.approx(0.5 * 1e12 / 6 / 100e12)
     assert (g["ex_P_tf"], g["ex_B_tb"]) == (pytest.approx(100.0), pytest.approx(1.0))
+
+
+def test_chapter_9_published_h100_measurements(glued):
+    g = glued(CH9)
+    # cuBLAS BF16, n = 8192: 795 TFLOP/s (fast.cu README); square GEMM I = n / 3 (s = 2)
+    assert (g["pub_gemm_n"], g["pub_gemm_tf"]) == (8192, pytest.approx(795))
+    assert g["pub_gemm_I"] == pytest.approx(8192 / 3)
+    assert g["pub_gemm_eta"] == pytest.approx(795e12 / H100_BF16)  # 0.80
+    # STREAM on H100 (Azure AI benchmarking guide): copy 2.90 TB/s, triad 2.97 TB/s
+    assert g["pub_copy_tb"] == pytest.approx(2.90)
+    assert g["pub_copy_eta"] == pytest.approx(2.90e12 / H100_BW)  # 0.87
+    assert g["pub_triad_eta"] == pytest.approx(2.97e12 / H100_BW)
+    # FlashAttention-3 d = 128, l = 16384: 648 TFLOP/s; eta with the package's softmax FLOPs
+    assert (g["pub_fa_d"], g["pub_fa_seq"], g["pub_fa_tf"]) == (128, 16384, pytest.approx(648))
+    assert g["pub_fa_eta"] == pytest.approx(648e12 / H100_BF16 * 517 / 512)
+    assert g["h100_ridge"] == pytest.approx(H100_BF16 / H100_BW)  # 295.3
 
 
 # --------------------------------------------------------------------------
