@@ -162,3 +162,21 @@ def test_flash_blocks_follow_the_block_size(zh):
     text = words(fig)
     assert "多 126 MiB" in text and "循环\n32 次" in text and "64 × 128" in text
     legible(fig)
+
+
+def test_cluster_strips_bytes_saved(zh):
+    fig = kernels.cluster_strips()
+    text = words(fig)
+    # each strip: 128 * 4096 * 2 B = 1 MiB
+    assert "共用的 A 行条：128 × 4096，1 MiB" in text and "W 列条：4096 × 128，1 MiB" in text
+    # apart: 2 blocks x (A strip + W strip) = 4 MiB; a cluster reads A once: 3 MiB, 1 MiB saved
+    assert "共 4 MiB" in text and "共 3 MiB，省 1 MiB（25%）" in text
+    legible(fig)
+
+
+def test_cluster_strips_of_four(zh):
+    fig = kernels.cluster_strips(cluster=4)
+    # apart 4 x 2 MiB = 8 MiB; shared 1 + 4 = 5 MiB; saved 3 MiB = 37.5%, printed 38%
+    text = words(fig)
+    assert "共 8 MiB" in text and "共 5 MiB，省 3 MiB（38%）" in text and "block 3" in text
+    legible(fig)

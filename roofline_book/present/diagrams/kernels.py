@@ -464,3 +464,104 @@ def flash_blocks(
     for n, parts in enumerate(lines):
         rich(ax, 0.15, 0.62 - n * 0.25, parts, size=7.5, ha="left")
     return fig
+
+
+def cluster_strips(
+    *, tile: int = 128, cluster: int = 2, k: int = 4096, dtype: Precision = "bf16",
+    ax: Any = None,
+) -> Any:  # fmt: skip
+    """thread-block cluster：同一行相邻的 ``cluster`` 个输出分块共用 A 的行条，只读一次。
+
+    中间一行是 cluster 里的几个 thread block，各算 C 的一个 ``tile x tile`` 输出分块（它们在 C 的
+    同一行、相邻）；上面是各自读的 W 列条（``k x tile``），左边是它们共用的 A 行条（``tile x k``），
+    读一次后由 multicast 送给每个 block。图不按比例，尺寸写在图上。
+
+    数的来源：:func:`roofline_book.ops.tiled_gemm` 对这一行 ``tile x (cluster * tile)`` 的输出：
+    各自读时分块边长为 ``tile`` （A 行条读 ``cluster`` 次），组成 cluster 时相当于边长
+    ``cluster * tile`` 的一个分块（A 行条读一次）；两者 ``bytes_read`` 之差就是省下的字节，
+    ``(cluster - 1) * tile * k * s``。字节按二进制前缀。
+
+    Parameters
+    ----------
+    tile : int
+        输出分块的边长 ``t`` （元素）。
+    cluster : int
+        一个 cluster 中的 thread block 个数（同一行相邻的输出分块数）。
+    k : int
+        GEMM 的 ``K``：A 行条与 W 列条的长度。
+    dtype : str or torch.dtype
+        A、W 的精度。
+    ax : matplotlib.axes.Axes, optional
+        画在这个 Axes 上；不给则新建一张图。
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    d = sizes(tile=tile, cluster=cluster, k=k)
+    tile, cluster, k = d["tile"], d["cluster"], d["k"]
+    s = bytes_per_element(dtype)
+    row = cluster * tile
+    apart = tiled_gemm(tile, k, row, tile, dtype)  # each block reads its own A strip
+    shared = tiled_gemm(tile, k, row, row, dtype)  # the cluster reads the A strip once
+    saved = apart.bytes_read - shared.bytes_read
+    strip = s * tile * k
+
+    size = min(0.9, 3.4 / cluster - 0.15)  # one output tile, drawn
+    gap = 0.15
+    x0, y0 = 3.2, 1.35
+    span = cluster * size + (cluster - 1) * gap
+    fig, ax = _draw.canvas(max(7.0, x0 + span + 1.6), y0 + size + 1.85, ax)
+    # the cluster: its blocks, each computing one output tile
+    _draw.box(ax, x0 - 0.12, y0 - 0.12, span + 0.24, size + 0.24, color=COLORS["grey"], alpha=0.05,
+              dashed=True)  # fmt: skip
+    _draw.label(ax, x0 + span + 0.25, y0 + size / 2 + 0.1, "一个 cluster：", size=8, ha="left")
+    _draw.label(
+        ax, x0 + span + 0.25, y0 + size / 2 - 0.1, f"{cluster} 个 thread block", size=8, ha="left"
+    )
+    for b in range(cluster):
+        x = x0 + b * (size + gap)
+        _draw.box(ax, x, y0, size, size, color=COLORS["c"], alpha=0.35)
+        _draw.label(ax, x + size / 2, y0 + size / 2 + 0.1, f"block {b}", size=7.5)
+        _draw.label(ax, x + size / 2, y0 + size / 2 - 0.1, dims(tile, tile), size=6.5)
+        # its own W strip, above it
+        wx = x + size / 2 - 0.13
+        _draw.box(ax, wx, y0 + size + 0.35, 0.26, 1.2, color=COLORS["w"], alpha=0.6)
+        _draw.arrow(ax, (x + size / 2, y0 + size + 0.33), (x + size / 2, y0 + size + 0.02),
+                    color=COLORS["w"], lw=1.1)  # fmt: skip
+    top = y0 + size + 1.55
+    _draw.label(
+        ax,
+        x0 + span / 2,
+        top + 0.15,
+        f"各读自己的 W 列条：{dims(k, tile)}，{nbytes(strip)}",
+        size=8,
+    )
+
+    # the shared A strip, to the left, multicast to every block from below
+    ax_, ay = 0.3, y0 + size / 2
+    _draw.box(ax, ax_, ay - 0.13, 2.3, 0.26, color=COLORS["a"], alpha=0.6)
+    _draw.label(
+        ax, ax_ + 1.15, ay + 0.3, f"共用的 A 行条：{dims(tile, k)}，{nbytes(strip)}", size=8
+    )
+    hub = (2.85, y0 - 0.45)
+    ax.plot([ax_ + 2.3, hub[0]], [ay, ay], color=COLORS["a"], lw=1.1)
+    ax.plot([hub[0], hub[0]], [ay, hub[1]], color=COLORS["a"], lw=1.1)
+    for b in range(cluster):
+        x = x0 + b * (size + gap) + size / 2
+        ax.plot([hub[0], x], [hub[1], hub[1]], color=COLORS["a"], lw=1.1)
+        _draw.arrow(ax, (x, hub[1]), (x, y0 - 0.14), color=COLORS["a"], lw=1.1)
+    _draw.label(
+        ax, hub[0] - 0.1, hub[1], f"读一次，TMA multicast 送给 {cluster} 个 block", size=7.5,
+        ha="right",
+    )  # fmt: skip
+
+    # the bytes the row's blocks read, apart and as a cluster
+    lines = (
+        f"各自读：每个 block 读一条 A 行条、一条 W 列条，共 {nbytes(apart.bytes_read)}",
+        f"组成 cluster：A 行条只读一次，共 {nbytes(shared.bytes_read)}，"
+        f"省 {nbytes(saved)}（{saved / apart.bytes_read:.0%}）",
+    )
+    for n, text in enumerate(lines):
+        _draw.label(ax, 0.3, 0.42 - n * 0.24, text, size=8, ha="left")
+    return fig
