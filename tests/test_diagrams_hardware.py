@@ -212,7 +212,7 @@ def test_sm_detail_draws_four_sub_partitions():
     texts = _texts(fig)
     assert texts.count("warp scheduler") == 4
     assert texts.count("寄存器 64 KiB") == 4  # 256 KiB / 4
-    assert texts.count("SFU x4") == 4  # 16 per SM / 4
+    assert texts.count("4 个 SFU") == 4  # 16 per SM / 4
     assert any("256 KiB" in t and "228 KiB" in t for t in texts)
     assert overlaps(fig) == []
     # A100: 64 FP32 lanes per SM, 16 per sub-partition

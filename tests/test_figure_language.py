@@ -37,6 +37,8 @@ ALLOWED = {
     *("bf16", "fp32", "fp8", "hbm", "l2", "l3", "sram", "tensor", "cuda", "core", "dense"),
     # the memory-hierarchy figure's levels and units (shared memory, L1, SFU, KiB)
     *("l1", "shared", "sfu", "kib", "gib", "mib", "fma"),
+    # the GPU chapter's terms (chip, SM and waves diagrams)
+    *("sm", "warp", "scheduler", "lane", "gpu", "cpu"),
     # the roofline's own terms
     *("roof", "roofline", "ridge", "point", "memory", "compute", "bound", "datasheet", "traffic"),
     # operators and their implementations, as the book names them

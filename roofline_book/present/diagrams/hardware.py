@@ -117,7 +117,7 @@ def gpu_chip(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
     if dev.link == "pcie" and dev.link_bandwidth:
         host = f"PCIe，每个方向 {_rate(dev.link_bandwidth)}"
     _draw.label(ax, (lx + box_x) / 2, host_y + 0.14, host, size=7.5)
-    _draw.box(ax, box_x, host_y - 0.22, box_w, 0.44, text="CPU（host）")
+    _draw.box(ax, box_x, host_y - 0.22, box_w, 0.44, text="CPU")
     return fig
 
 
@@ -199,7 +199,7 @@ def sm_detail(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
             part_w - 0.16,
             0.3,
             color=_L2_COLOR,
-            text="Tensor Core" + (f" x{tensor}" if tensor > 1 else ""),
+            text="Tensor Core" + (f"（{tensor} 个）" if tensor > 1 else ""),
             size=7,
         )
         tc.set_gid("tensor-core")
@@ -211,7 +211,7 @@ def sm_detail(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
             part_w - 0.16,
             0.28,
             color=PALETTE["purple"],
-            text=f"SFU x{sfus}",
+            text=f"{sfus} 个 SFU",
             size=7,
         )
         sf.set_gid("sfu")
@@ -291,8 +291,10 @@ def memory_hierarchy(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> 
         w = narrow + (wide - narrow) * i / max(1, len(levels) - 1)
         patch = _draw.box(ax, cx - w / 2, y, w, row_h, color=color, text=name, size=8)
         patch.set_gid("level")
-        _draw.label(ax, cx + wide / 2 + 0.2, y + row_h * 0.7, capacity, ha="left", size=7.5)
-        _draw.label(ax, cx + wide / 2 + 0.2, y + row_h * 0.28, rate, ha="left", size=7.5)
+        lines = [t for t in (capacity, rate) if t]
+        for j, line in enumerate(lines):
+            ty = y + row_h * (0.5 if len(lines) == 1 else 0.7 - 0.42 * j)
+            _draw.label(ax, cx + wide / 2 + 0.2, ty, line, ha="left", size=7.5)
     return fig
 
 
