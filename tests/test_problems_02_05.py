@@ -320,6 +320,9 @@ def test_chapter_5_prose_numbers(glued):
     assert g["ridge_h100_bf16"] == approx(RIDGE_H100)
     assert g["ridge_a100_bf16"] == approx(RIDGE_A100)
     assert g["ncross_a100_bf16"] == approx(3 * 2 * RIDGE_A100 / 2)  # about 459
+    # first power of two past A100's BF16 ridge (153.0): 512 / 3 = 170.7, while 256 / 3 = 85.3
+    assert square_intensity(256, 2) < RIDGE_A100 <= square_intensity(512, 2)
+    assert g["nfirst_a100_bf16"] == 512
     assert g["fp32_tflops"] == approx(67.0)
     assert g["bf16_over_fp32"] == approx(H100_BF16 / H100_FP32)  # about 14.8
     assert g["g1024_mib"] == approx(6.0)  # 3 * 1024**2 * 2 bytes
@@ -368,3 +371,21 @@ def test_chapter_5_answers(glued):
     assert g["ans_q4_mstar"] == approx(q4)  # about 358.9
     assert 256 < q4 <= 512
     assert g["ans_q4_pow2"] == 512
+    # The estimate (I ~ 2M/s = M in BF16, so M* ~ the ridge) undershoots: I(M) < 2M/s always.
+    assert RIDGE_H100 < q4
+
+
+def test_chapter_5_measure_on_your_gpu(glued):
+    g = glued(PAGE_05)
+    # A quick CUDA run times square BF16 GEMMs n = 256 ... 4096. Attainable on H100 SXM:
+    # min(989.4, 3.35 * n / 3) TFLOP/s: 256 -> 285.9 (28.9 %), 512 -> 571.7 (57.8 %).
+    assert (g["ans_q5_n0"], g["ans_q5_n1"], g["ans_q5_nmax"]) == (256, 512, 4096)
+    assert g["bf16_tflops"] == approx(989.4)
+    for i, n in enumerate((256, 512)):
+        att = H100_BW * square_intensity(n, 2)
+        assert att < H100_BF16
+        assert g[f"ans_q5_att{i}"] == approx(att / 1e12)
+        assert g[f"ans_q5_pct{i}"] == approx(100 * att / H100_BF16)
+    assert g["ans_q5_att0"] == approx(285.87, rel=1e-4)
+    # 2 * 256**3 FLOP at 285.87 TFLOP/s = 6 * 256**2 / 3.35e12 s = 0.117 us
+    assert g["ans_q5_us0"] == approx(6 * 256**2 / H100_BW * 1e6)

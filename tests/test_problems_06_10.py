@@ -71,6 +71,9 @@ def test_chapter_6_answers(glued):
     assert g["ans_q3_fused_kernels"] == 309
     assert g["ans_q3_foreach_kernels_cuda13"] == 8 * 45 and g["ans_q3_fused_kernels_cuda13"] == 45
     assert g["ans_q3_fused_ms"] == pytest.approx(28 * 32 * BLOCK_PARAMS / H100_BW * 1e3)  # ~54 ms
+    # The estimate: 28 bytes x 6,476,267,520 parameters = 181.3 GB, at 0.2985 ms per GB.
+    assert g["ans_q3_gb"] == pytest.approx(28 * 32 * BLOCK_PARAMS / 1e9)
+    assert g["ans_q3_gb"] == pytest.approx(181.34, rel=1e-4)
     # Scale, mask, softmax over 32 x 4096 x 4096 BF16 scores: 6 passes against 2.
     one_pass = 2 * HEADS * T * T
     assert g["ans_q4_three_ms"] == pytest.approx(6 * one_pass / H100_BW * 1e3)
@@ -83,10 +86,19 @@ def test_chapter_6_answers(glued):
     assert g["ans_q4_hf_bps"] == pytest.approx(32 + 2 / 32)
     assert g["ans_q4_hf_kernels"] == 7
     assert g["ans_q4_mat_bps"] == pytest.approx(8)
+    # Measured on your GPU: a quick CUDA run steps AdamW over 2^24 FP32 parameters in 8 tensors.
+    # fused 28 B/param: 28 * 2^24 / 3.35e12 = 0.1402 ms; loop and foreach 80 B/param: 0.4006 ms;
+    # the loop launches 8 kernels per tensor: 64.
+    assert (g["ans_q5_params_m"], g["ans_q5_tensors"], g["ans_q5_loop_kernels"]) == (16, 8, 64)
+    assert g["ans_q5_fused_ms"] == pytest.approx(28 * 2**24 / H100_BW * 1e3)
+    assert g["ans_q5_loop_ms"] == pytest.approx(80 * 2**24 / H100_BW * 1e3)
+    assert g["ans_q5_foreach_ms"] == pytest.approx(g["ans_q5_loop_ms"])
 
 
 def test_chapter_6_prose_numbers(glued):
     g = glued(CH6)
+    # the rule of thumb: 1e9 bytes / 3.35e12 byte/s = 0.2985 ms per GB
+    assert g["ms_per_gb"] == pytest.approx(1e9 / H100_BW * 1e3)
     assert g["add_I"] == pytest.approx(1 / 6)
     assert g["relu_I"] == pytest.approx(1 / 4)
     assert g["ridge_bf16"] == pytest.approx(H100_BF16 / 3.35e12)  # 319.6
