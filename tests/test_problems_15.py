@@ -131,3 +131,17 @@ def test_the_typed_parameters_and_expressions_are_glued(glued):
     assert (g["q2_k_ring"], g["q2_k_tree"], g["q2_f_ring"], g["q2_f_tree"]) == (14, 6, 1.75, 6)
     # 3. nccl-tests busbw factors at n = 8: all-reduce 2 x 7/8, all-gather 7/8; times halve
     assert (g["q3_ar_f"], g["q3_ag_f"], g["q3_ratio"]) == ("7/4", "7/8", "1/2")
+
+
+def test_the_ring_rule_the_estimate_and_nvls(glued):
+    g = glued(CH15)
+    # 8 GPUs: each sends 2 x 7/8 = 1.75 times the message in a ring all-reduce
+    assert (g["ar_p"], g["ar_f"]) == (8, pytest.approx(1.75))
+    # problem 1's pencil estimate: twice 2 GB over 50 GB/s = 80 ms (the exact answer is 75.3)
+    assert g["q1_est_ms"] == pytest.approx(80.0)
+    # NVLink SHARP: each GPU sends the buffer once (f = 1) at 450 GB/s, so algbw may reach 450
+    # and nccl-tests' ring factor makes that busbw 450 x 2 x 7/8 = 787.5 GB/s; 480 is under it
+    assert g["nvls_allowed"] == pytest.approx(787.5)
+    assert g["ring_busbw"] < g["h100_link"] < g["nvls_busbw"] < g["nvls_allowed"]
+    # NCCL 2.30.7's tuning model: 0.6 us a ring step on NVLink (hwLat)
+    assert (g["h100_gpus"], g["h100_alpha_us"]) == (8, pytest.approx(0.6))
