@@ -238,6 +238,16 @@ def test_chapter_4_answers(glued):
     assert g["ans_q3_add_h200"] == approx(add_h200)  # 0.8 TFLOP/s
     assert g["ans_q3_add_ratio"] == approx(4.8 / 3.35)
     assert g["ans_q3_gemm_ratio"] == 1.0
+    assert g["h100_bf16_tflops"] == 989.4 and g["h100_bw_si"] == "3.35 TB/s"
+    # the estimate: n = 512 lies left of the ridge, 3.35e12 x 1024/6 = 571.7 TFLOP/s, 57.8 %
+    assert g["ans_q4_tflops"] == approx(H100_BW * i512 / 1e12)
+    assert g["ans_q4_pct"] == approx(H100_BW * i512 / H100_BF16 * 100)
+    assert round(g["ans_q4_pct"], 1) == 57.8
+    # the sweep: 256 is memory-bound at 3.35e12 x 512/6 = 285.9 TFLOP/s; from 1024 the peak;
+    # the crossover of 2n/(3s) with the ridge is n* = 3 x 2 x 295.34 / 2 = 886
+    assert g["ans_q5_att_256"] == approx(H100_BW * 2 * 256 / 6 / 1e12)
+    assert g["ans_q5_att_1024"] == approx(H100_BF16 / 1e12)
+    assert g["ans_q5_ncross"] == approx(3 * RIDGE_H100) and 512 < g["ans_q5_ncross"] < 1024
 
 
 def test_chapter_4_hierarchical_roofline(glued):
