@@ -315,6 +315,8 @@ def test_chapter_7_estimate_and_measure_problems(glued):
     # mask. Materialized: 2 * 64 * (4 * 4096 * 128 + 4 * 4096^2) = 8,858,370,048 bytes over
     # 3.35 TB/s = 2.644 ms (HBM). Flash: 64 * 4096^2 * 4 * 128 = 549,755,813,888 matrix FLOPs
     # over 989.4e12 = 555.6 us (matrix units); 64 * 4096^2 * (4 * 128 + 5) FLOPs in all.
+    shape = (g["ans_q5_batch"], g["ans_q5_heads"], g["ans_q5_seq"], g["ans_q5_d"])
+    assert shape == (4, 16, 4096, 128)  # the CUDA quick suite's longest attention
     mat_bytes = 2 * 64 * (4 * 4096 * 128 + 4 * 4096**2)
     flash_s = 64 * 4096**2 * 4 * 128 / H100_BF16
     assert mat_bytes == 8_858_370_048
@@ -482,7 +484,9 @@ def test_chapter_8_estimate_and_measure_problems(glued):
     assert g["ans_q4_busy"] == pytest.approx(32 / H100_SMS)
     # Measure: at n = 4096 both precisions are compute-bound (I = 2 * 4096 / 12 = 683 against
     # a ridge of 20; 1365 against 295), so the times' ratio is the peaks': 989.4 / 67 = 14.8.
+    assert g["ans_q5_n"] == 4096  # the CUDA quick suite's largest square GEMM
     assert g["ans_q5_I_fp32"] == pytest.approx(2 * 4096 / 12)
+    assert g["ans_q5_I_bf16"] == pytest.approx(2 * 4096 / 6)
     assert g["ans_q5_bounds"] == "compute/compute"
     assert g["ans_q5_ratio"] == pytest.approx(H100_BF16 / H100_FP32)
 
