@@ -19,10 +19,10 @@ matplotlib.use("Agg")
 pytest.importorskip("noto_cjk_sans_otc", reason="the [zh] extra (noto-cjk-sans-otc)")
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from test_figure_language import ALLOWED, english_words  # noqa: E402
+from test_figure_language import ALLOWED, _names, english_words  # noqa: E402
 
 from roofline_book.present import plotting  # noqa: E402
-from roofline_book.present.diagrams import kernels  # noqa: E402
+from roofline_book.present.diagrams import inference, kernels  # noqa: E402
 from roofline_book.present.plotting.layout import overlaps  # noqa: E402
 
 #: Latin words these diagrams write beyond test_figure_language.ALLOWED: terms the chapters
@@ -66,7 +66,7 @@ def legible(fig) -> None:
     # mathtext reaches the SVG one glyph a <tspan>: its letters are symbols, not words
     plain = [re.sub(r"\$[^$]*\$", " ", t.get_text()) for ax in fig.axes for t in ax.texts]
     svg = "".join(f"<text>{t}</text>" for t in plain)
-    assert english_words(svg, ALLOWED | EXTRA_WORDS | {"h100", "sxm", "a100"}) == []
+    assert english_words(svg, ALLOWED | EXTRA_WORDS | _names()) == []
 
 
 def test_gemm_tiles_counts_tiles_and_strip_bytes(zh):
@@ -80,7 +80,7 @@ def test_gemm_tiles_counts_tiles_and_strip_bytes(zh):
     # one tile reads both strips (2 MiB) and writes 128 * 128 * 2 B = 32 KiB
     assert "每个分块读 2 MiB、写 32 KiB" in text
     # I = 2 * 128 * 128 * 4096 / (2 * 1048576 + 32768) = 134217728 / 2129920 = 63.015
-    assert "I = 63.0 FLOP/byte" in text
+    assert "$I$ = 63.0 FLOP/byte" in text
     # 8 grid lines a side: 32 / 8 = 4 tiles a cell
     assert "每格 4 × 4 个分块" in text
     legible(fig)
@@ -92,7 +92,7 @@ def test_gemm_tiles_follows_the_tile(zh):
     # 4096 / 256 = 16 a side, 256 tiles; strips 256 * 4096 * 2 B = 2 MiB
     assert "16 × 16 = 256" in text and "A 的行条：256 × 4096，2 MiB" in text
     # I = 2 * 256^2 * 4096 / (2 * 2 MiB + 256^2 * 2 B) = 536870912 / 4325376 = 124.12
-    assert "I = 124.1 FLOP/byte" in text
+    assert "$I$ = 124.1 FLOP/byte" in text
     legible(fig)
 
 
@@ -180,3 +180,46 @@ def test_cluster_strips_of_four(zh):
     text = words(fig)
     assert "共 8 MiB" in text and "共 5 MiB，省 3 MiB（38%）" in text and "block 3" in text
     legible(fig)
+
+
+def test_kv_cache_steps_bytes_per_token(zh):
+    fig = inference.kv_cache_steps()
+    text = words(fig)
+    # Llama-2-7B: 32 layers, 32 KV heads of 128, BF16: m_kv = 2 * 32 * 32 * 128 * 2 B
+    # = 524288 B = 512 KiB; one layer's row 2 * 32 * 128 * 2 B = 16 KiB
+    assert " = 512 KiB" in text and "2 × 32 × 128 × 2 B = 16 KiB" in text
+    # prefill writes the 3 prompt rows: 3 * 512 KiB = 1.5 MiB; step 1 reads them, writes one
+    assert "写 3 行 = 1.5 MiB" in text and "读 3 行 = 1.5 MiB" in text
+    # step 4 reads 3 + 3 = 6 rows: 6 * 512 KiB = 3 MiB
+    assert "第 4 步" in text and "读 6 行 = 3 MiB" in text and "写 1 行 = 512 KiB" in text
+    legible(fig)
+
+
+def test_kv_cache_steps_follow_the_model(zh):
+    # Llama-3-8B (GQA): 8 KV heads: m_kv = 2 * 32 * 8 * 128 * 2 B = 131072 B = 128 KiB
+    fig = inference.kv_cache_steps(model="llama-3-8b", prompt=2, steps=2)
+    text = words(fig)
+    assert "2 × 8 × 128 × 2 B = 4 KiB" in text and " = 128 KiB" in text
+    assert "读 3 行 = 384 KiB" in text and "第 3 步" not in text
+    legible(fig)
+
+
+def test_prefill_decode_intensities(zh):
+    fig = inference.prefill_decode()
+    text = words(fig)
+    # W: the MLP up projection of Llama-2-7B, 4096 x 11008 BF16 = 90177536 B = 86.0 MiB
+    assert "4096 × 11008" in text and "每次读 86 MiB" in text
+    # prefill, M = 512: I = 512 * 4096 * 11008 / (512 * 4096 + 4096 * 11008 + 512 * 11008)
+    #   = 23085449216 / 52822016 = 437.0, above the H100 ridge 989.4 / 3.35 = 295.3
+    assert "$I$ = 437 > $I^*$ = 295 FLOP/byte" in text
+    # decode, M = 8: I = 8 * 4096 * 11008 / (8 * 4096 + 4096 * 11008 + 8 * 11008) = 7.979
+    assert "$I$ = 7.98 < $I^*$ = 295 FLOP/byte" in text
+    assert "compute-bound" in text and "memory-bound" in text
+    legible(fig)
+
+
+def test_prefill_decode_follow_batch_and_device(zh):
+    # batch 512 decodes as many tokens as the prompt: the same intensity, 437
+    # A100 SXM ridge: 312e12 / 2.039e12 = 153.0
+    text = words(inference.prefill_decode(batch=512, device="a100-sxm"))
+    assert text.count("$I$ = 437 > $I^*$ = 153 FLOP/byte") == 2

@@ -118,9 +118,12 @@ def gemm_tiles(
     key_row(ax, 0.15, top - lh, COLORS["a"], f"A 的行条：{dims(rows, k)}，{nbytes(a_strip)}")
     key_row(ax, 0.15, top - 2 * lh, COLORS["w"], f"W 的列条：{dims(k, cols)}，{nbytes(w_strip)}")
     _draw.label(
-        ax, 0.15, top - 3.6 * lh,
-        f"每个分块读 {nbytes(one.bytes_read)}、写 {nbytes(one.bytes_written)}\n"
-        f"I = {one.intensity:.1f} FLOP/byte（{precision_name(dtype).upper()}）",
+        ax, 0.15, top - 3.2 * lh,
+        f"每个分块读 {nbytes(one.bytes_read)}、写 {nbytes(one.bytes_written)}", size=8, ha="left",
+    )  # fmt: skip
+    rich(
+        ax, 0.15, top - 4.2 * lh,
+        [f"$I$ = {one.intensity:.1f} FLOP/byte", f"（{precision_name(dtype).upper()}）"],
         size=8, ha="left",
     )  # fmt: skip
     return fig
