@@ -39,6 +39,8 @@ ALLOWED = {
     *("l1", "shared", "sfu", "kib", "gib", "mib", "fma"),
     # the GPU chapter's terms (chip, SM and waves diagrams)
     *("sm", "warp", "scheduler", "lane", "gpu", "cpu"),
+    # the kernel diagrams' terms (Python dispatch, thread-block cluster, TMA multicast)
+    *("python", "thread", "cluster", "tma", "multicast"),
     # the roofline's own terms
     *("roof", "roofline", "ridge", "point", "memory", "compute", "bound", "datasheet", "traffic"),
     # operators and their implementations, as the book names them
