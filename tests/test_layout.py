@@ -41,3 +41,15 @@ def test_the_book_refuses_to_glue_a_figure_whose_labels_overlap():
     ax.text(0.52, 0.5, "compute roof")
     with pytest.raises(ValueError, match=r"figure 'fig-x': labels overlap \(1\)"):
         glue_figure("fig-x", fig)
+
+
+def test_tick_labels_outside_the_view_are_not_drawn_so_not_counted():
+    fig = Figure(figsize=(3, 3))
+    ax = fig.add_axes((0.3, 0.1, 0.6, 0.4))
+    ax.set_yticks([0, 10, 20])  # 20 lies outside the view: its label is never drawn
+    ax.set_ylim(0, 10)
+    # where the label of 20 would sit: left of the axes, at 0.1 + 2 x 0.4 of the height
+    fig.text(0.27, 0.9, "title", ha="right", va="center")
+    assert overlaps(fig) == []
+    fig.text(0.27, 0.5, "top", ha="right", va="center")  # beside the drawn label of 10
+    assert [sorted(pair) for pair in overlaps(fig)] == [["'10'", "'top'"]]

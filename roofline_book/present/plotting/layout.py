@@ -8,14 +8,27 @@ from typing import Any
 SHRINK_PX = 1.0
 
 
+def _undrawn_tick_labels(fig: Any) -> set[int]:
+    """刻度标签中没有画出的（刻度在坐标范围之外）：它们“可见”，却不在图上。"""
+    undrawn = set()
+    for axes in fig.axes:
+        for axis in (axes.xaxis, axes.yaxis):
+            drawn = {id(tick) for tick in axis._update_ticks()}
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if id(tick) not in drawn:
+                    undrawn.update((id(tick.label1), id(tick.label2)))
+    return undrawn
+
+
 def _texts(fig: Any) -> list[Any]:
-    """图中所有可见、非空的文字：标注、标题、轴标签、刻度标签、图例文字。"""
+    """图中画出的、非空的文字：标注、标题、轴标签、刻度标签、图例文字。"""
     from matplotlib.text import Text
 
     found = []
+    undrawn = _undrawn_tick_labels(fig)
     # Text only: a legend's TextArea also has get_text, but its words are the Text inside it
     for text in fig.findobj(lambda a: isinstance(a, Text)):
-        if not text.get_visible() or not str(text.get_text()).strip():
+        if not text.get_visible() or not str(text.get_text()).strip() or id(text) in undrawn:
             continue
         axes = text.axes
         if axes is not None and not axes.get_visible():
