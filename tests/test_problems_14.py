@@ -168,3 +168,23 @@ def test_the_training_step_as_configured(glued):
     assert g["s70_window"] == pytest.approx(flops / 64 / PEAK / 256 * 3 / 4 * 1e3)
     assert g["s70_rs"] == pytest.approx(1 / 2 * 4 * p70 / 32 / NDR * 1e3)
     assert g["s70_rs"] > g["s70_window"]
+
+
+@pytest.mark.site
+def test_the_estimate_first_problem_and_its_conventions(glued):
+    g = glued(CH14)
+    # Llama-3-70B's BF16 weights, 70,553,706,496 parameters x 2 bytes = 141.1 GB; an eighth each
+    # read at 3.35 TB/s: 17.64 GB / 3.35e12 = 5.27 ms, the bound's 5.24 ms without the KV cache
+    # and with the norms whole
+    assert g["w_all_gb"] == pytest.approx(2 * 70_553_706_496 / 1e9)
+    assert g["est_w8_gb"] == pytest.approx(g["w_all_gb"] / 8)
+    assert g["h100_hbm_tb"] == pytest.approx(HBM / 1e12) == pytest.approx(3.35)
+    assert g["est_t8_ms"] == pytest.approx(g["w_all_gb"] / 8 / 3.35)
+    assert g["est_t8_ms"] == pytest.approx(g["t8_ms"], rel=0.02)
+    # 161 one-shot all-reduces of 5.7 us on top of the bound: 0.918 / 5.24 = 17.5 %
+    assert g["oneshot_extra"] == pytest.approx(161 * 5.7e-3 / g["t8_ms"])
+    # problem 3 states Llama-3-8B's counts: all parameters and those of the matrix products
+    assert (g["psi8"], g["psi8_mm"]) == (P8, N8)
+    assert g["psi8_yi"] == pytest.approx(P8 / 1e8) and g["psi8_mm_yi"] == pytest.approx(N8 / 1e8)
+    # 8 sequences of 4096 tokens a GPU on the communication roofline
+    assert g["tokens_per_gpu"] == 8 * 4096
