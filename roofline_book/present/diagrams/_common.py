@@ -78,7 +78,8 @@ def rich(
     """把几段文字接成一行，竖直居中在 ``y``：汉字与公式（``$...$``）分段写。
 
     matplotlib 的 mathtext 用它自己的字体，同一段里的汉字没有字形，所以含公式的段只写公式与
-    ASCII，汉字另起一段；各段按量出的宽度首尾相接，按 ``ha`` 对齐在 ``x``。
+    ASCII，汉字另起一段；各段按量出的宽度首尾相接，按 ``ha`` 对齐在 ``x``。段首段尾的空格
+    （SVG 的阅读器会丢掉它们）改成段与段之间固定的一小段间距。
 
     Returns
     -------
@@ -87,14 +88,22 @@ def rich(
     fig = ax.figure
     renderer = _renderer(fig)
     baseline = y - 0.36 * size / _draw.POINTS_PER_INCH * _inch(ax)
+    # an SVG viewer drops a text's leading and trailing spaces: each becomes a gap instead
+    space = 0.4 * size / _draw.POINTS_PER_INCH * _inch(ax)
     texts = [
-        ax.text(0, baseline, p, fontsize=size, color=color, ha="left", va="baseline") for p in parts
+        ax.text(0, baseline, p.strip(), fontsize=size, color=color, ha="left", va="baseline")
+        for p in parts
     ]
     per_px = 1.0 / (ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0])
     widths = [t.get_window_extent(renderer).width * per_px for t in texts]
-    total = sum(widths)
+    gaps = [0.0] + [
+        space if (a[-1:].isspace() or b[:1].isspace()) else 0.0
+        for a, b in zip(parts, parts[1:], strict=False)
+    ]
+    total = sum(widths) + sum(gaps)
     start = {"left": x, "center": x - total / 2, "right": x - total}[ha]
-    for t, w in zip(texts, widths, strict=True):
+    for t, w, g in zip(texts, widths, gaps, strict=True):
+        start += g
         t.set_x(start)
         start += w
     return texts

@@ -77,6 +77,8 @@ def kv_cache_steps(
                 ax, x + shift, top - n * row_h + shift, 2 * cell, n * row_h,
                 color=COLORS["grey"], fill=False, lw=0.5,
             )  # fmt: skip
+        # an opaque ground, so the layers behind show only at the edges
+        _draw.box(ax, x, top - n * row_h, 2 * cell, n * row_h, color="white", alpha=1.0, lw=0)
         for r in range(n):
             color = COLORS["a"] if r < old else COLORS["c"]
             for h, name in enumerate(("K", "V")):

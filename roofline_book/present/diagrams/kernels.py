@@ -357,7 +357,7 @@ def flash_blocks(
     数的来源：:func:`roofline_book.ops.attention` （一个 head）。``impl="flash"``、
     ``tile=FlashTile(block_q, block_k)`` 的 ``bytes`` 是 Q、K、V 各读一次、O 写一次，
     ``reread_bytes`` 是每个 Q 块再读一遍 K、V 的部分；``impl="materialized"`` 的 ``bytes``
-    多出 ``S`` 与 ``S~ = softmax(S)`` 各写一次、读一次。``S`` 的大小为 ``seq * seq * s``。
+    多出 ``S`` 与 ``softmax(S)`` 各写一次、读一次。``S`` 的大小为 ``seq * seq * s``。
     字节按二进制前缀。
 
     Parameters
@@ -461,8 +461,7 @@ def flash_blocks(
     lines = (
         [f"flash：Q、K、V 各读一次，O 写一次，共 {nbytes(flash.bytes)}；"
          f"K、V 每个 Q 块再读一遍，多 {nbytes(flash.reread_bytes)}，多由 L2 供给"],
-        ["不融合：再加上 ", "$S$", "、", "$\\tilde{S}$",
-         f" 各写一次、读一次，共 {nbytes(mat.bytes)}"],
+        [f"不融合：再加上得分 S 与 softmax(S) 各写一次、读一次，共 {nbytes(mat.bytes)}"],
     )  # fmt: skip
     for n, parts in enumerate(lines):
         rich(ax, 0.15, 0.62 - n * 0.25, parts, size=7.5, ha="left")
