@@ -1,0 +1,180 @@
+"""第 1–4 章隐藏 cell 用到的计算：各计算单元的速率、按设备目录写出的句子、
+与 FlashAttention-3 实测值的对照。
+
+每个函数返回一个 dict，键就是章节粘贴（glue）时用的名字，所以一章只需写
+``glue(**basics.unit_rates(h100))``。
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..devices.catalog import Hardware
+from ..ops import attention, fa3_tile
+from ..roofline.roofs import time_bound
+from .tables import bound_zh
+
+FA3_PUBLISHED: dict[tuple[int, bool], float] = {
+    (128, False): 648.0,  # arXiv v1, FP16 forward, head dim 128, 16k tokens
+    (256, False): 840.0,  # the published version's best, BF16, head dim 256
+    (256, True): 642.0,  # arXiv v1, causal, head dim 256, 16k tokens
+}
+"""FlashAttention-3 论文报告的前向实测吞吐（TFLOP/s，按论文的 FLOPs 口径），
+键为 ``(head dim, causal)``；序列长 16k、hidden 2048（shah2024flashattention3）。"""
+
+FA3_TOKENS = 16384
+"""FlashAttention-3 论文这些实测点的序列长度（batch 乘序列长为 16k）。"""
+
+FA3_HIDDEN = 2048
+"""FlashAttention-3 论文实测时的 hidden size：head 数为它除以 head dim。"""
+
+
+def unit_rates(device: Hardware, dtype: str = "bf16") -> dict[str, float]:
+    """``device`` 上三种计算单元的速率，以及向量单元与特殊函数单元按元素运算和按指令的比值。
+
+    Parameters
+    ----------
+    device : roofline_book.Hardware
+        目录中的设备，需有特殊函数单元和每 SM 的 FP32 lane 数。
+    dtype : str
+        数据的精度（向量单元对 BF16 按两个一组打包计）。
+
+    Returns
+    -------
+    dict
+        ``p_vector_tflops``、``p_special_tflops`` （向量 TFLOP/s；特殊函数每秒
+        10^12 次求值）、``matrix_over_vector``、``p_vector_ops`` 与 ``p_vector_instr``
+        （每秒 10^12 次元素运算与指令）、
+        ``ops_over_special``、``instr_over_special``、``sfu_per_clock``、``lanes_per_sm``。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> r = unit_rates(hardware("h100-sxm"))
+    >>> r["p_vector_tflops"], round(r["p_special_tflops"], 2), round(r["instr_over_special"])
+    (133.8, 4.18, 8)
+    """
+    matrix, vector = device.ceiling("matrix", dtype), device.ceiling("vector", dtype)
+    special, ops = device.ceiling("special", dtype), device.vector_op_rate(dtype)
+    return {
+        "p_vector_tflops": vector / 1e12,
+        "p_special_tflops": special / 1e12,
+        "matrix_over_vector": matrix / vector,
+        "p_vector_ops": ops / 1e12,
+        "p_vector_instr": ops / 2 / 1e12,  # lane instructions: 2 BF16 results each
+        "ops_over_special": ops / special,
+        "instr_over_special": ops / 2 / special,
+        "sfu_per_clock": int(device.sfu_per_sm_per_clock or 0),
+        "lanes_per_sm": int(device.fp32_lanes_per_sm or 0),
+    }
+
+
+def roof_sentences(device: Hardware) -> dict[str, str]:
+    """第 4 章按目录写出的几句话：BF16 数据的向量 roof 取哪个速率、同一时钟下
+    矩阵单元与特殊函数单元的比、L2 带宽有没有数据（以及分层 roofline 图怎样画）。
+
+    Returns
+    -------
+    dict
+        ``vec_bf16_sentence``、``per_clock_sentence``、``l2_sentence``、``fig_l2_caption``。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> s = roof_sentences(hardware("h100-sxm"))
+    >>> s["per_clock_sentence"]
+    'H100 每个 SM 每个时钟能算 16 次 exp、4096 次稠密 BF16 矩阵 FLOP。'
+    >>> "packed BF16 向量速率是 134 TFLOP/s，是 FP32 的 2 倍" in s["vec_bf16_sentence"]
+    True
+    """
+    vec_bf16, vec_fp32 = device.ceiling("vector", "bf16"), device.ceiling("vector", "fp32")
+    name, sfu = device.key.upper().split("-")[0], device.sfu_per_sm_per_clock  # "H100"
+    # matrix FLOPs per SM in one clock of the special units: each rate over SMs x its rated clock
+    per_clock = device.per_sm_clock("matrix", "bf16") / device.per_sm_clock("special") * (sfu or 0)
+    l2 = device.bandwidth("l2")
+    same_clock = per_clock > 0 and abs(math.log2(per_clock) - round(math.log2(per_clock))) < 1e-3
+    return {
+        "vec_bf16_sentence": (
+            f"目录为 {device.key.upper().replace('-', ' ')} 记的 packed BF16 向量速率是 "
+            f"{vec_bf16 / 1e12:.0f} TFLOP/s，"
+            f"是 FP32 的 {vec_bf16 / vec_fp32:.0f} 倍，BF16 数据的向量 roof 就取它。"
+            if vec_bf16 > vec_fp32
+            else "目录项没有单独的 packed BF16 向量速率，BF16 数据的向量 roof 只能取 FP32 的 "
+            f"{vec_fp32 / 1e12:.0f} TFLOP/s，这时融合 kernel 有可能比它快。"
+        ),
+        "per_clock_sentence": (
+            f"{name} 每个 SM 每个时钟能算 {sfu} 次 exp、{per_clock:.0f} 次稠密 BF16 矩阵 FLOP。"
+            if same_clock  # a power of 2 at one clock
+            else f"{name} 每个 SM 每个时钟能算 {sfu} 次 exp；目录里矩阵单元与特殊函数单元的峰值"
+            "不是按同一个时钟给出的，按两者之比折算，每个 SM 在一个时钟里做 "
+            f"{per_clock:.0f} 次稠密 BF16 矩阵 FLOP，"
+            "比值也随之偏离同一时钟下的结果。"
+        ),
+        "l2_sentence": (
+            f"NVIDIA 没有公布 {name} 的 L2 带宽，本书的硬件目录里也没有别人测得的值，"
+            "所以上图只有 HBM 一条斜线，"
+            "每个算子只在 HBM 这一级放一个点。"
+            if l2 is None
+            else f"NVIDIA 没有公布 {name} 的 L2 带宽；硬件目录里的 {l2 / 1e12:.2f} TB/s "
+            "是别人用 microbenchmark 测得的最高值（出处见硬件附录）。上图把它画成第二条（虚线）"
+            "斜线，每个算子在 HBM 和 L2 两级各放一个点。"
+        ),
+        "fig_l2_caption": (
+            "每个算子在 HBM 这一级放一个点，横坐标是做了最多 FLOPs 的单元的 FLOPs 除以必需流量。"
+            if l2 is None
+            else "虚线是 L2 带宽。每个算子放两个点：实心点在 HBM 这一级，"
+            "横坐标是做了最多 FLOPs 的单元的 FLOPs 除以必需流量；空心圈在 L2 这一级，"
+            "分母再加上重复读取，两点由点线相连。没有重复读取的算子两点重合。"
+        ),
+    }
+
+
+def fa3_published_bounds(device: Hardware) -> dict[str, object]:
+    """:data:`FA3_PUBLISHED` 的每个配置在 ``device`` 上的下界，按论文的 FLOPs 口径换算成 TFLOP/s。
+
+    每个配置算两次：按本书的模型（装得进 L2 的 K、V 重读由 L2 供给），以及假定 L2 什么都留不住、
+    每次重读都回到 HBM。论文口径是每条序列 ``4 l^2 d h`` FLOPs（不计 softmax，causal 时减半）。
+
+    Returns
+    -------
+    dict
+        ``fa3_resource`` 与 ``fa3_tflops`` （head dim 128）、``fa3_tflops_256``、
+        ``fa3_tflops_256c``、``fa3_resource_256c``，以及 ``fa3_all_hbm_sentence``：
+        重读全算到 HBM 时的上限，和哪些实测值超过了它。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> b = fa3_published_bounds(hardware("h100-sxm"))
+    >>> b["fa3_resource"], round(b["fa3_tflops"], 1), b["fa3_tflops_256"] > 840
+    ('受矩阵单元限制', 989.4, True)
+    """
+    no_l2 = dataclasses.replace(device, l2_cache=1.0)  # an L2 that holds nothing
+    found: dict[tuple[int, bool], dict[str, tuple[float, str]]] = {}
+    for d, causal in FA3_PUBLISHED:
+        heads, n = FA3_HIDDEN // d, FA3_TOKENS
+        cost = attention(1, heads, n, n, d, causal=causal, tile=fa3_tile(d, causal=causal))
+        paper_flops = 4 * n**2 * d * heads / (2 if causal else 1)
+        found[d, causal] = {}
+        for key, dev in (("bound", device), ("all_hbm", no_l2)):
+            t = time_bound(cost, dev)
+            found[d, causal][key] = (paper_flops / t.seconds / 1e12, t.resource)
+    names = {k: f"head dim {k[0]}{'（causal）' if k[1] else ''}" for k in found}
+    beaten = [k for k in found if found[k]["all_hbm"][0] < FA3_PUBLISHED[k]]
+    listed = "、".join(f"{names[k]} 为 {found[k]['all_hbm'][0]:.0f} TFLOP/s" for k in found)
+    tail = (
+        "、".join(f"{names[k]} 的实测值 {FA3_PUBLISHED[k]:.0f} TFLOP/s" for k in beaten)
+        + " 会超过这样算出的“上限”，说明这些重复读取确实由 L2 供给；其余配置的实测值还在它之下。"
+        if beaten
+        else "都还在实测值之上，这几个实测点本身不能说明重复读取来自 L2。"
+    )
+    return {
+        "fa3_resource": bound_zh(found[128, False]["bound"][1]),
+        "fa3_tflops": found[128, False]["bound"][0],
+        "fa3_tflops_256": found[256, False]["bound"][0],
+        "fa3_tflops_256c": found[256, True]["bound"][0],
+        "fa3_resource_256c": bound_zh(found[256, True]["bound"][1]),
+        "fa3_all_hbm_sentence": f"如果把 K、V 的每次重复读取都算到 HBM 上，上限依次是：{listed}。"
+        + tail,
+    }
