@@ -215,6 +215,53 @@ def test_chapter_11_answers(glued):
     assert g["q3_extra_share"] == pytest.approx(share, rel=0.01)  # ~7% (elementwise FLOPs aside)
 
 
+def test_chapter_11_pencil_estimates(glued):
+    g = glued(CH11)
+    # 2. Mistral-7B: 7,241,732,096 parameters (Llama-3-8B's layers, a 32,000-token vocabulary)
+    assert g["q2_params"] == pytest.approx(_params(**MISTRAL_7B) / 1e9)
+    # 3. by pencil: 2 Psi l / P = 2 x 8,030,261,248 x 4096 / 989.4e12 = 66.5 ms; one token at a
+    # time, the mean context l / 2: l (m_w + l/2 m_kv) / B = 4096 x 16.53 GB / 3.35 TB/s = 20.0 s
+    psi = _params(**LLAMA3_8B)
+    assert psi == 8_030_261_248
+    assert g["q3_pencil_pre"] == pytest.approx(2 * psi * C / H100_BF16 * 1e3)
+    kv = 2 * 32 * 8 * 128 * 2
+    assert g["q3_pencil_steps"] == pytest.approx(C * (2 * psi + C / 2 * kv) / H100_BW)
+    # ... within 10 % of the package's sums (the embedding table, one LM head row)
+    assert g["q3_pencil_pre"] == pytest.approx(g["prefill_l3_h100"], rel=0.1)
+    assert g["q3_pencil_steps"] == pytest.approx(g["q3_steps_s"], rel=0.1)
+    # 4. published H100 STREAM copy, 2.90 TB/s: every decode byte at that rate
+    assert g["q4_band"] == 2.9
+    m = LLAMA2_7B
+    weights = 2 * _params(**m) - 2 * m["V"] * m["h"] + 2 * m["h"]  # one embedding row
+    floor = (weights + C * 2 * m["L"] * m["kv"] * m["d"] * 2 + 2 * m["V"]) / 2.9e12
+    assert g["q4_ms"] == pytest.approx(floor * 1e3)  # 5.30 ms
+
+
+# A100 SXM 80GB: 312 TFLOP/s dense BF16/FP16, 2.039 TB/s (NVIDIA A100 datasheet)
+A100_PEAK, A100_BW = 312e12, 2.039e12
+
+
+def test_chapter_11_published(glued):
+    g = glued(CH11)
+    # gpt-fast README @ 32971d3: Llama-2-7B base, 104.9 tok/s on A100 (330 W), batch 1
+    assert g["gf_tps"] == 104.9
+    # the bound by hand: 200 tokens after a 5-token prompt, each step reading every weight
+    # (one embedding row) and a cache of at most 205 tokens: about 200 decode steps at c ~ 105
+    bound = 200 * _decode_bytes(**LLAMA2_7B, c=105) / A100_BW
+    assert g["gf_eta"] == pytest.approx(104.9 * bound / 200, rel=0.01)  # 0.68
+    # Azure benchmarking guide, A100 STREAM copy 1.61 TB/s against 2.039 TB/s
+    assert g["copy_eta"] == pytest.approx(1.61 / 2.039)  # 0.79
+    assert g["gf_of_copy"] == pytest.approx(g["gf_eta"] / g["copy_eta"])
+    # TensorRT-LLM performance.md v0.5, A100 FP16, LLaMA 7B, 2048-token prompt: 133 ms
+    assert (g["ttft_ms"], g["ttft_prompt"]) == (133, 2048)
+    assert g["pub_dec_ms"] == pytest.approx(1e3 / 104.9)  # 9.53 ms a token
+    assert g["pub_pre_us"] == pytest.approx(133e3 / 2048)  # 64.9 us a token
+    assert g["pub_ratio"] == pytest.approx((1e3 / 104.9) / (133 / 2048))  # 146.8
+    assert g["a100_ridge"] == pytest.approx(A100_PEAK / A100_BW)  # 153.0
+    # the rule of thumb holds on the published numbers: within 10 % of the ridge
+    assert g["pub_ratio"] == pytest.approx(g["a100_ridge"], rel=0.1)
+
+
 # --------------------------------------------------------------------------
 # Chapter 12
 
