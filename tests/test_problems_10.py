@@ -1,4 +1,4 @@
-"""Chapter 10 (profiling), as the built book shows it: the stable quantities, by hand.
+"""Chapter 11 (profiling), as the built book shows it: the stable quantities, by hand.
 
 Names, shapes, call counts, FLOPs and model bytes do not change from run to run;
 times do, so for them only the verdicts' vocabulary is checked here.
@@ -91,6 +91,38 @@ def test_chapter_10_answers(glued):
     assert g["ans_q3_ridge"] == pytest.approx(989.4 / 3.35)
     assert g["ans_q3_bound"] == "HBM"
     assert g["ans_q3_us"] == pytest.approx(nbytes / 3.35e12 * 1e6)  # 1.10 us
+
+
+def test_chapter_11_published_gpu_figures(glued):
+    """The GPU speeds the chapter reads a profile against: published rows, by hand."""
+    g = glued(CH)
+    h100_bf16, h100_bw, a100_bw = 989.4e12, 3.35e12, 2.039e12  # datasheets (dense BF16; HBM)
+    # cuBLAS BF16 square GEMM on H100 (fast.cu README): 795 TFLOP/s at 8192, 716 at 4096
+    assert g["pub_gemm_eta"] == pytest.approx(795e12 / h100_bf16)  # 0.80
+    assert g["ans_q5_tf4k"] == pytest.approx(716)
+    assert g["ans_q5_eta4k"] == pytest.approx(716e12 / h100_bf16)  # 0.72
+    assert g["ans_q5_us4k"] == pytest.approx(2 * 4096**3 / h100_bf16 * 1e6)  # 138.9 us
+    # STREAM copy on H100 2.90 TB/s (Azure AI benchmarking guide); on A100 1.61 TB/s
+    assert g["pub_copy_eta"] == pytest.approx(2.90e12 / h100_bw)  # 0.87
+    assert g["a100_copy_tb"] == pytest.approx(1.61)
+    assert g["a100_bw_tb"] == pytest.approx(a100_bw / 1e12)
+    # FA3 d = 128, l = 16384: 648 TFLOP/s; the package adds 5 softmax FLOPs per score to 512
+    assert g["pub_fa_eta"] == pytest.approx(648e12 / h100_bf16 * 517 / 512)
+    # gpt-fast, Llama-2-7B BF16 on A100, batch 1: 104.9 tok/s. Each token reads the weights
+    # once: 6,738,415,616 parameters (32000 x 4096 embedding, 32 layers of 4 x 4096^2 +
+    # 3 x 4096 x 11008 + 2 x 4096 norms, a final norm and a 32000 x 4096 head), 2 bytes each;
+    # the embedding is only indexed, so about (6.738e9 - 32000 * 4096) * 2 * 104.9 = 1.386 TB/s
+    params = 32000 * 4096 * 2 + 32 * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 4096
+    assert params == 6_738_415_616
+    assert g["gf_tok"] == pytest.approx(104.9)
+    assert g["ans_q4_params_b"] == pytest.approx(params / 1e9)
+    streamed = (params - 32000 * 4096) * 2 * 104.9
+    assert g["gf_tb"] == pytest.approx(streamed / 1e12, rel=0.01)
+    assert g["ans_q4_tb"] == g["gf_tb"]
+    assert g["gf_eta"] == pytest.approx(g["gf_tb"] * 1e12 / a100_bw)  # 0.68
+    assert g["ans_q4_eta"] == g["gf_eta"]
+    assert g["gf_of_copy"] == pytest.approx(g["gf_tb"] / 1.61)  # 0.87
+    assert g["ans_q4_est_tb"] == pytest.approx(2 * 7e9 * 104.9 / 1e12)  # the pencil estimate
 
 
 def test_the_page_shows_three_figures_and_the_table():

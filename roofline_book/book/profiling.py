@@ -47,6 +47,26 @@ def _of_roof(row: profiling.OpRow) -> str:
     return "快于下界" if row.beats_bound else f"{row.fraction_of_roof:.0%}"
 
 
+def shapes_text(shapes: Sequence[Sequence[int]]) -> str:
+    """一行的输入形状，短到放得进表格的一格：相邻的相同形状合成一项，标量不写。
+
+    Examples
+    --------
+    >>> shapes_text([(512, 512), (512, 1408)])
+    '512×512，512×1408'
+    >>> shapes_text([(2, 8, 256, 64)] * 5 + [(2, 8, 256), (), ()])
+    '5 个 2×8×256×64，2×8×256'
+    """
+    parts: list[list[Any]] = []
+    for shape in (s for s in shapes if s):
+        text = "×".join(map(str, shape))
+        if parts and parts[-1][0] == text:
+            parts[-1][1] += 1
+        else:
+            parts.append([text, 1])
+    return "，".join(text if n == 1 else f"{n} 个 {text}" for text, n in parts)
+
+
 def attribution_frame(attribution: profiling.Attribution, limit: int = 10) -> Any:
     """self time 最多的各行，中文表头（一个 pandas DataFrame）。"""
     import pandas as pd
@@ -59,7 +79,7 @@ def attribution_frame(attribution: profiling.Attribution, limit: int = 10) -> An
     return pd.DataFrame(
         {
             "算子": [r.name for r in rows],
-            "输入形状": [" ".join("×".join(map(str, s)) for s in r.shapes if s) for r in rows],
+            "输入形状": [shapes_text(r.shapes) for r in rows],
             "调用次数": [r.calls for r in rows],
             "self time 占比": [f"{r.share:.1%}" for r in rows],
             "FLOPs（模型）": [fig(r.flops, "FLOP") for r in rows],
@@ -133,7 +153,7 @@ def roofline_figure(attribution: profiling.Attribution) -> Any:
     from matplotlib import pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 3.9))
-    profiling.plot(ax, attribution, labelled=5)
+    profiling.plot(ax, attribution, labelled=2)
     ax.set_ylabel("实测性能 [GFLOP/s]")
     ax.set_title("训练一步中的各算子：实测性能与 roof")
     ax.legend(loc="lower right", fontsize=7)
@@ -332,6 +352,7 @@ __all__ = [
     "roofline_figure",
     "scaling_figure",
     "scaling_figures",
+    "shapes_text",
     "step_figures",
     "timeline_figure",
 ]

@@ -389,7 +389,8 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
 
     roof 取自 attribution 的上限：矩阵单元（取大部分时间所用的精度）的平顶，加上每个有带宽的
     层级的斜线（主存为实线，各级 cache 为点线）。点的颜色表示限制它的资源；self time 最多的
-    ``labelled`` 个算子在点旁写出名字。
+    ``labelled`` 个算子在点旁写出名字，每个算子一次（各种 scaled dot-product attention 记作
+    attention）。
 
     Returns
     -------
@@ -431,9 +432,13 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         label = text(bound) if bound else None
         drawn.append(ax.scatter(xs, ys, color=color, s=22, zorder=5, edgecolor="white",
                                 linewidth=0.4, label=label))  # fmt: skip
-    for r in rows[:labelled]:
+    named: set[str] = set()  # one label per operator: its rows of other shapes sit close by
+    for r in rows:
+        name = "attention" if "scaled_dot_product" in r.name else r.name.removeprefix("aten::")
+        if name in named or len(named) == labelled:
+            continue
+        named.add(name)
         xy = (r.intensity, (r.achieved_flops or 0.0) / scale)
-        name = r.name.removeprefix("aten::")
         drawn.append(ax.annotate(name, xy, xytext=(4, 4), textcoords="offset points",
                                  fontsize=7, color="#222222"))  # fmt: skip
     ax.set_xlabel(text("intensity axis"))
