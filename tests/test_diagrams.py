@@ -83,6 +83,8 @@ def test_gemm_tiles_counts_tiles_and_strip_bytes(zh):
     assert "$I$ = 63.0 FLOP/byte" in text
     # 8 grid lines a side: 32 / 8 = 4 tiles a cell
     assert "每格 4 × 4 个分块" in text
+    # each of the 32 tile columns reads all of A; each of the 32 tile rows all of W
+    assert "A 读 32 遍，W 读 32 遍" in text
     legible(fig)
 
 
@@ -99,7 +101,8 @@ def test_gemm_tiles_follows_the_tile(zh):
 def test_gemm_tiles_of_a_thin_gemm(zh):
     # a prefill-like GEMM: 512 x 4096 times 4096 x 11008; ceil(11008 / 128) = 86
     fig = kernels.gemm_tiles(m=512, n=11008, k=4096)
-    assert "4 × 86 = 344" in words(fig)
+    # A is read by each of the 86 tile columns, W by each of the 512 / 128 = 4 tile rows
+    assert "4 × 86 = 344" in words(fig) and "A 读 86 遍，W 读 4 遍" in words(fig)
     legible(fig)
 
 
@@ -161,6 +164,17 @@ def test_flash_blocks_follow_the_block_size(zh):
     # 4096 / 64 = 64 Q blocks: 63 re-reads of 2 MiB = 126 MiB; the K/V loop is unchanged
     text = words(fig)
     assert "多 126 MiB" in text and "循环\n32 次" in text and "64 × 128" in text
+    legible(fig)
+
+
+def test_flash_blocks_of_fa3_with_a_cluster(zh):
+    # FlashAttention-3 at d = 128: 128-row Q blocks, 176-row K/V blocks, clusters of 2.
+    # ceil(4096 / 176) = 24 K/V blocks; 32 Q blocks in 16 clusters read K and V 16 times:
+    # 15 re-reads of 2 MiB = 30 MiB
+    fig = kernels.flash_blocks(block_k=176, cluster=2)
+    text = words(fig)
+    assert "循环\n24 次" in text and "每 2 个 Q 块（一个 cluster）再读一遍，多 30 MiB" in text
+    assert "176 × 128" in text and "128 × 176" in text
     legible(fig)
 
 

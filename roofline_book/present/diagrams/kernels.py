@@ -34,7 +34,9 @@ def gemm_tiles(
     分块按几个一格画出（每边至多 :data:`MAX_GRID` 格，一格含几个分块写在图上）。高亮的是一个输出分块
     （黑）、它读的 A 的行条（``tile x k``，蓝）与 W 的列条（``k x tile``，橙）。
 
-    数的来源：分块个数是 ``ceil(m / tile) * ceil(n / tile)``；条带的字节数是 ``tile * k * s``
+    数的来源：分块个数是 ``ceil(m / tile) * ceil(n / tile)``，A 被 C 的每一列分块读一遍（共
+    ``ceil(n / tile)`` 遍），W 被每一行读一遍（``ceil(m / tile)`` 遍），与
+    :func:`~roofline_book.ops.tiled_gemm` 的计数相同；条带的字节数是 ``tile * k * s``
     （``s`` 取自 ``dtype``）；一个分块的 FLOPs、读写字节数与算术强度取自
     :func:`roofline_book.ops.tiled_gemm` 对一个分块（``tile x k`` 乘 ``k x tile``）的代价。
     单位：字节按二进制前缀（KiB、MiB），强度为 FLOP/byte。
@@ -107,7 +109,8 @@ def gemm_tiles(
     grid_note = f"细线每格 {dims(g_m, g_n)} 个分块" if g_m * g_n > 1 else "细线每格 1 个分块"
     _draw.label(
         ax, right, y_c + am / 2,
-        f"C 切成 {dims(tm, tn)} = {tm * tn}\n个 {dims(tile, tile)} 的输出分块\n（{grid_note}）",
+        f"C 切成 {dims(tm, tn)} = {tm * tn}\n个 {dims(tile, tile)} 的输出分块\n{grid_note}\n"
+        f"A 读 {tn} 遍，W 读 {tm} 遍",
         size=8, ha="left",
     )  # fmt: skip
 
@@ -344,7 +347,7 @@ def _bar(
 
 def flash_blocks(
     *, seq: int = 4096, head_dim: int = 128, block_q: int = 128, block_k: int = 128,
-    dtype: Precision = "bf16", ax: Any = None,
+    cluster: int = 1, dtype: Precision = "bf16", ax: Any = None,
 ) -> Any:  # fmt: skip
     """FlashAttention 的循环：一个 Q 块留在片上，K、V 一块一块流过，得分块 S 从不写回 HBM。
 
@@ -355,10 +358,10 @@ def flash_blocks(
     HBM 的整个 ``S`` （``seq x seq``），``S_ij`` 只是它的一小块。
 
     数的来源：:func:`roofline_book.ops.attention` （一个 head）。``impl="flash"``、
-    ``tile=FlashTile(block_q, block_k)`` 的 ``bytes`` 是 Q、K、V 各读一次、O 写一次，
-    ``reread_bytes`` 是每个 Q 块再读一遍 K、V 的部分；``impl="materialized"`` 的 ``bytes``
-    多出 ``S`` 与 ``softmax(S)`` 各写一次、读一次。``S`` 的大小为 ``seq * seq * s``。
-    字节按二进制前缀。
+    ``tile=FlashTile(block_q, block_k, cluster)`` 的 ``bytes`` 是 Q、K、V 各读一次、O 写一次，
+    ``reread_bytes`` 是每个 Q 块（或每个 cluster 的一组 Q 块）再读一遍 K、V 的部分；
+    ``impl="materialized"`` 的 ``bytes`` 多出 ``S`` 与 ``softmax(S)`` 各写一次、读一次。
+    ``S`` 的大小为 ``seq * seq * s``。字节按二进制前缀。
 
     Parameters
     ----------
@@ -368,6 +371,8 @@ def flash_blocks(
         一个 head 的宽度 ``d``。
     block_q, block_k : int
         一个 Q 块、一个 K/V 块的行数。
+    cluster : int
+        以 multicast 共享每次 K/V 读入的相邻 Q 块个数（FlashAttention-3 的 cluster）。
     dtype : str or torch.dtype
         Q、K、V、O（与写出的得分）的精度。
     ax : matplotlib.axes.Axes, optional
@@ -379,10 +384,11 @@ def flash_blocks(
     """
     from ...ops import FlashTile, attention
 
-    d = sizes(seq=seq, head_dim=head_dim, block_q=block_q, block_k=block_k)
+    d = sizes(seq=seq, head_dim=head_dim, block_q=block_q, block_k=block_k, cluster=cluster)
     seq, head_dim, block_q, block_k = d["seq"], d["head_dim"], d["block_q"], d["block_k"]
     block_q, block_k = min(block_q, seq), min(block_k, seq)
-    flash = attention(1, 1, seq, seq, head_dim, dtype, tile=FlashTile(block_q, block_k))
+    tile = FlashTile(block_q, block_k, d["cluster"])
+    flash = attention(1, 1, seq, seq, head_dim, dtype, tile=tile)
     mat = attention(1, 1, seq, seq, head_dim, dtype, impl="materialized")
     s = bytes_per_element(dtype)
     nq, nk = -(-seq // block_q), -(-seq // block_k)
@@ -443,9 +449,10 @@ def flash_blocks(
     rx, side = 5.15, 1.65
     ry = y0 + h + 0.45 - 0.5 - side
     _draw.box(ax, rx, ry, side, side, color=COLORS["hot"], alpha=0.05, dashed=True)
-    step = -(-max(nq, nk) // MAX_GRID)
-    for b in range(step, max(nq, nk), step):
+    step_q, step_k = -(-nq // MAX_GRID), -(-nk // MAX_GRID)
+    for b in range(step_q, nq, step_q):
         ax.plot([rx, rx + side], [ry + side - b * side / nq] * 2, color=COLORS["grey"], lw=0.3)
+    for b in range(step_k, nk, step_k):
         ax.plot([rx + b * side / nk] * 2, [ry, ry + side], color=COLORS["grey"], lw=0.3)
     bw, bh = max(side / nk, 0.04), max(side / nq, 0.04)
     _draw.box(
@@ -458,9 +465,11 @@ def flash_blocks(
     rich(ax, rx + side / 2, ry - 0.38, ["flash 只在片上算 ", "$S_{ij}$"], size=7.5)
 
     # HBM traffic, at the bottom
+    grouped = tile.cluster_m > 1 and nq % tile.cluster_m == 0  # as attention() groups them
+    who = f"每 {tile.cluster_m} 个 Q 块（一个 cluster）" if grouped else "每个 Q 块"
     lines = (
         [f"flash：Q、K、V 各读一次，O 写一次，共 {nbytes(flash.bytes)}；"
-         f"K、V 每个 Q 块再读一遍，多 {nbytes(flash.reread_bytes)}，多由 L2 供给"],
+         f"K、V {who}再读一遍，多 {nbytes(flash.reread_bytes)}，多由 L2 供给"],
         [f"不融合：再加上得分 S 与 softmax(S) 各写一次、读一次，共 {nbytes(mat.bytes)}"],
     )  # fmt: skip
     for n, parts in enumerate(lines):
