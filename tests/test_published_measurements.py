@@ -321,7 +321,7 @@ def test_stream_points_by_hand() -> None:
     assert pc.intensity == 0 and pc.bytes_per_s == pytest.approx(2.90e12)
     assert pc.cost.bytes == 16 * 33554432
     assert copy.eta() == pytest.approx(2.90 / 3.35)
-    # triad a = b + s c: 2 FLOPs per 24 bytes, I = 1/12; 2.97 / 12 = 0.2475 TFLOP/s
+    # triad a = b + q * c (q a scalar): 2 FLOPs per 24 bytes, I = 1/12; 2.97 / 12 = 0.2475 TFLOP/s
     assert pt.intensity == pytest.approx(1 / 12)
     assert pt.flops_per_s == pytest.approx(0.2475e12)
     assert triad.roof() == pytest.approx(3.35e12 / 12)

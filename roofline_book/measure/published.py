@@ -68,7 +68,8 @@ UNITS: Mapping[str, float] = MappingProxyType(
 )
 
 #: BabelStream 的 kernel：(读的数组个数, 写的数组个数, 每个元素的 FLOPs)。
-#: copy ``c = a``，mul ``b = s c``，add ``c = a + b``，triad ``a = b + s c``，dot ``sum(a b)``。
+#: copy ``c = a``，mul ``b = q * c``，add ``c = a + b``，triad ``a = b + q * c``，dot ``sum(a b)``
+#: （q 是一个标量）。
 STREAM_KERNELS: Mapping[str, tuple[int, int, int]] = MappingProxyType(
     {
         "copy": (1, 1, 0),
@@ -167,8 +168,9 @@ class Measurement:
 
         Examples
         --------
-        H100 的 STREAM triad ``a = b + s c``，FP64：每个元素读 2 个、写 1 个 8 字节的数、做 2 次
-        运算，``I = 2 / 24 = 1/12`` FLOP/byte；2.97 TB/s 对应 2.97 / 12 = 0.2475 TFLOP/s：
+        H100 的 STREAM triad ``a = b + q * c`` （q 是标量），FP64：每个元素读 2 个、写 1 个
+        8 字节的数、做 2 次运算，``I = 2 / 24 = 1/12`` FLOP/byte；2.97 TB/s 对应
+        2.97 / 12 = 0.2475 TFLOP/s：
 
         >>> p = measurement("stream-h100", kernel="triad").point()
         >>> round(p.intensity, 4), round(p.flops_per_s / 1e12, 4), p.bytes_per_s / 1e12
