@@ -630,3 +630,25 @@ def test_chapter_13_prose_numbers(glued):
     assert g["span_orders"] == 4
     assert g["span_wan"] == pytest.approx((flops / flash_bytes) * 6 / 1e4)
     assert (g["flash_bound"], g["eager_bound"]) == ("受矩阵单元限制", "受 HBM 限制")
+
+
+def test_chapter_13_three_resources_and_the_new_problems(glued):
+    g = glued(CH13)
+    # the three ridge points of H100 BF16: 989.4e12 over HBM 3.35e12, NVLink 450e9 a direction
+    # and InfiniBand NDR 50e9 a direction
+    assert g["sum_ridge"] == pytest.approx(H100_BF16 / H100_BW)  # 295.3
+    assert g["sum_i_nvlink"] == pytest.approx(H100_BF16 / 450e9)  # 2198.7
+    assert g["sum_i_ib"] == pytest.approx(H100_BF16 / 50e9)  # 19788
+    # problem 1's pencil estimate: 2 bytes in and 2 out per element, 4 x 4096^2 / 3.35e12 = 20.0 us
+    assert g["ans_q1_est_us"] == pytest.approx(4 * 4096**2 / H100_BW * 1e6)
+    assert g["ans_q1_est_us"] == pytest.approx(g["ans_q1_us"], rel=1e-3)
+    assert g["ans_q1_ridge"] == pytest.approx(H100_BF16 / H100_BW)
+    assert g["ans_q1_hbm_tb"] == pytest.approx(3.35)
+    # problem 4's hypotheses: RMSNorm 4096 x 4096 BF16 reads and writes 2 x 2 x 4096^2 bytes
+    # plus its 4096 weights; the 4096^3 GEMM's 2 x 4096^3 FLOPs at 989.4 TFLOP/s = 0.139 ms
+    assert g["ans_q4_rms_us"] == pytest.approx((4 * 4096**2 + 2 * 4096) / H100_BW * 1e6)
+    assert g["ans_q4_gemm_ms"] == pytest.approx(2 * 4096**3 / H100_BF16 * 1e3)
+    assert (g["ans_q4_rms_bound"], g["ans_q4_gemm_bound"]) == ("受 HBM 限制", "受矩阵单元限制")
+    # published H100 measurements: STREAM copy 2.90 of 3.35 TB/s; cuBLAS 795 of 989.4 TFLOP/s
+    assert g["ans_q4_copy_eta"] == pytest.approx(2.90 / 3.35)
+    assert g["ans_q4_gemm_eta"] == pytest.approx(795 / 989.4)
