@@ -10,7 +10,7 @@ SHRINK_PX = 1.0
 
 def _undrawn_tick_labels(fig: Any) -> set[int]:
     """刻度标签中没有画出的（刻度在坐标范围之外）：它们“可见”，却不在图上。"""
-    undrawn = set()
+    undrawn: set[int] = set()
     for axes in fig.axes:
         for axis in (axes.xaxis, axes.yaxis):
             drawn = {id(tick) for tick in axis._update_ticks()}
@@ -108,7 +108,7 @@ def overlaps(fig: Any) -> list[tuple[str, str]]:
         fig.set_canvas(canvas)
     fig.draw(renderer)
     texts = _texts(fig)
-    in_legend = set()
+    in_legend: set[int] = set()
     for legend in fig.findobj(Legend):
         in_legend.update(id(t) for t in legend.get_texts())
         if legend.get_title() is not None:
