@@ -23,7 +23,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from test_figure_language import ALLOWED, _names, english_words  # noqa: E402
 
 from roofline_book.present import plotting  # noqa: E402
-from roofline_book.present.diagrams import inference, kernels  # noqa: E402
+from roofline_book.present.diagrams import flash, inference, kernels  # noqa: E402
 from roofline_book.present.plotting.layout import overlaps  # noqa: E402
 
 
@@ -148,7 +148,7 @@ def test_fusion_follows_size_and_precision(zh):
 
 
 def test_flash_blocks_traffic_against_the_materialised_scores(zh):
-    fig = kernels.flash_blocks()
+    fig = flash.flash_blocks()
     text = words(fig)
     # Q, K, V read once and O written once: 4 * 4096 * 128 * 2 B = 4194304 B = 4 MiB
     assert "共 4 MiB" in text
@@ -160,7 +160,7 @@ def test_flash_blocks_traffic_against_the_materialised_scores(zh):
 
 
 def test_flash_blocks_follow_the_block_size(zh):
-    fig = kernels.flash_blocks(block_q=64)
+    fig = flash.flash_blocks(block_q=64)
     # 4096 / 64 = 64 Q blocks: 63 re-reads of 2 MiB = 126 MiB; the K/V loop is unchanged
     text = words(fig)
     assert "多 126 MiB" in text and "循环\n32 次" in text and "64 × 128" in text
@@ -171,7 +171,7 @@ def test_flash_blocks_of_fa3_with_a_cluster(zh):
     # FlashAttention-3 at d = 128: 128-row Q blocks, 176-row K/V blocks, clusters of 2.
     # ceil(4096 / 176) = 24 K/V blocks; 32 Q blocks in 16 clusters read K and V 16 times:
     # 15 re-reads of 2 MiB = 30 MiB
-    fig = kernels.flash_blocks(block_k=176, cluster=2)
+    fig = flash.flash_blocks(block_k=176, cluster=2)
     text = words(fig)
     assert "循环\n24 次" in text and "每 2 个 Q 块（一个 cluster）再读一遍，多 30 MiB" in text
     assert "176 × 128" in text and "128 × 176" in text

@@ -5,7 +5,7 @@ SM 与存储层级、KV cache、ring 的每一步。图中的数（SM 个数、�
 都取自模型与设备目录，数字变了，图也跟着变。每个函数接受一个可选的 ``ax``，
 不给就自己建一张大小合适的图，返回所在的 ``Figure``。
 
-模块：:mod:`.hardware` （芯片、SM、存储层级、wave），:mod:`.kernels` （分块、cluster、融合、
-FlashAttention），:mod:`.inference` （KV cache、prefill 与 decode），:mod:`.parallel`
-（ring 集合通信、TP/DP/PP/EP 切分）；共用的画法在 :mod:`._draw`。
+模块：:mod:`.hardware` （芯片、SM、存储层级、wave），:mod:`.kernels` （工厂模型、分块、cluster、
+融合），:mod:`.flash` （FlashAttention 的分块），:mod:`.inference` （KV cache、prefill 与
+decode），:mod:`.parallel` （ring 集合通信、TP/DP/PP/EP 切分）；共用的画法在 :mod:`._draw`。
 """
