@@ -115,7 +115,7 @@ def test_chapter_3_prose_numbers(glued):
     assert round(g["i_add"], 2) == 0.17
     assert round(g["i_gemm4096"], 1) == 1365.3
     assert g["i_gemm_over_add"] == approx(1365.333 * 6, rel=1e-5)
-    # x + r: 2 reads, 1 write; 0.5 * t and relu: 1 + 1 each; 7 tensors of 2 bytes. Fused: 3.
+    # x + y: 2 reads, 1 write; 0.5 * z1 and relu: 1 + 1 each; 7 tensors of 2 bytes. Fused: 3.
     assert (g["fuse_sep_bpe"], g["fuse_fused_bpe"]) == (14, 6)
     assert g["fuse_sep_i"] == approx(3 / 14) and g["fuse_fused_i"] == approx(3 / 6)
     assert g["fuse_ratio"] == approx(14 / 6)
@@ -143,7 +143,7 @@ def test_chapter_3_answers(glued):
     g = glued(PAGE_03)
     assert g["ans_q1_add_fp32_bytes"] == 12 and g["ans_q1_add_fp32"] == approx(1 / 12)
     assert g["ans_q1_relu_bytes"] == 4 and g["ans_q1_relu_bf16"] == approx(1 / 4)
-    # x*a and +b each read 2 and write 1 tensor, relu reads 1 and writes 1: 8 tensors.
+    # x*y and +z each read 2 and write 1 tensor, relu reads 1 and writes 1: 8 tensors.
     assert (g["ans_q2_sep_bpe"], g["ans_q2_fused_bpe"]) == (16, 8)
     assert g["ans_q2_sep_i"] == approx(3 / 16) and g["ans_q2_fused_i"] == approx(3 / 8)
     # 2nT / (s (2n + T)) >= ridge  <=>  T >= 2 n s R / (2n - s R), about 636.
