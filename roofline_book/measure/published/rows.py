@@ -1,53 +1,24 @@
-"""已发表的测量：别人在真实 GPU 上测得的数字，作为本书的实测一侧。
+"""已发表测量的数据：读入的行、按 sweep 拆开的一个个测量，以及每个测量在 roofline 上的点。
 
-数据在 ``roofline_book/measure/data/published_measurements.toml``：每个 ``[[measurement]]`` 是一个
-已发表的数字（或同一个数字沿一个配置字段的一组取值，``sweep``），带着它的出处（``source``、
-``url``）和读数时的说明（``note``）。:func:`rows` 把它读成 :class:`Published`，
-:meth:`Published.measurements` 把一组取值拆成一个个 :class:`Measurement`。
-
-对有 roofline 位置的几种（:data:`POINT_KINDS`），:meth:`Measurement.point` 用本包自己的算子
-模型从行的配置算出它在 roofline 上的点（:class:`RooflinePoint`）：算子的
-算术强度 ``I = FLOPs / bytes`` （FLOP/byte）和实测的速率（FLOP/s 与
-byte/s）。:meth:`Measurement.eta` 是它达到的 roof 比例 ``η``：
-
-.. math:: \\eta = \\frac{\\max(F / P_{\\text{peak}},\\; Q / B_{\\text{peak}})}{T_{\\text{measured}}}
-          = \\frac{P_{\\text{achieved}}}{\\min(P_{\\text{peak}},\\; B_{\\text{peak}} I)}
-
-（``F`` 是 FLOPs，``Q`` 是字节数；对 FLOPs 为零的 STREAM copy，就是实测带宽除以 ``B_peak``）。
-:func:`plot` 把这些点放在一块设备的 roofline 上。
-
-Examples
---------
-H100 SXM 上 cuBLAS 的 BF16 方阵 GEMM，n = 8192，发表的是 795 TFLOP/s。方阵 GEMM 的
-``I = 2n^3 / (3 s n^2) = n / 3`` （s = 2 字节），即 8192 / 3 = 2730.7 FLOP/byte，远在 ridge point
-右边，所以 roof 是 989.4 TFLOP/s 的峰值，``η = 795 / 989.4 = 0.80``：
-
->>> m = measurement("cublas-bf16-h100", n=8192)
->>> p = m.point()
->>> round(p.intensity, 1), p.flops_per_s / 1e12
-(2730.7, 795.0)
->>> round(m.eta(), 3)
-0.804
->>> m.source.startswith("pranjalssh/fast.cu")
-True
+全貌与例子见 :mod:`roofline_book.measure.published`。
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from .._base.validate import InvalidArgument
-from ..devices.catalog import Hardware, hardware
-from ..devices.kernels import device_sram_bytes
-from ..llm.inference import Precisions, model, step_ops
-from ..ops import ZERO, Cost, attention, elementwise, gemm
-from ..roofline.roofs import attainable
+from ..._base.validate import InvalidArgument
+from ...devices.catalog import Hardware, hardware
+from ...devices.kernels import device_sram_bytes
+from ...llm.inference import Precisions, model, step_ops
+from ...ops import ZERO, Cost, attention, elementwise, gemm
+from ...roofline.roofs import attainable
 
 #: 数据文件在包内的位置（相对 ``roofline_book.measure``）。
 DATA = ("data", "published_measurements.toml")
@@ -369,7 +340,7 @@ def _frozen(value: Any) -> Any:
 
 def data_text() -> str:
     """数据文件的全文（TOML）。"""
-    return resources.files(__package__).joinpath(*DATA).read_text("utf-8")
+    return resources.files("roofline_book.measure").joinpath(*DATA).read_text("utf-8")
 
 
 @cache
@@ -447,143 +418,3 @@ def measurement(id: str, **swept: Any) -> Measurement:
 
 
 #: 图上 STREAM kernel 的中文名。
-_STREAM_NAMES = {"copy": "复制", "mul": "数乘", "add": "相加", "triad": "triad", "dot": "点积"}
-
-
-def label(m: Measurement) -> str:
-    """图上这个点的短标签（中文；出处写在图注里）。
-
-    Examples
-    --------
-    >>> label(measurement("cublas-bf16-h100", n=8192))
-    'GEMM 8192³'
-    >>> label(measurement("stream-h100", kernel="copy"))
-    'HBM 复制'
-    >>> label(measurement("fa3-bf16-d128", seqlen=16384))
-    'FlashAttention-3 d=128'
-    """
-    kind, c = m.row.kind, m.config
-    if kind == "gemm":
-        if "m" in c:
-            n, k = c["nk"]
-            return f"GEMM {c['m']}×{k}×{n}"
-        return f"GEMM {c['n']}³"
-    if kind == "stream":
-        return f"HBM {_STREAM_NAMES[c['kernel']]}"
-    if kind == "attention_forward":
-        return f"FlashAttention-3 d={c['head_dim']}" + ("，因果 mask" if c["causal"] else "")
-    if kind in ("generation", "prefill"):
-        return f"{model(c['model']).name} {'decode' if kind == 'generation' else 'prefill'}"
-    return m.id
-
-
-def plot(
-    ax,
-    measured: Iterable[Measurement],
-    device: Hardware | str = "h100-sxm",
-    dtype: str = "bf16",
-    *,
-    labels: Mapping[str, str] | None = None,
-    offsets: Mapping[str, tuple[float, float]] | None = None,
-    intensity_range: tuple[float, float] = (1e-2, 1e5),
-    unit: str = "TFLOP/s",
-):
-    """把已发表的测量放在 ``device`` 的 roofline 上（``dtype`` 的 dense 峰值与内存带宽）。
-
-    有运算的测量画成点 ``(I, 实测 FLOP/s)``，点旁写 :func:`label` （或 ``labels[m.id]``）；
-    没有运算的（STREAM copy，``I = 0``）画成一条虚线：实测带宽给出的 memory roof
-    ``B_measured × I``。图上只写短标签，出处由调用者写进图注（:attr:`Measurement.source`）。
-
-    Parameters
-    ----------
-    ax : matplotlib.axes.Axes
-    measured : iterable of Measurement
-        要画的测量，每个都要有 roofline 位置。
-    device : Hardware or str
-        画哪块设备的 roof。
-    dtype : str
-        roof 的精度。
-    labels : mapping, optional
-        按 :attr:`Measurement.id` 给出的标签，代替 :func:`label`。
-    offsets : mapping, optional
-        标签相对于点的偏移（point），按 :attr:`Measurement.id` 索引；默认 ``(5, -12)``。
-    intensity_range : tuple of float
-        x 轴的范围（FLOP/byte）。
-    unit : str
-        y 轴的单位。
-
-    Returns
-    -------
-    list of matplotlib artists
-    """
-    from ..present.plotting import PALETTE, roof_color, roofline
-    from ..present.plotting.style import _scale
-
-    device = hardware(device) if isinstance(device, str) else device
-    scale = _scale(unit)
-    drawn = roofline(
-        ax,
-        device.peak_flops(dtype),
-        device.memory_bandwidth,
-        label=f"{device.name} {dtype.upper()}",
-        color=roof_color(device.key, dtype),
-        intensity_range=intensity_range,
-        unit=unit,
-    )
-    lo, hi = intensity_range
-    for m in measured:
-        p = m.point()
-        if p is None:
-            raise InvalidArgument("measured", f"{m.id} has no roofline point")
-        name = (labels or {}).get(m.id, label(m))
-        if p.intensity == 0:
-            # a measured bandwidth: the memory roof it gives, up to the compute peak
-            top = device.peak_flops(dtype) / p.bytes_per_s
-            xs = [lo, min(top, hi)]
-            drawn += ax.loglog(xs, [x * p.bytes_per_s / scale for x in xs],
-                               color=PALETTE["vermillion"], linestyle="--", linewidth=1.2,
-                               label=f"{name} {p.bytes_per_s / 1e12:.2f} TB/s")  # fmt: skip
-            continue
-        y = p.flops_per_s / scale
-        drawn.append(ax.scatter([p.intensity], [y], s=30, zorder=5, color=PALETTE["vermillion"],
-                                edgecolors="white", linewidths=0.5))  # fmt: skip
-        drawn.append(
-            ax.annotate(name, (p.intensity, y), xytext=(offsets or {}).get(m.id, (5, -12)),
-                        textcoords="offset points", fontsize=8, color="#222222")
-        )  # fmt: skip
-    return drawn
-
-
-def points(measured: Sequence[Measurement]) -> list[tuple[str, float, float]]:
-    """``(标签, I, 实测 FLOP/s)``，可交给 :func:`roofline_book.present.plotting.measured`。
-
-    Examples
-    --------
-    >>> [(n, round(i)) for n, i, _ in points([measurement("cublas-bf16-h100", n=4096)])]
-    [('GEMM 4096³', 1365)]
-    """
-    out = []
-    for m in measured:
-        p = m.point()
-        if p is None or p.intensity == 0:
-            raise InvalidArgument("measured", f"{m.id} has no point with FLOPs")
-        out.append((label(m), p.intensity, p.flops_per_s))
-    return out
-
-
-__all__ = [
-    "DATA",
-    "POINT_KINDS",
-    "STREAM_KERNELS",
-    "UNITS",
-    "Measurement",
-    "Published",
-    "RooflinePoint",
-    "data_text",
-    "label",
-    "measurement",
-    "plot",
-    "points",
-    "row",
-    "rows",
-]
