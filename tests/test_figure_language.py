@@ -55,6 +55,8 @@ ALLOWED = {
     *("nvlink", "infiniband", "ndr", "pcie", "fsdp", "zero"),
     # collectives: the operation, its algorithms and nccl-tests' bandwidth
     *("all", "reduce", "ring", "tree", "rank", "busbw", "gloo", "nccl"),
+    # the ring diagrams and the splits: reduce-scatter, all-gather, all-to-all, NVLS, MoE
+    *("scatter", "gather", "to", "nvls", "moe"),
     # the alpha-beta model, named in English as the prose names it
     *("alpha", "beta"),
 }
