@@ -145,3 +145,9 @@ def test_the_ring_rule_the_estimate_and_nvls(glued):
     assert g["ring_busbw"] < g["h100_link"] < g["nvls_busbw"] < g["nvls_allowed"]
     # NCCL 2.30.7's tuning model: 0.6 us a ring step on NVLink (hwLat)
     assert (g["h100_gpus"], g["h100_alpha_us"]) == (8, pytest.approx(0.6))
+
+
+def test_the_ring_diagrams_counts(glued):
+    g = glued(CH15)
+    # the diagrams draw 4 GPUs: reduce-scatter and all-gather take 4 - 1 = 3 steps each
+    assert (g["ring_fig_p"], g["ring_fig_steps"]) == (4, 3)
