@@ -90,6 +90,7 @@ def test_chapter_2_answers(glued):
     # is 67 / 3.35 = 20 FLOP/byte, 240 times to the right of 1/12.
     assert g["ans_q4_i"] == approx(1 / 12)
     assert g["ans_q4_ridge"] == approx(H100_FP32 / H100_BW, rel=5e-3)  # 20.0
+    assert g["h100_vec_fp32_tflops"] == approx(H100_FP32 / 1e12, rel=5e-3)  # the problem's input
     assert g["ans_q4_left"] == approx(12 * H100_FP32 / H100_BW, rel=5e-3)  # 240
     # 12 bytes x 20 FLOP/byte = 240 FLOP per element, 120 FMAs of 2 FLOP each
     assert g["ans_q4_flops"] == approx(12 * 20, rel=5e-3)
@@ -239,6 +240,9 @@ def test_chapter_4_answers(glued):
     assert g["ans_q3_add_ratio"] == approx(4.8 / 3.35)
     assert g["ans_q3_gemm_ratio"] == 1.0
     assert g["h100_bf16_tflops"] == 989.4 and g["h100_bw_si"] == "3.35 TB/s"
+    # the problems' inputs: A100 SXM dense BF16 312 TFLOP/s, 2.039 TB/s; H200 SXM 4.8 TB/s
+    assert g["a100_bf16_tflops"] == A100_BF16 / 1e12 and g["a100_bw_si"] == "2.039 TB/s"
+    assert g["h200_bw_si"] == "4.8 TB/s"
     # the estimate: n = 512 lies left of the ridge, 3.35e12 x 1024/6 = 571.7 TFLOP/s, 57.8 %
     assert g["ans_q4_tflops"] == approx(H100_BW * i512 / 1e12)
     assert g["ans_q4_pct"] == approx(H100_BW * i512 / H100_BF16 * 100)
