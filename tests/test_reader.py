@@ -86,12 +86,11 @@ def test_every_chapter_folds_its_depth_and_keeps_rules_of_thumb(counts):
 
 def test_every_chapter_has_an_estimate_and_a_measurement_problem():
     for chapter in CHAPTERS:
-        soup = _soup(chapter)
-        problems = soup.find(id=re.compile(r"^(习题|id\d+)$")) or soup
-        text = problems.get_text(" ")
-        section = text[text.find("习题") :] if "习题" in text else ""
-        assert "先估算" in section, f"{chapter}: no estimate-before-you-compute problem"
-        assert "在你的 GPU 上测" in section, f"{chapter}: no measure-it-on-your-GPU problem"
+        heading = _soup(chapter).find(lambda tag: tag.name == "h2" and "习题" in tag.get_text())
+        assert heading is not None, f"{chapter}: no 习题 section"
+        text = heading.find_parent("section").get_text(" ")
+        assert "先估算" in text, f"{chapter}: no estimate-before-you-compute problem"
+        assert "在你的 GPU 上测" in text, f"{chapter}: no measure-it-on-your-GPU problem"
 
 
 def test_the_book_draws_its_pictures():

@@ -1,7 +1,8 @@
 """Count each chapter's core prose in the built HTML: what a learner reads on the main line.
 
 Core prose is the text of paragraphs and list items in the page's article, outside folded
-dropdowns, code cells and their outputs, math, figures, tables and the answers to problems.
+dropdowns (the answers to problems among them), code cells and their outputs, inline code,
+math, figures and tables.
 For each chapter the script prints the Chinese characters of that prose, the numbers it holds
 (per 100 Chinese characters, and in its densest paragraph), the paragraphs with more than five
 numbers, and the dropdowns, figures and diagrams of the page.
@@ -29,6 +30,7 @@ FOLDED = [
     "div.cell",  # code cells and their outputs
     "div.highlight",
     "pre",
+    "code",  # inline code is code, not prose
     "table",
     "figure",
     "div.figure",
@@ -83,9 +85,13 @@ def chapter(path: Path) -> dict[str, object]:
     }
 
 
+CHAPTERS = Path(__file__).resolve().parents[1] / "docs" / "chapters"
+
+
 def book(html: Path) -> list[dict[str, object]]:
-    """The counts of every chapter under ``html/chapters``, in file order."""
-    return [chapter(p) for p in sorted((html / "chapters").glob("[0-9][0-9]-*.html"))]
+    """The counts of every chapter of docs/chapters, from its page under ``html/chapters``."""
+    stems = sorted(p.stem for p in CHAPTERS.glob("[0-9][0-9]-*.md"))
+    return [chapter(html / "chapters" / f"{stem}.html") for stem in stems]
 
 
 def main(argv: list[str]) -> int:
