@@ -40,9 +40,11 @@ def counts():
 
 
 def test_the_counter_counts_what_a_learner_reads(tmp_path):
-    # one paragraph of 18 Chinese characters with 3 numbers (H100 and BF16 are names, not numbers),
+    # one paragraph of 19 Chinese characters with 3 numbers (H100 and BF16 are names, not numbers,
+    # and the cross reference's 2.1 is not data),
     # one folded dropdown and one code cell that must not count
-    page = """<article><p>在 H100 上，BF16 的加法每个元素搬 6 字节，做 1 次运算，强度 0.17。</p>
+    page = """<article><p>在 H100 上，BF16 的加法每个元素搬 6 字节，做 1 次运算，强度 0.17
+    （<a class="reference internal" href="#x">式 (2.1)</a>）。</p>
     <details class="sd-dropdown"><summary>深入一步：别的</summary>
     <p>这里有 99 个数 1 2 3。</p></details>
     <div class="cell"><p>42 43 44</p></div></article>"""
@@ -50,17 +52,17 @@ def test_the_counter_counts_what_a_learner_reads(tmp_path):
     soup_path.write_text(page, "utf-8")
     row = core_prose.chapter(soup_path)
     assert row["numbers"] == 3 and row["max_in_paragraph"] == 3
-    # 在 上 的 加 法 每 个 元 素 搬 字 节 做 次 运 算 强 度: 18 ideographs (punctuation not counted)
-    assert row["cjk"] == 18
+    # 在 上 的 加 法 每 个 元 素 搬 字 节 做 次 运 算 强 度 式: 19 ideographs (punctuation not counted)
+    assert row["cjk"] == 19
     assert row["dropdowns"] == 1 and row["deeper"] == 1
 
 
 def test_core_prose_is_light_in_numbers(counts):
     # about 2.5 numbers per 100 Chinese characters (the median of the chapters), about 5 in a
     # paragraph; the summary and the five chapters of the reference chapter's ground included
-    heavy = {c: r["per_100"] for c, r in counts.items() if r["per_100"] > 2.8}
+    heavy = {c: r["per_100"] for c, r in counts.items() if r["per_100"] > 2.7}
     assert not heavy, f"numbers per 100 Chinese characters of core prose: {heavy}"
-    dense = {c: r["max_in_paragraph"] for c, r in counts.items() if r["max_in_paragraph"] > 8}
+    dense = {c: r["max_in_paragraph"] for c, r in counts.items() if r["max_in_paragraph"] > 6}
     assert not dense, f"most numbers in one core paragraph: {dense}"
 
 

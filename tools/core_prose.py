@@ -11,6 +11,7 @@ numbers, and the dropdowns, figures and diagrams of the page.
 
 A number is a run of digits (with a decimal point or thousands separators) that is not part of
 a name such as H100, BF16 or L2: the character before it is not a Latin letter or an underscore.
+The numbers of a cross reference (图 6.1, 式 (6.2)) are not counted.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def chapter(path: Path) -> dict[str, object]:
     for selector in FOLDED:
         for node in article.select(selector):
             node.decompose()
+    for ref in article.select("a.reference.internal"):
+        # "图 6.1", "式 (6.2)", "第 3 章": the numbers of a cross reference are not data
+        ref.string = NUMBER.sub("", ref.get_text())
     paragraphs = []
     for node in article.find_all(["p", "li"]):
         if node.name == "li" and node.find("p"):
