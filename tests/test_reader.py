@@ -52,7 +52,7 @@ def test_the_counter_counts_what_a_learner_reads(tmp_path):
     soup_path.write_text(page, "utf-8")
     row = core_prose.chapter(soup_path)
     assert row["numbers"] == 3 and row["max_in_paragraph"] == 3
-    # 在 上 的 加 法 每 个 元 素 搬 字 节 做 次 运 算 强 度 式: 19 ideographs (punctuation not counted)
+    # 在上的加法每个元素搬字节做次运算强度式: 19 ideographs (punctuation not counted)
     assert row["cjk"] == 19
     assert row["dropdowns"] == 1 and row["deeper"] == 1
 
