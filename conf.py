@@ -72,6 +72,9 @@ nb_merge_streams = True
 # pipe tables render as tables
 nb_render_markdown_format = "myst"
 nb_execution_show_tb = True
+# A folded cell's toggle speaks Chinese, as the rest of the page does.
+nb_code_prompt_show = "显示代码"
+nb_code_prompt_hide = "隐藏代码"
 
 # -- The book's extension (docs/_ext/roofline_build.py) ------------------------
 # Before any notebook runs, a build measures this machine's CPU into a quick run
