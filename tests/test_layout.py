@@ -34,7 +34,8 @@ def test_an_annotation_arrow_crossing_a_label_is_not_an_overlap_but_its_words_ar
     assert overlaps(fig) == [("'middle'", "'on top'")]
 
 
-def test_the_book_refuses_to_glue_a_figure_whose_labels_overlap():
+def test_the_book_refuses_to_glue_a_figure_whose_labels_overlap(monkeypatch):
+    monkeypatch.setattr("IPython.get_ipython", lambda: object())  # as in a chapter's kernel
     fig = Figure(figsize=(3, 2))
     ax = fig.add_subplot()
     ax.text(0.5, 0.5, "ridge point")

@@ -85,7 +85,11 @@ def glue_figure(name: str, fig: Any) -> None:
 
     from ..present.plotting.layout import overlaps
 
-    hidden = overlaps(fig)
+    from IPython import get_ipython
+
+    # Outside a kernel nothing is glued (a reader running a page's code in plain Python, with
+    # other fonts): the check is for the figures the book shows.
+    hidden = overlaps(fig) if get_ipython() is not None else []
     if hidden:
         plt.close(fig)
         pairs = "; ".join(f"{a} over {b}" for a, b in hidden[:8])
