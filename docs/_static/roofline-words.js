@@ -14,7 +14,9 @@
     "Your search did not match any documents. Please make sure that all words are spelled correctly and that you've selected enough categories.":
       "没有找到匹配的页面。请检查拼写，或换一个词再搜。",
   };
-  if (window.Documentation && Documentation.addTranslations) {
-    Documentation.addTranslations({ locale: "zh_CN", plural_expr: "0", messages: Object.assign({}, Documentation.TRANSLATIONS, messages) });
+  // doctools.js declares Documentation with const: a global binding, not a window property
+  if (typeof Documentation !== "undefined" && Documentation.addTranslations) {
+    const merged = Object.assign({}, Documentation.TRANSLATIONS, messages);
+    Documentation.addTranslations({ locale: Documentation.LOCALE, plural_expr: "0", messages: merged });
   }
 })();
