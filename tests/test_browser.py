@@ -259,7 +259,11 @@ def test_the_search_status_line_is_chinese(browser, server):
     p = _Page(browser, server)
     try:
         page = p.open("search.html?q=" + urllib.parse.quote("算术强度"))
-        page.wait_for_selector("#search-results li a", timeout=20000)
+        # the status line is written once every result is listed
+        page.wait_for_function(
+            "() => document.querySelector('#search-results .search-summary')?.innerText",
+            timeout=20000,
+        )
         status = page.inner_text("#search-results .search-summary")
         assert "搜索完成" in status and "matching" not in status, status
     finally:
