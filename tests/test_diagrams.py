@@ -81,6 +81,8 @@ def test_gemm_tiles_counts_tiles_and_strip_bytes(zh):
     assert "每个分块读 2 MiB、写 32 KiB" in text
     # I = 2 * 128 * 128 * 4096 / (2 * 1048576 + 32768) = 134217728 / 2129920 = 63.015
     assert "$I$ = 63.0 FLOP/byte" in text
+    # the whole GEMM over its compulsory traffic: 2 n^3 / (3 * 2 n^2) = n / 3 = 1365.33
+    assert "$I$ = 1365.3 FLOP/byte" in text and "整个 GEMM 按必需流量：" in text
     # 8 grid lines a side: 32 / 8 = 4 tiles a cell
     assert "每格 4 × 4 个分块" in text
     # each of the 32 tile columns reads all of A; each of the 32 tile rows all of W
@@ -103,7 +105,18 @@ def test_gemm_tiles_of_a_thin_gemm(zh):
     fig = kernels.gemm_tiles(m=512, n=11008, k=4096)
     # A is read by each of the 86 tile columns, W by each of the 512 / 128 = 4 tile rows
     assert "4 × 86 = 344" in words(fig) and "A 读 86 遍，W 读 4 遍" in words(fig)
+    # whole GEMM: 512 * 4096 * 11008 / (512 * 4096 + 4096 * 11008 + 512 * 11008) = 437.04
+    assert "$I$ = 437.0 FLOP/byte" in words(fig)
     legible(fig)
+
+
+def test_gemm_tiles_few_tokens_lower_the_whole_gemm_not_the_tile(zh):
+    # M = 256 tokens through a 4096 x 4096 BF16 weight: the whole GEMM's ideal intensity is
+    # 256 * 4096 / (2 * 256 + 4096) = 227.56, below H100's BF16 ridge 989.4 / 3.35 = 295.3;
+    # one 128 x 128 tile alone is still 63.0, the same as at M = 4096 (it depends on t and K only)
+    text = words(kernels.gemm_tiles(m=256, n=4096, k=4096, tile=128))
+    assert "$I$ = 227.6 FLOP/byte" in text and "$I$ = 63.0 FLOP/byte" in text
+    assert "2 × 32 = 64" in text and "A 读 32 遍，W 读 2 遍" in text
 
 
 def test_factory_labels_the_device_figures(zh):

@@ -208,21 +208,23 @@ def test_sm_detail_draws_four_sub_partitions():
     fig = _drawn(hw.sm_detail())
     assert len(_gid(fig, "tensor-core")) == 4  # one per sub-partition
     assert len(_gid(fig, "sfu")) == 4
-    assert len(_gid(fig, "fp32-lane")) == 128  # 4 x 32 CUDA cores
+    assert len(_gid(fig, "cuda-core")) == 128  # 4 x 32 CUDA cores
     texts = _texts(fig)
     assert texts.count("warp scheduler") == 4
     assert texts.count("寄存器 64 KiB") == 4  # 256 KiB / 4
     assert texts.count("4 个 SFU") == 4  # 16 per SM / 4
+    # the unit is a CUDA core; "lane" stays a thread's place in a warp
+    assert texts.count("32 个 CUDA core（FP32）") == 4 and not any("lane" in t for t in texts)
     assert any("256 KiB" in t and "228 KiB" in t for t in texts)
     assert overlaps(fig) == []
-    # A100: 64 FP32 lanes per SM, 16 per sub-partition
-    assert len(_gid(_drawn(hw.sm_detail(device="a100-sxm")), "fp32-lane")) == 64
+    # A100: 64 FP32 CUDA cores per SM, 16 per sub-partition
+    assert len(_gid(_drawn(hw.sm_detail(device="a100-sxm")), "cuda-core")) == 64
 
 
 def test_memory_hierarchy_levels_and_figures():
     fig = _drawn(hw.memory_hierarchy())
     levels = _gid(fig, "level")
-    assert len(levels) == 5  # registers, L1/shared, L2, HBM, NVLink
+    assert len(levels) == 4  # registers, L1/shared, L2, HBM: the link is not a level
     # each level at least as wide as the one above it: larger and slower going down
     widths = [p.get_width() for p in levels]
     assert widths == sorted(widths)
@@ -231,6 +233,10 @@ def test_memory_hierarchy_levels_and_figures():
     assert "全卡 50 MiB" in text and "带宽 3.35 TB/s" in text
     assert "带宽 8.43 TB/s" in text  # L2: the highest rate measured by others
     assert "每个方向 450 GB/s" in text
+    # NVLink drawn apart, below every level, as a link and not a box
+    (link,) = [a for a in fig.axes[0].texts if a.get_gid() == "link"]
+    assert link.xy[1] < min(p.get_y() for p in levels)
+    assert "NVLink：连到其他 GPU，不是一层存储" in text
     assert overlaps(fig) == []
 
 

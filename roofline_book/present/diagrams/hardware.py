@@ -123,13 +123,14 @@ def gpu_chip(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
 
 def sm_detail(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
     """一个 SM：若干子分区（Hopper 与 Ampere 为 4 个），每个有一个 warp scheduler、一份寄存器堆、
-    一排 FP32 lane（CUDA core）、一个 Tensor Core 与几个 SFU；下方是全 SM 共用的
+    一排 CUDA core（FP32 单元）、一个 Tensor Core 与几个 SFU；下方是全 SM 共用的
     L1 / shared memory。
 
     子分区数、每 SM 的 Tensor Core 数读自目录的 ``[architectures]`` 表
-    （:func:`roofline_book.devices.sm.sm_facts`）；寄存器堆、FP32 lane 数、SFU 数
-    （每 SM 每时钟的特殊函数结果数）、L1 与 shared memory 的容量读自设备目录，按子分区均分。
-    每个 FP32 lane 画一个小格子，格子上不写字。
+    （:func:`roofline_book.devices.sm.sm_facts`）；寄存器堆、CUDA core 数（目录的
+    ``fp32_lanes_per_sm``）、SFU 数（每 SM 每时钟的特殊函数结果数）、L1 与 shared memory 的容量
+    读自设备目录，按子分区均分。每个 CUDA core 画一个小格子（``gid`` 为 ``"cuda-core"``），
+    格子上不写字。
 
     Returns
     -------
@@ -189,8 +190,8 @@ def sm_detail(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
                 color=_SM_COLOR,
                 lw=0.3,
             )
-            patch.set_gid("fp32-lane")
-        _draw.label(ax, x + part_w / 2, gy - 0.12, f"{lanes} 个 FP32 lane（CUDA core）", size=6.5)
+            patch.set_gid("cuda-core")
+        _draw.label(ax, x + part_w / 2, gy - 0.12, f"{lanes} 个 CUDA core（FP32）", size=6.5)
         ty = gy - 0.56
         tc = _draw.box(
             ax,
@@ -234,11 +235,13 @@ def sm_detail(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
 
 
 def memory_hierarchy(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> Any:
-    """存储层级：寄存器、L1 / shared memory、L2、HBM，以及到其他 GPU 的互连，越往下越大、越慢。
+    """存储层级：寄存器、L1 / shared memory、L2、HBM，越往下越大、越慢；最下面隔一条虚线，
+    是到其他 GPU 的互连（画成双向箭头：它是一条连接，不是一层存储）。
 
     容量与带宽都读自设备目录：寄存器与 L1 / shared memory 是每个 SM 的容量（再乘 SM 数给出
     全卡合计）；L2 的容量是厂商的数，带宽是目录里他人测得的最高值（NVIDIA 不公布）；HBM 与互连
     是厂商的数，互连为每个方向。目录没有寄存器与 L1 / shared memory 的带宽，图中不写，只写容量。
+    各层的方框带 ``gid`` ``"level"``，互连的箭头带 ``"link"``。
 
     Returns
     -------
@@ -267,34 +270,52 @@ def memory_hierarchy(*, device: Hardware | str = "h100-sxm", ax: Any = None) -> 
         levels.append(("L2", f"全卡 {binary(dev.l2_cache)}", bw, _L2_COLOR))
     cap = f"全卡 {binary(dev.memory_capacity, 'B', 3)}" if dev.memory_capacity else ""
     levels.append(("HBM", cap, f"带宽 {_rate(dev.memory_bandwidth)}", _HBM_COLOR))
-    if dev.link_bandwidth:
-        name = (
+    link, link_bw = "", dev.link_bandwidth or 0.0
+    if link_bw:
+        link = (
             "NVLink"
             if dev.link == "nvlink"
             else dev.link.upper()
             if dev.link == "pcie"
             else dev.link
         )
-        levels.append(
-            (f"{name}（到其他 GPU）", "", f"每个方向 {_rate(dev.link_bandwidth)}", _LINK_COLOR)
-        )
-    row_h, gap = 0.42, 0.1
-    height = len(levels) * (row_h + gap) + 0.45
+    row_h, gap, apart = 0.42, 0.1, 0.3
+    height = len(levels) * (row_h + gap) + 0.45 + (row_h + apart if link else 0.0)
     fig, ax = _draw.canvas(5.4, height, ax)
     _draw.label(
         ax, 0.1, height - 0.2, f"{_short_name(dev)} 的存储层级：越往下越大、越慢", ha="left"
     )
     narrow, wide = 1.2, 2.9
     cx = 1.6
+
+    def notes(y: float, lines: list[str], color: str = _draw.INK) -> None:
+        for j, line in enumerate(lines):
+            ty = y + row_h * (0.5 if len(lines) == 1 else 0.7 - 0.42 * j)
+            _draw.label(ax, cx + wide / 2 + 0.2, ty, line, ha="left", size=7.5, color=color)
+
+    y = height
     for i, (name, capacity, rate, color) in enumerate(levels):
         y = height - 0.45 - (i + 1) * (row_h + gap) + gap
         w = narrow + (wide - narrow) * i / max(1, len(levels) - 1)
         patch = _draw.box(ax, cx - w / 2, y, w, row_h, color=color, text=name, size=8)
         patch.set_gid("level")
-        lines = [t for t in (capacity, rate) if t]
-        for j, line in enumerate(lines):
-            ty = y + row_h * (0.5 if len(lines) == 1 else 0.7 - 0.42 * j)
-            _draw.label(ax, cx + wide / 2 + 0.2, ty, line, ha="left", size=7.5)
+        notes(y, [t for t in (capacity, rate) if t])
+    if link:
+        # The link is a connection, not a level: apart from the levels, below a dashed rule.
+        rule = y - apart / 2
+        ax.plot([0.1, 5.3], [rule, rule], color=_draw.INK, lw=0.5, ls="--", alpha=0.6)
+        y = rule - apart / 2 - row_h
+        ann = _draw.arrow(
+            ax,
+            (cx - wide / 2, y + row_h * 0.3),
+            (cx + wide / 2, y + row_h * 0.3),
+            both=True,
+            color=_LINK_COLOR,
+            text=f"{link}：连到其他 GPU，不是一层存储",
+            offset=(0.0, 0.17),
+        )
+        ann.set_gid("link")
+        notes(y, [f"每个方向 {_rate(link_bw)}"], color=_LINK_COLOR)
     return fig
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...dtypes import Precision, bytes_per_element, precision_name
-from ...ops import tiled_gemm
+from ...ops import gemm, tiled_gemm
 from . import _draw
 from ._common import COLORS, dims, key_row, nbytes, rich, sizes
 
@@ -40,7 +40,10 @@ def gemm_tiles(
     ``ceil(n / tile)`` 遍），W 被每一行读一遍（``ceil(m / tile)`` 遍），与
     :func:`~roofline_book.ops.tiled_gemm` 的计数相同；条带的字节数是 ``tile * k * s``
     （``s`` 取自 ``dtype``）；一个分块的 FLOPs、读写字节数与算术强度取自
-    :func:`roofline_book.ops.tiled_gemm` 对一个分块（``tile x k`` 乘 ``k x tile``）的代价。
+    :func:`roofline_book.ops.tiled_gemm` 对一个分块（``tile x k`` 乘 ``k x tile``）的代价；
+    一个分块单独读写时的强度只由 ``tile`` 与 ``k`` 决定，与 ``m`` 无关。旁边（朱红）是整个 GEMM
+    按必需流量（A、W 各读一次，C 写一次）的理想强度，取自 :func:`roofline_book.ops.gemm`：
+    token 少（``m`` 小）时低的是它。
     单位：字节按二进制前缀（KiB、MiB），强度为 FLOP/byte。
 
     Parameters
@@ -64,6 +67,7 @@ def gemm_tiles(
     tm, tn = -(-m // tile), -(-n // tile)
     rows, cols = min(tile, m), min(tile, n)  # the highlighted tile, inside C
     one = tiled_gemm(rows, k, cols, tile, dtype)  # one tile's reads, writes and FLOPs
+    whole = gemm(m, k, n, dtype)  # the whole GEMM over its compulsory traffic
     a_strip, w_strip = s * rows * k, s * k * cols
 
     sc = 2.0 / max(m, n, k)  # inches per element: the largest side is 2 inches
@@ -72,7 +76,7 @@ def gemm_tiles(
         return max(v * sc, 0.06)
 
     am, ak, wn = side(m), side(k), side(n)
-    legend_w, legend_h = 2.5, 1.45
+    legend_w, legend_h = 2.5, 1.9
     x_a = 0.15 + max(0.0, legend_w - ak)
     x_c = x_a + ak + 0.3
     y_c = 0.4
@@ -128,7 +132,16 @@ def gemm_tiles(
     )  # fmt: skip
     rich(
         ax, 0.15, top - 4.2 * lh,
-        [f"$I$ = {one.intensity:.1f} FLOP/byte", f"（{precision_name(dtype).upper()}）"],
+        ["一个分块单独读写：", f"$I$ = {one.intensity:.1f} FLOP/byte"],
+        size=8, ha="left",
+    )  # fmt: skip
+    rich(
+        ax, 0.15, top - 5.2 * lh,
+        ["整个 GEMM 按必需流量：", f"$I$ = {whole.intensity:.1f} FLOP/byte"],
+        size=8, ha="left", color=COLORS["hot"],
+    )  # fmt: skip
+    _draw.label(
+        ax, 0.15, top - 6.2 * lh, f"（{precision_name(dtype).upper()}，A、W 各读一次，C 写一次）",
         size=8, ha="left",
     )  # fmt: skip
     return fig
