@@ -467,6 +467,9 @@ def test_chapter_8_answers(glued):
     assert g["ans_q3_roof_tf32"] == pytest.approx(H100_BW * i_cube / 1e12)  # 285.9
     assert g["ans_q3_gain"] == pytest.approx(H100_BW * i_cube / H100_FP32)
     assert g["ans_q3_peak_ratio"] == pytest.approx(H100_TF32 / H100_FP32)
+    # the problem states what it needs: H100 SXM datasheet, TF32 494.7 TFLOP/s dense, HBM3 3.35 TB/s
+    assert g["h100_tf32_tf"] == pytest.approx(494.7)
+    assert g["h100_bw_tb"] == pytest.approx(3.35)
 
 
 def test_chapter_8_estimate_and_measure_problems(glued):
@@ -504,6 +507,10 @@ def test_chapter_8_prose_numbers(glued):
     assert (g["big_waves_ceil"], g["big_last_tiles"]) == (8, 100)
     assert g["big_last_fill"] == pytest.approx(100 / 132) and round(g["big_last_fill"], 2) == 0.76
     assert g["big_wave_eff"] == pytest.approx(1024 / (8 * 132))
+    # just over one wave: 1536^2 in 128 x 128 tiles is 12 * 12 = 144 tiles on 132 SMs, so 2
+    # waves, the second holding 144 - 132 = 12 tiles; 144 / (2 * 132) = 54.5 %
+    assert (g["odd_n"], g["odd_tiles"], g["odd_waves"], g["odd_last"]) == (1536, 144, 2, 12)
+    assert g["odd_wave_eff"] == pytest.approx(144 / 264) and round(g["odd_wave_eff"], 2) == 0.55
     # H100 datasheet: BF16 1,979 TFLOP/s with 2:4 sparsity, 989.5 dense
     # the whitepaper's sparse and dense figures: 1978.9 / 989.4
     assert (
