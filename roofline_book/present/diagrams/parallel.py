@@ -126,7 +126,7 @@ def _ring(op: str, p: int, ax: Any) -> Any:
     states = ring_states(op, p)
     schedule = ring_schedule(op, p)
     cell = min(0.3, 4.6 / (p * p + 1.2 * (p - 1)))
-    size = min(7.0, cell * 24)
+    size = min(10.0, cell * 38)  # one character a cell: a digit or Σ, legible at page width
     block, gap = p * cell, max(1.2 * cell, 0.3)
     left, right_note = 0.8, 1.25
     row_h = cell + 0.42
@@ -168,8 +168,8 @@ def _ring(op: str, p: int, ax: Any) -> Any:
                     lw=1.8 if sent.get(i) == c else 0.6,
                 )
                 if have and cell >= 0.2:
-                    text = "Σ" if full else "".join(map(str, sorted(have)))
-                    label(ax, x0 + (c + 0.5) * cell, y + cell / 2, text, size=size * 0.85)
+                    text = "Σ" if full else str(len(have))
+                    label(ax, x0 + (c + 0.5) * cell, y + cell / 2, text, size=size)
         if last:
             label(
                 ax,
@@ -223,17 +223,17 @@ def _ring(op: str, p: int, ax: Any) -> Any:
     if op == "all_gather":
         key = "Σ：全部 GPU 之和的那一块；空格：还没有收到；粗框：这一步转发的块"
     elif cell >= 0.2:
-        key = "格中数字：已加进这一块的 GPU；Σ：全部 GPU 的和；粗框：这一步送出的块"
+        key = "格中数字：已加进这一块的 GPU 个数；Σ：全部 GPU 的和；粗框：这一步送出的块"
     else:
         key = "颜色越深，加进这一块的 GPU 越多；粗框：这一步送出的块"
-    label(ax, width / 2, 0.16, key, size=7)
+    label(ax, width / 2, 0.16, key, size=8)
     return fig
 
 
 def ring_reduce_scatter(*, p: int = 4, ax: Any = None) -> Any:
     """ring reduce-scatter 的每一步：``p`` 块 GPU 排成环，消息切成 ``p`` 块。
 
-    每一行是一步之前各 GPU 上的 ``p`` 块（格中数字是已经加进这一块的 GPU，``Σ`` 是全部之和），
+    每一行是一步之前各 GPU 上的 ``p`` 块（格中数字是已经加进这一块的 GPU 个数，``Σ`` 是全部之和），
     粗框的那一块在这一步送给右边的邻居（最后一块 GPU 送回第一块，箭头在行下）。共 ``p - 1``
     步，每步每块 GPU 送出 ``m/p``，合计 ``(p-1)/p · m``：这两个数取自
     :func:`~roofline_book.distributed.collectives.collective_time`。
