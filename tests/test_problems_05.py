@@ -91,7 +91,7 @@ def test_chapter_5_answers(glued):
     assert g["ans_q3_fill"] == approx(4 / 132)
     assert g["ans_q3_eff"] == approx(4096 / (32 * 132))  # 96.97%
     # Q4: stride 2 over FP32: 32 threads span 256 bytes = 8 transactions, 128 bytes used;
-    # 512 MiB needed and 1 GiB moved at 3.35 TB/s: 160.3 and 320.5 us
+    # 512 MiB used by the computation and 1 GiB moved at 3.35 TB/s: 160.3 and 320.5 us
     assert (g["ans_q4_moved"], g["ans_q4_useful"]) == (256, 128)
     assert g["ans_q4_t_useful_us"] == approx(2**29 / H100_BW * 1e6)
     assert g["ans_q4_t_moved_us"] == approx(2**30 / H100_BW * 1e6)
