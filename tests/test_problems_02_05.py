@@ -359,6 +359,8 @@ def test_chapter_5_token_crossover(glued):
     assert gemm_intensity(346, 4096, 4096, 2) >= RIDGE_H100 > gemm_intensity(345, 4096, 4096, 2)
     assert g["mfirst_h100"] == 512
     assert g["mhalf"] == 256 and g["mhalf_i"] == approx(4096 * 256 / (512 + 4096))
+    # the tiles figure's M = 256: the whole GEMM's 227.6 FLOP/byte is below the ridge 295.3
+    assert g["mhalf_i"] < RIDGE_H100
     assert g["mfirst_i"] == approx(4096 * 512 / (1024 + 4096))  # 409.6
     exact_a100 = 4096 * RIDGE_A100 / (4096 - 2 * RIDGE_A100)
     assert g["mstar_a100"] == approx(exact_a100)  # about 165.4
