@@ -213,29 +213,31 @@ def test_kv_cache_steps_bytes_per_token(zh):
     fig = inference.kv_cache_steps()
     text = words(fig)
     # Llama-2-7B: 32 layers, 32 KV heads of 128, BF16: m_kv = 2 * 32 * 32 * 128 * 2 B
-    # = 524288 B = 512 KiB; one layer's row 2 * 32 * 128 * 2 B = 16 KiB
-    assert " = 512 KiB" in text and "2 × 32 × 128 × 2 B = 16 KiB" in text
-    # prefill writes the 3 prompt rows: 3 * 512 KiB = 1.5 MiB; step 1 reads them, writes one
-    assert "写 3 行 = 1.5 MiB" in text and "读 3 行 = 1.5 MiB" in text
-    # step 4 reads 3 + 3 = 6 rows: 6 * 512 KiB = 3 MiB
-    assert "第 4 步" in text and "读 6 行 = 3 MiB" in text and "写 1 行 = 512 KiB" in text
+    # = 524288 B = 524 kB (decimal, as the book's traffic); one layer's row 2 * 32 * 128 * 2 B
+    # = 16384 B = 16.4 kB
+    assert " = 524 kB" in text and "2 × 32 × 128 × 2 B = 16.4 kB" in text
+    # prefill writes the 3 prompt rows: 3 * 524288 B = 1572864 B = 1.57 MB; step 1 reads them
+    assert "写 3 行 = 1.57 MB" in text and "读 3 行 = 1.57 MB" in text
+    # step 4 reads 3 + 3 = 6 rows: 6 * 524288 B = 3145728 B = 3.15 MB
+    assert "第 4 步" in text and "读 6 行 = 3.15 MB" in text and "写 1 行 = 524 kB" in text
     legible(fig)
 
 
 def test_kv_cache_steps_follow_the_model(zh):
-    # Llama-3-8B (GQA): 8 KV heads: m_kv = 2 * 32 * 8 * 128 * 2 B = 131072 B = 128 KiB
+    # Llama-3-8B (GQA): 8 KV heads: m_kv = 2 * 32 * 8 * 128 * 2 B = 131072 B = 131 kB
     fig = inference.kv_cache_steps(model="llama-3-8b", prompt=2, steps=2)
     text = words(fig)
-    assert "2 × 8 × 128 × 2 B = 4 KiB" in text and " = 128 KiB" in text
-    assert "读 3 行 = 384 KiB" in text and "第 3 步" not in text
+    # one layer's row 4096 B = 4.1 kB; step 2 reads 3 rows: 393216 B = 393 kB
+    assert "2 × 8 × 128 × 2 B = 4.1 kB" in text and " = 131 kB" in text
+    assert "读 3 行 = 393 kB" in text and "第 3 步" not in text
     legible(fig)
 
 
 def test_prefill_decode_intensities(zh):
     fig = inference.prefill_decode()
     text = words(fig)
-    # W: the MLP up projection of Llama-2-7B, 4096 x 11008 BF16 = 90177536 B = 86.0 MiB
-    assert "4096 × 11008" in text and "每次读 86 MiB" in text
+    # W: the MLP up projection of Llama-2-7B, 4096 x 11008 BF16 = 90177536 B = 90.2 MB
+    assert "4096 × 11008" in text and "每次读 90.2 MB" in text
     # prefill, M = 512: I = 512 * 4096 * 11008 / (512 * 4096 + 4096 * 11008 + 512 * 11008)
     #   = 23085449216 / 52822016 = 437.0, above the H100 ridge 989.4 / 3.35 = 295.3
     assert "$I$ = 437 > $I^*$ = 295 FLOP/byte" in text
@@ -255,6 +257,9 @@ def test_prefill_decode_follow_batch_and_device(zh):
 def test_a_diagram_draws_on_a_given_axes(zh):
     from matplotlib.figure import Figure
 
+    # prompt 4096 (chapter 12): I = 4096 * 11008 / (4096 + 2 * 11008) = 1726.7, three figures
+    # and no exponent: 1730
+    assert "$I$ = 1730 > $I^*$ = 295" in words(inference.prefill_decode(prompt=4096))
     fig = Figure(figsize=(7, 5))
     ax = fig.add_axes((0, 0, 1, 1))
     assert kernels.fusion(ax=ax) is fig and len(fig.axes) == 1

@@ -32,7 +32,8 @@ HTML = BUILD / "html"
 #: and the technical terms the book keeps in English (its prose uses them too).
 ALLOWED = {
     # units
-    *("flop", "flops", "byte", "bytes", "tflop", "gflop", "s", "ms", "tb", "gb", "mib"),
+    *("flop", "flops", "byte", "bytes", "tflop", "gflop", "s", "ms", "tb", "gb", "mb", "kb"),
+    "mib",
     # precisions, memory levels, hardware
     *("bf16", "fp32", "fp8", "hbm", "l2", "l3", "sram", "tensor", "cuda", "core", "dense"),
     # the memory-hierarchy figure's levels and units (shared memory, L1, SFU, KiB)

@@ -14,8 +14,18 @@ from ...devices.catalog import hardware
 from ...dtypes import bytes_per_element
 from ...llm.inference import Precisions, kv_bytes_per_token, kv_cache_bytes, linear
 from ...llm.inference import model as catalog_model
+from ...units import si
 from . import _draw
-from ._common import COLORS, dims, key_row, nbytes, rich, sizes
+from ._common import COLORS, dims, key_row, rich, sizes
+
+
+def nbytes(value: float) -> str:
+    """字节数的写法：十进制前缀，三位有效数字，与正文的流量一样（``524 kB``、``90.2 MB``）。
+
+    >>> nbytes(524288), nbytes(4096 * 11008 * 2)
+    ('524 kB', '90.2 MB')
+    """
+    return si(value, "B", 3)
 
 
 def kv_cache_steps(
@@ -204,8 +214,9 @@ def prefill_decode(
         _draw.label(ax, right, mid + 0.24, f"{name}：{who}", size=8, ha="left")
         bound = "compute-bound" if cost.intensity > ridge else "memory-bound"
         sign = ">" if cost.intensity > ridge else "<"
+        shown = float(f"{cost.intensity:.3g}")  # three figures, no exponent: 1730, 7.98
         _draw.label(
-            ax, right, mid, f"$I$ = {cost.intensity:.3g} {sign} $I^*$ = {ridge:.0f} FLOP/byte",
+            ax, right, mid, f"$I$ = {shown:g} {sign} $I^*$ = {ridge:.0f} FLOP/byte",
             size=8, ha="left",
         )  # fmt: skip
         _draw.label(ax, right, mid - 0.24, bound, size=8, ha="left")
