@@ -556,6 +556,9 @@ def test_chapter_9_answers(glued):
     paper = 4 * 16384**2 * 128 * 16
     assert paper == 2**41
     assert g["ans_q4_paper_tflop"] == pytest.approx(paper / 1e12)
+    # the problem's convention, matrix products only: 2^41 FLOPs over 4 l d h s = 2^28 bytes
+    # (Q, K, V read, O written, BF16) is l / s = 8192
+    assert g["ans_q4_I_matmul"] == pytest.approx(2**41 / 2**28) and 2**41 / 2**28 == 8192
     assert g["ans_q4_ms"] == pytest.approx(paper / 648e12 * 1e3)
     assert g["ans_q4_I"] == pytest.approx(16384 / 2 * 517 / 512)
     assert g["ans_q4_eta_est"] == pytest.approx(648e12 / H100_BF16)
