@@ -289,6 +289,8 @@ def test_chapter_4_hierarchical_roofline(glued):
     assert g["fa3_resource"] == "受矩阵单元限制"
     assert g["fa3_tflops"] == approx(H100_BF16 / 1e12)
     assert g["fa3_tflops_256"] > 840 and g["fa3_tflops_256c"] > 642
+    # all three configurations reach the matrix peak (989.4, H100 whitepaper): said once
+    assert g["fa3_bounds_sentence"].endswith("上限都是 989 TFLOP/s，即矩阵单元的峰值。")
     # Every re-read from HBM, causal d = 256 at 16k (8 heads, FA3's 128 x 80 tile, no cluster):
     # the HBM bytes are 4 N d s per head plus the re-reads, over 3.35 TB/s, against half of
     # 4 N^2 d h FLOPs; that "bound" (about 417 TFLOP/s) is below the 642 measured

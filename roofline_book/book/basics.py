@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Iterable
+from typing import Any
 
 from ..devices.catalog import Hardware
-from ..ops import attention, fa3_tile
-from ..roofline.roofs import time_bound
-from .tables import bound_zh
+from ..ops import Cost, attention, fa3_tile
+from ..roofline.roofs import main_unit, time_bound
+from .tables import bound_zh, resource_zh
 
 FA3_PUBLISHED: dict[tuple[int, bool], float] = {
     (128, False): 648.0,  # arXiv v1, FP16 forward, head dim 128, 16k tokens
@@ -140,7 +142,8 @@ def fa3_published_bounds(device: Hardware) -> dict[str, object]:
     -------
     dict
         ``fa3_resource`` 与 ``fa3_tflops`` （head dim 128）、``fa3_tflops_256``、
-        ``fa3_tflops_256c``、``fa3_resource_256c``，以及 ``fa3_all_hbm_sentence``：
+        ``fa3_tflops_256c``、``fa3_resource_256c``，``fa3_bounds_sentence``：三个配置的
+        上限与所受限制写成一句（相同的上限只说一次），以及 ``fa3_all_hbm_sentence``：
         重读全算到 HBM 时的上限，和哪些实测值超过了它。
 
     Examples
@@ -149,6 +152,10 @@ def fa3_published_bounds(device: Hardware) -> dict[str, object]:
     >>> b = fa3_published_bounds(hardware("h100-sxm"))
     >>> b["fa3_resource"], round(b["fa3_tflops"], 1), b["fa3_tflops_256"] > 840
     ('受矩阵单元限制', 989.4, True)
+    >>> b["fa3_bounds_sentence"].split("，")[0]
+    'head dim 128、256 与 256（causal）的配置都受矩阵单元限制'
+    >>> b["fa3_bounds_sentence"].split("，")[1:]
+    ['按论文口径上限都是 989 TFLOP/s', '即矩阵单元的峰值。']
     """
     no_l2 = dataclasses.replace(device, l2_cache=1.0)  # an L2 that holds nothing
     found: dict[tuple[int, bool], dict[str, tuple[float, str]]] = {}
@@ -169,7 +176,27 @@ def fa3_published_bounds(device: Hardware) -> dict[str, object]:
         if beaten
         else "都还在实测值之上，这几个实测点本身不能说明重复读取来自 L2。"
     )
+    bounds = {k: found[k]["bound"] for k in found}
+    dims = [f"{k[0]}{'（causal）' if k[1] else ''}" for k in found]  # "256（causal）"
+    configs = "head dim " + "、".join(dims[:-1]) + f" 与 {dims[-1]}"
+    top = max(b[0] for b in bounds.values())
+    if len({b[1] for b in bounds.values()}) == 1 and all(top - b[0] < 0.5 for b in bounds.values()):
+        resource = next(iter(bounds.values()))[1]
+        peak = device.ceiling(resource, "bf16") / 1e12 if resource in ("matrix", "vector") else None
+        said = f"，即{resource_zh(resource)}的峰值" if peak and abs(peak - top) < 0.5 else ""
+        bounds_sentence = (
+            f"{configs}的配置都{bound_zh(resource)}，按论文口径上限都是 {top:.0f} TFLOP/s{said}。"
+        )
+    else:
+        bounds_sentence = (
+            "按论文口径，上限依次是："
+            + "；".join(
+                f"{names[k]} {v:.0f} TFLOP/s（{bound_zh(r)}）" for k, (v, r) in bounds.items()
+            )
+            + "。"
+        )
     return {
+        "fa3_bounds_sentence": bounds_sentence,
         "fa3_resource": bound_zh(found[128, False]["bound"][1]),
         "fa3_tflops": found[128, False]["bound"][0],
         "fa3_tflops_256": found[256, False]["bound"][0],
@@ -178,3 +205,67 @@ def fa3_published_bounds(device: Hardware) -> dict[str, object]:
         "fa3_all_hbm_sentence": f"如果把 K、V 的每次重复读取都算到 HBM 上，上限依次是：{listed}。"
         + tail,
     }
+
+
+def hierarchical_legend(
+    ax: Any,
+    named: Iterable[tuple[str, Cost]],
+    device: Hardware,
+    dtype: str = "bf16",
+    *,
+    unit_ticks: Iterable[str] = (),
+    fontsize: float = 7.0,
+) -> Any:
+    """第 4 章分层 roofline 图的中文图例：点的每种颜色代表哪种限制资源，以及实心点、空心圈、
+    L2 虚线和短横线各表示什么（与 :func:`roofline_book.present.plotting.placed` 画出的一一对应）。
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    named : iterable of (str, Cost)
+        图上放的算子，与传给 ``placed`` 的相同。
+    device : roofline_book.Hardware
+    unit_ticks : iterable of str
+        画了短横线的算子名（``placed`` 的 ``unit_ticks``）。
+
+    Returns
+    -------
+    matplotlib.legend.Legend
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> from roofline_book import add, gemm, hardware
+    >>> ops = [("add", add(2**24)), ("GEMM", gemm(4096, 4096, 4096))]
+    >>> legend = hierarchical_legend(Figure().add_subplot(), ops, hardware("h100-sxm"))
+    >>> [t.get_text() for t in legend.get_texts()][:3]
+    ['受 HBM 限制', '受矩阵单元限制', '实心点：按 HBM 流量放置']
+    >>> [t.get_text() for t in legend.get_texts()][3:]
+    ['空心圈：按 L2 流量（含重复读取）放置', '虚线：L2 带宽']
+    """
+    from matplotlib.lines import Line2D
+
+    from ..present.plotting.ceilings import RESOURCE_COLORS
+
+    gray, ticked = "#888888", set(unit_ticks)
+    limits: list[str] = []
+    bars: list[str] = []
+    for name, cost in named:
+        t = time_bound(cost, device, dtype)
+        limits += [] if t.resource in limits else [t.resource]
+        main = main_unit(cost, t)
+        if name in ticked and main is not None:
+            bars += [r for r in ("vector", "special") if r != main and t.by_resource.get(r)]
+
+    def mark(label: str, color: str, marker: str = "o", line: Any = "", face: str | None = None):
+        return Line2D([], [], color=color, marker=marker, linestyle=line, markersize=5,
+                      markerfacecolor=face or color, markeredgewidth=1.5, label=label)  # fmt: skip
+
+    handles = [mark(bound_zh(r), RESOURCE_COLORS[r]) for r in limits]
+    handles.append(mark("实心点：按 HBM 流量放置", gray))
+    if device.bandwidth("l2") is not None:
+        handles.append(mark("空心圈：按 L2 流量（含重复读取）放置", gray, face="none"))
+        handles.append(mark("虚线：L2 带宽", RESOURCE_COLORS["l2"], marker="", line="--"))
+    for r in dict.fromkeys(bars):
+        handles.append(mark(f"短横线：{resource_zh(r)}允许的上限", RESOURCE_COLORS[r], marker="_"))
+    return ax.legend(handles=handles, loc="lower right", fontsize=fontsize)
