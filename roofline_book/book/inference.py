@@ -50,6 +50,8 @@ class Lever:
     ceiling : float
         序列之间不共用缓存时吞吐的天花板 :math:`B/(\\ell\\,m_{kv})` （token/s），投机解码再乘以
         每次验证平均产出的 token 数（草稿不计时间）。
+    other_model : bool
+        这一行是另一个模型（MoE 一行），不与基线比较：表里每一格都写出它自己的值。
     """
 
     key: str
@@ -59,6 +61,7 @@ class Lever:
     b_star: float
     b_max: int
     ceiling: float
+    other_model: bool = False
 
 
 def levers(
@@ -89,8 +92,10 @@ def levers(
     0.125
     >>> round(rows["base"].b_star / rows["speculative"].b_star, 6)   # draft 4: 5 rows a sequence
     5.0
-    >>> rows["moe"].b_max                      # 93.4 GB of BF16 weights on 80 GiB
+    >>> rows["moe"].b_max                      # 93.4 GB of BF16 weights, 85.5 GB of memory
     0
+    >>> rows["moe"].other_model, rows["mqa"].other_model
+    (True, False)
     """
     bf16 = Precisions()
 
@@ -104,6 +109,7 @@ def levers(
             b_star=decode_batch_to_ridge(m, device, p) / rows,
             b_max=max_batch(m, device, context, p),
             ceiling=per_verify * device.memory_bandwidth / kv_cache_bytes(m, context, p),
+            other_model=m is moe,
         )
 
     return [
@@ -130,23 +136,29 @@ def _same(a: float, b: float) -> bool:
 
 
 def levers_table(rows: Sequence[Lever]) -> list[dict[str, str]]:
-    """:func:`levers` 的各行写成表格的单元格；与第一行（基线）相同的量写作“不变”。
+    """:func:`levers` 的各行写成表格的单元格。
+
+    字节按十进制写（GB 为 :math:`10^9` 字节，kB 为 :math:`10^3` 字节）。与第一行（基线）相同的量写作
+    “不变”；另一个模型的一行（``other_model``）每格都写出值，哪怕碰巧与基线相同。一条序列也放不下时
+    （:math:`b_{\\max} = 0`），:math:`b_{\\max}` 一格写“放不下”。
 
     Examples
     --------
     >>> base = Lever("base", "基线", 16.06e9, 131072, 321.9, 139, 6240.3)
     >>> half = replace(base, key="kv_fp8", name="FP8 KV", kv=65536, b_max=279, ceiling=12480.6)
-    >>> [list(r.values()) for r in levers_table([base, half])]
+    >>> moe = Lever("moe", "MoE", 93.41e9, 131072, 1287.5, 0, 6240.3, other_model=True)
+    >>> [list(r.values()) for r in levers_table([base, half, moe])]
     ... # doctest: +NORMALIZE_WHITESPACE
-    [['基线', '16.06 GB', '128 KiB', '322', '139', '6240'],
-     ['FP8 KV', '不变', '64 KiB', '不变', '279', '12481']]
+    [['基线', '16.06 GB', '131.1 kB', '322', '139', '6240'],
+     ['FP8 KV', '不变', '65.5 kB', '不变', '279', '12481'],
+     ['MoE', '93.41 GB', '131.1 kB', '1288', '放不下', '6240']]
     """
     base = rows[0]
     columns = (
         ("$m_w$", lambda r: r.weights, lambda v: f"{v / 1e9:.2f} GB"),
-        ("$m_{kv}$", lambda r: r.kv, lambda v: f"{v / 1024:.0f} KiB"),
+        ("$m_{kv}$", lambda r: r.kv, lambda v: f"{v / 1e3:.1f} kB"),
         ("$b^{*}$", lambda r: r.b_star, lambda v: f"{v:.0f}"),
-        ("$b_{\\max}$", lambda r: r.b_max, lambda v: f"{v:d}"),
+        ("$b_{\\max}$", lambda r: r.b_max, lambda v: f"{v:d}" if v > 0 else "放不下"),
         ("吞吐上限 [token/s]", lambda r: r.ceiling, lambda v: f"{v:.0f}"),
     )
     out = []
@@ -154,7 +166,8 @@ def levers_table(rows: Sequence[Lever]) -> list[dict[str, str]]:
         cells = {"手段": r.name}
         for title, get, text in columns:
             value = get(r)
-            cells[title] = text(value) if r is base or not _same(value, get(base)) else "不变"
+            shown = r is base or r.other_model or not _same(value, get(base))
+            cells[title] = text(value) if shown else "不变"
         out.append(cells)
     return out
 
