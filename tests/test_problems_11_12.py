@@ -367,6 +367,20 @@ def test_chapter_12_step_and_ceiling(glued):
     assert g["ceiling"] == pytest.approx(H100_BW / (CTX * L3_KV))  # 6240 tokens/s at 3.35 TB/s
     assert g["tps1"] < g["tps_wall"] < g["tps_star"] < g["ceiling"]
     assert 0.5 < g["attn_share"] < 1  # the cache's reads dominate the step at the wall
+    # The plateau at batch 1024, operator by operator: a token's attention reads its cache and
+    # its query and output, 32 x (4096 x 2 x 1024 x 2 + 2 x 8192) bytes = 160.4 us at 3.35 TB/s;
+    # the rest is mostly the GEMMs past b*: 2 (params - embedding) FLOPs = 15.2 us at the peak,
+    # plus norms and residuals (a few %).
+    assert g["top_batch"] == 1024
+    assert g["kv_us"] == pytest.approx(32 * (4096 * 2 * 1024 * 2 + 2 * 8192) / H100_BW * 1e6)
+    gemm_us = 2 * (L3_PARAMS - L3_EMBED) / H100_BF16 * 1e6
+    assert gemm_us < g["rest_us"] < 1.15 * gemm_us
+    assert g["tps_top"] == pytest.approx(1e6 / (g["kv_us"] + g["rest_us"]))  # 5641 tokens/s
+    assert g["top_share"] == pytest.approx(g["tps_top"] / g["ceiling"]) and g["top_share"] < 1
+    # any implementation at 1024: the bytes bound, the weights once and 1024 caches
+    floor = (2 * (L3_PARAMS - L3_EMBED) + 1024 * CTX * L3_KV) / H100_BW
+    assert g["tps_any_top"] == pytest.approx(1024 / floor, rel=2e-3)  # 6074 tokens/s
+    assert g["tps_top"] < g["tps_any_top"] < g["ceiling"]
 
 
 def test_chapter_12_weight_quantization(glued):
@@ -402,6 +416,8 @@ def test_chapter_12_kv_cache_and_gqa(glued):
     assert g["kv_ceiling"] == pytest.approx(2 * H100_BW / (CTX * L3_KV))
     assert g["kib_32"] == 2 * 32 * 32 * 128 * 2 / 1024 == 512
     assert g["kib_1"] == 2 * 32 * 1 * 128 * 2 / 1024 == 16
+    # the prose's decimal kB (1 kB = 1000 bytes, chapter 2's convention)
+    assert (g["kb_32"], g["kb_8"], g["kb_1"]) == (524.288, 131.072, 16.384)
     # MQA: the K and V projections shrink to 128 columns each.
     mqa = (
         32 * (4096 * (4096 + 2 * 128) + 4096**2 + 3 * 4096 * 14336 + 2 * 4096)
@@ -435,6 +451,7 @@ def test_chapter_12_moe(glued):
 def test_chapter_12_speculative(glued):
     g = glued(CH12)
     assert g["per_step"] == pytest.approx((1 - 0.8**5) / (1 - 0.8))  # 3.3616
+    assert g["rho"] == 0.05  # the draft's step time over the target's
     # Leviathan et al. 2023, Theorem 3.8 with c = 0.05: 3.3616 / (4 x 0.05 + 1) = 2.80
     assert g["theorem"] == pytest.approx(0.67232 / (0.2 * 1.2))
     assert round(g["theorem"], 2) == 2.80
@@ -473,6 +490,14 @@ def test_chapter_12_pencil_and_measured(glued):
     free = USABLE * H100_MEM - 2 * L2_PARAMS - ACT_L2
     assert g["q1_free"] == pytest.approx(free / 1e9)
     assert g["ans_q1"] == int(free // (CTX * L2_KV // 2)) == 58
+    # the figures the problem states are the ones the convention needs
+    assert g["q1_params"] == pytest.approx(L2_PARAMS / 1e9)  # 6.74
+    assert (g["q1_hidden"], g["q1_ffn"], g["q1_vocab"]) == (4096, 11008, 32000)
+    act = (
+        2 * g["profile_tokens"] * (g["q1_hidden"] + 3 * g["q1_ffn"])
+        + 4 * g["profile_seqs"] * g["q1_vocab"]
+    )
+    assert act == ACT_L2 and g["act2"] == pytest.approx(act / 1e9)
     # 2. int4 Llama-2-7B: 6,476,267,520 matrix weights x (0.5 + 2/128) + 2 x 262,410,240 BF16
     matrices = 32 * (L2_LAYER - 2 * 4096)
     tables = 2 * 32000 * 4096 + 32 * 2 * 4096 + 4096
