@@ -30,6 +30,8 @@ def test_links_and_the_decode_on_8_h100(glued):
     # 161 all-reduces (2 a layer, 1 for the embedding) of 14 ring steps, and the logits'
     # all-gather of 7 steps, each with NCCL's fixed 6.6 us: 161 x 15.0 + 10.8 us = 2.43 ms
     assert g["n_ar"] == 161 and g["ring_steps"] == 14
+    # the text splits the 15.0 us as NCCL's base 6.6 us + 14 ring steps x 0.6 us (= 8.4 us)
+    assert (g["base_us"], g["lat_nvlink"]) == (pytest.approx(6.6), pytest.approx(0.6))
     assert g["ar_lat_us"] == pytest.approx((BASE + 14 * ALPHA) * 1e6) == pytest.approx(15.0)
     assert g["t8_lat_ms"] == pytest.approx((161 * (BASE + 14 * ALPHA) + BASE + 7 * ALPHA) * 1e3)
     # with sglang's one-shot kernel instead (5.7 us for 4096 FP32 = 16 KiB, the size of one

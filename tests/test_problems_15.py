@@ -142,6 +142,9 @@ def test_the_ring_rule_the_estimate_and_nvls(glued):
     # NVLink SHARP: each GPU sends the buffer once (f = 1) at 450 GB/s, so algbw may reach 450
     # and nccl-tests' ring factor makes that busbw 450 x 2 x 7/8 = 787.5 GB/s; 480 is under it
     assert g["nvls_allowed"] == pytest.approx(787.5)
+    # the factor the text multiplies 450 by: 2 (p - 1)/p at p = 8 is 14/8 = 1.75
+    assert g["nvls_factor"] == pytest.approx(1.75)
+    assert g["nvls_allowed"] == pytest.approx(g["h100_link"] * g["nvls_factor"])
     assert g["ring_busbw"] < g["h100_link"] < g["nvls_busbw"] < g["nvls_allowed"]
     # NCCL 2.30.7's tuning model: 0.6 us a ring step on NVLink (hwLat)
     assert (g["h100_gpus"], g["h100_alpha_us"]) == (8, pytest.approx(0.6))
