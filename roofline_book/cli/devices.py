@@ -192,7 +192,7 @@ def _ceilings(devices: list[Hardware], wanted: str | None) -> list[str]:
     """其余的上限：向量单元、特殊函数单元、推导出的数字，各带 ridge point。"""
     out = [
         "dense peaks: the vendor's figures, at the clock the vendor rates them (MFU uses them).",
-        "other ceilings (elementwise work runs on the vector units: each lane issues 1",
+        "other ceilings (elementwise work runs on the vector units: each CUDA core issues 1",
         "instruction per clock, an FMA counts 2 FLOP, so an add or a max gets half; a packed",
         "16-bit instruction gives 2 results; exp, rsqrt and a division's reciprocal run on the",
         "special function units, counted in evaluations/s; ridge points over HBM):",
