@@ -169,6 +169,11 @@ def test_flash_blocks_traffic_against_the_materialised_scores(zh):
     assert "多 62 MiB" in text and "循环\n32 次" in text
     # S is 4096 * 4096 * 2 B = 32 MiB; S and S~ each written and read: 4 MiB + 4 * 32 MiB
     assert "32 MiB" in text and "共 132 MiB" in text
+    # one head, no mask; the online softmax keeps a running max m and a running sum rho
+    # (not l, which would read as the sequence length), updated from m_old to m_new (no prime)
+    assert "HBM（一个 head）" in text and "无 mask\n对 j" in text
+    assert "\\rho_{\\mathrm{new}}" in text and "m_{\\mathrm{old}}" in text and "m'" not in text
+    assert "片上 SRAM（shared memory）" in text
     legible(fig)
 
 
@@ -252,14 +257,14 @@ def test_prefill_decode_follow_batch_and_device(zh):
     # A100 SXM ridge: 312e12 / 2.039e12 = 153.0
     text = words(inference.prefill_decode(batch=512, device="a100-sxm"))
     assert text.count("$I$ = 437 > $I^*$ = 153 FLOP/byte") == 2
+    # prompt 4096 (chapter 12): I = 4096 * 11008 / (4096 + 2 * 11008) = 1726.7, three figures
+    # and no exponent: 1730
+    assert "$I$ = 1730 > $I^*$ = 295" in words(inference.prefill_decode(prompt=4096))
 
 
 def test_a_diagram_draws_on_a_given_axes(zh):
     from matplotlib.figure import Figure
 
-    # prompt 4096 (chapter 12): I = 4096 * 11008 / (4096 + 2 * 11008) = 1726.7, three figures
-    # and no exponent: 1730
-    assert "$I$ = 1730 > $I^*$ = 295" in words(inference.prefill_decode(prompt=4096))
     fig = Figure(figsize=(7, 5))
     ax = fig.add_axes((0, 0, 1, 1))
     assert kernels.fusion(ax=ax) is fig and len(fig.axes) == 1

@@ -364,6 +364,16 @@ def test_chapter_7_prose_numbers(glued):
     assert g["min_mem_ratio"] == pytest.approx(swiglu_hbm / (2 * T * F / H100_SPECIAL))  # 3.74
     assert g["attn_mat_I"] == pytest.approx((4 * D + 5) / (4 * 2 * (1 + D / T)))
     assert g["mat_I_limit"] == pytest.approx((4 * 128 + 5) / 8)
+    # The main line's three implementations carry the causal mask, as the block table does:
+    # materialized 4,429,185,024 bytes against flash's 134,217,728 (Q, K, V, O once) = 33 times;
+    # flash counts the kept T(T+1)/2 pairs, I = 1034, matrix-bound like the table's row.
+    assert g["attn_c_ratio"] == pytest.approx(MATERIALIZED[1] / FLASH_CAUSAL[1])  # 33
+    assert g["attn_c_mat_I"] == pytest.approx(MATERIALIZED[0] / MATERIALIZED[1])
+    assert g["attn_c_flash_I"] == pytest.approx(FLASH_CAUSAL[0] / FLASH_CAUSAL[1])
+    assert g["attn_c_bound"] == "受矩阵单元限制"
+    # The flash figure's FA3 tile without a mask (hopper/tile_size.h: kBlockN 176 at d = 128):
+    # ceil(4096 / 176) = 24 K/V blocks stream past each query block
+    assert (g["fa3_bn"], g["fa3_nk"]) == (176, 24)
     # FlashAttention-3's tile on H100 at d = 128, no mask (hopper/tile_size.h, tile_size_fwd_sm90:
     # kBlockM 128; clusters of 2 query blocks at kHeadDim >= 128), against 228 rows by the
     # on-chip memory rule, 233,472 / 2 / (4 * 128)

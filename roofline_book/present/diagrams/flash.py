@@ -39,9 +39,10 @@ def flash_blocks(
 
     左边是 HBM 里的 Q、K、V、O（``seq x head_dim``，行按块画格线），涂色的是一个 Q 块
     ``Q_i`` （``block_q`` 行）与这一步流入的 ``K_j``、``V_j`` （``block_k`` 行）；中间是片上 SRAM：
-    ``S_ij = Q_i K_j^T`` （``block_q x block_k``）、online softmax 每行的 running max ``m`` 与
-    running sum ``l``、输出的累加器 ``O_i``，以及每个 K/V 块之后的更新式；右边是不融合的实现写进
-    HBM 的整个 ``S`` （``seq x seq``），``S_ij`` 只是它的一小块。
+    ``S_ij = Q_i K_j^T`` （``block_q x block_k``）、online softmax 每行到目前为止的最大值 ``m``
+    （running max）与指数和 ``rho`` （running sum，不记作 ``l``：``ℓ`` 是序列长）、输出的累加器
+    ``O_i``，以及每个 K/V 块之后的更新式（``m_old`` 是更新前、``m_new`` 是更新后的最大值）；
+    右边是不融合的实现写进 HBM 的整个 ``S`` （``seq x seq``），``S_ij`` 只是它的一小块。
 
     数的来源：:func:`roofline_book.ops.attention` （一个 head）。``impl="flash"``、
     ``tile=FlashTile(block_q, block_k, cluster)`` 的 ``bytes`` 是 Q、K、V 各读一次、O 写一次，
@@ -84,7 +85,7 @@ def flash_blocks(
     y0, h = 1.35, 2.6
     # HBM: Q, K, V, O, one column each
     _draw.box(ax, 0.15, y0 - 0.3, 1.95, h + 0.85, color=COLORS["grey"], alpha=0.06, dashed=True)
-    _draw.label(ax, 1.12, y0 + h + 0.38, "HBM", size=8.5)
+    _draw.label(ax, 1.12, y0 + h + 0.38, "HBM（一个 head）", size=8.5)
     bars = [("Q", COLORS["hot"], i, nq), ("K", COLORS["a"], j, nk)]
     bars += [("V", COLORS["w"], j, nk), ("O", COLORS["c"], i, nq)]
     for n, (name, color, marked, blocks) in enumerate(bars):
@@ -96,7 +97,7 @@ def flash_blocks(
     # on chip: the working set of one Q block
     sx, sw = 2.7, 2.15
     _draw.box(ax, sx, y0 - 0.3, sw, h + 0.85, color=COLORS["chip"], alpha=0.1)
-    _draw.label(ax, sx + sw / 2, y0 + h + 0.38, "片上 SRAM：一个 Q 块", size=8.5)
+    _draw.label(ax, sx + sw / 2, y0 + h + 0.38, "片上 SRAM（shared memory）", size=8.5)
     q = 0.42
     top = y0 + h - 0.05
     on_chip = (("Q_i", "hot", block_q), ("K_j", "a", block_k), ("V_j", "w", block_k))
@@ -110,16 +111,18 @@ def flash_blocks(
     _draw.box(ax, sx + 0.15, ys, sq, sq, color=COLORS["hot"], alpha=0.25)
     _draw.label(ax, sx + 0.15 + sq / 2, ys + sq / 2 + 0.1, "$S_{ij}$", size=8.5)
     _draw.label(ax, sx + 0.15 + sq / 2, ys + sq / 2 - 0.12, dims(block_q, block_k), size=6.5)
-    for n, name in enumerate(("m", "l")):
+    for n, name in enumerate(("m", "\\rho")):
         _draw.box(ax, sx + 0.9 + n * 0.22, ys, 0.12, sq, color=COLORS["grey"], alpha=0.3)
         _draw.label(ax, sx + 0.96 + n * 0.22, ys - 0.11, f"${name}$", size=8)
     _draw.box(ax, sx + 1.5, ys, 0.5, sq, color=COLORS["c"], alpha=0.35)
     _draw.label(ax, sx + 1.75, ys + sq / 2, "$O_i$", size=8.5)
     _draw.label(ax, sx + sw / 2, ys - 0.33, "每流入一个 K/V 块更新一次：", size=7.5)
+    new, old = r"_{\mathrm{new}}", r"_{\mathrm{old}}"  # no prime: m' would read as a power
+    scale = rf"e^{{m{old} - m{new}}}\,"
     updates = (
-        "$m' = \\max(m,\\ \\mathrm{rowmax}\\ S_{ij})$",
-        "$l' = e^{m - m'}\\, l + \\mathrm{rowsum}\\ e^{S_{ij} - m'}$",
-        "$O_i' = e^{m - m'}\\, O_i + e^{S_{ij} - m'}\\, V_j$",
+        rf"$m{new} = \max(m{old},\ \mathrm{{rowmax}}\ S_{{ij}})$",
+        rf"$\rho{new} = {scale} \rho{old} + \mathrm{{rowsum}}\ e^{{S_{{ij}} - m{new}}}$",
+        rf"$O_i \leftarrow {scale} O_i + e^{{S_{{ij}} - m{new}}}\, V_j$",
     )
     for n, text in enumerate(updates):
         _draw.label(ax, sx + 0.12, ys - 0.6 - n * 0.24, text, size=7.5, ha="left")
@@ -129,7 +132,7 @@ def flash_blocks(
     _draw.label(ax, 2.41, 3.62, "读", size=7.5)
     _draw.arrow(ax, (sx - 0.03, 1.6), (2.12, 1.6), color=COLORS["c"], lw=1.2)
     _draw.label(ax, 2.41, 1.77, "写", size=7.5)
-    _draw.label(ax, 2.41, 2.6, f"对 j\n循环\n{nk} 次", size=7.5)
+    _draw.label(ax, 2.41, 2.55, f"无 mask\n对 j\n循环\n{nk} 次", size=7.5)
 
     # the materialised S, for comparison
     rx, side = 5.15, 1.65
