@@ -118,8 +118,9 @@ def test_chapter_11_sliding_windows(glued):
 def test_chapter_11_kv_cache(glued):
     g = glued(CH11)
     # 2 x layers x KV heads x head dim x 2 bytes
-    assert g["kv_l2"] == 2 * 32 * 32 * 128 * 2 / 1024  # 512 KiB
-    assert g["kv_l3"] == 2 * 32 * 8 * 128 * 2 / 1024  # 128 KiB
+    # in decimal kB, as chapter 2 counts bytes: 524288 B = 524.288 kB, 131072 B = 131.072 kB
+    assert g["kv_l2_kb"] == 2 * 32 * 32 * 128 * 2 / 1e3 == 524.288
+    assert g["kv_l3_kb"] == 2 * 32 * 8 * 128 * 2 / 1e3 == 131.072
     assert g["kv_ratio"] == 4  # 32 / 8 KV heads
     assert g["seq_l2"] == pytest.approx(4096 * 524_288 / 1e9)  # 2.15 GB
     assert g["seq_l3"] == pytest.approx(4096 * 131_072 / 1e9)  # 0.54 GB
@@ -192,7 +193,7 @@ def test_chapter_11_answers(glued):
     g = glued(CH11)
     # 1. Llama-2-70B: 2 x 80 layers x 8 KV heads x 128 x 2 bytes; 64 heads without GQA.
     assert g["q1_kv"] == 2 * 80 * 8 * 128 * 2 == 327_680
-    assert g["q1_kib"] == 320
+    assert g["q1_kb"] == pytest.approx(327.68)  # 327680 B in decimal kB
     assert g["q1_ratio"] == 64 / 8
     assert g["q1_seq_gb"] == pytest.approx(4096 * 327_680 / 1e9)  # 1.34 GB
     # 2. Mistral-7B: Llama-3-8B's layers with a 32,000-token vocabulary.
