@@ -229,6 +229,25 @@ def test_intensity_sentence_and_its_glued_number(text):
     assert found and all("算术强度" in s for s in found), (value, words)
 
 
+def test_every_folded_box_of_the_site_is_open_in_the_pdf(text):
+    # The site folds depth into 「深入一步：…」 dropdowns; the PDF prints each one, title and body.
+    summary = re.compile(r"<summary[^>]*>(.*?)</summary>(.*?)</details>", re.S)
+    boxes = [
+        (page, _plain(title), _plain(body))
+        for page in _chapter_pages()
+        for title, body in summary.findall(_article(page))
+        if "深入一步" in title
+    ]
+    assert len(boxes) >= len(_chapter_pages()) - 1  # every chapter but the summary folds depth
+    missing = []
+    for page, title, body in boxes:
+        words = [w for w in title.split(_BREAK) if len(w) >= 4][:1]
+        opening = [w for w in body.split(_BREAK) if len(w) >= 8][:1]
+        if not all(w[:20] in text for w in words + opening):
+            missing.append(f"{page}: {title[:30]}")
+    assert not missing, missing
+
+
 def test_every_character_has_a_glyph():
     """XeLaTeX only logs a character its font lacks; the page would show a gap."""
     log = (BUILD / "latex" / PDF.name).with_suffix(".log").read_text("utf-8", errors="replace")

@@ -452,7 +452,7 @@ def test_chapter_12_moe(glued):
 def test_chapter_12_speculative(glued):
     g = glued(CH12)
     assert g["per_step"] == pytest.approx((1 - 0.8**5) / (1 - 0.8))  # 3.3616
-    assert g["rho"] == 0.05  # the draft's step time over the target's
+    assert g["xi"] == 0.05  # the draft's step time over the target's
     # Leviathan et al. 2023, Theorem 3.8 with c = 0.05: 3.3616 / (4 x 0.05 + 1) = 2.80
     assert g["theorem"] == pytest.approx(0.67232 / (0.2 * 1.2))
     assert round(g["theorem"], 2) == 2.80
