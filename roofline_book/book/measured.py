@@ -168,3 +168,22 @@ def run_figures(run: Run) -> dict[str, Any]:
             "norm_bytes_ratio32": ran32.bytes / n32.cost.bytes,
         }
     return out
+
+
+def source_link(measurement: Any) -> Any:
+    """一个已发表测量的出处，作为页面里的一个短链接（``{glue:md}`` 读取）。
+
+    链接文字是出处的第一段（仓库或文档的名字），目标是它的 ``url``：完整的出处
+    （文件、提交、表格）在链接那头，句子里只留一个名字。
+
+    Examples
+    --------
+    >>> from roofline_book.measure.published import measurement
+    >>> source_link(measurement("gptfast-llama2-7b", weights="bf16")).data[:23]
+    '[pytorch-labs/gpt-fast]'
+    """
+    from IPython.display import Markdown
+
+    short = measurement.source.split(",")[0].strip()
+    url = measurement.row.url
+    return Markdown(f"[{short}]({url})" if url else short)

@@ -131,8 +131,9 @@ class Measurement:
         - ``stream``：:func:`~roofline_book.ops.elementwise`，按 :data:`STREAM_KERNELS` 的读写
           数组个数，时间 = 字节数 / 发表的 byte/s。
         - ``attention_forward``：:func:`~roofline_book.ops.attention` （flash，设备每个 SM 的
-          shared memory）；时间 = 论文的 FLOPs（每条序列 ``4 ℓ^2 d h``，causal 时减半）/ 发表的
-          FLOP/s，没给 batch 与 heads 时取论文的约定（batch × ℓ = 16384，heads × d = 2048）。
+          shared memory）；时间 = 论文的 FLOPs（每条序列 ``4 n^2 d h``，n 为序列长度，causal 时
+          减半）/ 发表的 FLOP/s，没给 batch 与 heads 时取论文的约定（batch × n = 16384，
+          heads × d = 2048）。
         - ``generation``：:func:`~roofline_book.llm.inference.step_ops`，prompt 的 prefill 加上
           此后每个 token 一步 decode，时间 = batch × generated / 发表的 token/s。
         - ``prefill``：prompt 的 prefill 一步，时间就是发表的毫秒数。
@@ -152,9 +153,9 @@ class Measurement:
         >>> measurement("stream-h100", kernel="copy").point().intensity
         0.0
 
-        FlashAttention-3，head dim 128，ℓ = 16384，不加 mask：batch 1、16 个 head，
+        FlashAttention-3，head dim 128，序列长度 16384，不加 mask：batch 1、16 个 head，
         必需流量是 Q、K、V 各读一次、O 写一次，``4 × 16384 × 128 × 16 × 2`` 字节 = 256 MiB；
-        矩阵 FLOPs ``4 ℓ^2 d h`` = 2.2 × 10^12，所以矩阵部分的 ``I = ℓ / s = 8192`` FLOP/byte
+        矩阵 FLOPs ``4 n^2 d h`` = 2.2 × 10^12，所以矩阵部分的 ``I = n / s = 8192`` FLOP/byte
         （softmax 每个得分再加几次向量运算，不到 2%）：
 
         >>> p = measurement("fa3-bf16-d128", seqlen=16384).point()
