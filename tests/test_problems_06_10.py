@@ -477,7 +477,9 @@ def test_chapter_8_answers(glued):
     assert g["ans_q3_roof_tf32"] == pytest.approx(H100_BW * i_cube / 1e12)  # 285.9
     assert g["ans_q3_gain"] == pytest.approx(H100_BW * i_cube / H100_FP32)
     assert g["ans_q3_peak_ratio"] == pytest.approx(H100_TF32 / H100_FP32)
-    # the problem states what it needs: H100 SXM datasheet, TF32 494.7 TFLOP/s dense, HBM3 3.35 TB/s
+    # the problem states what it needs: H100 SXM datasheet, FP32 67 and TF32 494.7 TFLOP/s
+    # dense, HBM3 3.35 TB/s
+    assert g["h100_fp32_tf"] == pytest.approx(67.0)
     assert g["h100_tf32_tf"] == pytest.approx(494.7)
     assert g["h100_bw_tb"] == pytest.approx(3.35)
 
