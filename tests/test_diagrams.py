@@ -119,6 +119,13 @@ def test_gemm_tiles_few_tokens_lower_the_whole_gemm_not_the_tile(zh):
     assert "2 × 32 = 64" in text and "A 读 32 遍，W 读 2 遍" in text
 
 
+def test_gemm_tiles_draws_a_thin_operand_taller(zh):
+    # M = 256: two tile rows; to scale (4096 -> 2 inches) a row would be 128 / 2048 = 0.0625 in,
+    # so A and C are stretched along M and say so; a square GEMM is drawn to scale
+    assert "（M 方向放大画）" in words(kernels.gemm_tiles(m=256, n=4096, k=4096, tile=128))
+    assert "放大" not in words(kernels.gemm_tiles())
+
+
 def test_factory_labels_the_device_figures(zh):
     fig = kernels.factory()
     text = words(fig)
@@ -144,20 +151,23 @@ def test_factory_follows_the_device(zh):
 def test_fusion_bytes_of_three_kernels_and_one(zh):
     fig = kernels.fusion()
     text = words(fig)
-    # one tensor: 4096 * 4096 BF16 elements * 2 B = 33554432 B = 32 MiB
-    assert "每个张量 16777216 个元素" in text and "BF16，32 MiB" in text
-    # unfused: 3 kernels, each reads one tensor and writes one: 96 MiB + 96 MiB = 192 MiB
+    # one tensor: 4096 * 4096 BF16 elements * 2 B = 33554432 B = 33.6 MB (decimal, as the prose)
+    assert "每个张量 16777216 个元素" in text and "BF16，33.6 MB" in text
+    # unfused: 3 kernels, each reads one tensor and writes one: 3 x 33.55 MB = 100.7 MB each way,
+    # 201.3 MB in all
     assert "不融合：3 个 kernel" in text
-    assert "读 96 MiB" in text and "写 96 MiB" in text and "共 192 MiB" in text
-    # fused: read x once, write y once: 32 + 32 = 64 MiB
-    assert "融合：1 个 kernel" in text and "共 64 MiB" in text
+    assert "读 101 MB" in text and "写 101 MB" in text and "共 201 MB" in text
+    # fused: read x once, write y once: 2 x 33.55 = 67.1 MB
+    assert "融合：1 个 kernel" in text and "共 67.1 MB" in text
+    assert "MiB" not in text
     legible(fig)
 
 
 def test_fusion_follows_size_and_precision(zh):
-    # 2^20 FP32 elements = 4 MiB a tensor; unfused 6 x 4 = 24 MiB, fused 2 x 4 = 8 MiB
+    # 2^20 FP32 elements = 4194304 B = 4.19 MB a tensor; unfused 6 x 4.194 = 25.2 MB,
+    # fused 2 x 4.194 = 8.39 MB
     text = words(kernels.fusion(numel=2**20, dtype="fp32"))
-    assert "共 24 MiB" in text and "共 8 MiB" in text and "FP32，4 MiB" in text
+    assert "共 25.2 MB" in text and "共 8.39 MB" in text and "FP32，4.19 MB" in text
 
 
 def test_flash_blocks_traffic_against_the_materialised_scores(zh):
@@ -268,7 +278,7 @@ def test_a_diagram_draws_on_a_given_axes(zh):
     fig = Figure(figsize=(7, 5))
     ax = fig.add_axes((0, 0, 1, 1))
     assert kernels.fusion(ax=ax) is fig and len(fig.axes) == 1
-    assert "共 192 MiB" in words(fig)
+    assert "共 201 MB" in words(fig)
 
 
 def test_the_checks_catch_bad_labels(caplog):

@@ -13,11 +13,22 @@ from typing import Any
 
 from ...dtypes import Precision, bytes_per_element, precision_name
 from ...ops import gemm, tiled_gemm
+from ...units import si
 from . import _draw
 from ._common import COLORS, dims, key_row, nbytes, rich, sizes
 
 #: C 上最多画几条格线（每边）：更多的分块按几个一格画，格子的大小写在图上。
 MAX_GRID = 8
+THIN_ROW = 0.2  # inches: the least height of a tile row of a thin A and C
+
+
+def _mb(value: float) -> str:
+    """字节数的十进制写法（MB、GB，三位有效数字），与正文按十进制计数一致。
+
+    >>> _mb(2**25)
+    '33.6 MB'
+    """
+    return si(value, "B", 3)
 
 
 def _cells(extent: int, tile: int) -> int:
@@ -32,7 +43,8 @@ def gemm_tiles(
 ) -> Any:  # fmt: skip
     """GEMM ``C = A W`` 按 ``tile x tile`` 的输出分块计算：每个分块读 A 的行条与 W 的列条。
 
-    图中 A（M x K）在左下，W（K x N）在右上，C（M x N）在右下，按同一比例画出；C 上的细线把
+    图中 A（M x K）在左下，W（K x N）在右上，C（M x N）在右下，按同一比例画出（A、C 很扁时沿 M
+    放大，使一行分块至少高 :data:`THIN_ROW` 英寸，图上注明）；C 上的细线把
     分块按几个一格画出（每边至多 :data:`MAX_GRID` 格，一格含几个分块写在图上）。高亮的是一个输出分块
     （黑）、它读的 A 的行条（``tile x k``，蓝）与 W 的列条（``k x tile``，橙）。
 
@@ -71,11 +83,15 @@ def gemm_tiles(
     a_strip, w_strip = s * rows * k, s * k * cols
 
     sc = 2.0 / max(m, n, k)  # inches per element: the largest side is 2 inches
+    # a thin A and C (few tokens) are drawn taller along M, so that a tile row stays readable:
+    # at least THIN_ROW inches a tile row, while A stays under 0.8 inch
+    sc_m = max(sc, min(THIN_ROW / tile, 0.8 / m))
+    stretched = sc_m > sc * 1.01
 
-    def side(v: int) -> float:
-        return max(v * sc, 0.06)
+    def side(v: int, per: float = sc) -> float:
+        return max(v * per, 0.06)
 
-    am, ak, wn = side(m), side(k), side(n)
+    am, ak, wn = side(m, sc_m), side(k), side(n)
     legend_w, legend_h = 2.5, 1.9
     x_a = 0.15 + max(0.0, legend_w - ak)
     x_c = x_a + ak + 0.3
@@ -92,15 +108,15 @@ def gemm_tiles(
     # grid on C: a line every `g` tiles
     g_m, g_n = _cells(m, tile), _cells(n, tile)
     for i in range(g_m * tile, m, g_m * tile):
-        y = y_c + am - i * sc
+        y = y_c + am - i * sc_m
         ax.plot([x_c, x_c + wn], [y, y], color=COLORS["c"], lw=0.4)
     for j in range(g_n * tile, n, g_n * tile):
         x = x_c + j * sc
         ax.plot([x, x], [y_c, y_c + am], color=COLORS["c"], lw=0.4)
     # the highlighted tile: a row and a column near the middle, on a grid line
     ti, tj = min(tm - 1, g_m * ((tm // g_m) // 3)), min(tn - 1, g_n * ((2 * tn // g_n) // 3))
-    th, tw = max(rows * sc, 0.05), max(cols * sc, 0.05)
-    ty = y_c + am - ti * tile * sc - th
+    th, tw = max(rows * sc_m, 0.05), max(cols * sc, 0.05)
+    ty = y_c + am - ti * tile * sc_m - th
     tx = x_c + tj * tile * sc
     _draw.box(ax, x_a, ty, ak, th, color=COLORS["a"], alpha=0.75, lw=0.5)
     _draw.box(ax, tx, y_w, tw, ak, color=COLORS["w"], alpha=0.75, lw=0.5)
@@ -109,7 +125,8 @@ def gemm_tiles(
     ax.plot([tx + tw / 2] * 2, [y_w, y_c + am], color=COLORS["w"], lw=0.6, ls=":")
 
     # names under and beside the operands
-    _draw.label(ax, x_a + ak / 2, y_c - 0.17, f"A：{dims(m, k)}", size=8)
+    tall = "（M 方向放大画）" if stretched else ""
+    _draw.label(ax, x_a + ak / 2, y_c - 0.17, f"A：{dims(m, k)}{tall}", size=8)
     _draw.label(ax, x_c + wn / 2, y_c - 0.17, f"C = A W：{dims(m, n)}", size=8)
     _draw.label(ax, right, y_w + ak / 2, f"W：{dims(k, n)}", size=8, ha="left")
     grid_note = f"细线每格 {dims(g_m, g_n)} 个分块" if g_m * g_n > 1 else "细线每格 1 个分块"
@@ -258,7 +275,8 @@ def fusion(*, numel: int = 4096 * 4096, dtype: Precision = "bf16", ax: Any = Non
     数的来源：三个 kernel 的代价是 :func:`roofline_book.ops.elementwise` （乘 ``a``、加 ``b``）与
     :func:`roofline_book.ops.gelu` 之和，融合的 kernel 是一个读一个、写一个张量的
     :func:`~roofline_book.ops.elementwise`，FLOPs 相同；图中写出各自的读、写字节数（:class:`Cost`
-    的 ``bytes_read``、``bytes_written``，二进制前缀）与 kernel 个数。每个张量 ``numel`` 个元素。
+    的 ``bytes_read``、``bytes_written``，十进制前缀 MB、GB，与正文一致）与 kernel 个数。
+    每个张量 ``numel`` 个元素。
 
     Parameters
     ----------
@@ -333,14 +351,14 @@ def fusion(*, numel: int = 4096 * 4096, dtype: Precision = "bf16", ax: Any = Non
 
     # bytes, on the right
     for y, cost in ((2.65, unfused), (0.65, fused)):
-        _draw.label(ax, 5.2, y + 0.22, f"读 {nbytes(cost.bytes_read)}", size=8.5, ha="left")
-        _draw.label(ax, 5.2, y, f"写 {nbytes(cost.bytes_written)}", size=8.5, ha="left")
-        _draw.label(ax, 5.2, y - 0.24, f"共 {nbytes(cost.bytes)}", size=8.5, ha="left")
+        _draw.label(ax, 5.2, y + 0.22, f"读 {_mb(cost.bytes_read)}", size=8.5, ha="left")
+        _draw.label(ax, 5.2, y, f"写 {_mb(cost.bytes_written)}", size=8.5, ha="left")
+        _draw.label(ax, 5.2, y - 0.24, f"共 {_mb(cost.bytes)}", size=8.5, ha="left")
     key_row(ax, 5.2, 1.75, read, "↑ 读", size=8)
     key_row(ax, 5.95, 1.75, write, "↓ 写", size=8)
     _draw.label(ax, 5.2, 1.45, f"每个张量 {numel} 个元素", size=7.5, ha="left")
     _draw.label(
-        ax, 5.2, 1.25, f"{precision_name(dtype).upper()}，{nbytes(tensor)}", size=7.5, ha="left"
+        ax, 5.2, 1.25, f"{precision_name(dtype).upper()}，{_mb(tensor)}", size=7.5, ha="left"
     )
     return fig
 
