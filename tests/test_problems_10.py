@@ -68,7 +68,7 @@ def test_threads_and_checks(glued):
     assert g["rows"] > g["mm_shapes"]
     # the sweep: batch 1, 2 and 32 at sequence 32
     assert (g["sweep_first"], g["sweep_second"], g["sweep_last"]) == (32, 64, 1024)
-    scaling = {"固定开销主导", "随工作量成比例增长", "介于两者之间"}
+    scaling = {"与 batch 无关的时间主导", "随工作量成比例增长", "介于两者之间"}
     assert {g["verdict_small"], g["verdict_large"]} <= scaling
     assert (g["growth_low"], g["growth_high"]) == (0.25, 0.75)
 

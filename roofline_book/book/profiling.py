@@ -21,7 +21,11 @@ from .tables import markdown_table, resource_zh
 #: 第二名的 RANK_MARGIN 倍；否则无法判定。
 MARGIN, RANK_MARGIN = 0.1, 1.5
 VERDICT_ZH = VERDICTS["zh"]
-SCALING_ZH = {"overhead": "固定开销主导", "work": "随工作量成比例增长", "mixed": "介于两者之间"}
+SCALING_ZH = {
+    "overhead": "与 batch 无关的时间主导",
+    "work": "随工作量成比例增长",
+    "mixed": "介于两者之间",
+}
 _MATRIX = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
 
