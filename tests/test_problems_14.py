@@ -190,3 +190,16 @@ def test_the_estimate_first_problem_and_its_conventions(glued):
     assert g["psi8_yi"] == pytest.approx(P8 / 1e8) and g["psi8_mm_yi"] == pytest.approx(N8 / 1e8)
     # 8 sequences of 4096 tokens a GPU on the communication roofline
     assert g["tokens_per_gpu"] == 8 * 4096
+
+
+@pytest.mark.site
+def test_the_dp_example_and_problem_4_state_their_gradient_bytes(glued):
+    g = glued(CH14)
+    # the DP section keeps BF16 gradients: 2 + 2 + 12 = 16 bytes a parameter, 2 P8 bytes reduced
+    assert g["bytes_per_param"] == 16 and g["dp_grad_gb"] == pytest.approx(2 * P8 / 1e9)
+    act = (LAYER8 * 32 + HEAD8) * 4096  # micro-batch 1, as in problem 4
+    assert g["dp_mem_gib"] == pytest.approx((16 * P8 + act) / 2**30)
+    # the training-step section and problem 4 use FP32 gradients (Megatron): 2 + 4 + 12 = 18,
+    # so the same setting without ZeRO needs 2 P8 bytes more
+    assert g["megatron_bytes"] == 18 and g["fp32_grad"] == 4
+    assert g["ans3_z0"] - g["dp_mem_gib"] == pytest.approx(2 * P8 / 2**30)

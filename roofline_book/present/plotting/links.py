@@ -22,8 +22,9 @@ def comm_roofline(
     intensity_range: tuple[float, float] = (10.0, 1e6),
     unit: str = "TFLOP/s",
 ):
-    """每条链路一条 roof ``min(P, B x I)``，``I`` 为每送出一个字节的 FLOPs；在每条 roof 上标出
-    各并行方式的 ``I``。
+    """每条链路一条 roof ``min(P, B x I)``，``I`` 为每送出一个字节的 FLOPs；在每条 roof 上用方块标出
+    各并行方式的 ``I``（圆点是 ridge point）。名字标在最后一条链路上；其他链路上的点与它不重合时
+    也标。
 
     计算与通信完全重叠时，一块设备能达到的算力不超过这条 roof：``I`` 在 ridge point
     （:func:`roofline_book.distributed.comm.critical_intensity`）左侧时，通信决定时间。
@@ -62,11 +63,14 @@ def comm_roofline(
             unit=unit,
         )
         ranked = sorted((strategies or {}).items(), key=lambda item: item[1])
+        last = list(links.values())[-1]
         for j, (name, intensity) in enumerate(ranked):
             y = attainable(intensity, peak, bandwidth) / _scale(unit)
-            drawn.append(ax.scatter([intensity], [y], color=color, s=22, zorder=5))
-            if i == len(links) - 1:  # neighbours' labels alternate below and above the roof
-                below = j % 2 == 0
+            # squares, so that a strategy is not read as a ridge point (a circle)
+            drawn.append(ax.scatter([intensity], [y], color=color, marker="s", s=20, zorder=5))
+            hidden = y == attainable(intensity, peak, last) / _scale(unit)  # under the last link's
+            if i == len(links) - 1 or not hidden:  # labels alternate below and above the roof
+                below = j % 2 == 0 or i < len(links) - 1
                 drawn.append(
                     ax.annotate(
                         name,
