@@ -95,7 +95,7 @@ def flash_blocks(
     _draw.label(ax, 1.12, y0 - 0.15, f"各 {dims(seq, head_dim)}", size=7.5)
 
     # on chip: the working set of one Q block
-    sx, sw = 2.7, 2.15
+    sx, sw = 2.7, 2.5  # wide enough for the rho update on one line
     _draw.box(ax, sx, y0 - 0.3, sw, h + 0.85, color=COLORS["chip"], alpha=0.1)
     _draw.label(ax, sx + sw / 2, y0 + h + 0.38, "片上 SRAM（shared memory）", size=8.5)
     q = 0.42
@@ -135,7 +135,7 @@ def flash_blocks(
     _draw.label(ax, 2.41, 2.55, f"无 mask\n对 j\n循环\n{nk} 次", size=7.5)
 
     # the materialised S, for comparison
-    rx, side = 5.15, 1.65
+    rx, side = 5.42, 1.45
     ry = y0 + h + 0.45 - 0.5 - side
     _draw.box(ax, rx, ry, side, side, color=COLORS["hot"], alpha=0.05, dashed=True)
     step_q, step_k = -(-nq // MAX_GRID), -(-nk // MAX_GRID)
