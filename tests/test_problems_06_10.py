@@ -622,6 +622,10 @@ def test_chapter_13_answers(glued):
     assert g["ans_q1_phrase_h100"] == g["ans_q1_phrase_example"] == "受 HBM 限制"
     assert g["ans_q1_us"] == pytest.approx(ln_bytes / H100_BW * 1e6)
     assert g["ans_q2_I"] == pytest.approx(2 * 4096 / 12)  # 682.7
+    # the problem states A100's datasheet peaks and bandwidth
+    assert g["ans_q2_peak_fp32"] == pytest.approx(19.5)  # TFLOP/s, CUDA cores
+    assert g["ans_q2_peak_tf32"] == pytest.approx(156)  # TFLOP/s, Tensor Cores, dense
+    assert g["ans_q2_bw_tb"] == pytest.approx(A100_BW / 1e12)
     assert g["ans_q2_ridge_fp32"] == pytest.approx(A100_FP32 / A100_BW)
     assert g["ans_q2_ridge_tf32"] == pytest.approx(A100_TF32 / A100_BW)
     assert g["ans_q2_ms_fp32"] == pytest.approx(2 * 4096**3 / A100_FP32 * 1e3)  # 7.05 ms
