@@ -23,6 +23,7 @@ def test_unit_rates_h100():
     # 128 lanes x 132 SMs x 1.98e9 = 33.45e12 instructions a second, two BF16 results each
     assert r["p_vector_instr"] == pytest.approx(128 * 132 * 1.98e9 / 1e12, rel=1e-3)
     assert r["p_vector_ops"] == pytest.approx(2 * r["p_vector_instr"])
+    assert r["p_vector_fp32_tflops"] == pytest.approx(67.0)  # H100 SXM datasheet: FP32 67 TFLOPS
     assert r["instr_over_special"] == pytest.approx(128 / 16, rel=1e-3)  # 8 lanes per SFU result
     assert (r["sfu_per_clock"], r["lanes_per_sm"]) == (16, 128)
     assert isinstance(r["sfu_per_clock"], int)  # printed as "16", not "16.0"

@@ -47,7 +47,7 @@ def unit_rates(device: Hardware, dtype: str = "bf16") -> dict[str, float]:
     dict
         ``p_vector_tflops``、``p_special_tflops`` （向量 TFLOP/s；特殊函数每秒
         10^12 次求值）、``matrix_over_vector``、``p_vector_ops`` 与 ``p_vector_instr``
-        （每秒 10^12 次元素运算与指令）、
+        （每秒 10^12 次元素运算与指令）、``p_vector_fp32_tflops`` （向量单元的 FP32 峰值）、
         ``ops_over_special``、``instr_over_special``、``sfu_per_clock``、``lanes_per_sm``。
 
     Examples
@@ -65,6 +65,7 @@ def unit_rates(device: Hardware, dtype: str = "bf16") -> dict[str, float]:
         "matrix_over_vector": matrix / vector,
         "p_vector_ops": ops / 1e12,
         "p_vector_instr": ops / 2 / 1e12,  # lane instructions: 2 BF16 results each
+        "p_vector_fp32_tflops": device.ceiling("vector", "fp32") / 1e12,
         "ops_over_special": ops / special,
         "instr_over_special": ops / 2 / special,
         "sfu_per_clock": int(device.sfu_per_sm_per_clock or 0),
@@ -269,3 +270,59 @@ def hierarchical_legend(
     for r in dict.fromkeys(bars):
         handles.append(mark(f"短横线：{resource_zh(r)}允许的上限", RESOURCE_COLORS[r], marker="_"))
     return ax.legend(handles=handles, loc="lower right", fontsize=fontsize)
+
+
+def unit_bar_label(
+    ax: Any,
+    cost: Cost,
+    device: Hardware,
+    label: str,
+    xytext: tuple[float, float],
+    unit: str = "special",
+    dtype: str = "bf16",
+    *,
+    fontsize: float = 7.0,
+) -> Any:
+    """给 :func:`roofline_book.present.plotting.placed` 画在点旁的一条短横线加上文字和箭头。
+
+    短横线是 ``unit`` 单元允许的上限（按做了最多 FLOPs 的单元换算成 TFLOP/s）；它常与
+    某条 roof 贴得很近，加上文字才看得出。横线画在顶层。
+
+    Parameters
+    ----------
+    ax : matplotlib.axes.Axes
+    cost : roofline_book.Cost
+        画了短横线的算子。
+    device : roofline_book.Hardware
+    label : str
+        文字，例如 ``"特殊函数单元的上限"``。
+    xytext : tuple of float
+        文字所在的数据坐标（FLOP/byte, TFLOP/s）；文字右端对齐到这一点。
+    unit : str
+        短横线所属的单元：``"special"`` 或 ``"vector"``。
+
+    Returns
+    -------
+    matplotlib.text.Annotation
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> from roofline_book import attention, fa3_tile, hardware
+    >>> fa = attention(1, 32, 4096, 4096, 64, causal=True, tile=fa3_tile(64, causal=True))
+    >>> ax = Figure().add_subplot()
+    >>> note = unit_bar_label(ax, fa, hardware("h100-sxm"), "特殊函数单元的上限", (400, 5000))
+    >>> round(note.xy[0]), round(note.xy[1])   # I = 1044 FLOP/byte; matrix FLOPs over exp time
+    (1044, 1071)
+    """
+    from ..present.plotting.ceilings import RESOURCE_COLORS
+
+    t = time_bound(cost, device, dtype)
+    main = main_unit(cost, t)
+    flops = ({"compute": cost.flops} | cost.flops_by_unit)[main or "compute"]
+    at = (cost.intensity, flops / t.by_resource[unit] / 1e12)
+    color = RESOURCE_COLORS[unit]
+    ax.scatter([at[0]], [at[1]], marker="_", s=220, linewidths=2.4, color=color, zorder=9)
+    arrow = {"arrowstyle": "->", "color": color, "linewidth": 0.8, "shrinkB": 4}
+    return ax.annotate(label, at, xytext=xytext, textcoords="data", ha="right", va="center",
+                       fontsize=fontsize, color=color, arrowprops=arrow, zorder=9)  # fmt: skip
