@@ -45,6 +45,7 @@ extensions = [
     "roofline_pdf",
     "roofline_fonts",
     "roofline_stderr",
+    "roofline_cjk",
 ]
 bibtex_bibfiles = ["docs/references.bib"]
 bibtex_default_style = "plain"

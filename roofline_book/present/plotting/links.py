@@ -23,7 +23,7 @@ def comm_roofline(
     unit: str = "TFLOP/s",
 ):
     """每条链路一条 roof ``min(P, B x I)``，``I`` 为每送出一个字节的 FLOPs；在每条 roof 上用方块标出
-    各并行方式的 ``I``（圆点是 ridge point）。名字标在最后一条链路上；其他链路上的点与它不重合时
+    各并行方式的 ``I`` （圆点是 ridge point）。名字标在最后一条链路上；其他链路上的点与它不重合时
     也标。
 
     计算与通信完全重叠时，一块设备能达到的算力不超过这条 roof：``I`` 在 ridge point
