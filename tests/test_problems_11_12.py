@@ -100,6 +100,18 @@ def test_chapter_11_layer_table(glued):
     assert g["ridge"] == pytest.approx(989.4 / 3.35)  # 295.3
 
 
+def test_chapter_11_weight_gemm_intensities(glued):
+    g = glued(CH11)
+    h, F, T = LLAMA2_7B["h"], LLAMA2_7B["F"], C
+    # A BF16 GEMM of M x K by K x N: I = 2MKN / (2KN + 2M(K + N)) = 1 / (1/M + 1/N + 1/K).
+    # Decode (M = 1): the gate-and-up GEMM (N = 2F) is the highest weight GEMM, 0.99971.
+    assert g["dec_w_i"] == pytest.approx(1 / (1 + 1 / (2 * F) + 1 / h))
+    # Prefill (M = T): the diagram's up projection alone (N = F), ~1727, and the table's fused
+    # gate-and-up row (N = 2F), ~1874.
+    assert g["up_i"] == pytest.approx(1 / (1 / T + 1 / F + 1 / h))
+    assert g["pre_gateup_i"] == pytest.approx(1 / (1 / T + 1 / (2 * F) + 1 / h))
+
+
 def test_chapter_11_sliding_windows(glued):
     g = glued(CH11)
     # Mistral-7B at 8192: 32 layers keep their 4096-token rolling buffer of 8 KV heads of 128

@@ -187,6 +187,7 @@ def placed(
     unit_ticks: Iterable[str] = (),
     annotate: bool = True,
     fontsize: float = 8,
+    leaders: Iterable[str] = (),
 ):
     """把每个算子放在限制它的那些 roof 之下，每个存储层级放一次。
 
@@ -199,7 +200,7 @@ def placed(
     资源的颜色。于是每个点都落在它自己那个层级的斜线之下。``unit_ticks`` 中列出的算子还会在其他每种
     单元的时间所允许主单元达到的速率（``F_main / T_unit``）处画一条该单元颜色的短横线：这就是把特殊
     函数单元的上限换算成这个算子的 FLOP/s。``annotate=False`` 时名字不写在点旁，而是进入图例（每个算
-    子一种标记）。
+    子一种标记）。``leaders`` 中列出的算子，名字与点之间画一条细线（几个点挤在一起时用）。
 
     Returns
     -------
@@ -239,5 +240,5 @@ def placed(
                     drawn.append(ax.scatter([x], [allowed], marker="_", s=220, linewidths=2,
                                             color=RESOURCE_COLORS[r], zorder=6))  # fmt: skip
         if annotate:
-            drawn.append(_label(ax, name, (x, y), offsets, fontsize))
+            drawn.append(_label(ax, name, (x, y), offsets, fontsize, name in set(leaders)))
     return drawn

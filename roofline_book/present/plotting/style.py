@@ -299,8 +299,11 @@ def roof_color(device: str, precision: str) -> str:
     return colours[others.index((device, precision)) % len(colours)]
 
 
-def _label(ax, name: str, xy, offsets, fontsize: float):
-    """把算子的名字写在它的点旁边：偏移 ``offsets[name]`` 个 point，默认 (5, -12)。"""
+def _label(ax, name: str, xy, offsets, fontsize: float, leader: bool = False):
+    """把算子的名字写在它的点旁边：偏移 ``offsets[name]`` 个 point，默认 (5, -12)。
+
+    ``leader`` 时从名字到点画一条细线（几个点挤在一起、名字只能离远一些时用）。
+    """
     return ax.annotate(
         name,
         xy,
@@ -308,6 +311,9 @@ def _label(ax, name: str, xy, offsets, fontsize: float):
         textcoords="offset points",
         fontsize=fontsize,
         color="#222222",
+        arrowprops={"arrowstyle": "-", "color": "#888888", "lw": 0.6, "shrinkA": 1, "shrinkB": 0}
+        if leader
+        else None,
     )
 
 
