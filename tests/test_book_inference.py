@@ -68,13 +68,13 @@ def test_table_marks_unchanged_cells(rows):
     # decimal units (chapter 2): 131,072 bytes a token = 131.1 kB, FP8 half of it
     assert first["$m_w$"] == "16.06 GB" and first["$m_{kv}$"] == "131.1 kB"
     assert kv["$m_w$"] == "不变" and kv["$m_{kv}$"] == "65.5 kB"
-    assert kv["吞吐上限 [token/s]"] == f"{2 * BW / (CTX * L3_KV):.0f}"  # 12480
+    assert kv["吞吐天花板 [token/s]"] == f"{2 * BW / (CTX * L3_KV):.0f}"  # 12480
     assert table[2]["$b^{*}$"] == "不变"  # W8A8
     # Mixtral is another model: its cache (32 layers x 8 KV heads x 128 x 2 x 2 bytes = 131,072,
     # as Llama-3-8B's) is written out, and 93.4 GB of weights leave no room for a sequence
     moe = table[5]
     assert moe["$m_{kv}$"] == "131.1 kB"
-    assert moe["吞吐上限 [token/s]"] == f"{BW / (CTX * L3_KV):.0f}"  # 6240, as the baseline's
+    assert moe["吞吐天花板 [token/s]"] == f"{BW / (CTX * L3_KV):.0f}"  # 6240, as the baseline's
     assert moe["$m_w$"] == "93.41 GB" and moe["$b_{\\max}$"] == "放不下"
 
 

@@ -159,7 +159,7 @@ def levers_table(rows: Sequence[Lever]) -> list[dict[str, str]]:
         ("$m_{kv}$", lambda r: r.kv, lambda v: f"{v / 1e3:.1f} kB"),
         ("$b^{*}$", lambda r: r.b_star, lambda v: f"{v:.0f}"),
         ("$b_{\\max}$", lambda r: r.b_max, lambda v: f"{v:d}" if v > 0 else "放不下"),
-        ("吞吐上限 [token/s]", lambda r: r.ceiling, lambda v: f"{v:.0f}"),
+        ("吞吐天花板 [token/s]", lambda r: r.ceiling, lambda v: f"{v:.0f}"),
     )
     out = []
     for r in rows:
