@@ -139,3 +139,18 @@ def test_terms_of_the_gpu_chapter_are_not_used_before_it(chapter):
     text = (soup.find("article") or soup).get_text(" ")
     used = sorted({w for w in re.findall(r"\b(SM|SMs|warp|lane|thread block)\b", text)})
     assert not used, f"{chapter} uses {used} on its main line before the GPU chapter"
+
+
+def test_no_stray_space_where_a_chinese_sentence_wraps():
+    # A line break between two Chinese characters shows as a space in the browser
+    # (docs/_ext/roofline_cjk.py removes them from running text).
+    joined = re.compile(r"[\u4e00-\u9fff，。、：；）（]\n[\u4e00-\u9fff，。、：；（）]")
+    found = []
+    for chapter in CHAPTERS:
+        for paragraph in _soup(chapter).find("article").find_all("p"):
+            text = paragraph.get_text()
+            found += [
+                f"{chapter}: {text[max(0, m.start() - 20) : m.end() + 5]!r}"
+                for m in joined.finditer(text)
+            ]
+    assert not found, found[:10]

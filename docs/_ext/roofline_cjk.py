@@ -41,18 +41,25 @@ class JoinCJKLines(SphinxPostTransform):
             if "\n" not in text or any(isinstance(a, _SKIP) for a in _ancestors(text)):
                 continue
             parent = text.parent
+            # Text is a str: list.index would find the first equal node, not this one
+            i = next(k for k, child in enumerate(parent.children) if child is text)
             if not str(text).strip():
                 # MyST writes a soft line break as a Text node of its own: look at its neighbours
-                i = parent.index(text)
-                before = parent[i - 1].astext() if i > 0 else ""
-                after = parent[i + 1].astext() if i + 1 < len(parent) else ""
+                before = next((c.astext() for c in reversed(parent.children[:i]) if c.astext()), "")
+                after = next((c.astext() for c in parent.children[i + 1 :] if c.astext()), "")
                 joined = join_cjk_lines(before[-1:] + str(text) + after[:1])[1:-1]
                 if before and after and joined != str(text):
-                    parent.replace(text, nodes.Text(joined))
+                    _put(parent, i, joined)
                 continue
             joined = join_cjk_lines(str(text))
             if joined != str(text):
-                parent.replace(text, nodes.Text(joined))
+                _put(parent, i, joined)
+
+
+def _put(parent: nodes.Element, i: int, text: str) -> None:
+    new = nodes.Text(text)
+    new.parent = parent
+    parent.children[i] = new
 
 
 def _ancestors(node: nodes.Node) -> list[nodes.Node]:
