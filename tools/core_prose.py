@@ -42,7 +42,13 @@ FOLDED = [
     "nav",
 ]
 # The roofline ground of the reference chapter: FLOPs, memory traffic, intensity, roofline, GEMM.
-REFERENCE_GROUND = ("01-flops", "02-memory-traffic", "03-arithmetic-intensity", "04-roofline", "06-gemm")
+REFERENCE_GROUND = (
+    "01-flops",
+    "02-memory-traffic",
+    "03-arithmetic-intensity",
+    "04-roofline",
+    "06-gemm",
+)
 
 
 def numbers(text: str) -> int:
@@ -55,7 +61,11 @@ def chapter(path: Path) -> dict[str, object]:
     soup = BeautifulSoup(path.read_text("utf-8"), "html.parser")
     article = soup.find("article") or soup
     dropdowns = article.select("details.sd-dropdown")
-    deeper = [d for d in dropdowns if "深入一步" in (d.find("summary").get_text() if d.find("summary") else "")]
+    deeper = [
+        d
+        for d in dropdowns
+        if "深入一步" in (d.find("summary").get_text() if d.find("summary") else "")
+    ]
     figures = article.select("figure")
     diagrams = [f for f in figures if "diagram" in (f.get("class") or [])]
     for selector in FOLDED:
@@ -106,8 +116,17 @@ def main(argv: list[str]) -> int:
     if as_json:
         print(json.dumps(rows, ensure_ascii=False, indent=1))
         return 0
-    keys = ["cjk", "numbers", "per_100", "max_in_paragraph", "paragraphs_over_5", "dropdowns", "deeper",
-            "figures", "diagrams"]
+    keys = [
+        "cjk",
+        "numbers",
+        "per_100",
+        "max_in_paragraph",
+        "paragraphs_over_5",
+        "dropdowns",
+        "deeper",
+        "figures",
+        "diagrams",
+    ]
     print("| chapter | " + " | ".join(keys) + " |")
     print("|---" * (len(keys) + 1) + "|")
     for r in rows:
@@ -115,9 +134,12 @@ def main(argv: list[str]) -> int:
     ground = sum(r["cjk"] for r in rows if r["chapter"] in REFERENCE_GROUND)
     cjk = sum(r["cjk"] for r in rows)
     nums = sum(r["numbers"] for r in rows)
-    print(f"\nall chapters: {cjk} CJK characters of core prose, {100 * nums / cjk:.2f} numbers per 100; "
-          f"roofline ground ({', '.join(REFERENCE_GROUND)}): {ground} CJK characters; "
-          f"diagrams: {sum(r['diagrams'] for r in rows)}")
+    print(
+        f"\nall chapters: {cjk} CJK characters of core prose, "
+        f"{100 * nums / cjk:.2f} numbers per 100; "
+        f"roofline ground ({', '.join(REFERENCE_GROUND)}): {ground} CJK characters; "
+        f"diagrams: {sum(r['diagrams'] for r in rows)}"
+    )
     return 0
 
 

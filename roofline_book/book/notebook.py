@@ -81,11 +81,10 @@ def glue_figure(name: str, fig: Any) -> None:
         图上有文字压住另一段文字或一个数据点时
         （:func:`roofline_book.present.plotting.layout.overlaps`）：这样的图不粘贴。
     """
+    from IPython import get_ipython
     from matplotlib import pyplot as plt
 
     from ..present.plotting.layout import overlaps
-
-    from IPython import get_ipython
 
     # Outside a kernel nothing is glued (a reader running a page's code in plain Python, with
     # other fonts): the check is for the figures the book shows.
