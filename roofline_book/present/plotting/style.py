@@ -256,7 +256,8 @@ def setup_notebook(language: str = "en") -> None:
         return
     # The inline backend's display formatters exist once it is active: a figure made without
     # pyplot (the diagrams' Figure) before any pyplot figure would otherwise show as text.
-    shell.run_line_magic("matplotlib", "inline")
+    if getattr(shell, "kernel", None) is not None:  # a notebook's kernel, not a terminal shell
+        shell.run_line_magic("matplotlib", "inline")
     # The inline backend re-reads these when the formats change, so set kwargs first.
     shell.run_line_magic(
         "config",
