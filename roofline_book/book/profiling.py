@@ -157,10 +157,11 @@ def roofline_figure(attribution: profiling.Attribution) -> Any:
     from matplotlib import pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.0, 3.9))
-    profiling.plot(ax, attribution, labelled=2)
+    profiling.plot(ax, attribution, labelled=0)
     ax.set_ylabel("实测性能 [GFLOP/s]")
     ax.set_title("训练一步中的各算子：实测性能与 roof")
     ax.legend(loc="lower right", fontsize=7)
+    profiling.label_operators(ax, attribution, 2)  # after the legend, which the names avoid
     return fig
 
 

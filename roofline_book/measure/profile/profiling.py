@@ -389,8 +389,8 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
 
     roof 取自 attribution 的上限：矩阵单元（取大部分时间所用的精度）的平顶，加上每个有带宽的
     层级的斜线（主存为实线，各级 cache 为点线）。点的颜色表示限制它的资源；self time 最多的
-    ``labelled`` 个算子在点旁写出名字，每个算子一次（各种 scaled dot-product attention 记作
-    attention）。
+    ``labelled`` 个算子在点旁写出名字（:func:`label_operators`；``labelled=0`` 不写，图例要先画时
+    就这样调用，再单独调用 :func:`label_operators`）。
 
     Returns
     -------
@@ -432,15 +432,32 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
         label = text(bound) if bound else None
         drawn.append(ax.scatter(xs, ys, color=color, s=22, zorder=5, edgecolor="white",
                                 linewidth=0.4, label=label))  # fmt: skip
-    named: set[str] = set()  # one label per operator: its rows of other shapes sit close by
-    for r in rows:
-        name = "attention" if "scaled_dot_product" in r.name else r.name.removeprefix("aten::")
-        if name in named or len(named) == labelled:
-            continue
-        named.add(name)
-        xy = (r.intensity, (r.achieved_flops or 0.0) / scale)
-        drawn.append(ax.annotate(name, xy, xytext=(4, 4), textcoords="offset points",
-                                 fontsize=7, color="#222222"))  # fmt: skip
     ax.set_xlabel(text("intensity axis"))
     ax.set_ylabel(text("achieved axis", unit=unit))
+    drawn += label_operators(ax, attribution, labelled, unit=unit)
     return drawn
+
+
+def label_operators(ax, attribution: Attribution, labelled: int = 6, *, unit: str = "GFLOP/s"):
+    """在 :func:`plot` 画出的点旁写出 self time 最多的 ``labelled`` 个算子的名字，每个算子一次
+    （各种 scaled dot-product attention 记作 attention）。
+
+    点的位置由实测决定，换一台机器就不同，所以每个名字放在它的点旁第一个不压住别的文字和点的
+    地方（:func:`~roofline_book.present.plotting.layout.place_labels`），放不下的不写。
+    图例若要画，先画图例再调用本函数。
+
+    Returns
+    -------
+    list of matplotlib.text.Annotation
+    """
+    from ...present.plotting import UNITS
+    from ...present.plotting.layout import place_labels
+
+    scale = UNITS[unit]
+    rows = [r for r in attribution.modelled() if r.intensity and r.achieved_flops]
+    named: dict[str, tuple[float, float]] = {}  # one label per operator: its other shapes sit close
+    for r in rows:
+        name = "attention" if "scaled_dot_product" in r.name else r.name.removeprefix("aten::")
+        if name not in named and len(named) < labelled:
+            named[name] = (r.intensity or 0.0, (r.achieved_flops or 0.0) / scale)
+    return place_labels(ax, list(named.items()))

@@ -128,3 +128,67 @@ def overlaps(fig: Any) -> list[tuple[str, str]]:
             if box.x0 < x < box.x1 and box.y0 < y < box.y1:
                 found.append((_name(t), _name(artist)))
     return found
+
+
+#: Where :func:`place_labels` tries a label, in points from its point: right-up first.
+OFFSETS = ((4, 4), (4, -4), (-4, 4), (-4, -4), (6, 10), (-6, -12))
+
+
+def place_labels(
+    ax: Any,
+    labels: Any,
+    *,
+    offsets: Any = OFFSETS,
+    fontsize: float = 7,
+    color: str = "#222222",
+) -> list[Any]:
+    """把每个 ``(文字, (x, y))`` 标在它的点旁：依次试 ``offsets``，取第一个不压住已有文字、
+    也不压住任何数据点的位置；哪个位置都不行的标签不画。
+
+    用于位置由数据决定的图（例如实测的点）：换一台机器，点的位置变了，标签也不会互相压住。
+    已经画好的文字（标题、轴、图例）都算障碍，所以图例要先画。
+
+    Returns
+    -------
+    list of matplotlib.text.Annotation
+        画出的标签。
+
+    Examples
+    --------
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure(figsize=(3, 2)); ax = fig.add_subplot()
+    >>> _ = ax.plot([1, 1.02], [1, 1.0], "o"); _ = ax.set_xlim(0, 2); _ = ax.set_ylim(0, 2)
+    >>> drawn = place_labels(ax, [("first", (1, 1)), ("second", (1.02, 1.0))])
+    >>> [a.get_text() for a in drawn], overlaps(fig)
+    (['first', 'second'], [])
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.figure
+    canvas = fig.canvas
+    renderer = canvas.get_renderer() if hasattr(canvas, "get_renderer") else None
+    if renderer is None:
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.set_canvas(canvas)
+    fig.draw(renderer)
+    taken = [_box(t, renderer) for t in _texts(fig)]
+    points = [(x, y) for x, y, _ in _points(fig)]
+    drawn = []
+    for name, xy in labels:
+        for dx, dy in offsets:
+            ann = ax.annotate(
+                name, xy, xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                color=color, ha="left" if dx >= 0 else "right", va="bottom" if dy >= 0 else "top",
+            )  # fmt: skip
+            ann.update_positions(renderer)  # an annotation finds its place only when drawn
+            box = _box(ann, renderer)
+            area = ax.get_window_extent(renderer)
+            inside = area.contains(box.x0, box.y0) and area.contains(box.x1, box.y1)
+            clear = not any(box.overlaps(t) for t in taken)
+            free = not any(box.x0 < x < box.x1 and box.y0 < y < box.y1 for x, y in points)
+            if inside and clear and free:
+                taken.append(box)
+                drawn.append(ann)
+                break
+            ann.remove()
+    return drawn
