@@ -53,7 +53,7 @@ def device_flash_tile(
     >>> from roofline_book.devices.catalog import hardware
     >>> device_flash_tile(hardware("h100-sxm"), 128)
     FlashTile(block_m=128, block_n=176, cluster_m=2)
-    >>> device_flash_tile(hardware("h100-sxm"), 128, causal=True)    # FA3's causal tile, with the cluster the book adds
+    >>> device_flash_tile(hardware("h100-sxm"), 128, causal=True)  # FA3's causal tile + a cluster
     FlashTile(block_m=128, block_n=128, cluster_m=2)
     >>> device_flash_tile(hardware("a100-sxm"), 128) is None
     True
