@@ -389,8 +389,8 @@ def plot(ax, attribution: Attribution, *, labelled: int = 6, unit: str = "GFLOP/
 
     roof 取自 attribution 的上限：矩阵单元（取大部分时间所用的精度）的平顶，加上每个有带宽的
     层级的斜线（主存为实线，各级 cache 为点线）。点的颜色表示限制它的资源；self time 最多的
-    ``labelled`` 个算子在点旁写出名字（:func:`label_operators`；``labelled=0`` 不写，图例要先画时
-    就这样调用，再单独调用 :func:`label_operators`）。
+    ``labelled`` 个算子在点旁写出名字（``label_operators``；``labelled=0`` 不写，图例要先画时
+    就这样调用，再单独调用 ``label_operators``）。
 
     Returns
     -------
