@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pytest
 
 from roofline_book import InvalidArgument, attention, elementwise, gemm, hardware, time_bound
@@ -383,8 +384,10 @@ def test_plot_places_the_rows_with_chinese_labels() -> None:
         fig, ax = plt.subplots()
         published.plot(ax, chosen, "h100-sxm", "bf16")
         texts = [t.get_text() for t in ax.texts] + [ax.get_xlabel(), ax.get_ylabel()]
-        lines = [ln.get_label() for ln in ax.get_lines() if not ln.get_label().startswith("_")]
-        xy = [tuple(c.get_offsets()[0]) for c in ax.collections if len(c.get_offsets()) == 1]
+        lines = [str(ln.get_label()) for ln in ax.get_lines()]
+        lines = [name for name in lines if not name.startswith("_")]
+        offsets = [np.asarray(c.get_offsets()) for c in ax.collections]
+        xy = [tuple(o[0]) for o in offsets if len(o) == 1]
         plt.close(fig)
     finally:
         plotting.set_language("en")

@@ -18,6 +18,7 @@ HTML = BUILD / "html"
 pytestmark = pytest.mark.site
 
 _spec = importlib.util.spec_from_file_location("core_prose", ROOT / "tools" / "core_prose.py")
+assert _spec is not None and _spec.loader is not None
 core_prose = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(core_prose)
 
