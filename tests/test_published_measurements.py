@@ -29,7 +29,7 @@ from roofline_book.devices.kernels import device_sram_bytes
 from roofline_book.distributed.allreduce import multi_node_all_reduce
 from roofline_book.distributed.collectives import bus_bandwidth
 from roofline_book.distributed.parallel import all_reduce
-from roofline_book.llm.inference import Precisions, model, step_ops, step_time
+from roofline_book.llm.inference import model, step_ops, step_time
 from roofline_book.measure import published
 
 FIELDS = ("id", "kind", "what", "device", "config", "value", "unit", "source", "url", "note")
@@ -114,18 +114,8 @@ def _stream(device: Hardware, c: Mapping[str, Any]) -> Limit:
     )
 
 
-def _precisions(c: Mapping[str, Any]) -> Precisions:
-    if "precision" in c:
-        p = c["precision"]
-        return Precisions(weights=p, activations=p, kv=p)
-    return Precisions(weights=c.get("weights", "bf16"))
-
-
-def _shape(c: Mapping[str, Any]) -> tuple[int, int, int]:
-    if "batch_prompt_generated" in c:
-        batch, prompt, generated = c["batch_prompt_generated"]
-        return batch, prompt, generated
-    return c["batch"], c["prompt"], c["generated"]
+# The rows' configuration fields read as the package reads them (one reader of the data file).
+from roofline_book.measure.published.rows import _precisions, _shape  # noqa: E402
 
 
 def _generation(device: Hardware, c: Mapping[str, Any]) -> Limit:

@@ -64,6 +64,19 @@ def _box(text: Any, renderer: Any) -> Any:
     return bbox.expanded(1.0, 1.0).padded(-SHRINK_PX)
 
 
+def _drawn(fig: Any) -> Any:
+    """Draw ``fig`` once (words have extents only once drawn) and return the renderer used."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    renderer = canvas.get_renderer() if hasattr(canvas, "get_renderer") else None
+    if renderer is None:
+        renderer = FigureCanvasAgg(fig).get_renderer()
+        fig.set_canvas(canvas)  # keep the figure's own canvas: it may be pyplot's
+    fig.draw(renderer)
+    return renderer
+
+
 def _name(artist: Any) -> str:
     if hasattr(artist, "get_text"):
         return repr(str(artist.get_text()))
@@ -98,15 +111,9 @@ def overlaps(fig: Any) -> list[tuple[str, str]]:
     >>> overlaps(fig)
     []
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.legend import Legend
 
-    canvas = fig.canvas
-    renderer = canvas.get_renderer() if hasattr(canvas, "get_renderer") else None
-    if renderer is None:
-        renderer = FigureCanvasAgg(fig).get_renderer()
-        fig.set_canvas(canvas)
-    fig.draw(renderer)
+    renderer = _drawn(fig)
     texts = _texts(fig)
     in_legend: set[int] = set()
     for legend in fig.findobj(Legend):
@@ -162,15 +169,8 @@ def place_labels(
     >>> [a.get_text() for a in drawn], overlaps(fig)
     (['first', 'second'], [])
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-
     fig = ax.figure
-    canvas = fig.canvas
-    renderer = canvas.get_renderer() if hasattr(canvas, "get_renderer") else None
-    if renderer is None:
-        renderer = FigureCanvasAgg(fig).get_renderer()
-        fig.set_canvas(canvas)
-    fig.draw(renderer)
+    renderer = _drawn(fig)
     taken = [_box(t, renderer) for t in _texts(fig)]
     points = [(x, y) for x, y, _ in _points(fig)]
     drawn = []
