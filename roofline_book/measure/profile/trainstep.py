@@ -122,15 +122,15 @@ def time_steps(
     return out
 
 
-#: 判定时间随 token 数增长的界线：低于 LOW 时每步的固定开销占主导，高于 HIGH 时时间跟随
-#: 工作量；介于两者之间时两者都不是。
+#: 判定时间随 token 数增长的界线：低于 LOW 时与 batch 无关的时间占主导（每步的固定开销，或
+#: 读权重、优化器状态这类不随 batch 变的字节），高于 HIGH 时时间跟随工作量；介于两者之间时无法判定。
 GROWTH_LOW, GROWTH_HIGH = 0.25, 0.75
 
 
 def growth(small: tuple[int, float], large: tuple[int, float]) -> float:
     """多出的工作有多少体现在时间上：``(T2/T1 - 1) / (N2/N1 - 1)``。
 
-    时间不变（每步固定开销）时为 0，时间随 token 数同比增长（时间与工作量成正比）时为 1。
+    时间不变（与 batch 无关的时间：固定开销或不随 batch 变的字节）时为 0，时间随 token 数同比增长（时间与工作量成正比）时为 1。
 
     Examples
     --------
