@@ -130,7 +130,8 @@ GROWTH_LOW, GROWTH_HIGH = 0.25, 0.75
 def growth(small: tuple[int, float], large: tuple[int, float]) -> float:
     """多出的工作有多少体现在时间上：``(T2/T1 - 1) / (N2/N1 - 1)``。
 
-    时间不变（与 batch 无关的时间：固定开销或不随 batch 变的字节）时为 0，时间随 token 数同比增长（时间与工作量成正比）时为 1。
+    时间不变（与 batch 无关的时间：固定开销或不随 batch 变的字节）时为 0，
+    时间随 token 数同比增长（时间与工作量成正比）时为 1。
 
     Examples
     --------
