@@ -170,24 +170,10 @@ def _ring(op: str, p: int, ax: Any) -> Any:
                 if have and cell >= 0.2:
                     text = "Σ" if full else str(len(have))
                     label(ax, x0 + (c + 0.5) * cell, y + cell / 2, text, size=size)
+        note = f"共送出 {_times_m(total)}" if last else f"每卡送出 {_times_m(per_step)}"
+        label(ax, width - right_note + 0.1, y + cell / 2, note, size=8, ha="left")
         if last:
-            label(
-                ax,
-                width - right_note + 0.1,
-                y + cell / 2,
-                f"共送出 {_times_m(total)}",
-                size=8,
-                ha="left",
-            )
             continue
-        label(
-            ax,
-            width - right_note + 0.1,
-            y + cell / 2,
-            f"每卡送出 {_times_m(per_step)}",
-            size=8,
-            ha="left",
-        )
         for src, dst, c in schedule[r]:
             xs = left + src * (block + gap) + (c + 0.5) * cell
             xd = left + dst * (block + gap) + (c + 0.5) * cell
