@@ -27,6 +27,7 @@ from .._base import validate as _validate
 from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..devices.catalog import catalog_key
 from ..devices.ceiling import Source
+from .quantization import Precisions
 
 #: 层的种类。``"global"`` 对整个上下文做 attention，``"local"`` 只对最后 ``sliding_window`` 个
 #: token 做 attention，cache 中也只保留它们。
@@ -70,6 +71,29 @@ class ModelConfig:
         第 0、1、... 层的种类（:data:`LAYER_KINDS`），在所有层上循环。默认在给了 ``sliding_window``
         时每层都是 ``"local"`` （Mistral-7B），否则都是 ``"global"``；Gemma 2 交替为
         ``("local", "global")``。
+    v_head_dim : int, optional
+        一个 head 的 value 宽度；默认等于 ``head_dim``。MLA 的 ``head_dim`` 是 query 与 key 的宽度
+        （DeepSeek-V3：128 + 64 = 192），value 另有宽度（128）。
+    kv_lora_rank, q_lora_rank : int, optional
+        MLA（multi-head latent attention）：key 与 value 压缩成的 latent 的宽度，以及 query 压缩成
+        的宽度（None：query 不压缩）。给出 ``kv_lora_rank`` 即是 MLA 模型：KV cache 每层每个
+        token 只存 ``kv_lora_rank + rope_head_dim`` 个元素。
+    rope_head_dim : int
+        MLA 中与内容分开、单独带位置（RoPE）的那一段 query/key 宽度（``qk_rope_head_dim``）；
+        它的 key 对所有 head 共用一份，存在 cache 里。非 MLA 模型为 0。
+    shared_experts : int
+        MoE 层中每个 token 都经过的 shared expert 数（DeepSeek：1），宽度与 routed expert 相同。
+    dense_layers : int
+        MoE 模型最前面用 dense MLP 的层数（``first_k_dense_replace``）。
+    dense_ffn : int, optional
+        这些 dense 层的 MLP 宽度（``intermediate_size``）；默认等于 ``ffn``。
+    qk_norm : bool
+        query 与 key 在 attention 前各过一个每 head 的 RMSNorm（Qwen3）：只多几个权重。
+    mtp_layers : int
+        multi-token prediction 的模块数（DeepSeek-V3：1）：它们的权重不计入 :meth:`parameters`
+        （发布的参数量也不计），推理时作为 speculative decoding 的 draft。
+    checkpoint : roofline_book.llm.quantization.Precisions, optional
+        发布的 checkpoint 的权重格式（``quantization_config``）；None 为 BF16。
     source : roofline_book.devices.ceiling.Source, optional
         这份配置发表在哪里。
     """
@@ -91,6 +115,16 @@ class ModelConfig:
     experts_per_token: int = 1
     sliding_window: int | None = None
     layer_pattern: tuple[str, ...] | None = None
+    v_head_dim: int | None = None
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    rope_head_dim: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
+    dense_ffn: int | None = None
+    qk_norm: bool = False
+    mtp_layers: int = 0
+    checkpoint: Precisions | None = None
     source: Source | None = None
 
     def __post_init__(self) -> None:
@@ -118,6 +152,7 @@ class ModelConfig:
                 )
             object.__setattr__(self, "head_dim", self.hidden // self.heads)
         _validate.size("head_dim", self.head_dim)
+        self._check_mla_and_moe()
         if self.sliding_window is not None:
             _validate.size("sliding_window", self.sliding_window)
         pattern = self.layer_pattern
@@ -137,6 +172,77 @@ class ModelConfig:
                     "layer_pattern", "has local layers but sliding_window is not set"
                 )
             object.__setattr__(self, "layer_pattern", pattern)
+
+    def _check_mla_and_moe(self) -> None:
+        for field in ("v_head_dim", "kv_lora_rank", "q_lora_rank", "dense_ffn"):
+            if getattr(self, field) is not None:
+                _validate.size(field, getattr(self, field))
+        for field in ("rope_head_dim", "shared_experts", "dense_layers", "mtp_layers"):
+            _validate.size(field, getattr(self, field), minimum=0)
+        if not isinstance(self.qk_norm, bool):
+            raise InvalidArgumentType("qk_norm", f"must be True or False, got {self.qk_norm!r}")
+        if self.checkpoint is not None and not isinstance(self.checkpoint, Precisions):
+            raise InvalidArgumentType(
+                "checkpoint", f"must be a Precisions or None, got {type(self.checkpoint).__name__}"
+            )
+        if self.kv_lora_rank is None:
+            for field in ("q_lora_rank", "rope_head_dim"):
+                if getattr(self, field):
+                    raise InvalidArgument(field, "is a field of MLA: set kv_lora_rank too")
+        else:
+            assert self.head_dim is not None
+            if not 0 < self.rope_head_dim < self.head_dim:
+                raise InvalidArgument(
+                    "rope_head_dim",
+                    f"({self.rope_head_dim}) of MLA must be above 0 and below head_dim"
+                    f" ({self.head_dim}), the query/key width with it",
+                )
+        if self.experts == 1:
+            for field in ("shared_experts", "dense_layers"):
+                if getattr(self, field):
+                    raise InvalidArgument(field, "needs a mixture-of-experts model (experts > 1)")
+            if self.dense_ffn is not None:
+                raise InvalidArgument("dense_ffn", "needs a mixture-of-experts model (experts > 1)")
+        if self.dense_layers > self.layers:
+            raise InvalidArgument(
+                "dense_layers", f"({self.dense_layers}) must be <= layers ({self.layers})"
+            )
+
+    @property
+    def mla(self) -> bool:
+        """attention 是否是 MLA（multi-head latent attention）。"""
+        return self.kv_lora_rank is not None
+
+    @property
+    def vd(self) -> int:
+        """一个 head 的 value 宽度（``v_head_dim``，已补全）。"""
+        return self.v_head_dim if self.v_head_dim is not None else self.d
+
+    @property
+    def o_dim(self) -> int:
+        """全部 head 的 attention 输出合起来的宽度，``heads * v_head_dim``。"""
+        return self.heads * self.vd
+
+    @property
+    def kv_elements(self) -> int:
+        """一层 KV cache 为每个 token 存的元素个数：MLA 为 ``kv_lora_rank + rope_head_dim``，
+        否则为 key 与 value 各 ``kv_heads * head_dim``。
+
+        Examples
+        --------
+        >>> model("llama-2-7b").kv_elements       # 2 x 32 heads x 128
+        8192
+        """
+        if self.kv_lora_rank is not None:
+            return self.kv_lora_rank + self.rope_head_dim
+        return self.kv_dim + self.kv_heads * self.vd
+
+    def moe_layer(self, layer: int) -> bool:
+        """第 ``layer`` 层（从 0 数起）的 MLP 是否是 mixture-of-experts。"""
+        layer = _validate.size("layer", layer, minimum=0)
+        if layer >= self.layers:
+            raise InvalidArgument("layer", f"must be below {self.layers}, got {layer}")
+        return self.experts > 1 and layer >= self.dense_layers
 
     @property
     def d(self) -> int:
@@ -177,7 +283,38 @@ class ModelConfig:
         """通过 sliding window 做 attention 的层数。"""
         return sum(self.layer_kind(i) == "local" for i in range(self.layers))
 
-    def layer_parameters(self, *, active: bool = False) -> int:
+    def attention_parameters(self) -> int:
+        """一层 attention 中各 linear 层的权重个数。
+
+        GQA：Q、K、V、O 四个投影。MLA：query 的压缩与展开（不压缩时一个投影），key/value 压缩成
+        latent 并带出共用的 RoPE key，latent 展开成每个 head 的 key 与 value，输出投影。
+        """
+        h = self.hidden
+        if self.kv_lora_rank is None:
+            return h * self.q_dim + h * self.kv_dim + h * self.kv_heads * self.vd + self.o_dim * h
+        q = h * self.q_dim if self.q_lora_rank is None else self.q_lora_rank * (h + self.q_dim)
+        down = h * (self.kv_lora_rank + self.rope_head_dim)
+        up = self.kv_lora_rank * self.heads * (self.d - self.rope_head_dim + self.vd)
+        return q + down + up + self.o_dim * h
+
+    def mlp_parameters(self, layer: int | None = None, *, active: bool = False) -> int:
+        """一层 MLP 中各 linear 层的权重个数：dense 层一个 MLP；MoE 层是 router、全部（或每个
+        token 用到的 ``active`` 个）routed expert 与 shared expert。``layer`` 为 None 时取最后
+        一层（MoE 模型的一个 MoE 层）。"""
+        layer = self.layers - 1 if layer is None else layer
+        per = (3 if self.gated else 2) * self.hidden
+        if not self.moe_layer(layer):
+            return per * (self.dense_ffn or self.ffn)
+        routed = self.experts_per_token if active else self.experts
+        return self.hidden * self.experts + (routed + self.shared_experts) * per * self.ffn
+
+    def norm_parameters(self) -> int:
+        """一层中 norm 的权重个数：attention 前与 MLP 前各一个；Qwen3 的 query/key norm；MLA 对
+        压缩后的 query 与 latent 各一个。"""
+        n = 2 * self.hidden + (2 * self.d if self.qk_norm else 0)
+        return n + (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
+
+    def layer_parameters(self, *, active: bool = False, layer: int | None = None) -> int:
         """一层的权重个数：attention、MLP（全部 expert，或 ``active`` 个）、router、norm。
 
         Examples
@@ -186,16 +323,26 @@ class ModelConfig:
         >>> llama.layer_parameters()    # 4 * 4096^2 + 3 * 4096 * 11008 + 2 * 4096
         202383360
         """
-        return self.layer_matrix_parameters(active=active) + 2 * self.hidden
+        return self.layer_matrix_parameters(active=active, layer=layer) + self.norm_parameters()
 
-    def layer_matrix_parameters(self, *, active: bool = False) -> int:
-        """一层中各 linear 层的权重个数（即权重量化所转换的那些）。"""
-        h = self.hidden
-        attention = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
-        per_expert = (3 if self.gated else 2) * h * self.ffn
-        experts = self.experts_per_token if active else self.experts
-        router = h * self.experts if self.experts > 1 else 0
-        return attention + experts * per_expert + router
+    def layer_matrix_parameters(self, *, active: bool = False, layer: int | None = None) -> int:
+        """一层中各 linear 层的权重个数（即权重量化所转换的那些）；``layer`` 为 None 时取最后
+        一层。"""
+        return self.attention_parameters() + self.mlp_parameters(layer, active=active)
+
+    def matrix_parameters(self, *, active: bool = False) -> int:
+        """全部层中 linear 层的权重个数（不含 embedding 与 LM head）。
+
+        Examples
+        --------
+        >>> m = model("llama-2-7b")
+        >>> m.matrix_parameters() == 32 * m.layer_matrix_parameters()
+        True
+        """
+        dense = min(self.dense_layers, self.layers) if self.experts > 1 else self.layers
+        first = self.layer_matrix_parameters(active=active, layer=0)
+        last = self.layer_matrix_parameters(active=active)
+        return dense * first + (self.layers - dense) * last
 
     def parameters(self, *, active: bool = False) -> int:
         """全部权重个数：各层、embedding、最后的 norm，以及（不共用时的）LM head。
@@ -207,7 +354,8 @@ class ModelConfig:
         """
         head = 0 if self.tied_embeddings else self.vocab * self.hidden
         return (
-            self.layers * self.layer_parameters(active=active)
+            self.matrix_parameters(active=active)
+            + self.layers * self.norm_parameters()
             + self.vocab * self.hidden
             + (self.hidden + head)
         )
@@ -234,6 +382,15 @@ FIELDS = (
     "experts_per_token",
     "sliding_window",
     "layer_pattern",
+    "v_head_dim",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "rope_head_dim",
+    "shared_experts",
+    "dense_layers",
+    "dense_ffn",
+    "qk_norm",
+    "mtp_layers",
 )
 
 

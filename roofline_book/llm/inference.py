@@ -48,7 +48,8 @@ from .quantization import Precisions as Precisions
 
 
 def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None) -> int:
-    """一个 token 在所有层中保存的 KV cache 字节数：``2 x layers x kv_heads x head_dim x s_kv``。
+    """一个 token 在所有层中保存的 KV cache 字节数：``2 x layers x kv_heads x head_dim x s_kv``；
+    MLA 模型为 ``layers x (kv_lora_rank + rope_head_dim) x s_kv``。
 
     这是一个缓存的 token 处在每一层的窗口之内时的代价；sliding-window 层只保留最后
     ``sliding_window`` 个 token（:func:`kv_cache_bytes`）。
@@ -59,7 +60,7 @@ def kv_bytes_per_token(config: ModelConfig, precisions: Precisions | None = None
     262144
     """
     p = precisions or Precisions()
-    return 2 * config.layers * config.kv_dim * bytes_per_element(p.kv)
+    return config.layers * config.kv_elements * bytes_per_element(p.kv)
 
 
 def kv_cache_bytes(config: ModelConfig, context: int, precisions: Precisions | None = None) -> int:
@@ -77,16 +78,37 @@ def kv_cache_bytes(config: ModelConfig, context: int, precisions: Precisions | N
     """
     p = precisions or Precisions()
     context = _validate.size("context", context)
-    per_layer_token = 2 * config.kv_dim * bytes_per_element(p.kv)
+    per_layer_token = config.kv_elements * bytes_per_element(p.kv)
     kept = sum(min(context, config.window(i) or context) for i in range(config.layers))
     return per_layer_token * kept
 
 
-def _kinds(config: ModelConfig) -> dict[str, list[int]]:
-    kinds: dict[str, list[int]] = {}
+def layer_groups(config: ModelConfig) -> dict[tuple[str, bool], list[int]]:
+    """各层按（层的种类，MLP 是否是 MoE）分组：同一组的层代价相同。
+
+    Examples
+    --------
+    >>> {k: len(v) for k, v in layer_groups(model("gemma-2-9b")).items()}
+    {('local', False): 21, ('global', False): 21}
+    """
+    groups: dict[tuple[str, bool], list[int]] = {}
     for i in range(config.layers):
-        kinds.setdefault(config.layer_kind(i), []).append(i)
-    return kinds
+        groups.setdefault((config.layer_kind(i), config.moe_layer(i)), []).append(i)
+    return groups
+
+
+def _merged_ids(layers: list[list[Op]]) -> list[str]:
+    """各组算子标识的并集，保持每组内的先后。"""
+    out: list[str] = []
+    for ops in layers:
+        at = 0
+        for op in ops:
+            if op.id in out:
+                at = out.index(op.id) + 1
+            else:
+                out.insert(at, op.id)
+                at += 1
+    return out
 
 
 @dataclass(frozen=True)
@@ -100,7 +122,8 @@ class StepOp:
     layers: int | None
     """代价合计了多少层；不在层内的算子（embedding、final norm、LM head）为 None。"""
     layer_kind: str | None
-    """local 层与 global 层不同的算子所属的那一种（``"local"``、``"global"``），否则为 None。"""
+    """local 层与 global 层不同的算子所属的那一种（``"local"``、``"global"``），dense 层与 MoE
+    层不同的算子所属的那一种（``"dense"``、``"moe"``），否则为 None。"""
     cost: Cost
 
     @property
@@ -113,7 +136,13 @@ class StepOp:
         """显示用的名字，带层数：``"attention (x 32)"``、``"attention, sliding window (x 21)"``。"""
         if self.layers is None:
             return self.name
-        kind = {"local": ", sliding window", "global": ", global"}.get(self.layer_kind or "", "")
+        kinds = {
+            "local": ", sliding window",
+            "global": ", global",
+            "dense": ", dense",
+            "moe": ", MoE",
+        }
+        kind = kinds.get(self.layer_kind or "", "")
         return f"{self.name}{kind} (x {self.layers})"
 
 
@@ -147,18 +176,35 @@ def step_entries(
     a = bytes_per_element(p.activations)
     tokens = batch * new
     embed = Cost(0, p.table_bytes(tokens * config.hidden), a * tokens * config.hidden, 1)
-    by_kind = {
-        kind: (len(idx), layer_ops(config, batch, new, context, p, layer=idx[0]))
-        for kind, idx in _kinds(config).items()
-    }
+    groups = [
+        (
+            key,
+            len(idx),
+            {op.id: op for op in layer_ops(config, batch, new, context, p, layer=idx[0])},
+        )
+        for key, idx in layer_groups(config).items()
+    ]
     entries = [StepOp("embedding", "embedding", None, None, embed)]
-    first = next(iter(by_kind.values()))[1]
-    for j, op in enumerate(first):
-        if all(layer[j].cost == op.cost for _, layer in by_kind.values()):
-            entries.append(StepOp(op.id, op.name, config.layers, None, op.cost * config.layers))
+    for op_id in _merged_ids([list(ops.values()) for _, _, ops in groups]):
+        having = [(kind, n, ops[op_id]) for kind, n, ops in groups if op_id in ops]
+        name = having[0][2].name
+        if len({op.cost for _, _, op in having}) == 1:
+            n = sum(n for _, n, _ in having)
+            entries.append(StepOp(op_id, name, n, None, having[0][2].cost * n))
             continue
-        for kind, (n, layer) in by_kind.items():
-            entries.append(StepOp(op.id, op.name, n, kind, layer[j].cost * n))
+        for split in (0, 1):  # by the layers' kind, else by their MLP (dense or MoE)
+            by_kind: dict[str, tuple[int, Cost]] = {}
+            for kind, n, op in having:
+                key = kind[split] if split == 0 else ("moe" if kind[1] else "dense")
+                before = by_kind.get(key, (0, op.cost))
+                if before[1] != op.cost:
+                    break
+                by_kind[key] = (before[0] + n, op.cost)
+            else:
+                entries += [StepOp(op_id, name, n, k, c * n) for k, (n, c) in by_kind.items()]
+                break
+        else:
+            raise AssertionError(f"{op_id}: layers of one kind differ in cost")
     lm_head = linear(batch * logits, config.hidden, config.vocab, p, table=True)
     entries += [
         StepOp(
@@ -241,8 +287,8 @@ def weight_bytes(config: ModelConfig, precisions: Precisions | None = None) -> i
     p = precisions or Precisions()
     c = config
     tables = c.vocab * c.hidden * (1 if c.tied_embeddings else 2)
-    norms = c.layers * 2 * c.hidden + c.hidden
-    return p.weight_bytes(c.layers * c.layer_matrix_parameters()) + p.table_bytes(tables + norms)
+    norms = c.layers * c.norm_parameters() + c.hidden
+    return p.weight_bytes(c.matrix_parameters()) + p.table_bytes(tables + norms)
 
 
 def step_traffic(
@@ -264,22 +310,24 @@ def step_traffic(
     batch, new, context = check_step(batch, new, context)
     c, s_kv = config, bytes_per_element(p.kv)
     h, tokens = c.hidden, batch * new
-    attention = 2 * h * c.q_dim + 2 * h * c.kv_dim
-    per_expert = p.weight_bytes(h * (2 if c.gated else 1) * c.ffn) + p.weight_bytes(c.ffn * h)
-    if c.experts > 1:
-        mlp = p.weight_bytes(h * c.experts) + round(
-            expected_experts(c.experts, c.experts_per_token, tokens) * per_expert
-        )
-    else:
-        mlp = per_expert
-    weights = c.layers * (p.weight_bytes(attention) + mlp)
-    weights += p.table_bytes(c.layers * 2 * h + h + c.vocab * h + tokens * h)
+    weights = 0
+    for (_, moe), idx in layer_groups(c).items():
+        layer = p.weight_bytes(c.attention_parameters())
+        if moe:
+            per = (3 if c.gated else 2) * h * c.ffn
+            touched = expected_experts(c.experts, c.experts_per_token, tokens)
+            layer += p.weight_bytes(h * c.experts + c.shared_experts * per)
+            layer += round(touched * p.weight_bytes(per))
+        else:
+            layer += p.weight_bytes(c.mlp_parameters(idx[0]))
+        weights += layer * len(idx)
+    weights += p.table_bytes(c.layers * c.norm_parameters() + h + c.vocab * h + tokens * h)
     cache = 0
     for i in range(c.layers):
         window = c.window(i)
         cached = attention_keys(new, context, window) - new
         written = new if window is None else min(new, window)
-        cache += batch * 2 * c.kv_dim * s_kv * (max(cached, 0) + written)
+        cache += batch * c.kv_elements * s_kv * (max(cached, 0) + written)
     return weights + cache + batch * logits * c.vocab * bytes_per_element(p.activations)
 
 

@@ -24,15 +24,18 @@ from ..dtypes import bytes_per_element
 from ..ops import (
     ATTENTION_IMPLS,
     DEFAULT_SRAM_BYTES,
+    ZERO,
     Cost,
     FlashTile,
     attention,
     gelu,
+    mla_attention,
     residual_add,
     rmsnorm,
     rope,
     swiglu,
 )
+from ..ops.attn import attention_keys
 from ..ops.pointwise import GELU_FLOPS_PER_ELEMENT, elementwise
 from .config import ModelConfig
 from .quantization import Precisions
@@ -42,6 +45,14 @@ from .quantization import Precisions
 #: attention 按 flash 式 kernel 的必需流量计。``"eager"``：Hugging Face 建模代码逐模块运行的前向：
 #: RoPE、gate 投影与 up 投影各是一个 kernel，没有 KV cache，attention 的实现可选。
 LAYER_KERNELS = ("serving", "eager")
+
+#: 一步的新 token 数不超过它时，MLA 按 absorbed 形式（FlashMLA）运行 attention，否则按 expanded
+#: 形式（先把 latent 展开成每个 head 的 key 与 value）。推理引擎（vLLM、SGLang）对 decode 与
+#: speculative 验证步用前者，对 prefill 用后者。
+MLA_ABSORB_MAX_NEW = 8
+
+#: MLA 的两种算法。
+MLA_FORMS = ("absorbed", "expanded")
 
 
 @dataclass(frozen=True)
@@ -116,32 +127,53 @@ def check_step(batch: int, new: int, context: int) -> tuple[int, int, int]:
     return batch, new, context
 
 
-def _mlp(config: ModelConfig, tokens: int, p: Precisions, eager: bool) -> list[Op]:
-    """MLP 的各投影（MoE 时先是 router），激活函数放在 up 与 down 之间。
+def _matrices(prefix: str, name: str, config: ModelConfig, width: int, eager: bool) -> list:
+    """一个 MLP（宽 ``width``）的各矩阵，``(id, name, k, n)``，按运行顺序。"""
+    h = config.hidden
+    if eager:
+        ups = [(f"{prefix}_up_projection", f"{name} up projection", h, width)]
+        if config.gated:
+            ups.insert(0, (f"{prefix}_gate_projection", f"{name} gate projection", h, width))
+        return [*ups, (f"{prefix}_down_projection", f"{name} down projection", width, h)]
+    gated = (2 if config.gated else 1) * width
+    up = f"{name} up (gate, up)" if config.gated and name == "MLP" else f"{name} up"
+    return [(f"{prefix}_up", up, h, gated), (f"{prefix}_down", f"{name} down", width, h)]
+
+
+def _mlp(config: ModelConfig, layer: int, tokens: int, p: Precisions, eager: bool) -> list[Op]:
+    """MLP 的各投影（MoE 时先是 router 与 shared expert），激活函数放在 up 与 down 之间。
 
     MoE 的 MLP 读取一步所用到的 :func:`expected_experts` 个 expert 的权重：``linear`` 只读一个
     expert 的，多出的部分加在各矩阵的行上，累计取整，使各行之和等于整体取整后的值（即
-    ``step_traffic`` 所计）。
+    ``step_traffic`` 所计）。shared expert 每个 token 都经过，是一个宽 ``shared_experts x ffn``
+    的普通 MLP。
     """
     h, f, k = config.hidden, config.ffn, config.experts_per_token
-    moe = config.experts > 1
-    ops = [Op("router", "router", linear(tokens, h, config.experts, p))] if moe else []
-    # (id, name, k, n) of each matrix, in the order the layer runs them
-    if eager:
-        what = "experts" if moe else "MLP"
-        ups = [("up_projection", "up projection", h, f)]
-        if config.gated:
-            ups.insert(0, ("gate_projection", "gate projection", h, f))
-        down = ("down_projection", "down projection", f, h)
-        matrices = [(f"{what.lower()}_{i}", f"{what} {n}", a, b) for i, n, a, b in (*ups, down)]
-    elif moe:
-        width = (2 if config.gated else 1) * f
-        matrices = [("experts_up", "experts up", h, width), ("experts_down", "experts down", f, h)]
-    else:
-        width = (2 if config.gated else 1) * f
-        up_name = "MLP up (gate, up)" if config.gated else "MLP up"
-        matrices = [("mlp_up", up_name, h, width), ("mlp_down", "MLP down", f, h)]
-    touched = expected_experts(config.experts, k, tokens) if moe else 1.0
+    if not config.moe_layer(layer):
+        width = config.dense_ffn or f if config.experts > 1 else f
+        plain = _matrices("mlp", "MLP", config, width, eager)
+        return _run(config, plain, tokens, 1, width, 1.0, p, "activation")
+    ops = [Op("router", "router", linear(tokens, h, config.experts, p))]
+    if config.shared_experts:
+        width = config.shared_experts * f
+        shared = _matrices("shared_expert", "shared expert", config, width, eager)
+        ops += _run(config, shared, tokens, 1, width, 1.0, p, "shared_activation")
+    routed = _matrices("experts", "experts", config, f, eager)
+    touched = expected_experts(config.experts, k, tokens)
+    return ops + _run(config, routed, tokens, k, f, touched, p, "activation")
+
+
+def _run(
+    config: ModelConfig,
+    matrices: list,
+    tokens: int,
+    k: int,
+    width: int,
+    touched: float,
+    p: Precisions,
+    act_id: str,
+) -> list[Op]:
+    ops = []
     extra_before, weights = 0, 0
     for i, (op_id, name, a, b) in enumerate(matrices):
         weights += p.weight_bytes(a * b)
@@ -149,10 +181,85 @@ def _mlp(config: ModelConfig, tokens: int, p: Precisions, eager: bool) -> list[O
         cost = linear(tokens * k, a, b, p) + Cost(0, extra - extra_before, 0, 0)
         extra_before = extra
         if i == len(matrices) - 1:  # the activation runs between the ups and the down
-            act_name, act = _activation(config, tokens * k * f, p.activations)
-            ops.append(Op("activation", act_name, act))
+            act_name, act = _activation(config, tokens * k * width, p.activations)
+            if act_id != "activation":
+                act_name = act_name.replace("activation", "shared expert activation")
+            ops.append(Op(act_id, act_name, act))
         ops.append(Op(op_id, name, cost))
     return ops
+
+
+def _mla(
+    config: ModelConfig,
+    batch: int,
+    new: int,
+    context: int,
+    p: Precisions,
+    form: str,
+    eager: bool,
+    causal: bool,
+) -> list[Op]:
+    """MLA 的 attention 部分，从压缩投影到输出投影之前。
+
+    压缩：一个 GEMM 把 hidden 投影成压缩的 query（``q_lora_rank``）、latent（``kv_lora_rank``）
+    与共用的 RoPE key（``rope_head_dim``）；两个小 norm；query 展开成每个 head 的 ``head_dim``。
+    cache 只写 latent 与 RoPE key。absorbed：query 的内容部分乘上 key 的展开矩阵（W_UK）变到
+    latent 空间，attention 直接对 latent cache 做（:func:`roofline_book.ops.mla_attention`，
+    ``kv_heads=1``），输出再乘 value 的展开矩阵（W_UV）。expanded：先把看到的每个 key 的 latent
+    展开成每个 head 的 key 与 value（``kv_b_proj``），再做普通的 attention。
+    """
+    c, a = config, p.activations
+    assert c.kv_lora_rank is not None
+    h, heads, r, rope = c.hidden, c.heads, c.kv_lora_rank, c.rope_head_dim
+    nope, tokens = c.d - rope, batch * new
+    qr = c.q_lora_rank
+    s_a = bytes_per_element(a)
+    down = (qr if qr is not None else c.q_dim) + r + rope
+    ops = [Op("qkv_down", "QKV down projection (MLA)", linear(tokens, h, down, p))]
+    norms = rmsnorm(tokens, r, a) + (rmsnorm(tokens, qr, a) if qr is not None else Cost(0, 0, 0, 0))
+    ops.append(Op("latent_norm", "latent norm", norms))
+    if qr is not None:
+        ops.append(Op("q_up", "query up projection", linear(tokens, qr, c.q_dim, p)))
+    if eager:
+        ops.append(Op("rope", "rotary embedding (RoPE)", rope_cost(tokens, heads, rope, a)))
+    else:
+        cached = tokens * (r + rope)
+        write = Cost(0, cached * s_a, cached * bytes_per_element(p.kv), 1)
+        ops.append(Op("kv_cache_write", "KV cache write", write))
+    if form == "absorbed":
+        w_uk = p.weight_bytes(heads * nope * r)
+        absorb_q = Cost(
+            2 * tokens * heads * nope * r,
+            s_a * tokens * heads * nope + w_uk,
+            s_a * tokens * heads * r,
+        )
+        attn = mla_attention(
+            batch, heads, new, context, r + rope, r, a,
+            kv_heads=1, value_in_key=True, kv_dtype=p.kv, causal=causal,
+        )  # fmt: skip
+        w_uv = p.weight_bytes(heads * r * c.vd)
+        absorb_v = Cost(
+            2 * tokens * heads * r * c.vd,
+            s_a * tokens * heads * r + w_uv,
+            s_a * tokens * heads * c.vd,
+        )
+        return ops + [
+            Op("q_absorb", "query absorb (W_UK)", absorb_q),
+            Op("attention", "attention (MLA, absorbed)", attn),
+            Op("v_absorb", "value absorb (W_UV)", absorb_v),
+        ]
+    keys = attention_keys(new, context)
+    up = linear(batch * keys, r, heads * (nope + c.vd), p)
+    attn = mla_attention(batch, heads, new, context, c.d, c.vd, a, causal=causal)
+    return ops + [
+        Op("kv_up", "KV up projection", up),
+        Op("attention", "attention (MLA, expanded)", attn),
+    ]
+
+
+def rope_cost(tokens: int, heads: int, width: int, dtype: str) -> Cost:
+    """MLA 的 RoPE：每个 head 的 query 的 RoPE 段（宽 ``width``）与一份共用的 RoPE key。"""
+    return rope(tokens, heads, width, dtype, kv_heads=1)
 
 
 def layer_ops(
@@ -168,6 +275,7 @@ def layer_ops(
     causal: bool = True,
     sram_bytes: int = DEFAULT_SRAM_BYTES,
     tile: FlashTile | None = None,
+    mla: str | None = None,
 ) -> list[Op]:
     """一个 decoder 层处理 ``batch`` 条序列、每条 ``new`` 个 token，对照 ``context`` 个 key。
 
@@ -184,6 +292,11 @@ def layer_ops(
     ``"eager"``：RoPE 单独成一行，gate 与 up 投影各是一个 GEMM，attention 按 ``attention_impl``、
     ``causal``、``sram_bytes`` 与 ``tile`` 取 :func:`roofline_book.ops.attention`。MoE 的 MLP 读取
     一步所用到的 :func:`expected_experts` 个 expert 的权重。
+
+    MLA 模型（:attr:`~roofline_book.llm.config.ModelConfig.mla`）的 attention 按 ``mla``
+    （:data:`MLA_FORMS`）运行；None 时新 token 不超过 :data:`MLA_ABSORB_MAX_NEW` 个用
+    ``"absorbed"``，否则用 ``"expanded"``。MoE 模型最前面的 ``dense_layers`` 层用 dense MLP，
+    其余层先过 shared expert 再过 routed expert。
 
     Examples
     --------
@@ -203,62 +316,104 @@ def layer_ops(
     batch, new, context = check_step(batch, new, context)
     kernels = _validate.choice("kernels", kernels, LAYER_KERNELS)
     attention_impl = _validate.choice("attention_impl", attention_impl, ATTENTION_IMPLS)
+    if mla is not None:
+        mla = _validate.choice("mla", mla, MLA_FORMS)
     eager = kernels == "eager"
-    window = config.window(layer)
-    tokens, h, a, kv_dim = batch * new, config.hidden, p.activations, config.kv_dim
-    heads, d, kv_heads = config.heads, config.d, config.kv_heads
-    if eager:
-        attn = attention(
-            batch,
-            heads,
-            new,
-            context,
-            d,
-            a,
-            impl=attention_impl,
-            causal=causal,
-            sram_bytes=sram_bytes,
-            tile=tile,
-            kv_heads=kv_heads,
-            window=window,
-            kv_dtype=p.kv,
-        )
-        attn_op = Op("attention", f"attention ({attention_impl})", attn)
-    else:
-        # one block holds every new query, so nothing is read twice; the softmax at the
-        # activations' rate: the floor of any kernel, not one kernel's schedule
-        attn = attention(
-            batch,
-            heads,
-            new,
-            context,
-            d,
-            a,
-            causal=causal,
-            tile=FlashTile(new),
-            kv_heads=kv_heads,
-            window=window,
-            kv_dtype=p.kv,
-        )
-        attn_op = Op("attention", "attention", dataclasses.replace(attn, fp32_vector_slots=0))
+    tokens, h, a = batch * new, config.hidden, p.activations
     norm = " (RMSNorm)" if eager else ""
-    ops = [
-        Op("attention_norm", f"attention norm{norm}", rmsnorm(tokens, h, a)),
-        Op("qkv_projection", "QKV projection", linear(tokens, h, config.q_dim + 2 * kv_dim, p)),
-    ]
-    if eager:
-        q_and_k = rope(tokens, heads, d, a, kv_heads=kv_heads)
-        ops.append(Op("rope", "rotary embedding (RoPE)", q_and_k))
+    ops = [Op("attention_norm", f"attention norm{norm}", rmsnorm(tokens, h, a))]
+    if config.mla:
+        if eager and attention_impl != "flash":
+            raise InvalidArgument(
+                "attention_impl", f"must be 'flash' for an MLA model; got {attention_impl!r}"
+            )
+        form = mla or ("absorbed" if new <= MLA_ABSORB_MAX_NEW else "expanded")
+        ops += _mla(config, batch, new, context, p, form, eager, causal)
     else:
-        new_kv = batch * new * 2 * kv_dim
-        kv = Cost(0, new_kv * bytes_per_element(a), new_kv * bytes_per_element(p.kv), 1)
-        ops.append(Op("kv_cache_write", "KV cache write", kv))
+        if mla is not None:
+            raise InvalidArgument("mla", f"is an option of MLA models; {config.key} is not one")
+        window = config.window(layer)
+        ops += _gqa(config, batch, new, context, p, eager, attention_impl, causal, window, tile)
+        if eager:  # the flash kernel's tile from the SRAM it may use
+            ops[-1] = _eager_attention(
+                config, batch, new, context, p, attention_impl, causal, window, sram_bytes, tile
+            )
     ops += [
-        attn_op,
-        Op("output_projection", "output projection", linear(tokens, config.q_dim, h, p)),
+        Op("output_projection", "output projection", linear(tokens, config.o_dim, h, p)),
         Op("residual_add", "residual add", residual_add(tokens * h, a)),
         Op("mlp_norm", f"MLP norm{norm}", rmsnorm(tokens, h, a)),
-        *_mlp(config, tokens, p, eager),
+        *_mlp(config, layer, tokens, p, eager),
         Op("mlp_residual_add", "residual add (MLP)", residual_add(tokens * h, a)),
     ]
     return ops
+
+
+def _gqa(
+    config: ModelConfig,
+    batch: int,
+    new: int,
+    context: int,
+    p: Precisions,
+    eager: bool,
+    attention_impl: str,
+    causal: bool,
+    window: int | None,
+    tile: FlashTile | None,
+) -> list[Op]:
+    """GQA（含 MHA、MQA）的 QKV 投影、RoPE 或 KV cache 写入、attention。"""
+    c, a, tokens = config, p.activations, batch * new
+    kv_width = c.kv_elements  # one key and one value per KV head
+    ops = [Op("qkv_projection", "QKV projection", linear(tokens, c.hidden, c.q_dim + kv_width, p))]
+    if eager:
+        q_and_k = rope(tokens, c.heads, c.d, a, kv_heads=c.kv_heads)
+        ops.append(Op("rope", "rotary embedding (RoPE)", q_and_k))
+        return [*ops, Op("attention", "attention", ZERO)]  # replaced by the caller
+    new_kv = tokens * kv_width
+    kv = Cost(0, new_kv * bytes_per_element(a), new_kv * bytes_per_element(p.kv), 1)
+    ops.append(Op("kv_cache_write", "KV cache write", kv))
+    # one block holds every new query, so nothing is read twice; the softmax at the
+    # activations' rate: the floor of any kernel, not one kernel's schedule
+    attn = attention(
+        batch,
+        c.heads,
+        new,
+        context,
+        c.d,
+        a,
+        causal=causal,
+        tile=FlashTile(new),
+        kv_heads=c.kv_heads,
+        window=window,
+        kv_dtype=p.kv,
+    )
+    return [*ops, Op("attention", "attention", dataclasses.replace(attn, fp32_vector_slots=0))]
+
+
+def _eager_attention(
+    config: ModelConfig,
+    batch: int,
+    new: int,
+    context: int,
+    p: Precisions,
+    attention_impl: str,
+    causal: bool,
+    window: int | None,
+    sram_bytes: int,
+    tile: FlashTile | None,
+) -> Op:
+    attn = attention(
+        batch,
+        config.heads,
+        new,
+        context,
+        config.d,
+        p.activations,
+        impl=attention_impl,
+        causal=causal,
+        sram_bytes=sram_bytes,
+        tile=tile,
+        kv_heads=config.kv_heads,
+        window=window,
+        kv_dtype=p.kv,
+    )
+    return Op("attention", f"attention ({attention_impl})", attn)

@@ -13,6 +13,8 @@
 - **不量化** 的 BF16。
 
 每个 tensor 或每个 channel 的 scale 每个矩阵只多几个字节，而不是每个权重多几个字节：不计入。
+DeepSeek-V3 的 FP8 checkpoint 按 128 x 128 的权重块各存一个 FP32 scale（``weight_block=128``），
+计入：每个权重多 4/16384 字节。
 embedding 表、LM head 与 norm 保持 BF16，除非设置 ``quantize_embeddings``；vLLM 的 FP8
 （不含 ``lm_head``）与 AWQ/GPTQ 的 checkpoint（默认不量化 ``lm_head``）都是这样保留它们的。
 
@@ -44,6 +46,9 @@ QUANT_GROUP = 128
 
 #: 一个分组 scale 的字节数（FP16）。
 SCALE_BYTES = 2
+
+#: 一个权重块 scale 的字节数（FP32，DeepSeek-V3 的 ``weight_scale_inv``）。
+BLOCK_SCALE_BYTES = 4
 
 #: 权重量化不触及的部分（embedding 表、LM head 与 norm）的精度。
 UNQUANTIZED = "bf16"
@@ -83,6 +88,9 @@ class Precisions:
     quantize_embeddings : bool
         embedding 表与 LM head 也按权重的格式存放（默认它们保持 :data:`UNQUANTIZED`，即 BF16，
         norm 也是）。
+    weight_block : int, optional
+        权重按 ``weight_block x weight_block`` 的块各存一个 FP32 scale（DeepSeek-V3 的 FP8：128）。
+        None：每个 tensor 或每个 channel 一个 scale，或按分组（整数格式）。
     """
 
     weights: str = "bf16"
@@ -90,9 +98,14 @@ class Precisions:
     kv: str = "bf16"
     zero_point: bool = False
     quantize_embeddings: bool = False
+    weight_block: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "weights", _weight_format(self.weights))
+        if self.weight_block is not None:
+            _validate.size("weight_block", self.weight_block)
+            if not self.quantized:
+                raise InvalidArgument("weight_block", "needs quantized weights (fp8, int8, int4)")
         object.__setattr__(self, "activations", precision_name(self.activations, "activations"))
         object.__setattr__(self, "kv", precision_name(self.kv, "kv"))
         for flag in ("zero_point", "quantize_embeddings"):
@@ -128,8 +141,12 @@ class Precisions:
         0.51953125
         >>> Precisions(weights="fp8").per_weight()       # per-channel scales: not counted
         1.0
+        >>> Precisions(weights="fp8", weight_block=128).per_weight()   # + 4 / (128 x 128)
+        1.000244140625
         """
         per = 0.5 if self.weights == INT4 else float(bytes_per_element(self.weights))
+        if self.weight_block is not None:
+            return per + BLOCK_SCALE_BYTES / self.weight_block**2
         if not self.grouped:
             return per
         return per + (SCALE_BYTES + (per if self.zero_point else 0)) / QUANT_GROUP
@@ -141,6 +158,9 @@ class Precisions:
         """
         count = _validate.size("count", count, minimum=0)
         per = 0.5 if self.weights == INT4 else bytes_per_element(self.weights)
+        if self.weight_block is not None:
+            blocks = math.ceil(count / self.weight_block**2)
+            return math.ceil(per * count + blocks * BLOCK_SCALE_BYTES)
         if not self.grouped:
             return math.ceil(per * count)
         groups = math.ceil(count / QUANT_GROUP)

@@ -27,6 +27,7 @@ from .attn import (
     attention,
     attention_backward,
     fa3_tile,
+    mla_attention,
 )
 from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
@@ -83,6 +84,7 @@ __all__ = [
     "add",
     "attention",
     "attention_backward",
+    "mla_attention",
     "elementwise",
     "fa3_tile",
     "gelu",

@@ -23,6 +23,7 @@ from .attn import (
     FlashTile,
     attention,
     attention_backward,
+    mla_attention,
 )
 from .cost import ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
@@ -105,6 +106,12 @@ VOCABULARY: Mapping[str, Word] = MappingProxyType({
     ),
     "kv_dtype": Word("precision of K and V (default: --dtype), e.g. fp8 for an FP8 cache",
                      "K 与 V 的精度"),
+    "d_qk": Word("width of one query/key head (MLA absorbed: kv_lora_rank + rope, 576)",
+                 "query/key 的 head 宽度", 576),
+    "d_v": Word("width of one value head (MLA absorbed: kv_lora_rank, 512)",
+                "value 的 head 宽度", 512),
+    "value_in_key": Word("values are the first --d-v columns of the cached keys (MLA absorbed)",
+                         "value 取自 key 的前 d_v 列"),
 })  # fmt: skip
 
 _EMPTY = inspect.Parameter.empty
@@ -386,6 +393,15 @@ register(Entry(
     choices={"impl": ATTENTION_IMPLS},
     prepare=_seq_k_defaults_to_seq_q,
     case="attention",
+))  # fmt: skip
+register(Entry(
+    "mla_attention", mla_attention,
+    ("Attention with separate query/key and value widths: MLA, absorbed or expanded.",
+     "MLA attention（query/key 与 value 宽度不同）"),
+    args=("batch", "heads", "seq_q", "seq_k", "d_qk", "d_v", "dtype", "kv_heads",
+          "value_in_key", "kv_dtype", "causal"),
+    filled=("seq_k",),
+    prepare=_seq_k_defaults_to_seq_q,
 ))  # fmt: skip
 register(Entry(
     "attention_backward", attention_backward,
