@@ -227,7 +227,7 @@ def test_the_summary_closes_the_book_and_chapter_numbers_in_prose_follow_the_toc
     import re
 
     chapters = _chapters_in_reading_order()
-    assert chapters[-1] == "chapters/16-summary"
+    assert chapters[-1] == "chapters/17-summary"
     # Collectives before the multi-GPU chapter that uses their alpha-beta model
     assert chapters.index("chapters/14-collectives") < chapters.index("chapters/15-multi-gpu")
     # File names carry the chapter's number, so a URL says which chapter it is
