@@ -37,11 +37,11 @@ from ..devices.device import Hardware, Network
 from ..dtypes import bytes_per_element
 from ..llm.config import ModelConfig
 from ..llm.inference import (
+    StepOp,
     kv_cache_bytes,
-    layer_ops,
-    step_ops,
+    step_entries,
     step_time,
-    step_traffic,
+    traffic_parts,
 )
 from ..llm.quantization import Precisions
 from ..llm.serving import MEMORY_RESERVE, activation_peak
@@ -95,8 +95,15 @@ def all_reduce(nbytes: float, devices: int, device: Hardware) -> CommTime:
 
 @dataclass(frozen=True)
 class Split:
-    """推理的切分：``tp`` 块设备切每一层（Megatron），``pp`` 个流水线 stage，MoE 的 expert 分在
-    ``ep`` 块设备上（``ep`` 整除 ``tp``：expert 并行用同一组设备，attention 仍按 TP 切）。"""
+    """推理的切分：``tp`` 块设备切每一层（Megatron），``pp`` 个流水线 stage，MoE 的 routed expert
+    分在 ``ep`` 块设备上。
+
+    ``ep`` 整除 ``tp`` 时，expert 并行用 TP 组的设备，attention 仍按 TP 切。``ep`` 大于 ``tp``
+    （且是它的倍数）时是 DeepSeek 与 SGLang 的 DP attention：``ep`` 块设备各放 ``ceil(experts /
+    ep)`` 个 routed expert，attention、dense 层与 shared expert 在 ``ep / tp`` 个 TP 组里数据并行，
+    每组处理 batch 中自己的那些序列；token 经 all-to-all 送到它的 expert（dispatch），算完再送回
+    （combine）。
+    """
 
     tp: int = 1
     pp: int = 1
@@ -105,15 +112,27 @@ class Split:
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "ep"):
             _validate.size(name, getattr(self, name))
-        if self.tp % self.ep:
+        if self.tp % self.ep and self.ep % self.tp:
             raise InvalidArgument(
-                "ep", f"({self.ep}) must divide tp ({self.tp}): experts spread over the TP group"
+                "ep",
+                f"({self.ep}) must divide tp ({self.tp}), or be a multiple of it: experts over"
+                " the TP group, or over ep devices with attention data-parallel",
             )
 
     @property
     def devices(self) -> int:
-        """整组的设备数，``tp x pp``。"""
-        return self.tp * self.pp
+        """整组的设备数，``max(tp, ep) x pp``。"""
+        return max(self.tp, self.ep) * self.pp
+
+    @property
+    def attention_dp(self) -> int:
+        """attention 数据并行的组数：``ep > tp`` 时为 ``ep / tp``，否则为 1。"""
+        return self.ep // self.tp if self.ep > self.tp else 1
+
+    @property
+    def expert_shards(self) -> int:
+        """routed expert 的工作分成几份：``ep > tp`` 时为 ``ep``，否则为 ``tp``。"""
+        return max(self.tp, self.ep)
 
     def check(self, config: ModelConfig, *, per_node: int | None = None) -> None:
         """这个模型能否这样切（给出 ``per_node`` 时，TP 组还要在一个节点之内）；不能时的
@@ -131,7 +150,7 @@ class Split:
             raise InvalidArgument(
                 "tp", f"({self.tp}) must divide the model's {config.heads} attention heads"
             )
-        if self.tp > config.kv_heads and self.tp % config.kv_heads:
+        if not config.mla and self.tp > config.kv_heads and self.tp % config.kv_heads:
             raise InvalidArgument(
                 "tp", f"({self.tp}) above the {config.kv_heads} KV heads must be a multiple of them"
             )
@@ -145,17 +164,21 @@ class Split:
             raise InvalidArgument(
                 "ep", f"({self.ep}) needs a mixture-of-experts model; {config.key} is dense"
             )
-        if config.experts % self.ep:
+        if self.ep <= self.tp and config.experts % self.ep:
             raise InvalidArgument(
                 "ep", f"({self.ep}) must divide the model's {config.experts} experts"
+            )
+        if self.ep > config.experts:
+            raise InvalidArgument(
+                "ep", f"({self.ep}) must be at most the model's {config.experts} experts"
             )
         if per_node is not None and self.tp > per_node:
             raise InvalidArgument("tp", f"{self.tp} must fit in one node of {per_node} GPUs")
 
     def kv_shards(self, config: ModelConfig) -> int:
-        """KV head 分成几份：``min(tp, kv_heads)``；``tp`` 更大时每个 KV head 在 ``tp / kv_heads``
-        块设备上各存一份。"""
-        return min(self.tp, config.kv_heads)
+        """KV cache 分成几份：``min(tp, kv_heads)``；``tp`` 更大时每个 KV head 在 ``tp / kv_heads``
+        块设备上各存一份。MLA 的 latent 为所有 head 共用，每块设备存一整份：1。"""
+        return 1 if config.mla else min(self.tp, config.kv_heads)
 
 
 def _shard(cost: Cost, flops: int, nbytes: int) -> Cost:
@@ -171,6 +194,20 @@ def _shard(cost: Cost, flops: int, nbytes: int) -> Cost:
     )
 
 
+def _is_expert(config: ModelConfig, entry: StepOp) -> bool:
+    """这一项是否是 routed expert 的工作（它们的 GEMM 与其间的激活函数）。"""
+    if entry.id.startswith("experts"):
+        return True
+    return entry.id == "activation" and config.experts > 1 and entry.layer_kind != "dense"
+
+
+def _window(config: ModelConfig, entry: StepOp) -> int | None:
+    local = entry.layer_kind == "local" or (
+        entry.layer_kind is None and config.layer_kind(0) == "local"
+    )
+    return config.sliding_window if local else None
+
+
 def device_ops(
     config: ModelConfig,
     split: Split,
@@ -183,7 +220,10 @@ def device_ops(
     stage：PP 不缩短一步的时间）。
 
     TP 把每个算子的 FLOPs 与字节除以 ``tp``（norm 与 residual 按 sequence parallel 也分开），只有
-    KV cache 的字节除以 ``min(tp, kv_heads)``：``tp`` 超过 KV head 数时，KV head 被复制。
+    KV cache 的字节除以 ``min(tp, kv_heads)``：``tp`` 超过 KV head 数时，KV head 被复制；MLA 的
+    absorbed attention 每块设备读整份 latent cache，所以它的 FLOPs 除以 ``tp``，cache 的字节不除。
+    ``ep > tp`` 时，attention 一侧的算子处理 ``ceil(batch / (ep / tp))`` 条序列，routed expert
+    处理整组的 token、除以 ``ep``。
 
     Examples
     --------
@@ -197,34 +237,34 @@ def device_ops(
     p = precisions or Precisions()
     split.check(config)
     tp, kvs = split.tp, split.kv_shards(config)
+    local = math.ceil(batch / split.attention_dp)
     s_kv = bytes_per_element(p.kv)
-    kinds: dict[str, list[int]] = {}
-    for i in range(config.layers):
-        kinds.setdefault(config.layer_kind(i), []).append(i)
-    totals: dict[str, Cost] = {}
-    for _, idx in kinds.items():
-        for name, cost in layer_ops(config, batch, new, context, p, layer=idx[0]):
-            if name == "attention":
-                keys = attention_keys(new, context, config.window(idx[0]))
-                kv = batch * 2 * s_kv * config.kv_dim * keys
-                rest = Cost(
-                    cost.flops,
-                    cost.bytes_read - kv,
-                    cost.bytes_written,
-                    cost.kernels,
-                    vector_flops=cost.vector_flops,
-                    special_flops=cost.special_flops,
-                )
-                part = _shard(rest, tp, tp) + Cost(0, kv // kvs, 0, 0)
-            elif name == "KV cache write":
-                part = _shard(cost, 1, kvs)
-            else:
-                part = _shard(cost, tp, tp)
-            totals[name] = totals.get(name, ZERO) + part * len(idx)
-    whole = step_ops(config, batch, new, context, p)
-    ops = [("embedding", _shard(whole[0][1], tp, tp))]
-    ops += [(f"{name} (x {config.layers})", cost) for name, cost in totals.items()]
-    ops += [(name, _shard(cost, tp, tp)) for name, cost in whole[-2:]]
+    entries = step_entries(config, local, new, context, p)
+    whole = {e.key: e for e in step_entries(config, batch, new, context, p)}
+    ops = []
+    for e in entries:
+        if _is_expert(config, e):
+            n = split.expert_shards
+            part = _shard(whole[e.key].cost, n, n)
+        elif e.id == "attention" and "expanded" not in e.name:
+            layers = e.layers or 1
+            keys = attention_keys(new, context, _window(config, e))
+            kv = local * s_kv * config.kv_elements * keys * layers
+            cost = e.cost
+            rest = Cost(
+                cost.flops,
+                cost.bytes_read - kv,
+                cost.bytes_written,
+                cost.kernels,
+                vector_flops=cost.vector_flops,
+                special_flops=cost.special_flops,
+            )
+            part = _shard(rest, tp, tp) + Cost(0, kv // kvs, 0, 0)
+        elif e.id == "kv_cache_write":
+            part = _shard(e.cost, 1, kvs)
+        else:
+            part = _shard(e.cost, tp, tp)
+        ops.append((e.label, part))
     return ops
 
 
@@ -249,6 +289,45 @@ def _times(t: CommTime, count: int) -> CommTime:
     return CommTime(latency_s=t.latency_s * count, bandwidth_s=t.bandwidth_s * count)
 
 
+def _not_hit(experts: int, per_token: int, held: int) -> float:
+    """一个 token 的 ``per_token`` 个 expert（从 ``experts`` 个中不重复地选）都不在某一组
+    ``held`` 个 expert 中的概率：``C(E - m, k) / C(E, k)``。"""
+    if held >= experts:
+        return 0.0
+    return math.comb(experts - held, per_token) / math.comb(experts, per_token)
+
+
+def dispatch_copies(
+    config: ModelConfig, ep: int, per_node: int = GPUS_PER_NODE
+) -> tuple[float, float]:
+    """一个 token 在 dispatch 中至少要送出的份数：送到本节点其他 GPU 的，和送到其他节点的。
+
+    ``ep`` 块设备各放 ``experts / ep`` 个 routed expert（均匀路由）；一个 token 对每块命中的设备
+    只送一份（DeepEP 的做法），跨节点时对每个命中的节点只经网络送一份，到了再经 NVLink 转给那个
+    节点里的 GPU（所以这里只计网络上的份数）。本节点其他 ``min(ep, per_node) - 1`` 块设备各以
+    ``1 - P(m)`` 的概率被命中，``m = experts / ep``；其他 ``ep / per_node - 1`` 个节点各以
+    ``1 - P(m x per_node)`` 的概率被命中，``P`` 见 :func:`_not_hit`。
+
+    Examples
+    --------
+    DeepSeek-V3 的 256 个 expert、top-8 分在 8 块 GPU 上（一个节点）：每块 32 个，一个 token
+    不用某块 GPU 的概率是 C(224, 8) / C(256, 8)，约 0.34：
+
+    >>> from roofline_book.llm.inference import adhoc_model
+    >>> m = adhoc_model("moe", hidden=64, layers=1, heads=1, kv_heads=1, ffn=64, vocab=64,
+    ...                 experts=256, experts_per_token=8)
+    >>> [round(x, 2) for x in dispatch_copies(m, 8)]
+    [4.63, 0.0]
+    """
+    e, k = config.experts, config.experts_per_token
+    held = e / ep
+    in_node = min(ep, per_node)
+    intra = (in_node - 1) * (1 - _not_hit(e, k, math.floor(held)))
+    nodes = math.ceil(ep / per_node)
+    inter = (nodes - 1) * (1 - _not_hit(e, k, math.floor(held * per_node))) if nodes > 1 else 0.0
+    return intra, inter
+
+
 def inference_comms(
     config: ModelConfig,
     split: Split,
@@ -262,17 +341,25 @@ def inference_comms(
 ) -> list[Comm]:
     """一步推理中的通信：每层 TP 的 all-reduce（attention 输出与 MLP 输出各一次；EP 时 MoE 的 MLP
     换成 dispatch 与 combine 两次 all-to-all），vocab-parallel embedding 的 all-reduce、LM head 的
-    logits all-gather，以及 ``pp - 1`` 次 stage 之间的 hand-off。"""
+    logits all-gather，以及 ``pp - 1`` 次 stage 之间的 hand-off。
+
+    ``ep > tp`` 时，每块设备把自己那些 token 送到它们的 expert 所在的设备（dispatch，按激活的
+    精度），再收回结果（combine，BF16 或更宽）；每个 token 对每块命中的设备只送一份
+    （:func:`dispatch_copies`）。节点内走 NVLink，跨节点走网络（每块 GPU 一个 NIC）；两部分同时
+    进行，带宽项取大的一个。"""
     split.check(config, per_node=per_node)
     p = precisions or Precisions()
     a = bytes_per_element(p.activations)
-    tokens, h, tp = batch * new, config.hidden, split.tp
+    local = math.ceil(batch / split.attention_dp)
+    tokens, h, tp = local * new, config.hidden, split.tp
     act = tokens * h * a
     bw, lat = _link(device)
+    nic = net or network(DEFAULT_NETWORK)
     out: list[Comm] = []
+    moe_layers = sum(config.moe_layer(i) for i in range(config.layers))
+    ep_moe = config.experts > 1 and split.ep > 1
     if tp > 1:
-        moe = config.experts > 1 and split.ep > 1
-        layers = config.layers * (1 if moe else 2) + 1
+        layers = config.layers + (config.layers - moe_layers) + (0 if ep_moe else moe_layers) + 1
         ar = all_reduce(act, tp, device)
         out.append(
             Comm(
@@ -285,27 +372,41 @@ def inference_comms(
                 _times(ar, layers),
             )
         )
-        if moe:
-            sent = tokens * config.experts_per_token * h * a / split.ep
-            t = collective_time("all_to_all", sent, split.ep, bw, lat)
-            n = 2 * config.layers
-            out.append(
-                Comm(
-                    "EP all-to-all (dispatch, combine)",
-                    "all_to_all",
-                    n,
-                    sent,
-                    split.ep,
-                    device.link,
-                    _times(t, n),
-                )
+    if ep_moe and split.ep <= tp:
+        sent = tokens * config.experts_per_token * h * a / split.ep
+        t = collective_time("all_to_all", sent, split.ep, bw, lat)
+        n = 2 * moe_layers
+        out.append(
+            Comm(
+                "EP all-to-all (dispatch, combine)",
+                "all_to_all",
+                n,
+                sent,
+                split.ep,
+                device.link,
+                _times(t, n),
             )
-        logits = batch * config.vocab * a
+        )
+    elif ep_moe:
+        intra, inter = dispatch_copies(config, split.ep, per_node)
+        for what, width in (("dispatch", a), ("combine", max(a, 2))):
+            row = tokens * h * width
+            inside = intra * row / bw
+            across = inter * row / nic.bandwidth
+            steps = min(split.ep, per_node) - 1
+            latency = (lat * steps + (nic.latency if inter else 0.0)) * moe_layers
+            link = device.link if not inter else f"{device.link}+{nic.key}"
+            t = CommTime(latency_s=latency, bandwidth_s=max(inside, across) * moe_layers)
+            sent = (intra + inter) * row
+            out.append(
+                Comm(f"EP all-to-all ({what})", "all_to_all", moe_layers, sent, split.ep, link, t)
+            )
+    if tp > 1:
+        logits = local * config.vocab * a
         t = _nccl(collective_time("all_gather", logits, tp, bw, lat), tp)
         out.append(Comm("LM head logits all-gather", "all_gather", 1, logits, tp, device.link, t))
     if split.pp > 1:
         across = split.devices > per_node
-        nic = net or network(DEFAULT_NETWORK)
         link, b, alpha = (nic.key, nic.bandwidth, nic.latency) if across else (device.link, bw, lat)
         t = collective_time("send_recv", act, 2, b, alpha)
         n = split.pp - 1
@@ -377,8 +478,9 @@ def weight_bytes_per_device(
     """权重最多的那块设备上的权重字节数（byte）。
 
     每层的权重除以 ``tp``，但 K、V 投影只除以 ``min(tp, kv_heads)``（被复制的 KV head 连同权重一起
-    复制）；每个 stage 有 ``ceil(layers / pp)`` 层；embedding 与 LM head 按词表切成 ``tp`` 份，``pp
-    > 1`` 时分别在第一个与最后一个 stage，取大的一个。
+    复制）；``ep > tp`` 时 routed expert 不按 TP 切，每块设备放 ``ceil(experts / ep)`` 个整的；每个
+    stage 有 ``ceil(layers / pp)`` 层（取权重最多的 stage）；embedding 与 LM head 按词表切成 ``tp``
+    份，``pp > 1`` 时分别在第一个与最后一个 stage，取大的一个。
 
     Examples
     --------
@@ -390,23 +492,39 @@ def weight_bytes_per_device(
     p = precisions or Precisions()
     split.check(config)
     c, h = config, config.hidden
-    kv = p.weight_bytes(2 * h * c.kv_dim)
-    layer = p.weight_bytes(c.layer_matrix_parameters()) - kv
-    norms = p.table_bytes(2 * h)
-    per_layer = layer // split.tp + kv // split.kv_shards(c) + norms
+    kv = 0 if c.mla else p.weight_bytes(h * c.kv_elements)
+    norms = p.table_bytes(c.norm_parameters())
+    per_expert = (3 if c.gated else 2) * h * c.ffn
+    layers = []
+    for i in range(c.layers):
+        matrices = p.weight_bytes(c.layer_matrix_parameters(layer=i)) - kv
+        if c.moe_layer(i) and split.ep > split.tp:
+            routed = p.weight_bytes(c.experts * per_expert)
+            held = p.weight_bytes(math.ceil(c.experts / split.ep) * per_expert)
+            matrices, extra = matrices - routed, held
+        else:
+            extra = 0
+        layers.append(matrices // split.tp + kv // split.kv_shards(c) + norms + extra)
+    size = math.ceil(c.layers / split.pp)
+    stage = max(sum(layers[j : j + size]) for j in range(0, c.layers, size))
     table = p.table_bytes(c.vocab * h) // split.tp
     tables = table * (1 if c.tied_embeddings else 2) if split.pp == 1 else table
-    layers = math.ceil(c.layers / split.pp)
-    return layers * per_layer + tables + p.table_bytes(h)
+    return stage + tables + p.table_bytes(h)
 
 
 def _step(config, split, batch, new, context, device, p, per_node, net) -> ParallelStep:
     ops = device_ops(config, split, batch, new, context, p)
     comms = inference_comms(config, split, batch, new, device, p, per_node=per_node, net=net)
     total = sum((cost for _, cost in ops), ZERO)
-    # the compulsory traffic of the whole step, divided by tp: KV heads replicated when tp
-    # exceeds them move more than this, so the floor stays below every implementation
-    traffic = step_traffic(config, batch, new, context, p) // split.tp
+    # the compulsory traffic of one device: its share of the attention side (its sequences, the
+    # weights / tp, the cache / tp; MLA's latent, which every TP rank reads whole, / 1) and of
+    # the experts (the group's tokens' experts / shards); KV heads replicated when tp exceeds
+    # them move more than this, so the floor stays below every implementation
+    local = math.ceil(batch / split.attention_dp)
+    mine = traffic_parts(config, local, new, context, p)
+    experts = traffic_parts(config, batch, new, context, p).experts // split.expert_shards
+    cache = mine.cache // (1 if config.mla else split.tp)
+    traffic = (mine.weights + mine.tables + mine.logits) // split.tp + cache + experts
     floor = total.fused(traffic)
     return ParallelStep(
         device_s=step_time(ops, device, p).seconds,
@@ -434,7 +552,8 @@ def infer(
 
     最大 batch 对整组而言：每块设备 ``(1 - reserve) x capacity`` 减去它的权重与激活峰值的 ``1/tp``，
     余下的除以每条序列在这块设备上的 KV cache（它的 stage 的层、``1 / min(tp, kv_heads)`` 的 KV
-    head）。
+    head），再乘 attention 数据并行的组数（``ep > tp`` 时各组存各自序列的 cache）。``batch`` 是
+    整组的序列数。
 
     Examples
     --------
@@ -456,7 +575,7 @@ def infer(
     fits = None
     if device.memory_capacity is not None:
         free = (1 - reserve) * device.memory_capacity - weights - act
-        fits = max(0, math.floor(free / kv))
+        fits = max(0, math.floor(free / kv)) * split.attention_dp
     args = (device, p, per_node, net)
     return ParallelInference(
         split=split,
@@ -479,6 +598,7 @@ __all__ = [
     "Split",
     "all_reduce",
     "device_ops",
+    "dispatch_copies",
     "inference_comms",
     "infer",
     "weight_bytes_per_device",

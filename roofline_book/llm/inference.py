@@ -291,6 +291,61 @@ def weight_bytes(config: ModelConfig, precisions: Precisions | None = None) -> i
     return p.weight_bytes(c.matrix_parameters()) + p.table_bytes(tables + norms)
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """一步的必需流量，按来源分开（byte）：:func:`step_traffic` 是它们的和。"""
+
+    weights: int
+    """各层中除 routed expert 之外的 linear 层权重：attention、dense MLP、router、shared expert。"""
+    experts: int
+    """这一步的 token 用到的 routed expert 的权重（:func:`expected_experts` 个，每个 MoE 层）。"""
+    tables: int
+    """norm、LM head 与每个 token 一行 embedding。"""
+    cache: int
+    """query 看到的缓存 key 与 value（MLA：latent），以及写入的新的。"""
+    logits: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.experts + self.tables + self.cache + self.logits
+
+
+def traffic_parts(
+    config: ModelConfig,
+    batch: int,
+    new: int,
+    context: int,
+    precisions: Precisions | None = None,
+    *,
+    logits: int = 1,
+) -> Traffic:
+    """:func:`step_traffic` 的各部分（:class:`Traffic`）。多块设备各分一份时，它们的分法不同。"""
+    p = precisions or Precisions()
+    batch, new, context = check_step(batch, new, context)
+    c, s_kv = config, bytes_per_element(p.kv)
+    h, tokens = c.hidden, batch * new
+    weights = experts = 0
+    for (_, moe), idx in layer_groups(c).items():
+        layer = p.weight_bytes(c.attention_parameters())
+        if moe:
+            per = (3 if c.gated else 2) * h * c.ffn
+            touched = expected_experts(c.experts, c.experts_per_token, tokens)
+            layer += p.weight_bytes(h * c.experts + c.shared_experts * per)
+            experts += round(touched * p.weight_bytes(per)) * len(idx)
+        else:
+            layer += p.weight_bytes(c.mlp_parameters(idx[0]))
+        weights += layer * len(idx)
+    tables = p.table_bytes(c.layers * c.norm_parameters() + h + c.vocab * h + tokens * h)
+    cache = 0
+    for i in range(c.layers):
+        window = c.window(i)
+        cached = attention_keys(new, context, window) - new
+        written = new if window is None else min(new, window)
+        cache += batch * c.kv_elements * s_kv * (max(cached, 0) + written)
+    out = batch * logits * c.vocab * bytes_per_element(p.activations)
+    return Traffic(weights, experts, tables, cache, out)
+
+
 def step_traffic(
     config: ModelConfig,
     batch: int,
@@ -304,31 +359,9 @@ def step_traffic(
 
     这一步读的权重（linear 层、它的 token 用到的 MoE expert、norm、LM head、每个 token 一行
     embedding），它的 query 看到的缓存 key 与 value，它写入的新 key 与 value，以及 logits。
-    算子之间的激活不计：融合的 kernel 把它们留在片上。
+    算子之间的激活不计：融合的 kernel 把它们留在片上。各部分见 :func:`traffic_parts`。
     """
-    p = precisions or Precisions()
-    batch, new, context = check_step(batch, new, context)
-    c, s_kv = config, bytes_per_element(p.kv)
-    h, tokens = c.hidden, batch * new
-    weights = 0
-    for (_, moe), idx in layer_groups(c).items():
-        layer = p.weight_bytes(c.attention_parameters())
-        if moe:
-            per = (3 if c.gated else 2) * h * c.ffn
-            touched = expected_experts(c.experts, c.experts_per_token, tokens)
-            layer += p.weight_bytes(h * c.experts + c.shared_experts * per)
-            layer += round(touched * p.weight_bytes(per))
-        else:
-            layer += p.weight_bytes(c.mlp_parameters(idx[0]))
-        weights += layer * len(idx)
-    weights += p.table_bytes(c.layers * c.norm_parameters() + h + c.vocab * h + tokens * h)
-    cache = 0
-    for i in range(c.layers):
-        window = c.window(i)
-        cached = attention_keys(new, context, window) - new
-        written = new if window is None else min(new, window)
-        cache += batch * c.kv_elements * s_kv * (max(cached, 0) + written)
-    return weights + cache + batch * logits * c.vocab * bytes_per_element(p.activations)
+    return traffic_parts(config, batch, new, context, precisions, logits=logits).total
 
 
 def step_floor(
