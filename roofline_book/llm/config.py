@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from types import MappingProxyType
 
@@ -27,6 +27,7 @@ from .._base import validate as _validate
 from .._base.validate import InvalidArgument, InvalidArgumentType
 from ..devices.catalog import catalog_key
 from ..devices.ceiling import Source
+from .hf import read_config
 from .quantization import Precisions
 
 #: 层的种类。``"global"`` 对整个上下文做 attention，``"local"`` 只对最后 ``sliding_window`` 个
@@ -394,11 +395,17 @@ FIELDS = (
 )
 
 
+#: 指向 ``config.json`` 的目录条目可以有的键：形状全部来自那份文件。
+CONFIG_ENTRY = ("name", "source", "config")
+
+
 def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelConfig]:
     """目录文件文本中的模型，按键索引；``where`` 是错误信息中的文件名。
 
     模型条目的每个键都必须是一个字段（:data:`FIELDS`）、``name`` 或 ``source``：拼错的键是错误，
-    不会当作默认值。
+    不会当作默认值。条目也可以写 ``config = "configs/<key>.json"``：形状由 :func:`model_from_config`
+    从这份发布的 ``config.json`` （相对于 ``llm/data/``）读出，条目只再写 ``name`` 与 ``source``，
+    所以目录与导入不会不一致。
 
     Examples
     --------
@@ -429,7 +436,10 @@ def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelCon
     allowed = ("name", "source", *FIELDS)
     out = {}
     for key, entry in data.get("models", {}).items():
-        _validate.known_keys(f"{where}: model {key!r}", entry, allowed)
+        with_config = "config" in entry
+        _validate.known_keys(
+            f"{where}: model {key!r}", entry, CONFIG_ENTRY if with_config else allowed
+        )
         if entry.get("source") not in sources:
             raise ValueError(f"{where}: model {key!r} names no known source")
         if "name" not in entry:
@@ -438,10 +448,15 @@ def parse_catalog(text: str, where: str = CATALOG_FILE) -> Mapping[str, ModelCon
         if "layer_pattern" in fields:
             fields["layer_pattern"] = tuple(fields["layer_pattern"])
         try:
-            out[key] = ModelConfig(
-                key=key, name=entry["name"], source=sources[entry["source"]], **fields
-            )
-        except (TypeError, ValueError) as error:
+            if with_config:
+                text = _data_text(entry["config"])
+                imported = model_from_config(text, name=entry["name"], key=key)
+                out[key] = replace(imported, source=sources[entry["source"]])
+            else:
+                out[key] = ModelConfig(
+                    key=key, name=entry["name"], source=sources[entry["source"]], **fields
+                )
+        except (TypeError, ValueError, OSError) as error:
             raise ValueError(f"{where}: model {key!r}: {error}") from error
     return MappingProxyType(out)
 
@@ -453,7 +468,60 @@ def models() -> Mapping[str, ModelConfig]:
 
 
 def _catalog_text() -> str:
-    return resources.files(__package__).joinpath("data/models.toml").read_text("utf-8")
+    return _data_text("models.toml")
+
+
+def _data_text(name: str) -> str:
+    """``llm/data/`` 中一个文件的文本（目录与它指向的 ``config.json``）。"""
+    return resources.files(__package__).joinpath("data", *name.split("/")).read_text("utf-8")
+
+
+def model_from_config(
+    source: object,
+    *,
+    name: str | None = None,
+    key: str | None = None,
+) -> ModelConfig:
+    """按 Hugging Face 的 ``config.json`` 建模型：一个路径（或含它的目录）、以 ``{`` 开头的 JSON
+    文本，或一个 mapping。
+
+    支持的 ``model_type`` 与各键的读法见 :mod:`roofline_book.llm.hf`；改变代价却没有建模的键、
+    不支持的 ``model_type`` 与缺少的尺寸都是 :class:`~roofline_book.InvalidArgument`，指出那个键。
+    ``quantization_config`` 给出 :attr:`ModelConfig.checkpoint`。
+
+    Parameters
+    ----------
+    source : str, os.PathLike or Mapping
+        配置。
+    name : str, optional
+        显示名称；默认取配置的 ``_name_or_path``，否则文件名，否则 ``model_type``。
+    key : str, optional
+        键；默认由名称得出（小写、连字符）。
+
+    Examples
+    --------
+    >>> m = model_from_config({
+    ...     "model_type": "qwen3", "hidden_size": 1024, "num_hidden_layers": 28,
+    ...     "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+    ...     "intermediate_size": 3072, "vocab_size": 151936, "tie_word_embeddings": True,
+    ... }, name="Qwen3-0.6B")
+    >>> m.key, m.q_dim, m.kv_elements, m.qk_norm, m.max_context   # head_dim 128, not 1024 / 16
+    ('qwen3-0.6b', 2048, 2048, True, 32768)
+    >>> model_from_config({"model_type": "qwen2", "num_hidden_layers": 28})
+    Traceback (most recent call last):
+    ...
+    roofline_book.InvalidArgument: config hidden_size is required in a qwen2 config.json
+    """
+    config = read_config(source)
+    shown = config.name if name is None else name
+    if not isinstance(shown, str) or not shown.strip():
+        raise InvalidArgumentType("name", f"must be a non-empty string, got {shown!r}")
+    fields = dict(config.fields)
+    return ModelConfig(
+        key=catalog_key(shown) if key is None else key,
+        name=shown,
+        **fields,  # type: ignore[arg-type]
+    )
 
 
 def model(name: str) -> ModelConfig:
