@@ -40,7 +40,8 @@ def tokens_to_hide(
     """每块设备每步至少要处理多少 token，backward 的计算才盖住 ``seconds`` 秒的梯度同步。
 
     梯度在 backward 中产生，同步只能与 backward（每个 token ``4 N`` FLOPs，``N`` 是矩阵乘法的权重）
-    重叠：``4 N T / peak = seconds``，``T = seconds x peak / (4 N)``。``seconds`` 取
+    重叠：``4 N T / peak = seconds``，``T = seconds x peak / (4 N)``（``N`` 为各层的矩阵权重，MoE
+    只计每个 token 用到的 expert，加 LM head）。``seconds`` 取
     :func:`roofline_book.distributed.training.train` 算出的 DP 通信（跨节点时是分层 all-reduce
     最忙的那条
     链路，:func:`~roofline_book.distributed.allreduce.hierarchical_all_reduce`）。
@@ -57,7 +58,7 @@ def tokens_to_hide(
     (2307, 2307)
     """
     c = config
-    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
+    n = c.matrix_parameters(active=True) + c.vocab * c.hidden
     return _validate.positive("seconds", seconds) * device.peak_flops(dtype) / (4 * n)
 
 
@@ -144,8 +145,8 @@ def strategy_intensities(
 
     - ``"DP"``：backward 的 ``4 N T`` （梯度只能与它重叠）对 16 位梯度 ``2 P`` 字节的 all-reduce；
     - ``"FSDP"``：``6 N T`` 对两次权重 all-gather 加一次梯度 reduce-scatter；
-    - ``"TP"``：一层的 ``6 x 2 x (层的矩阵权重) / tp x T`` 对每层 forward、backward 各 2 次
-      ``T x h`` 激活的 all-reduce；
+    - ``"TP"``：一层（各层的平均）的 ``6 x (层的矩阵权重) / tp x T`` 对每层 forward、backward
+      各 2 次 ``T x h`` 激活的 all-reduce；
     - ``"PP"``：一个 stage 的 ``6 N T / pp`` 对送出的激活与收回的梯度各 ``T x h``。
 
     Examples
@@ -157,7 +158,7 @@ def strategy_intensities(
     """
     tokens = _validate.size("tokens", tokens)
     c, a = config, bytes_per_element(dtype)
-    n = c.layers * c.layer_matrix_parameters(active=True) + c.vocab * c.hidden
+    n = c.matrix_parameters(active=True) + c.vocab * c.hidden
     grads = a * c.parameters()
 
     def sent(op: str, nbytes: float, devices: int) -> float:
@@ -167,7 +168,7 @@ def strategy_intensities(
 
     step = 6 * n * tokens
     fsdp = 2 * sent("all_gather", grads, dp) + sent("reduce_scatter", grads, dp)
-    layer = 6 * c.layer_matrix_parameters(active=True) * tokens / tp
+    layer = 6 * c.matrix_parameters(active=True) / c.layers * tokens / tp  # a mean layer
     act = tokens * c.hidden * a
     return {
         "DP": 4 * n * tokens / sent("all_reduce", grads, dp),
