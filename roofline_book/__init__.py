@@ -21,6 +21,7 @@ from ._base.validate import InvalidArgument
 from .devices.catalog import EXAMPLE, Ceiling, Hardware, Source, adhoc, catalog, hardware
 from .dtypes import BYTES, bytes_per_element, precision_name
 from .llm.block import LLAMA2_7B, DecoderConfig, block_ops
+from .llm.config import model_from_config
 from .ops import (
     Cost,
     FlashTile,
@@ -109,6 +110,7 @@ __all__ = [
     "hardware",
     "layernorm",
     "linear_backward",
+    "model_from_config",
     "optimizer_table",
     "overhead_fraction",
     "precision_name",

@@ -36,6 +36,7 @@ from ..roofline.roofs import TimeBound, time_bound
 from .config import ModelConfig as ModelConfig
 from .config import adhoc_model as adhoc_model
 from .config import model as model
+from .config import model_from_config as model_from_config
 from .config import models as models
 from .layers import LAYER_KERNELS as LAYER_KERNELS
 from .layers import Op as Op
