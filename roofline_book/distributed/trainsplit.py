@@ -160,7 +160,12 @@ class TrainComm(Comm):
 
 
 def _group_time(
-    op: str, nbytes: float, group: tuple[int, int], device: Hardware, nic: Network
+    op: str,
+    nbytes: float,
+    group: tuple[int, int],
+    device: Hardware,
+    nic: Network,
+    remote: float | None = None,
 ) -> tuple[CommTime, str]:
     """一个组（``group`` 为 rank 数与一个节点内的 rank 数）做 ``op`` 的时间与最忙的链路。
 
@@ -168,8 +173,9 @@ def _group_time(
     （:func:`~roofline_book.distributed.allreduce.multi_node_all_reduce`）；不足整节点时一个环，
     快不过最慢的链路（网卡）。all-gather、reduce-scatter 跨节点时：一个节点要从外面拿到其余
     ``n - g`` 块（每块 ``S / n``），分给它的 ``g`` 块网卡；all-to-all 跨节点时：每个 rank 的发送
-    buffer 中给其他节点的 ``(n - g) / n`` 都走它自己的网卡。带宽项取网卡与节点内链路中较忙的一条
-    （下界）；延迟项是 NCCL 的 ``baseLat`` 加 ring 的 ``n - 1`` 步网络延迟（估计）。
+    buffer 中给其他节点的一份（``remote``，缺省 ``(n - g) / n``）都走它自己的网卡。带宽项取网卡与
+    节点内链路中较忙的一条（下界）；延迟项是 NCCL 的 ``baseLat`` 加 ring 的 ``n - 1`` 步网络延迟
+    （估计）。
     """
     n, g = group
     bw, lat = _link(device)
@@ -186,7 +192,8 @@ def _group_time(
             return t, nic.key
         return collective_time("all_reduce", nbytes, n, nic.bandwidth, nic.latency), nic.key
     if op == "all_to_all":
-        outside, inside = (n - g) / n * nbytes, (g - 1) / n * nbytes
+        share = (n - g) / n if remote is None else remote
+        outside, inside = share * nbytes, (g - 1) / n * nbytes
     else:  # all_gather, reduce_scatter
         outside = (n - g) / (n * g) * nbytes
         inside = ((n - 1) - (n - g) / g) / n * nbytes
@@ -287,12 +294,20 @@ def _ep_comms(c, sp, m, micro_batch, seq, dtype, recompute, device, per_node, ni
     一次（recompute 时 forward 的两次再来一遍）。每块设备送出它的 ``micro_batch x seq / (cp x tp)``
     个 token（TP 时按 sequence parallel 各送一份）各 ``k`` 份、每份 ``hidden`` 个 BF16 元素；FP8 时
     forward 的 dispatch 送 FP8 与每 128 个元素一个 FP32 scale（DeepSeek-V3 的做法），其余仍是
-    BF16。"""
-    tokens = micro_batch * seq / (sp.cp * sp.tp) * c.experts_per_token
+    BF16。
+
+    跨节点时一个 token 发往同一个节点的几份只过一次网卡，到了再走节点内的链路分发（DeepEP 的
+    做法；combine 反过来先在节点内归约）：``k`` 个 expert 均匀落在 ``N`` 个节点上，一个 token 平均
+    去 ``(N - 1)(1 - (1 - 1/N)^k)`` 个别的节点，不到 ``k (N - 1) / N`` 份。DeepSeek-V3 再把每个
+    token 限制在至多 4 个节点（node-limited routing），网卡上的字节还会更少，这里不计。"""
+    k = c.experts_per_token
+    tokens = micro_batch * seq / (sp.cp * sp.tp) * k
     layers = min(math.ceil(c.layers / sp.pp), c.layers - c.dense_layers)
     forward = layers * m * (2 if recompute else 1)
     bf16 = tokens * c.hidden * bytes_per_element("bf16")
     group = sp.group(("ep",), per_node)
+    nodes = group[0] / group[1]
+    remote = (nodes - 1) * (1 - (1 - 1 / nodes) ** k) / k
     if dtype == "fp8":
         fp8 = tokens * (c.hidden + _FP32 * math.ceil(c.hidden / FP8_BLOCK))
         parts = [
@@ -304,7 +319,7 @@ def _ep_comms(c, sp, m, micro_batch, seq, dtype, recompute, device, per_node, ni
                   2 * forward + 2 * layers * m, bf16)]  # fmt: skip
     out = []
     for what, count, nbytes in parts:
-        t, link = _group_time("all_to_all", nbytes, group, device, nic)
+        t, link = _group_time("all_to_all", nbytes, group, device, nic, remote)
         out.append(TrainComm(what, "all_to_all", count, nbytes, sp.ep, link, _times(t, count),
                              True, "micro-step"))  # fmt: skip
     return out
