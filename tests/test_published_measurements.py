@@ -31,6 +31,7 @@ from roofline_book.distributed.collectives import bus_bandwidth
 from roofline_book.distributed.parallel import all_reduce
 from roofline_book.llm.inference import model, step_ops, step_time
 from roofline_book.measure import published
+from roofline_book.ops import mla_attention
 
 FIELDS = ("id", "kind", "what", "device", "config", "value", "unit", "source", "url", "note")
 
@@ -89,6 +90,104 @@ def _gemm(device: Hardware, c: Mapping[str, Any]) -> Limit:
 def _peak_rate(device: Hardware, c: Mapping[str, Any]) -> Limit:
     """``Hardware.ceiling``: the unit's peak, which no kernel of any shape exceeds."""
     return Limit(device.ceiling(c["unit"], c["dtype"]), True, f"{c['unit']} ceiling")
+
+
+def _gemm_bandwidth(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """``ops.gemm`` and ``roofline.time_bound``: DeepGEMM's bytes over the bound. DeepGEMM
+    (``tests/test_core.py``) counts ``m k + k n + 2 m n`` bytes: FP8 A and B once, the BF16
+    output once, the FP32 scales left out; the package's ``gemm(m, k, n, "fp8",
+    out_dtype="bf16")`` moves exactly these bytes, so the two conventions agree."""
+    m, (n, k) = c["m"], c["nk"]
+    cost = gemm(m, k, n, c["dtype"], out_dtype=c.get("out_dtype"))
+    bound = time_bound(cost, device, c["dtype"])
+    return Limit(
+        (m * k + k * n + 2 * m * n) / bound.seconds,
+        True,
+        f"bound {bound.seconds:.4g} s ({bound.resource})",
+    )
+
+
+def _grouped_gemm(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """``groups`` x ``ops.gemm(m, k, n)`` (each group multiplies its own tokens by its own
+    expert's weights, nothing shared) and ``roofline.time_bound`` of the sum: DeepGEMM's FLOPs
+    ``2 groups m n k`` (``tests/test_core.py``; the masked layout is timed with every row
+    valid) over the bound."""
+    groups, m, n, k = c["groups_m_n_k"]
+    cost = gemm(m, k, n, c["dtype"], out_dtype=c.get("out_dtype")) * groups
+    bound = time_bound(cost, device, c["dtype"])
+    return Limit(
+        2 * groups * m * n * k / bound.seconds,
+        True,
+        f"bound {bound.seconds:.4g} s ({bound.resource})",
+    )
+
+
+def _mla_decode_bound(device: Hardware, c: Mapping[str, Any]) -> float:
+    cost = mla_attention(
+        c["batch"],
+        c["heads"],
+        c["seq_q"],
+        c["seq_k"],
+        c["d_qk"],
+        c["d_v"],
+        c["dtype"],
+        kv_heads=c["kv_heads"],
+        value_in_key=c["value_in_key"],
+        kv_dtype=c.get("kv_dtype"),
+        causal=c["causal"],
+    )
+    return time_bound(cost, device, c["dtype"]).seconds
+
+
+def _mla_decode_attention(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """``ops.mla_attention`` (absorbed: ``kv_heads=1``, the value the first ``d_v`` columns of
+    the key row) and ``roofline.time_bound``: FlashMLA's FLOPs over the bound. FlashMLA
+    (``tests/test_flash_mla.py``) counts ``2 s_q (b s_k) h_q (d_qk + d_v)``: every query
+    against every key of its cache, the causal mask not subtracted (it drops at most
+    ``s_q - 1`` keys)."""
+    b, h, sq, sk = c["batch"], c["heads"], c["seq_q"], c["seq_k"]
+    seconds = _mla_decode_bound(device, c)
+    flops = 2 * sq * b * sk * h * (c["d_qk"] + c["d_v"])
+    return Limit(flops / seconds, True, f"bound {seconds:.4g} s")
+
+
+def _mla_decode_bandwidth(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """The bound of :func:`_mla_decode_attention`; FlashMLA's bytes over it. FlashMLA counts
+    ``2 (b s_k d_qk + b s_q h_q d_qk + b s_q h_q d_v)`` (BF16): the cache once per key
+    (K and V share the row), the queries and the output, which are the package's bytes for
+    the absorbed kernel as well."""
+    b, h, sq, sk = c["batch"], c["heads"], c["seq_q"], c["seq_k"]
+    seconds = _mla_decode_bound(device, c)
+    nbytes = 2 * (b * sk * c["kv_heads"] * c["d_qk"] + b * sq * h * (c["d_qk"] + c["d_v"]))
+    return Limit(nbytes / seconds, True, f"bound {seconds:.4g} s")
+
+
+def _mla_sparse_attention(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """Token-level sparse MLA (each query attends the ``topk`` keys it chose): the fewest keys a
+    sequence must read is ``topk`` (all its queries choosing the same ones), so the bound is
+    ``ops.mla_attention(batch, heads, seq_q, topk, causal=False)`` (``seq_q x topk`` pairs per
+    sequence and head, ``topk`` latent rows read once, in ``kv_dtype``) under
+    ``roofline.time_bound``. FlashMLA's FLOPs ``2 b s_q h_q topk (d_qk + d_v)``
+    (``tests/test_flash_mla_decoding.py``, ``tests/test_flash_mla_prefill.py``) over it.
+    FlashMLA's FP8 cache row (656 B: 512 FP8, 4 FP32 scales, 64 BF16) is more than the
+    package's 576 B, the safe side."""
+    b, h, sq, topk = c["batch"], c["heads"], c["seq_q"], c["topk"]
+    cost = mla_attention(
+        b,
+        h,
+        sq,
+        topk,
+        c["d_qk"],
+        c["d_v"],
+        c["dtype"],
+        kv_heads=c["kv_heads"],
+        value_in_key=c["value_in_key"],
+        kv_dtype=c.get("kv_dtype"),
+        causal=False,
+    )
+    bound = time_bound(cost, device, c["dtype"])
+    flops = 2 * b * sq * h * topk * (c["d_qk"] + c["d_v"])
+    return Limit(flops / bound.seconds, True, f"bound {bound.seconds:.4g} s ({bound.resource})")
 
 
 #: BabelStream's kernels: (arrays read, arrays written, FLOPs per element).
@@ -187,6 +286,11 @@ def _all_reduce_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
 KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "attention_forward": _attention_forward,
     "gemm": _gemm,
+    "gemm_bandwidth": _gemm_bandwidth,
+    "grouped_gemm": _grouped_gemm,
+    "mla_decode_attention": _mla_decode_attention,
+    "mla_decode_bandwidth": _mla_decode_bandwidth,
+    "mla_sparse_attention": _mla_sparse_attention,
     "peak_rate": _peak_rate,
     "stream": _stream,
     "generation": _generation,
