@@ -29,6 +29,9 @@ from ..units import si
 from .common import device_from_args, emit_result, parse_size, text_table
 from .results import Result, command_field
 
+DTYPES = ("bf16", "fp16", "fp8")
+"""``--dtype`` 的取值：各层矩阵乘法的精度。"""
+
 _SAVING_WORDS = {
     "eager": "eager PyTorch Llama layer (Hugging Face, op by op)",
     "fused": "fused kernels (Megatron-Core, Transformer Engine)",
@@ -103,10 +106,12 @@ class TrainResult(Result):
     command: str = command_field("train")
     model: str = record_field(description="catalog key of the model")
     device: str = record_field(description="catalog key of the device")
-    gpus: int = _count("devices, dp x tp x pp")
+    gpus: int = _count("devices, dp x tp x pp x cp")
     dp: int = _count("data-parallel replicas")
     tp: int = _count("tensor-parallel devices")
     pp: int = _count("pipeline stages")
+    cp: int = _count("context-parallel devices a sequence is split over")
+    ep: int = _count("expert-parallel ranks of the DP group the routed experts are spread over")
     zero: int = _count("ZeRO stage (3 is FSDP)")
     reshard: bool = record_field(description="ZeRO-3 frees the gathered weights after each use")
     batch: int = _count("sequences per step, all devices")
@@ -115,6 +120,9 @@ class TrainResult(Result):
     seq: int = record_field(minimum=0, unit="token", description="tokens per sequence")
     tokens: int = record_field(minimum=0, unit="token", description="tokens per step, all devices")
     recompute: bool = record_field(description="full activation recompute")
+    dtype: str = record_field(
+        enum=list(DTYPES), description="precision of the layers' GEMMs; fp8: W8A8, block scales"
+    )
     activation_saving: str = record_field(
         enum=list(SAVINGS), description="what a layer saves for the backward"
     )
@@ -131,7 +139,10 @@ class TrainResult(Result):
         minimum=0, unit="FLOP", description="6N per token plus attention, no recompute"
     )
     peak_flops_per_s: float = record_field(
-        minimum=0, unit="FLOP/s", description="the matrix peak MFU is taken against"
+        minimum=0, unit="FLOP/s", description="the matrix peak MFU is taken against (BF16 for fp8)"
+    )
+    gemm_peak_flops_per_s: float = record_field(
+        minimum=0, unit="FLOP/s", description="the matrix peak the layers' GEMMs run at"
     )
     compute_time_s: float = _seconds("one device's FLOPs at the matrix peak, with the bubble")
     micro_backward_time_s: float = _seconds("one micro-batch's backward on one device")
@@ -147,6 +158,14 @@ class TrainResult(Result):
     )
     mfu_all_overlap_upper_bound: float = record_field(
         minimum=0, unit="1", description="model FLOPs / (devices x peak x step_time_lower_bound_s)"
+    )
+    mfu_at_gemm_peak_upper_bound: float = record_field(
+        minimum=0, unit="1", description="mfu_upper_bound against gemm_peak_flops_per_s"
+    )
+    model_flops_per_s_per_device: float = record_field(
+        minimum=0,
+        unit="FLOP/s",
+        description="model FLOPs / (devices x step_time_exposed_tp_s): the rate a device may reach",
     )
     memory_bytes_per_device: float = record_field(
         minimum=0, unit="byte", description="weights, gradients, optimizer, activations"
@@ -172,6 +191,8 @@ class TrainResult(Result):
             dp=split.dp,
             tp=split.tp,
             pp=split.pp,
+            cp=split.cp,
+            ep=split.ep,
             zero=split.zero,
             reshard=split.reshard,
             batch=batch,
@@ -180,6 +201,7 @@ class TrainResult(Result):
             seq=args.seq,
             tokens=batch * args.seq,
             recompute=args.recompute,
+            dtype=step.dtype,
             activation_saving=step.saving,
             activation_bytes_per_token_per_layer=sum(
                 layer_activation_bytes(config, saving=step.saving).values()
@@ -188,6 +210,7 @@ class TrainResult(Result):
             step_flops=training_flops(config, batch * args.seq, args.seq, recompute=args.recompute),
             model_flops=step.model_flops,
             peak_flops_per_s=step.peak,
+            gemm_peak_flops_per_s=step.gemm_peak or step.peak,
             compute_time_s=step.compute_s,
             micro_backward_time_s=step.micro_backward_s,
             pipeline_bubble=step.bubble,
@@ -197,6 +220,8 @@ class TrainResult(Result):
             step_time_exposed_tp_s=step.exposed_s,
             mfu_upper_bound=step.mfu,
             mfu_all_overlap_upper_bound=step.mfu_all_overlap,
+            mfu_at_gemm_peak_upper_bound=step.mfu_at_gemm_peak,
+            model_flops_per_s_per_device=step.flops_per_device_s,
             memory_bytes_per_device=memory,
             memory_bytes_per_device_by_part=dict(step.memory_bytes_per_device),
             memory_capacity_bytes=capacity,
@@ -228,7 +253,14 @@ def run(args: argparse.Namespace) -> int:
     config = model(args.model)
     device = device_from_args(args)
     split = TrainSplit.over(
-        args.gpus, tp=args.tp, pp=args.pp, dp=args.dp, zero=args.zero, reshard=args.reshard
+        args.gpus,
+        tp=args.tp,
+        pp=args.pp,
+        cp=args.cp,
+        ep=args.ep,
+        dp=args.dp,
+        zero=args.zero,
+        reshard=args.reshard,
     )
     mb = args.micro_batch
     batch = args.batch if args.batch is not None else split.dp * mb * math.ceil(8 / mb)
@@ -240,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
         seq=args.seq,
         micro_batch=mb,
         recompute=args.recompute,
+        dtype=args.dtype,
         saving=args.activations,
         grad_dtype=args.grad_dtype,
     )
@@ -256,10 +289,12 @@ def _text(args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
     """一步训练的文本报告。"""
     batch, mb = result.batch, result.micro_batch
     zero = f"ZeRO {split.zero}" + ("" if split.zero < 3 or split.reshard else ", no reshard")
+    more = "".join(f", {k.upper()} {v}" for k, v in (("cp", split.cp), ("ep", split.ep)) if v > 1)
     print(
         f"{config.name} on {split.devices} x {device.key} (DP {split.dp}, TP {split.tp}, "
-        f"PP {split.pp}, {zero}), {batch} sequences of {args.seq} tokens"
+        f"PP {split.pp}{more}, {zero}), {batch} sequences of {args.seq} tokens"
         + (", full recompute" if args.recompute else "")
+        + (", FP8 GEMMs" if step.dtype == "fp8" else "")
     )
     per_layer = result.activation_bytes_per_token_per_layer
     steps = step.accumulation_steps
@@ -308,15 +343,31 @@ def _text(args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
             + (" (lower bound, TP all-reduces not overlapped)" if exposed else " (lower bound)"),
         ),
         ("step time, all overlap", si(step.seconds, "s")),
+        ("model FLOP/s per device", si(step.flops_per_device_s, "FLOP/s") + " (upper bound)"),
         (
             "MFU",
             f"{step.mfu:.1%} (upper bound; {step.mfu_all_overlap:.1%} if all communication "
-            f"overlaps; peak {si(step.peak, 'FLOP/s')})",
+            f"overlaps; against the {_peak_name(step)} peak {si(step.peak, 'FLOP/s')})",
         ),
+        *(
+            [
+                (
+                    "MFU against the FP8 peak",
+                    f"{step.mfu_at_gemm_peak:.1%} (upper bound; peak "
+                    f"{si(step.gemm_peak, 'FLOP/s')})",
+                )
+            ]
+            if step.dtype == "fp8"
+            else []
+        ),  # fmt: skip
         *parts,
         ("memory per device", si(memory, "B") + fits),
     ]
     print(text_table(None, lines, right=set()))
+
+
+def _peak_name(step: TrainingStep) -> str:
+    return "BF16" if step.dtype == "fp8" else step.dtype.upper()
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -326,9 +377,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         parents=[common],
         help="a training step over many GPUs: time lower bound, memory per device, MFU",
         description=(
-            "One training step of a decoder-only language model split over GPUs (data, tensor "
-            "and pipeline parallel, ZeRO/FSDP): its FLOPs, each collective per micro-step, the "
-            "memory per device, the step time lower bound and the MFU it allows."
+            "One training step of a decoder-only language model split over GPUs (data, tensor, "
+            "pipeline, context and expert parallel, ZeRO/FSDP): its FLOPs, each collective per "
+            "micro-step, the memory per device, the step time lower bound and the MFU it allows."
         ),
     )
     p.add_argument("--model", required=True, metavar="NAME", help=f"one of: {', '.join(models())}")
@@ -336,7 +387,21 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--tp", type=parse_size, default=1, metavar="N", help="tensor parallel (1)")
     p.add_argument("--pp", type=parse_size, default=1, metavar="N", help="pipeline stages (1)")
     p.add_argument(
-        "--dp", type=parse_size, metavar="N", help="data parallel (--gpus / (--tp x --pp))"
+        "--cp",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="context parallel: each sequence split over N GPUs, K/V all-gathered a layer (1)",
+    )
+    p.add_argument(
+        "--ep",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="expert parallel (MoE): routed experts spread over N ranks of the DP group (1)",
+    )
+    p.add_argument(
+        "--dp", type=parse_size, metavar="N", help="data parallel (--gpus / (--tp x --pp x --cp))"
     )
     p.add_argument(
         "--zero", type=int, choices=(0, 1, 2, 3), default=0, help="ZeRO stage; 3 is FSDP (0)"
@@ -370,6 +435,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         choices=SAVINGS,
         default="eager",
         help="what each layer saves for the backward: eager PyTorch ops or fused kernels (eager)",
+    )
+    p.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="bf16",
+        help="the layers' GEMMs at this precision's peak; fp8: W8A8 with block scales, "
+        "attention and the rest BF16, MFU still against the BF16 peak (bf16)",
     )
     p.add_argument(
         "--grad-dtype",
