@@ -341,3 +341,247 @@ def test_a_split_over_a_number_of_gpus():
         with pytest.raises(InvalidArgument) as e:
             TrainSplit.over(64, **kwargs)
         assert e.value.name == name
+
+
+# --------------------------------------------------------------------------
+# Context parallelism, expert parallelism, FP8 GEMMs, MLA and fine-grained MoE
+#
+# Llama 3.1 405B from its config.json (meta-llama/Llama-3.1-405B): hidden 16384, 126 layers,
+# 128 query and 8 KV heads of 128, SwiGLU 53248, vocabulary 128,256, 131,072 positions.
+# DeepSeek-V3 from its config.json (deepseek-ai/DeepSeek-V3): hidden 7168, 61 layers, 128 heads,
+# q_lora_rank 1536, kv_lora_rank 512, qk_nope_head_dim 128 + qk_rope_head_dim 64, v_head_dim 128,
+# 256 routed experts of 2048 (top 8) and 1 shared, the first 3 layers dense with 18432,
+# vocabulary 129,280. H800: the H100's Tensor Core peaks, NVLink 200 GB/s a direction.
+LLAMA405 = adhoc_model("llama-3.1-405b", hidden=16384, layers=126, heads=128, kv_heads=8,
+                       ffn=53248, vocab=128256, max_context=131072)  # fmt: skip
+DSV3 = adhoc_model("deepseek-v3", hidden=7168, layers=61, heads=128, kv_heads=128, ffn=2048,
+                   vocab=129280, head_dim=192, v_head_dim=128, q_lora_rank=1536,
+                   kv_lora_rank=512, rope_head_dim=64, experts=256, experts_per_token=8,
+                   shared_experts=1, dense_layers=3, dense_ffn=18432,
+                   max_context=163840)  # fmt: skip
+H800 = hardware("h800-sxm")
+
+# Llama 3 paper (arXiv:2407.21783, Table 4; the same rows on Balaji's SC'24 slide): GPUs, TP, CP,
+# PP, sequence length, TFLOPs/GPU; 16M tokens a batch, DP = GPUs / (TP x CP x PP), so
+# 2048 sequences of 8192 (32 or 16 per DP replica) or 128 of 131072 (16 per replica)
+LLAMA3_TABLE4 = [
+    (8192, 8, 1, 16, 8192, 430e12),
+    (16384, 8, 1, 16, 8192, 400e12),
+    (16384, 8, 16, 16, 131072, 380e12),
+]
+
+
+@pytest.mark.parametrize("gpus, tp, cp, pp, seq, published", LLAMA3_TABLE4)
+def test_llama3_405b_published_steps_never_beat_the_bound(gpus, tp, cp, pp, seq, published):
+    split = TrainSplit.over(gpus, tp=tp, pp=pp, cp=cp, zero=1)
+    batch = 2**24 // seq  # 16M tokens
+    step = train(LLAMA405, H100, split, batch=batch, seq=seq, grad_dtype="fp32")
+    assert split.dp == gpus // (tp * cp * pp) and batch // split.dp in (32, 16)
+    # the bound on the step allows at least the per-GPU rate Meta measured
+    assert step.flops_per_device_s >= published
+    assert step.mfu >= published / PEAK
+    # the compute alone, by hand: 6N + attention per token, over the GPUs, at the BF16 peak,
+    # stretched by the 1F1B bubble (p - 1) / (m + p - 1) with m = sequences a replica
+    m = batch // split.dp
+    # a layer: q and o 16384 x 16384, k and v 16384 x 1024, SwiGLU 3 x 16384 x 53248
+    n = 126 * (2 * 16384 * 16384 + 2 * 16384 * 1024 + 3 * 16384 * 53248) + 128256 * 16384
+    flops = 3 * (2 * n + 2 * seq * 128 * 128 * 126) * batch * seq
+    assert training_flops(LLAMA405, batch * seq, seq) == flops
+    bubble = (pp - 1) / (m + pp - 1)
+    assert step.compute_s == pytest.approx(flops / gpus / PEAK / (1 - bubble))
+    assert step.exposed_s >= step.compute_s
+
+
+def test_context_parallel_all_gathers_the_local_chunks_kv():
+    # Llama 3 405B at 128K: TP 8 fills a node, so the 16 CP ranks sit in 16 nodes, one each
+    split = TrainSplit(dp=8, tp=8, pp=16, cp=16, zero=1)
+    step = train(LLAMA405, H100, split, batch=128, seq=131072, grad_dtype="fp32")
+    ag, rs = (c for c in step.comms if c.what.startswith("CP"))
+    # each GPU holds 131072 / 16 = 8192 tokens; their K and V: 8 KV heads x (128 + 128) x 2 bytes
+    # = 4096 bytes a token, one KV head per TP rank: 512 bytes; 16 chunks gathered
+    chunk = 8192 * 8 * (128 + 128) * 2 // 8
+    assert chunk == 4 * 2**20
+    assert (ag.op, rs.op) == ("all_gather", "reduce_scatter")
+    assert ag.nbytes == rs.nbytes == 16 * chunk == 67_108_864
+    # once a layer a micro-step each: 126 / 16 -> 8 layers a stage, 128 / 8 = 16 micro-steps
+    assert ag.count == rs.count == 8 * 16
+    # the 15 other chunks come over the GPU's own 50 GB/s NIC: 1.258 ms each time
+    assert ag.link == "ib-ndr"
+    assert ag.time.bandwidth_s == pytest.approx(128 * 15 * chunk / NDR)
+    # the gradients are reduced over DP x CP = 128 ranks, which hold the same weights
+    assert step.comms[0].devices == 8 * 16
+    # each GPU keeps the activations of its 8192 tokens, not the sequence's 131072
+    one = train(LLAMA405, H100, TrainSplit(dp=8, tp=8, pp=16, zero=1), batch=128, seq=8192)
+    assert step.memory_bytes_per_device["activations"] == one.memory_bytes_per_device[
+        "activations"]  # fmt: skip
+    # inside a node (TP 1, CP 8): a ring over NVLink, 7/8 of the buffer at 450 GB/s
+    small = train(LLAMA8, H100, TrainSplit(cp=8), batch=1, seq=8192)
+    (ag8,) = (c for c in small.comms if c.op == "all_gather")
+    buffer = 8 * (8192 // 8) * 8 * 256 * 2
+    assert (ag8.link, ag8.nbytes) == ("nvlink", buffer)
+    assert ag8.time.bandwidth_s == pytest.approx(32 * 7 / 8 * buffer / NVLINK)
+
+
+def test_context_parallel_needs_two_chunks_a_device(capsys):
+    with pytest.raises(
+        InvalidArgument, match=r"cp \(3\) needs seq \(8192\) to be a multiple of 2 x"
+    ):
+        train(LLAMA8, H100, TrainSplit(cp=3), batch=1, seq=8192)
+    assert main(["train", "--model", "llama-3-8b", "--gpus", "6", "--cp", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "error: --cp (3) needs seq (4096) to be a multiple of 2 x cp = 6" in err, err
+
+
+def test_expert_parallel_all_to_all_by_hand():
+    # DeepSeek-V3 as its report trains it: 2048 H800, PP 16, EP 64 (8 nodes), DP 128, ZeRO-1,
+    # 15360 sequences of 4096 tokens: 120 micro-steps a replica
+    split = TrainSplit(dp=128, pp=16, ep=64, zero=1)
+    step = train(DSV3, H800, split, batch=15360, seq=4096, grad_dtype="fp32")
+    (a2a,) = (c for c in step.comms if c.op == "all_to_all")
+    # a GPU sends its 4096 tokens to 8 experts each, 7168 BF16 elements a copy
+    assert a2a.nbytes == 4096 * 8 * 7168 * 2 == 469_762_048
+    # dispatch and combine, forward and backward: 4 a MoE layer a micro-step; 4 layers a stage
+    # (61 / 16 -> 4, all MoE but in the first stage), 120 micro-steps
+    assert a2a.count == 4 * 4 * 120
+    # 8 nodes of 8: a token's 8 experts fall on 8 x (1 - (7/8)^8) = 5.25 nodes, 4.59 of them
+    # other nodes, each reached once over the NIC (50 GB/s): 0.5743 of the buffer
+    share = 7 * (1 - (7 / 8) ** 8) / 8
+    assert share == pytest.approx(0.5743, abs=1e-4)
+    assert a2a.link == "ib-ndr"
+    assert a2a.time.bandwidth_s == pytest.approx(a2a.count * share * a2a.nbytes / NDR)
+    # inside one node (Mixtral, EP 8 on 8 GPUs): every copy for another GPU crosses NVLink
+    mixtral = train(model("mixtral-8x7b"), H100, TrainSplit(dp=8, ep=8, zero=3), batch=8,
+                    seq=4096)  # fmt: skip
+    (inside,) = (c for c in mixtral.comms if c.op == "all_to_all")
+    assert inside.nbytes == 4096 * 2 * 4096 * 2
+    assert inside.time.bandwidth_s == pytest.approx(4 * 32 * 7 / 8 * inside.nbytes / NVLINK)
+    # FP8 dispatch (DeepSeek-V3): 1 byte an element and an FP32 scale per 128
+    fp8 = train(DSV3, H800, split, batch=15360, seq=4096, grad_dtype="fp32", dtype="fp8")
+    dispatch, rest = (c for c in fp8.comms if c.op == "all_to_all")
+    assert dispatch.nbytes == 4096 * 8 * (7168 + 4 * 7168 // 128)
+    assert (dispatch.count, rest.count) == (4 * 120, 3 * 4 * 120)
+
+
+def test_expert_parallel_divides_only_the_experts_states():
+    split = TrainSplit(dp=128, pp=16, ep=64, zero=1)
+    step = train(DSV3, H800, split, batch=15360, seq=4096)
+    # routed experts: 58 MoE layers x 256 x 3 x 7168 x 2048
+    experts = 58 * 256 * 3 * 7168 * 2048
+    assert experts == 653_908_770_816
+    rest = DSV3.parameters() - experts
+    mem = step.memory_bytes_per_device
+    # 16-bit weights: the rest split by PP only, the experts by PP x EP
+    assert mem["weights"] == pytest.approx(2 * (rest / 16 + experts / (16 * 64)))
+    # ZeRO-1: Adam's 12 bytes over DP 128 for the rest, over the 128 / 64 = 2 expert replicas
+    assert mem["optimizer"] == pytest.approx(12 * (rest / 16 / 128 + experts / (16 * 64) / 2))
+    assert [c.devices for c in step.comms if c.op == "reduce_scatter"] == [128, 2]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("--model", "llama-3-8b", "--gpus", "8", "--ep", "2"), "--ep (2) needs a mixture-of-"),
+        (("--model", "mixtral-8x7b", "--gpus", "16", "--tp", "8", "--ep", "4"),
+         "--ep (4) must divide dp (2)"),
+        (("--model", "mixtral-8x7b", "--gpus", "16", "--ep", "16"),
+         "--ep (16) must divide the model's 8 experts"),
+        (("--model", "llama-3-8b", "--gpus", "16", "--cp", "3"), "TP x PP x CP = 1 x 1 x 3"),
+    ],
+)  # fmt: skip
+def test_bad_parallel_flags_name_the_flag(capsys, argv, message):
+    assert main(["train", *argv]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_fp8_gemms_run_at_twice_the_bf16_rate():
+    # H100 SXM datasheet: 989.4 TFLOP/s BF16 and 1978.9 TFLOP/s FP8, dense
+    assert (PEAK, H100.peak_flops("fp8")) == (989.4e12, 1978.9e12)
+    bf16 = train(LLAMA8, H100, TrainSplit(), batch=1, seq=4096)
+    fp8 = train(LLAMA8, H100, TrainSplit(), batch=1, seq=4096, dtype="fp8")
+    # the layers' GEMMs (6 x 32 layers' matrices a token) go twice as fast; the LM head and
+    # attention stay BF16: the time saved is half the layers' GEMM time at BF16
+    layers = 6 * 32 * LLAMA8.layer_matrix_parameters() * 4096
+    assert bf16.compute_s - fp8.compute_s == pytest.approx(layers / PEAK / 2, rel=1e-3)
+    # MFU stays against the BF16 peak; against the FP8 peak it halves
+    assert fp8.peak == PEAK and fp8.gemm_peak == 1978.9e12
+    assert fp8.mfu_at_gemm_peak == pytest.approx(fp8.mfu / 2, rel=1e-3)
+    # the FP8 bound is never above the BF16 one, whatever the split
+    for m, dev, sp, batch, seq in (
+        (LLAMA405, H100, TrainSplit(dp=8, tp=8, pp=16, cp=16, zero=1), 128, 131072),
+        (DSV3, H800, TrainSplit(dp=128, pp=16, ep=64, zero=1), 15360, 4096),
+        (LLAMA8, H100, TrainSplit(dp=64, zero=3), 512, 4096),
+    ):
+        one = train(m, dev, sp, batch=batch, seq=seq)
+        eight = train(m, dev, sp, batch=batch, seq=seq, dtype="fp8")
+        assert eight.exposed_s <= one.exposed_s and eight.seconds <= one.seconds
+
+
+def test_mla_and_moe_flops_by_hand():
+    # DeepSeek-V3's matrices a layer: MLA q 1536 x (7168 + 128 x 192), the latent and RoPE key
+    # 7168 x (512 + 64), the latent's expansion 512 x 128 x (128 + 128), output 128 x 128 x 7168
+    attention = 1536 * (7168 + 128 * 192) + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
+    assert attention == 187_105_280
+    dense = 3 * 7168 * 18432  # the first 3 layers' MLP
+    moe = 7168 * 256 + (8 + 1) * 3 * 7168 * 2048  # router, 8 routed and 1 shared expert
+    n = 61 * attention + 3 * dense + 58 * moe + 129280 * 7168
+    assert n == 36_624_596_992  # with the embedding's 0.93 B: the report's "37B activated"
+    # causal attention at the expanded widths: 4096 x 128 x (192 + 128) a token a layer
+    tokens = 4096
+    assert training_flops(DSV3, tokens, 4096) == 3 * (2 * n + 4096 * 128 * 320 * 61) * tokens
+    # and the same count in the communication roofline's N
+    from roofline_book.distributed.comm import tokens_to_hide
+
+    assert tokens_to_hide(DSV3, H800, 1.0) == pytest.approx(H800.peak_flops("bf16") / (4 * n))
+
+
+def test_mla_and_moe_layer_activations_by_hand():
+    h, heads, a = 7168, 128, 2
+
+    def norm(w):  # eager RMSNorm: FP32 input, 1/rms, BF16 normalised, output
+        return 4 * w + 4 + 2 * w + 2 * w
+
+    moe = activations.layer_activation_bytes(DSV3)
+    # two RMSNorms of the layer, and MLA's on the compressed query and on the latent
+    assert moe["norms"] == 2 * norm(h) + norm(1536) + norm(512)
+    # q and k expanded at 128 x 192, v and the output at 128 x 128, log-sum-exp per head
+    assert moe["attention"] == a * (2 * heads * 192 + 2 * heads * 128) + 4 * heads
+    # SwiGLU 8F bytes for each of the 8 routed and the 1 shared expert, the 8 copies of the
+    # token sent to the experts and their 8 outputs weighted by the router, its FP32 scores
+    assert moe["mlp"] == 9 * 8 * 2048 + 2 * 8 * a * h + 4 * 256
+    first = activations.layer_activation_bytes(DSV3, layer=0)
+    assert first["mlp"] == 8 * 18432  # a dense layer
+    fused = activations.layer_activation_bytes(DSV3, saving="fused")
+    assert fused["mlp"] == 9 * 6 * 2048 + 8 * a * h + 4 * 256
+
+
+def test_cli_prints_llama3_405b_and_its_json_validates(capsys):
+    # the catalog's models are the shapes above
+    for name, shapes in (("llama-3.1-405b", LLAMA405), ("deepseek-v3", DSV3)):
+        assert model(name).parameters(active=True) == shapes.parameters(active=True)
+        assert model(name).parameters() == shapes.parameters()
+    argv = ["train", "--model", "llama-3.1-405b", "--gpus", "16384", "--tp", "8", "--pp", "16",
+            "--cp", "16", "--seq", "131072", "--batch", "128", "--zero", "1",
+            "--grad-dtype", "fp32"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    step = train(LLAMA405, H100, TrainSplit(dp=8, tp=8, pp=16, cp=16, zero=1), batch=128,
+                 seq=131072, grad_dtype="fp32")  # fmt: skip
+    assert "(DP 8, TP 8, PP 16, CP 16, ZeRO 1)" in out
+    assert "against the BF16 peak" in out
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["cp"], data["ep"], data["dtype"]) == (16, 1, "bf16")
+    assert data["model_flops_per_s_per_device"] == pytest.approx(step.flops_per_device_s)
+    assert data["model_flops_per_s_per_device"] >= 380e12  # Llama 3, Table 4
+    jsonschema = pytest.importorskip("jsonschema")
+    from roofline_book.cli.schema import SCHEMAS
+
+    validator = jsonschema.Draft202012Validator(SCHEMAS["train"])
+    assert not list(validator.iter_errors(data))
+    argv = ["train", "--model", "deepseek-v3", "--gpus", "2048", "--pp", "16", "--ep", "64",
+            "--zero", "1", "--batch", "15360", "--dtype", "fp8", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["peak_flops_per_s"] == PEAK and data["gemm_peak_flops_per_s"] == 1978.9e12
+    assert not list(validator.iter_errors(data))
