@@ -14,7 +14,7 @@ from .._base import validate as _validate
 from .._base.records import record_field
 from ..devices.catalog import Hardware
 from ..llm.block import LLAMA2_7B, Block, block_ops, optimizer_ops
-from ..llm.config import ModelConfig, model, models
+from ..llm.config import ModelConfig
 from ..present.tables import Row, block_table, optimizer_table
 from ..units import si
 from .common import (
@@ -24,6 +24,8 @@ from .common import (
     device_from_args,
     device_line,
     emit_result,
+    model_arg,
+    model_help,
     number,
     parse_size,
     text_table,
@@ -100,13 +102,14 @@ def _block_ops(
 
 
 def _model(args: argparse.Namespace) -> ModelConfig:
-    """``--model`` （默认 Llama-2-7B），按给出的 ``--hidden``、``--heads``、``--ffn`` 改过尺寸。"""
-    base = LLAMA2_7B.model if args.model is None else model(args.model)
+    """``--model`` （默认 Llama-2-7B；目录中的名字或 ``config.json`` 的路径），按给出的
+    ``--hidden``、``--heads``、``--ffn`` 改过尺寸。"""
+    base = LLAMA2_7B.model if args.model is None else model_arg(args.model)
     sizes: dict[str, Any] = {f: getattr(args, f) for f in _SIZES if hasattr(args, f)}
-    if "hidden" in sizes or "heads" in sizes:
-        sizes["head_dim"] = None  # hidden / heads again
-        if "heads" in sizes and base.kv_heads == base.heads:  # multi-head stays multi-head
-            sizes["kv_heads"] = sizes["heads"]
+    if ("hidden" in sizes or "heads" in sizes) and not base.mla:
+        sizes["head_dim"] = None  # hidden / heads again; MLA's heads keep their published width
+    if "heads" in sizes and base.kv_heads == base.heads:  # multi-head stays multi-head
+        sizes["kv_heads"] = sizes["heads"]
     return dataclasses.replace(base, **sizes) if sizes else base
 
 
@@ -146,10 +149,23 @@ def _rows_table(rows: Sequence[Row], *, total: bool = True) -> str:
     return text_table(header, body, right={1, 2, 3, 4, 6, 7, 8})
 
 
+def _checkpoint_dtype(args: argparse.Namespace, shape: ModelConfig) -> str | None:
+    """没有给 ``--dtype``、``config.json`` 的 ``quantization_config`` 是 W8A8 （权重与激活同一种
+    格式，DeepSeek-V3 的 FP8）时，block 用的精度；否则为 None。block 只有一种精度，W4A16 这样
+    权重与激活不同的格式用 ``infer``。"""
+    ckpt = shape.checkpoint
+    if hasattr(args, "dtype") or ckpt is None or ckpt.weights != ckpt.activations:
+        return None
+    return ckpt.activations
+
+
 def run(args: argparse.Namespace) -> int:
     """``block`` 子命令：一个 decoder block 的各算子，可选加上 AdamW。"""
     shape = _model(args)
     changes = {f: getattr(args, f) for f in ("batch", "seq", "dtype", "causal") if hasattr(args, f)}
+    checkpoint = _checkpoint_dtype(args, shape)
+    if checkpoint is not None:
+        changes["dtype"] = checkpoint
     config = Block(shape, **changes)
     args.attention = _validate.choice("--attention", args.attention, ops.ATTENTION_IMPLS)
     optimizer_flags = ("param_dtype", "grad_dtype", "state_dtype", "model_dtype")
@@ -198,6 +214,13 @@ def run(args: argparse.Namespace) -> int:
         f"{named}decoder block ({sizes}, dtype={config.dtype}, causal={config.causal}, "
         f"attention={args.attention}), forward pass"
     )
+    ckpt = shape.checkpoint
+    if checkpoint is not None:
+        print(f"dtype {checkpoint}: the checkpoint's ({ckpt.scheme}, from the config.json's "
+              "quantization_config); --dtype runs another")  # fmt: skip
+    elif ckpt is not None and not hasattr(args, "dtype"):
+        print(f"dtype {config.dtype}: block has one precision, the checkpoint's {ckpt.scheme} "
+              "is not it; infer models its weights and activations")  # fmt: skip
     print(f"device: {device_line(device, config.dtype)}")
     print()
     print(_rows_table(rows))
@@ -225,9 +248,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     block.add_argument(
         "--model",
-        metavar="NAME",
-        help=f"catalog model whose layer the block is, any case: {', '.join(models())} "
-        f"(default: {LLAMA2_7B.model.key})",
+        metavar="NAME|PATH",
+        help="the model whose layer the block is: " + model_help(LLAMA2_7B.model.key),
     )
     for field in _CONFIG_FIELDS:
         block.add_argument(

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from .._base.validate import InvalidArgument
 from ..devices.catalog import Hardware, adhoc, catalog, hardware
 
 if TYPE_CHECKING:  # the type of what read_run_file returns; measure/ loads only when needed
@@ -21,6 +22,9 @@ from ..present.words import RESOURCES
 from ..units import SIZE_FORMS, parse_si, si
 from ..units import parse_size as _parse_size
 from .results import is_adhoc
+
+if TYPE_CHECKING:  # the types of what model_arg returns and reads
+    from ..llm.config import ModelConfig
 
 PROG = "roofline-book"
 DEFAULT_DEVICE = "h100-sxm"
@@ -42,6 +46,8 @@ __all__ = [
     "emit",
     "emit_result",
     "is_adhoc",
+    "model_arg",
+    "model_help",
     "number",
     "output_file",
     "parse_bandwidth",
@@ -278,6 +284,63 @@ def read_run_file(path: str, what: str = "the run file") -> Run:
         ) from None
     except ValueError as exc:  # not a run file: the message names the file and the field
         raise UsageError(str(exc)) from None
+
+
+def _is_config_path(text: str) -> bool:
+    """``--model`` 的值是否当作 ``config.json`` 的路径：以 ``.json`` 结尾，或是一个已有的文件。"""
+    return text.lower().endswith(".json") or Path(text).is_file()
+
+
+def model_help(default: str | None = None) -> str:
+    """``--model`` 的帮助文字：目录中的模型，或一份 Hugging Face ``config.json`` 的路径。"""
+    from ..llm.config import models
+
+    tail = f" (default: {default})" if default is not None else ""
+    return (
+        f"catalog model, any case: {', '.join(models())}; or the path to a Hugging Face "
+        f"config.json (a name ending in .json, or an existing file){tail}"
+    )
+
+
+def model_arg(text: str, flag: str = "--model") -> ModelConfig:
+    """``--model`` 给出的模型：目录中的名字，或一份 Hugging Face ``config.json`` 的路径（以
+    ``.json`` 结尾或是已有的文件，由 :func:`roofline_book.llm.config.model_from_config` 读入）。
+
+    ``infer``、``block`` 与 ``train`` 都这样读 ``--model``。读不了时抛出一行、写明 ``flag`` 的
+    :class:`UsageError`：文件不存在、不是合法的 JSON、``model_type`` 不支持（导入的原话）；
+    两者都不是时列出目录中的名字。
+
+    Examples
+    --------
+    >>> model_arg("Llama-2-7B").key
+    'llama-2-7b'
+    >>> model_arg("no/such/config.json")
+    Traceback (most recent call last):
+    ...
+    roofline_book.cli.common.UsageError: --model 'no/such/config.json': no such file
+    >>> model_arg("gpt-9")
+    Traceback (most recent call last):
+    ...
+    roofline_book.cli.common.UsageError: --model 'gpt-9' is not in the catalog; allowed: \
+llama-2-7b, ...; or the path to a Hugging Face config.json
+    """
+    from ..llm.config import model, model_from_config
+
+    if not _is_config_path(text):
+        try:
+            return model(text)
+        except InvalidArgument as exc:
+            raise UsageError(
+                f"{flag} {exc.detail}; or the path to a Hugging Face config.json"
+            ) from None
+    if not Path(text).exists():
+        raise UsageError(f"{flag} {text!r}: no such file")
+    try:
+        return model_from_config(text)
+    except InvalidArgument as exc:  # the importer's words: which key, what it allows
+        detail = exc.detail if exc.name == "config" else str(exc)
+        where = "" if text in detail else f" {text!r}"  # the importer names the file itself
+        raise UsageError(f"{flag}{where}: {detail}") from None
 
 
 def device_line(device: Hardware, precision: str) -> str:

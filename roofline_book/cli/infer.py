@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._base.records import record_field
-from ..distributed.parallel import GPUS_PER_NODE, Split
-from ..distributed.report import InferenceReport, inference_report, tp_that_fits
-from ..llm.inference import Precisions, model, models
+from ..distributed.parallel import DEFAULT_NETWORK, GPUS_PER_NODE, Comm, Split
+from ..distributed.report import InferenceReport, ep_that_fits, inference_report, tp_that_fits
+from ..llm.config import ModelConfig
+from ..llm.inference import Precisions
 from ..llm.serving import MEMORY_RESERVE
 from ..roofline.roofs import time_bound
 from ..units import si
@@ -24,6 +25,8 @@ from .common import (
     device_from_args,
     device_line,
     emit_result,
+    model_arg,
+    model_help,
     number,
     parse_size,
     text_table,
@@ -45,6 +48,55 @@ class PrecisionsEntry:
     scheme: str = record_field(description="the scheme's name, e.g. W4A16")
     zero_point: bool = record_field(description="a zero point per group (asymmetric)")
     embeddings: str = record_field(description="the embedding table and the LM head")
+    weight_block: int | None = record_field(
+        nullable=True,
+        minimum=1,
+        unit="1",
+        description="one FP32 scale per weight_block x weight_block block of weights; null: none",
+    )
+    source: str = record_field(
+        enum=["checkpoint", "flags"],
+        description="checkpoint: the config.json's quantization_config (no --weights-dtype or "
+        "--dtype given); flags: --weights-dtype, --dtype and their defaults",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferComm:
+    """一步中的一种集合通信（整个模型）。"""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "one collective of the step"}
+
+    what: str = record_field(description="the collective's role")
+    op: str = record_field(
+        enum=["all_reduce", "all_gather", "all_to_all", "send_recv"], description="the collective"
+    )
+    count: int = record_field(minimum=0, unit="1", description="times per step")
+    bytes: float = record_field(
+        minimum=0, unit="byte", description="each time, each device's buffer (sent)"
+    )
+    devices: int = record_field(minimum=0, unit="1", description="devices taking part")
+    link: str = record_field(
+        description="nvlink, pcie, ...; nvlink+<network> when it also crosses nodes over the NIC"
+    )
+    transfer_time_s: float = record_field(
+        minimum=0, unit="s", description="bandwidth term, all times"
+    )
+    latency_time_s: float = record_field(minimum=0, unit="s", description="alpha term, all times")
+
+    @classmethod
+    def of(cls, c: Comm) -> InferComm:
+        """集合通信 ``c`` 的记录。"""
+        return cls(
+            what=c.what,
+            op=c.op,
+            count=c.count,
+            bytes=c.nbytes,
+            devices=c.devices,
+            link=c.link,
+            transfer_time_s=c.time.bandwidth_s,
+            latency_time_s=c.time.latency_s,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +125,11 @@ _TIME = (
     "collectives' bandwidth terms, which may overlap it"
 )
 _FLOOR = "no implementation, fused or overlapped, is faster"
+_DEVICE_OPS = (
+    "the whole model's operators, one device's share after the split (the same as ops on one "
+    "device)"
+)
+_COMMS = "the step's collectives, whole model; empty on one device"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +144,8 @@ class Prefill:
     )
     layer_ops: tuple[LayerOp, ...] = record_field(description="one layer's operators (layer 0)")
     ops: tuple[StepOp, ...] = record_field(description="the whole model's operators")
+    device_ops: tuple[StepOp, ...] = record_field(description=_DEVICE_OPS)
+    communication: tuple[InferComm, ...] = record_field(description=_COMMS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -107,6 +166,8 @@ class Decode:
     )
     layer_ops: tuple[LayerOp, ...] = record_field(description="one layer's operators (layer 0)")
     ops: tuple[StepOp, ...] = record_field(description="the whole model's operators")
+    device_ops: tuple[StepOp, ...] = record_field(description=_DEVICE_OPS)
+    communication: tuple[InferComm, ...] = record_field(description=_COMMS)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +179,9 @@ class InferResult(Result):
     }
 
     command: str = command_field("infer")
-    model: str = record_field(description="catalog key of the model")
+    model: str = record_field(
+        description="catalog key of the model, or the key of a config.json's name"
+    )
     parameters: int = record_field(minimum=0, unit="1", description="parameters")
     active_parameters: int = record_field(
         minimum=0, unit="1", description="parameters used per token"
@@ -152,12 +215,31 @@ class InferResult(Result):
         minimum=0, unit="1", description="batch at which decode's MLP GEMM reaches the ridge"
     )
     devices: int = record_field(
-        minimum=0, unit="1", description="devices of the group, tp x pp (1 unsplit)"
+        minimum=0, unit="1", description="devices of the group, max(tp, ep) x pp (1 unsplit)"
+    )
+    nodes: int = record_field(
+        minimum=0,
+        unit="1",
+        description=f"nodes of {GPUS_PER_NODE} GPUs the group spans: "
+        f"ceil(devices / {GPUS_PER_NODE})",
     )
     tp: int = record_field(minimum=0, unit="1", description="tensor-parallel devices")
     pp: int = record_field(minimum=0, unit="1", description="pipeline stages")
     ep: int = record_field(
-        minimum=0, unit="1", description="expert-parallel devices (of the TP group)"
+        minimum=0,
+        unit="1",
+        description="expert-parallel devices: of the TP group (ep <= tp), or ep devices with "
+        "attention data-parallel in ep / tp groups (ep > tp)",
+    )
+    attention_dp: int = record_field(
+        minimum=1,
+        unit="1",
+        description="attention data-parallel groups: ep / tp if ep > tp, else 1",
+    )
+    batch_per_device: int = record_field(
+        minimum=0,
+        unit="1",
+        description="sequences each device's attention runs: ceil(batch / attention_dp)",
     )
     weight_bytes_per_device: int = record_field(
         minimum=0, unit=_B, description="weights on the device that holds most"
@@ -185,8 +267,9 @@ class InferResult(Result):
     decode: Decode = record_field()
 
     @classmethod
-    def of(cls, r: InferenceReport) -> InferResult:
-        """回答 ``r`` 的记录。"""
+    def of(cls, r: InferenceReport, *, from_checkpoint: bool = False) -> InferResult:
+        """回答 ``r`` 的记录；``from_checkpoint``：权重与激活的格式取自 checkpoint 的
+        ``quantization_config``。"""
         c, d, p = r.config, r.device, r.precisions
         precision = p.activations
 
@@ -221,6 +304,8 @@ class InferResult(Result):
                 scheme=p.scheme,
                 zero_point=p.zero_point,
                 embeddings=p.table_precision,
+                weight_block=p.weight_block,
+                source="checkpoint" if from_checkpoint else "flags",
             ),
             sliding_window=c.sliding_window,
             local_layers=c.local_layers,
@@ -232,9 +317,12 @@ class InferResult(Result):
             max_batch=r.max_batch,
             decode_batch_to_ridge=r.decode_batch_to_ridge,
             devices=r.split.devices,
+            nodes=r.nodes,
             tp=r.split.tp,
             pp=r.split.pp,
             ep=r.split.ep,
+            attention_dp=r.split.attention_dp,
+            batch_per_device=r.batch_per_device,
             weight_bytes_per_device=r.weight_bytes_per_device,
             kv_cache_bytes_per_sequence_per_device=r.kv_bytes_per_sequence_per_device,
             communication_time_s=r.decode.communication_s,
@@ -252,6 +340,8 @@ class InferResult(Result):
                 any_implementation_time_lower_bound_s=r.prefill.floor_s,
                 layer_ops=layer(r.prefill.layer_ops),
                 ops=whole(r.prefill.ops),
+                device_ops=whole(r.prefill.device_ops),
+                communication=tuple(InferComm.of(c) for c in r.prefill.comms),
             ),
             decode=Decode(
                 time_lower_bound_s=r.decode.seconds,
@@ -260,6 +350,8 @@ class InferResult(Result):
                 any_implementation_tokens_per_s=r.floor_tokens_per_s,
                 layer_ops=layer(r.decode.layer_ops),
                 ops=whole(r.decode.ops),
+                device_ops=whole(r.decode.device_ops),
+                communication=tuple(InferComm.of(c) for c in r.decode.comms),
             ),
         )
 
@@ -269,17 +361,41 @@ RESULT = InferResult
 _HEADER = ("operator", "FLOPs", "bytes", "FLOP/B", "bound", "time bound")
 
 
-def run(args: argparse.Namespace) -> int:
-    """``infer`` 子命令。"""
-    config = model(args.model)
-    device = device_from_args(args)
+def precisions_from_args(args: argparse.Namespace, config: ModelConfig) -> tuple[Precisions, bool]:
+    """权重、激活与 KV cache 的精度，以及它们是否取自 checkpoint。
+
+    ``config.json`` 有 ``quantization_config`` （:attr:`ModelConfig.checkpoint`）而用户没有给
+    ``--weights-dtype`` 与 ``--dtype`` 时，权重与激活取 checkpoint 的格式（DeepSeek-V3：FP8 W8A8、
+    每 128x128 块一个 scale）；给了其中一个时按所给的（另一个默认 BF16）。``--kv-dtype``、
+    ``--zero-point``、``--quantize-embeddings`` 总是照所给的。
+    """
+    given = args.weights_dtype is not None or args.dtype is not None
+    ckpt = config.checkpoint
+    if ckpt is not None and not given:
+        p = Precisions(
+            weights=ckpt.weights,
+            activations=ckpt.activations,
+            kv=args.kv_dtype,
+            zero_point=ckpt.zero_point or args.zero_point,
+            quantize_embeddings=args.quantize_embeddings,
+            weight_block=ckpt.weight_block,
+        )
+        return p, True
     p = Precisions(
-        weights=args.weights_dtype,
-        activations=args.dtype,
+        weights=args.weights_dtype or "bf16",
+        activations=args.dtype or "bf16",
         kv=args.kv_dtype,
         zero_point=args.zero_point,
         quantize_embeddings=args.quantize_embeddings,
     )
+    return p, False
+
+
+def run(args: argparse.Namespace) -> int:
+    """``infer`` 子命令。"""
+    config = model_arg(args.model)
+    device = device_from_args(args)
+    p, from_checkpoint = precisions_from_args(args, config)
     split = Split(tp=args.tp, pp=args.pp, ep=args.ep)
     batch = 1 if args.batch is None else args.batch
     r = inference_report(
@@ -288,9 +404,9 @@ def run(args: argparse.Namespace) -> int:
     if not r.fits:
         raise UsageError(_does_not_fit(r, given=args.batch is not None))
     if args.json:
-        emit_result(InferResult.of(r))
+        emit_result(InferResult.of(r, from_checkpoint=from_checkpoint))
         return 0
-    _text(r)
+    _text(r, from_checkpoint=from_checkpoint)
     return 0
 
 
@@ -314,14 +430,26 @@ def _does_not_fit(r: InferenceReport, *, given: bool) -> str:
     )
     if device.link_bandwidth is None:
         return f"{what}; a device with more memory, or smaller --weights-dtype/--kv-dtype/--context"
-    wider = tp_that_fits(r.config, device, split, r.batch, context=r.context, prompt=r.prompt,
-                         precisions=r.precisions)  # fmt: skip
-    if wider is not None:
-        tp, most = wider
+    if split.ep <= split.tp:  # wider TP first: the same devices' memory, split finer
+        wider = tp_that_fits(r.config, device, split, r.batch, context=r.context,
+                             prompt=r.prompt, precisions=r.precisions)  # fmt: skip
+        if wider is not None:
+            tp, most = wider
+            more = f", at most {most} sequence(s)" if given else ""
+            return f"{what}; add --tp {tp} to split each layer over {tp} devices{more}"
+    more_ep = ep_that_fits(r.config, device, split, r.batch, context=r.context,
+                           prompt=r.prompt, precisions=r.precisions)  # fmt: skip
+    if more_ep is not None:  # a mixture of experts: more devices, fewer experts on each
+        ep, most = more_ep
         more = f", at most {most} sequence(s)" if given else ""
-        return f"{what}; add --tp {tp} to split each layer over {tp} devices{more}"
+        nodes = -(-Split(tp=split.tp, pp=split.pp, ep=ep).devices // GPUS_PER_NODE)
+        return (
+            f"{what}; add --ep {ep} to spread the experts over {ep} devices with attention "
+            f"data-parallel ({nodes} node(s) of {GPUS_PER_NODE}){more}"
+        )
+    widest = f"--tp {GPUS_PER_NODE}" + (" or more --ep" if r.config.experts > 1 else "")
     return (
-        f"{what}; it does not fit with --tp {GPUS_PER_NODE} either: add --pp, or use smaller "
+        f"{what}; it does not fit with {widest} either: add --pp, or use smaller "
         "--weights-dtype/--kv-dtype/--context"
     )
 
@@ -343,7 +471,59 @@ def _rows(ops: Any, r: InferenceReport) -> list[tuple[str, ...]]:
     return out
 
 
-def _text(r: InferenceReport) -> None:
+def _precision_line(r: InferenceReport, from_checkpoint: bool) -> str | None:
+    """精度从哪里来：checkpoint 的 ``quantization_config``，或 flag 代替了它；没有 checkpoint
+    格式时为 None。"""
+    ckpt, p = r.config.checkpoint, r.precisions
+    if ckpt is None:
+        return None
+    block = "" if ckpt.weight_block is None else (
+        f", one FP32 scale per {ckpt.weight_block}x{ckpt.weight_block} block"
+    )  # fmt: skip
+    zero = ", a zero point per group" if ckpt.zero_point else ""
+    theirs = f"{ckpt.weights} weights{block}{zero}, {ckpt.activations} activations ({ckpt.scheme})"
+    if from_checkpoint:
+        return (
+            f"precisions: the checkpoint's, from the config.json's quantization_config: {theirs}; "
+            "--weights-dtype or --dtype runs others"
+        )
+    return f"precisions: {p.weights} weights, {p.activations} activations as given, not the " \
+        f"checkpoint's {theirs}"  # fmt: skip
+
+
+def _split_lines(r: InferenceReport) -> list[str]:
+    """切分的说明：设备数怎么来的、跨几个节点，DP attention 与 EP 各自做什么、走哪条链路。"""
+    config, device, split = r.config, r.device, r.split
+    nodes = "one node" if r.nodes == 1 else f"{r.nodes} nodes"
+    lines = [
+        f"split: {split.devices} devices = max(TP {split.tp}, EP {split.ep}) x PP {split.pp}, "
+        f"{nodes} of {r.per_node} GPUs; {device.link}, {si(device.link_bandwidth or 0, 'B/s')} "
+        "per direction inside a node"
+        + (f", one {DEFAULT_NETWORK} NIC per GPU between nodes" if r.nodes > 1 else "")
+    ]
+    if split.ep > split.tp:
+        per = -(-config.experts // split.ep)
+        groups = f"{split.attention_dp} groups" + (f" of TP {split.tp}" if split.tp > 1 else "")
+        lines.append(
+            f"DP attention: attention, the dense layers and the shared experts run data-parallel "
+            f"in {groups}, the {r.batch} sequences shared out, at most {r.batch_per_device} to "
+            f"a group; the "
+            f"{config.experts} routed experts spread over {split.ep} devices, {per} on each. "
+            "Dispatch and combine (all-to-all) send a token once to each other GPU of its node "
+            "that holds one of its experts, over NVLink"
+            + (", and once to each other node that does, over the NIC (nvlink+"
+               f"{DEFAULT_NETWORK} below; both at once)" if r.nodes > 1 else "")
+            + "."
+        )  # fmt: skip
+    elif split.ep > 1:
+        lines.append(
+            f"EP: the {config.experts} routed experts spread over {split.ep} devices of the TP "
+            f"group, {config.experts // split.ep} on each; attention is split by TP"
+        )
+    return lines
+
+
+def _text(r: InferenceReport, *, from_checkpoint: bool = False) -> None:
     """``r`` 的文本报告。"""
     config, device, split, p = r.config, r.device, r.split, r.precisions
     group = split.devices > 1 or split.ep > 1
@@ -358,14 +538,17 @@ def _text(r: InferenceReport) -> None:
         f"prompt {r.prompt}, context {r.context}; weights {p.weights} ({p.scheme}), activations "
         f"{p.activations}, KV cache {p.kv}{window}"
     )
+    why = _precision_line(r, from_checkpoint)
+    if why is not None:
+        print(why)
     print(f"device: {device_line(device, p.activations)}")
     if group:
-        print(
-            f"split: {split.devices} devices (TP {split.tp}, PP {split.pp}, EP {split.ep}) over "
-            f"{device.link}, {si(device.link_bandwidth or 0, 'B/s')} per direction"
-        )
+        for line in _split_lines(r):
+            print(line)
     kind = config.layer_kind(0)
     which = "" if config.local_layers in (0, config.layers) else f" (layer 0, {kind})"
+    if config.experts > 1 and config.dense_layers:
+        which = f" (layer 0: dense, as the first {config.dense_layers}; the others are MoE)"
     for title, step in (("prefill", r.prefill), ("decode step", r.decode)):
         print()
         unsplit = ", before the split" if group else ""
@@ -402,6 +585,8 @@ def _text(r: InferenceReport) -> None:
         ("decode tokens per second", f"{r.tokens_per_s:,.0f} (upper bound)"),
         ("decode batch to the ridge", f"{r.decode_batch_to_ridge:.0f}"),
     ]
+    if split.attention_dp > 1:
+        lines[5:5] = [("sequences per device", f"{r.batch_per_device} (attention)")]
     if group:
         lines[1:1] = [("weights per device", si(r.weight_bytes_per_device, "B"))]
         lines[5:5] = [
@@ -432,9 +617,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             "and the largest batch that fits in the device's memory."
         ),
     )
-    infer.add_argument(
-        "--model", required=True, metavar="NAME", help=f"one of: {', '.join(models())}"
-    )
+    infer.add_argument("--model", required=True, metavar="NAME|PATH", help=model_help())
     infer.add_argument("--batch", type=parse_size, metavar="N", help="sequences (1)")
     infer.add_argument(
         "--context",
@@ -449,13 +632,17 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     infer.add_argument(
         "--prompt", type=parse_size, metavar="N", help="prompt tokens prefilled (--context)"
     )
-    infer.add_argument("--dtype", default="bf16", help="activations and compute (bf16)")
+    infer.add_argument(
+        "--dtype",
+        help="activations and compute (bf16, or the checkpoint's: see --weights-dtype)",
+    )
     infer.add_argument(
         "--weights-dtype",
-        default="bf16",
         help=(
             "linear layers' weights: bf16, fp8, int8, int4 (bf16); with --dtype bf16 they are "
-            "weight-only (W8A16, W4A16), --weights-dtype fp8 --dtype fp8 is W8A8"
+            "weight-only (W8A16, W4A16), --weights-dtype fp8 --dtype fp8 is W8A8. Without "
+            "either flag, a config.json's quantization_config sets both (DeepSeek-V3: FP8 W8A8 "
+            "with 128x128 block scales)"
         ),
     )
     infer.add_argument(
@@ -489,7 +676,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         type=parse_size,
         default=1,
         metavar="N",
-        help="expert parallel: devices of the TP group the experts spread over (1)",
+        help=(
+            "expert parallel: experts over N devices (1); N <= --tp uses the TP group's, "
+            "N > --tp (a multiple of it) runs attention data-parallel in N / tp groups "
+            "(DeepSeek's DP attention), with the all-to-all over NVLink and, beyond 8 GPUs, "
+            "the NIC"
+        ),
     )
     add_device_arguments(infer)
     infer.set_defaults(handler=run)

@@ -317,7 +317,7 @@ class StepOp(OpEntry):
     )
     layer_kind: str | None = record_field(
         nullable=True,
-        enum=["local", "global"],
-        description="local or global, where the two kinds differ",
+        enum=["local", "global", "dense", "moe"],
+        description="local or global, dense or moe, where the two kinds differ",
     )
     cost: CostOn = record_field(inline=True)

@@ -36,7 +36,7 @@ from ..llm.inference import (
 )
 from ..llm.quantization import Precisions
 from ..llm.serving import MEMORY_RESERVE, activation_peak, max_batch
-from .parallel import GPUS_PER_NODE, Comm, ParallelStep, Split, _link, infer
+from .parallel import GPUS_PER_NODE, Comm, ParallelStep, Split, _link, device_ops, infer
 
 DEFAULT_CONTEXT = 4096
 """没有给出 ``context`` 时的上下文长度（token）；模型的窗口更短时取窗口。"""
@@ -49,7 +49,10 @@ class StepReport:
     ``seconds``：算子一个接一个（切开时与通信带宽项取大者，见
     :class:`~roofline_book.distributed.parallel.ParallelStep`）；``floor_s``：任何实现的下界；
     ``communication_s``、``latency_s``：通信的带宽项（在下界中）与延迟项（估计，不在下界中），
-    一块设备时为 0。``layer_ops`` 是一层（第 0 层）的算子，``ops`` 是整个模型的，都不切开。
+    一块设备时为 0。``layer_ops`` 是一层（第 0 层）的算子，``ops`` 是整个模型的，都不切开；
+    ``device_ops`` 是整个模型在一块设备上的那一份（:func:`~.parallel.device_ops`；一块设备时
+    即 ``ops``）：TP 把 MLA absorbed attention 的 FLOPs 除以 ``tp``、latent cache 的字节不除，
+    它的算术强度在这里才看得到。
     """
 
     seconds: float
@@ -59,6 +62,7 @@ class StepReport:
     comms: tuple[Comm, ...]
     layer_ops: tuple[Op, ...]
     ops: tuple[StepOp, ...]
+    device_ops: tuple[StepOp, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,11 +90,25 @@ class InferenceReport:
     decode_batch_to_ridge: float
     prefill: StepReport
     decode: StepReport
+    per_node: int = GPUS_PER_NODE
+    """一个节点的 GPU 数（NVLink 连起来的一组）。"""
 
     @property
     def kv_bytes(self) -> int:
         """整个 batch 的 KV cache。"""
         return self.batch * self.kv_bytes_per_sequence
+
+    @property
+    def batch_per_device(self) -> int:
+        """每块设备的 attention 处理的序列数：DP attention（``ep > tp``）时为
+        ``ceil(batch / (ep / tp))``，否则为整个 ``batch`` （TP 组的设备各算全部序列的一部分
+        head）。"""
+        return -(-self.batch // self.split.attention_dp)
+
+    @property
+    def nodes(self) -> int:
+        """整组占的节点数：``ceil(devices / per_node)``。"""
+        return -(-self.split.devices // self.per_node)
 
     @property
     def activation_bytes_per_device(self) -> int:
@@ -182,7 +200,8 @@ def inference_report(
         )
         fits = group.max_batch
         weights, kv = group.weight_bytes_per_device, group.kv_bytes_per_sequence_per_device
-        prefill, decode = _of_group(group.prefill, prefill_ops), _of_group(group.decode, decode_ops)
+        prefill = _of_group(group.prefill, prefill_ops, c, split, batch, prompt, prompt, p)
+        decode = _of_group(group.decode, decode_ops, c, split, batch, 1, context, p)
     else:
         fits = None
         if device.memory_capacity is not None:
@@ -208,6 +227,7 @@ def inference_report(
         decode_batch_to_ridge=decode_batch_to_ridge(c, device, p),
         prefill=prefill,
         decode=decode,
+        per_node=per_node,
     )
 
 
@@ -223,13 +243,39 @@ def _one_device(
     entries = [(e.label, e.cost) for e in ops[1]]  # the step's operators, computed once
     seconds = step_time(entries, device, p).seconds
     floor = step_floor(config, batch, new, context, device, p).seconds
-    return StepReport(seconds, floor, 0.0, 0.0, (), *ops)
+    return StepReport(seconds, floor, 0.0, 0.0, (), *ops, device_ops=ops[1])
 
 
-def _of_group(step: ParallelStep, ops: tuple[tuple[Op, ...], tuple[StepOp, ...]]) -> StepReport:
-    """切开的一步（:class:`~roofline_book.distributed.parallel.ParallelStep`）及其切开前的算子。"""
+def _of_group(
+    step: ParallelStep,
+    ops: tuple[tuple[Op, ...], tuple[StepOp, ...]],
+    config: ModelConfig,
+    split: Split,
+    batch: int,
+    new: int,
+    context: int,
+    p: Precisions,
+) -> StepReport:
+    """切开的一步（:class:`~roofline_book.distributed.parallel.ParallelStep`）、切开前的算子，
+    与一块设备上的那一份。"""
+    shares = device_ops(config, split, batch, new, context, p)
+    # device_ops lists the entries of step_entries for the attention group's sequences, in
+    # their order: the same ids, layers and kinds, one device's cost
+    local = -(-batch // split.attention_dp)
+    entries = step_entries(config, local, new, context, p)
+    assert [e.label for e in entries] == [label for label, _ in shares]
+    mine = tuple(
+        StepOp(e.id, e.name, e.layers, e.layer_kind, cost)
+        for e, (_, cost) in zip(entries, shares, strict=True)
+    )
     return StepReport(
-        step.seconds, step.floor_s, step.communication_s, step.latency_s, step.comms, *ops
+        step.seconds,
+        step.floor_s,
+        step.communication_s,
+        step.latency_s,
+        step.comms,
+        *ops,
+        device_ops=mine,
     )
 
 
@@ -272,10 +318,54 @@ def tp_that_fits(
     return None
 
 
+def ep_that_fits(
+    config: ModelConfig,
+    device: Hardware,
+    split: Split,
+    batch: int,
+    *,
+    context: int,
+    prompt: int,
+    precisions: Precisions | None = None,
+    per_node: int = GPUS_PER_NODE,
+) -> tuple[int, int] | None:
+    """MoE 模型装不下时：``max(tp, ep)`` 的 2、4、8……倍中（不超过 expert 数）能以 DP attention
+    装下 ``batch`` 条序列的最小 EP，与它装得下的最大 batch；没有时（或模型是 dense 的）为 None。
+    每块设备的 routed expert 随 EP 变少，attention 与 dense 层的权重不变。
+
+    Examples
+    --------
+    DeepSeek-V3 的 FP8 权重按 EP 8 分开，每块设备约 101 GB，H100 的 80 GB 放不下；EP 16 时约 62 GB：
+
+    >>> from roofline_book import hardware
+    >>> from roofline_book.llm.config import model_from_config
+    >>> from roofline_book.llm.hf import __file__ as hf
+    >>> import pathlib
+    >>> v3 = model_from_config(pathlib.Path(hf).parent / "data" / "configs" / "deepseek-v3.json")
+    >>> ep_that_fits(v3, hardware("h100-sxm"), Split(tp=1, ep=8), 1, context=4096, prompt=4096,
+    ...              precisions=v3.checkpoint)[0]
+    16
+    """
+    if config.experts == 1:
+        return None
+    ep = 2 * max(split.ep, split.tp)
+    while ep <= config.experts:
+        wider = Split(tp=split.tp, pp=split.pp, ep=ep)
+        group = infer(
+            config, device, wider, batch=1, context=context, prompt=prompt,
+            precisions=precisions, per_node=per_node,
+        )  # fmt: skip
+        if group.max_batch is not None and group.max_batch >= batch:
+            return ep, group.max_batch
+        ep *= 2
+    return None
+
+
 __all__ = [
     "DEFAULT_CONTEXT",
     "InferenceReport",
     "StepReport",
+    "ep_that_fits",
     "inference_report",
     "tp_that_fits",
 ]
