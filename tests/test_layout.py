@@ -54,3 +54,21 @@ def test_tick_labels_outside_the_view_are_not_drawn_so_not_counted():
     assert overlaps(fig) == []
     fig.text(0.27, 0.5, "top", ha="right", va="center")  # beside the drawn label of 10
     assert [sorted(pair) for pair in overlaps(fig)] == [["'10'", "'top'"]]
+
+
+def test_a_reference_line_moves_its_words_off_a_measured_point():
+    # measured points sit where the words of a horizontal line would go (right edge, below it):
+    # the words move to the first clear spot, so a figure of another machine's data stays legible
+    from matplotlib.figure import Figure
+
+    from roofline_book.present.plotting import reference_line
+    from roofline_book.present.plotting.layout import overlaps
+
+    fig = Figure(figsize=(4, 3))
+    ax = fig.add_subplot()
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.plot([0.8, 0.85, 0.9, 0.95], [0.47, 0.47, 0.47, 0.47], "o")
+    _, words = reference_line(ax, 0.5, "fitted fixed time", side="right", below=True)
+    assert overlaps(fig) == []
+    assert (words.get_horizontalalignment(), words.get_verticalalignment()) != ("right", "top")

@@ -32,8 +32,9 @@ def reference_line(
     """横贯坐标轴的一条水平或竖直线（ridge point、某个极限、某个交点），文字写在边缘。
 
     水平线位于 ``y = value``，``text`` 写在坐标轴左边缘（``side="right"`` 时为右边缘）、线的上方
-    （``below`` 时在下方）；竖直线位于 ``x = value``，``text`` 竖排在线旁，从底边开始。位置以离线若
-    干 point 计，所以在任何刻度下都成立。
+    （``below`` 时在下方）；那里压住已画出的文字或数据点时（位置由实测数据决定的图，换一台机器就
+    可能这样），依次改试另一边、线的另一侧，取第一个不压住的位置；竖直线位于 ``x = value``，
+    ``text`` 竖排在线旁，从底边开始。位置以离线若干 point 计，所以在任何刻度下都成立。
 
     Parameters
     ----------
@@ -73,19 +74,41 @@ def reference_line(
             where, offset = (x, value), (0, gap)
             align = {"va": "top" if below else "bottom", "ha": ha}
             transform = ax.get_yaxis_transform()
-        drawn.append(
-            ax.annotate(
-                text,
-                where,
-                xycoords=transform,
-                xytext=offset,
-                textcoords="offset points",
-                fontsize=fontsize,
-                color=color,
-                **align,
-            )
+        note = ax.annotate(
+            text,
+            where,
+            xycoords=transform,
+            xytext=offset,
+            textcoords="offset points",
+            fontsize=fontsize,
+            color=color,
+            **align,
         )
+        drawn.append(note)
+        if not vertical:
+            _clear_of_others(note, value, side, below)
     return drawn
+
+
+def _clear_of_others(note, value: float, side: str, below: bool) -> None:
+    """把水平线的文字挪到四个位置（两边、线的上下）中第一个不压住别的文字或数据点的地方。"""
+    from .layout import overlaps
+
+    name = repr(str(note.get_text()))
+    other = "right" if side == "left" else "left"
+    for s, b in ((side, below), (other, below), (side, not below), (other, not below)):
+        x, ha = (0.02, "left") if s == "left" else (0.98, "right")
+        note.xy = (x, value)
+        note.set_position((0, -3 if b else 3))
+        note.set_horizontalalignment(ha)
+        note.set_verticalalignment("top" if b else "bottom")
+        if not any(name in pair for pair in overlaps(note.figure)):
+            return
+    x, ha = (0.02, "left") if side == "left" else (0.98, "right")  # none is clear: the first
+    note.xy = (x, value)
+    note.set_position((0, -3 if below else 3))
+    note.set_horizontalalignment(ha)
+    note.set_verticalalignment("top" if below else "bottom")
 
 
 def ridge_line(ax, ridge: float, text: str | None = None, **style):
