@@ -60,6 +60,8 @@ ALLOWED = {
     *("scatter", "gather", "to", "nvls", "moe"),
     # the alpha-beta model, named in English as the prose names it
     *("alpha", "beta"),
+    # the DeepSeek-V3 chapter: attention's forms and the MoE layer's all-to-all
+    *("query", "gqa", "mla", "latent", "rope", "mtp", "dispatch", "combine", "rdma"),
 }
 
 #: The CLI's page: its figure is the command line's output, in the CLI's language.
