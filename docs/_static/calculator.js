@@ -5,9 +5,11 @@
    window.rooflineBook.ready   a Promise, resolved once the package is importable (to the
                                manifest: the files, and the versions of the package, Pyodide
                                and Python)
-   window.rooflineBook.run(argv)
+   window.rooflineBook.run(argv, config)
                                runs `roofline-book ARGV` in the page; resolves to
-                               {code, stdout, stderr}, the installed command's output
+                               {code, stdout, stderr}, the installed command's output.
+                               config (optional): the text of a config.json, which the
+                               command reads as `--model config.json` (cli.calculator.run)
 
    The form is drawn from the spec the page carries (roofline_book.book.calculator.spec);
    each change builds the command line, runs it with --json, and shows the package's own
@@ -75,14 +77,17 @@
     }
   }
 
-  async function run(argv) {
+  async function run(argv, config) {
     if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string")) {
       throw new TypeError("argv must be an array of strings, e.g. ['op', 'gemm', '--m', '64']");
+    }
+    if (config !== undefined && config !== null && typeof config !== "string") {
+      throw new TypeError("config must be the text of a config.json");
     }
     await ready;
     const args = pyodide.toPy(argv);
     try {
-      return toJs(calculator.run(args));
+      return toJs(calculator.run(args, typeof config === "string" ? config : null));
     } finally {
       args.destroy();
     }
@@ -286,7 +291,22 @@
         element("input", { type: "text", name: "kv_dtype", value: q("kv_dtype", ""), placeholder: "默认 bf16", list: "calc-precisions" }),
         "--kv-dtype"
       ),
-      field("张量并行（TP）的设备数", element("input", { type: "text", name: "tp", value: q("tp", ""), placeholder: "默认 1" }), "--tp")
+      field("张量并行（TP）的设备数", element("input", { type: "text", name: "tp", value: q("tp", ""), placeholder: "默认 1" }), "--tp"),
+      field(
+        "专家并行（EP）的设备数（大于 TP 时 attention 按 EP / TP 组数据并行）",
+        element("input", { type: "text", name: "ep", value: q("ep", ""), placeholder: "默认 1" }),
+        "--ep"
+      ),
+      field(
+        "粘贴 config.json",
+        element("textarea", {
+          name: "config",
+          rows: 6,
+          spellcheck: "false",
+          placeholder: "可选：粘贴 Hugging Face 模型的 config.json 全文，就按它计算，不用上面选的模型",
+        }),
+        "--model config.json"
+      )
     );
     form.append(inferSet);
 
@@ -324,18 +344,25 @@
     const figure = element("figure", { class: "calc-figure roofline-figure" });
     root.append(form, command, error, results, figure);
 
+    /* The pasted config.json, or null: the command reads it as --model config.json. */
+    function pasted() {
+      const text = form.elements.config.value;
+      return form.elements.mode.value === "infer" && text.trim() !== "" ? text : null;
+    }
+
     function sync() {
       const infer = form.elements.mode.value === "infer";
       opSet.hidden = infer;
       inferSet.hidden = !infer;
       adhoc.hidden = deviceSelect.value !== "";
+      form.elements.model.disabled = pasted() !== null;
     }
 
     function argv() {
       const args = [];
       if (form.elements.mode.value === "infer") {
-        args.push("infer", "--model", form.elements.model.value);
-        for (const name of ["batch", "context", "prompt", "dtype", "weights_dtype", "kv_dtype", "tp"]) {
+        args.push("infer", "--model", pasted() === null ? form.elements.model.value : "config.json");
+        for (const name of ["batch", "context", "prompt", "dtype", "weights_dtype", "kv_dtype", "tp", "ep"]) {
           const value = form.elements[name].value.trim();
           if (value !== "") {
             args.push(`--${name.replace("_", "-")}`, value);
@@ -367,11 +394,13 @@
       sync();
       const args = argv();
       command.textContent = "roofline-book " + args.map(quote).join(" ");
+      const config = pasted();
       const ticket = ++latest;
-      const done = await run([...args, "--json"]);
+      const done = await run([...args, "--json"], config);
       if (ticket !== latest) return; // a newer change is on its way
-      const query = new URLSearchParams({ cmd: args.join(" ") }).toString();
-      window.history.replaceState(null, "", `${window.location.pathname}?${query}`);
+      // a pasted config.json does not fit in the address: it then carries no command
+      const address = config === null ? "?" + new URLSearchParams({ cmd: args.join(" ") }).toString() : "";
+      window.history.replaceState(null, "", `${window.location.pathname}${address}`);
       if (done.code !== 0) {
         error.textContent = done.stderr.trim() || `命令以状态 ${done.code} 退出`;
         error.hidden = false;

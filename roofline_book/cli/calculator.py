@@ -5,6 +5,11 @@
 stdout；:func:`tables` 与 :func:`points` 读 ``--json`` 的结果，给出页面上的表格和 roofline
 图中的点。这里只用标准库和本包的纯 Python 部分（浏览器里没有 NumPy）。
 
+页面上粘贴的 ``config.json`` 经 ``run(argv, config=text)`` 写成一个临时文件夹里的
+:data:`CONFIG_FILE`，命令行照常以 ``--model config.json`` 读它
+（:func:`roofline_book.llm.config.model_from_config`）：与把同样的内容存为 ``config.json``、
+在那个文件夹里运行同一条命令，输出相同，错误也是命令行的那一行。
+
 Examples
 --------
 >>> done = run(["op", "softmax", "--rows", "4096", "--cols", "4096", "--json"])
@@ -22,7 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Mapping, Sequence
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..present.tables import RESOURCE_ZH
@@ -32,14 +40,39 @@ from .common import number as _number
 #: 限制类型的中文叫法（JSON 的 ``bound_kind``）。
 BOUND_KINDS_ZH = {"compute": "compute-bound", "memory": "memory-bound"}
 
+#: 粘贴的配置在命令行中的文件名（``--model config.json``）。
+CONFIG_FILE = "config.json"
 
-def run(argv: Sequence[str]) -> dict[str, Any]:
+
+@contextlib.contextmanager
+def _pasted(config: str | None) -> Iterator[None]:
+    """``config`` 不为 None 时：在一个临时文件夹里把它写成 :data:`CONFIG_FILE`，期间以那里为
+    工作目录（命令行按相对路径读它，错误信息里也只有这个文件名）。"""
+    if config is None:
+        yield
+        return
+    if not isinstance(config, str):
+        raise TypeError(f"config must be the text of a config.json, got {type(config).__name__}")
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, CONFIG_FILE).write_text(config, "utf-8")
+        os.chdir(folder)
+        try:
+            yield
+        finally:
+            os.chdir(here)
+
+
+def run(argv: Sequence[str], config: str | None = None) -> dict[str, Any]:
     """在本进程中运行 ``roofline-book ARGV``，捕获它的输出。
 
     Parameters
     ----------
     argv : sequence of str
         ``roofline-book`` 之后的参数。
+    config : str, optional
+        粘贴的 ``config.json`` 的文本：命令在一个只有这个文件（:data:`CONFIG_FILE`）的文件夹里
+        运行，``--model config.json`` 读它。
 
     Returns
     -------
@@ -52,7 +85,7 @@ def run(argv: Sequence[str]) -> dict[str, Any]:
     if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
         raise TypeError("argv must be a sequence of str, e.g. ['op', 'gemm', '--m', '64']")
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with _pasted(config), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(list(argv))
         except SystemExit as exc:  # argparse exits on a usage error and on --help
@@ -156,7 +189,34 @@ def _infer_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
         ["整个 batch 的 KV cache", si(result["kv_cache_bytes"], "B")],
     ]
     split = result["devices"] > 1
+    if result["precisions"]["source"] == "checkpoint":
+        p = result["precisions"]
+        block = p["weight_block"]
+        scales = f"，每 {block}×{block} 块一个 FP32 scale" if block else ""
+        rows.insert(
+            2,
+            [
+                "精度（取自 config.json 的 quantization_config）",
+                f"权重 {p['weights']}、激活 {p['activations']}（{p['scheme']}）{scales}",
+            ],
+        )
     if split:
+        nodes = result["nodes"]
+        where = "一个节点" if nodes == 1 else f"{nodes} 个节点"
+        rows.append(
+            [
+                "设备数",
+                f"{result['devices']}（max(TP {result['tp']}, EP {result['ep']}) × PP "
+                f"{result['pp']}，{where}）",
+            ]
+        )
+        if result["attention_dp"] > 1:
+            rows.append(
+                [
+                    "每块设备的 attention 处理的序列数（DP attention）",
+                    f"{result['batch_per_device']}（{result['attention_dp']} 组数据并行）",
+                ]
+            )
         rows += [
             ["每块设备的权重", si(result["weight_bytes_per_device"], "B")],
             [

@@ -338,10 +338,8 @@ def ep_that_fits(
     DeepSeek-V3 的 FP8 权重按 EP 8 分开，每块设备约 101 GB，H100 的 80 GB 放不下；EP 16 时约 62 GB：
 
     >>> from roofline_book import hardware
-    >>> from roofline_book.llm.config import model_from_config
-    >>> from roofline_book.llm.hf import __file__ as hf
-    >>> import pathlib
-    >>> v3 = model_from_config(pathlib.Path(hf).parent / "data" / "configs" / "deepseek-v3.json")
+    >>> from roofline_book.llm.inference import model
+    >>> v3 = model("deepseek-v3")
     >>> ep_that_fits(v3, hardware("h100-sxm"), Split(tp=1, ep=8), 1, context=4096, prompt=4096,
     ...              precisions=v3.checkpoint)[0]
     16
