@@ -28,8 +28,17 @@ from roofline_book.devices.catalog import Hardware, network
 from roofline_book.devices.kernels import device_sram_bytes
 from roofline_book.distributed.allreduce import multi_node_all_reduce
 from roofline_book.distributed.collectives import bus_bandwidth
-from roofline_book.distributed.parallel import all_reduce
-from roofline_book.llm.inference import model, step_ops, step_time
+from roofline_book.distributed.parallel import (
+    Comm,
+    Split,
+    all_reduce,
+    dispatch_copies,
+    infer,
+    inference_comms,
+)
+from roofline_book.distributed.training import TrainingStep, TrainSplit, train, training_flops
+from roofline_book.llm.inference import adhoc_model, model, step_ops, step_time
+from roofline_book.llm.quantization import Precisions
 from roofline_book.measure import published
 from roofline_book.ops import mla_attention
 
@@ -282,6 +291,178 @@ def _all_reduce_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
     return Limit(seconds, False, "all-reduce bandwidth term")
 
 
+def _all_to_all_comm(device: Hardware, c: Mapping[str, Any]) -> tuple[Comm, float]:
+    """The package's dispatch or combine of one MoE layer (``parallel.inference_comms``, the
+    ``.comms`` of an ``infer`` step with ``Split(tp=1, ep=ep)``: attention data-parallel, each
+    token sent once to every other GPU of its node that holds one of its experts over the
+    catalog link, once to every other node over one NIC of ``network``, both at once) for
+    ``tokens`` tokens per GPU, uniform routing over ``experts`` with top-``topk``, FP8 dispatch
+    and BF16 combine; and the copies per token DeepEP's byte count counts, in the package's
+    routing (``parallel.dispatch_copies``). ``counted``: ``"rank"`` (intranode normal kernels:
+    every receiving rank, the own one included, which under uniform routing is hit as often as
+    each other rank, so ``intra x n / (n - 1)``), ``"node"`` (internode normal kernels: every
+    receiving node, the own one included, ``inter x nodes / (nodes - 1)``), ``"expert"``
+    (low-latency kernels: every (token, expert) pair, ``topk``)."""
+    ep, per_node, topk = c["ep"], c["per_node"], c["topk"]
+    moe = adhoc_model(
+        "deepep",
+        hidden=c["hidden"],
+        layers=1,
+        heads=1,
+        kv_heads=1,
+        ffn=c["hidden"],
+        vocab=1,
+        experts=c["experts"],
+        experts_per_token=topk,
+    )
+    comms = inference_comms(
+        moe,
+        Split(tp=1, ep=ep),
+        c["tokens"] * ep,
+        1,
+        device,
+        Precisions(activations="fp8"),
+        per_node=per_node,
+        net=network(c["network"]),
+    )
+    (comm,) = [x for x in comms if x.what == f"EP all-to-all ({c['op']})"]
+    intra, inter = dispatch_copies(moe, ep, per_node)
+    n, nodes = min(ep, per_node), -(-ep // per_node)
+    copies = {
+        "rank": intra * n / max(n - 1, 1),
+        "node": inter * nodes / max(nodes - 1, 1),
+        "expert": float(topk),
+    }[c["counted"]]
+    return comm, copies
+
+
+def _moe_all_to_all_bw(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """DeepEP's bandwidth over the package's time for the same all-to-all
+    (:func:`_all_to_all_comm`, its bandwidth term). DeepEP counts logical bytes, not bytes on
+    the wire: ``tokens x copies x width`` with the copies of ``counted`` and its widths
+    (``tests/test_intranode.py``, ``test_internode.py``, ``test_low_latency.py``): a normal FP8
+    dispatch ``hidden x (1 + 4/128)`` (FP8 and one FP32 scale per 128), a low-latency FP8
+    dispatch ``hidden + hidden/128 x 4 + 16``, a BF16 combine ``2 hidden``. The copies that
+    stay on the GPU (``rank``, ``expert``) or in the node (``node``) cross no NIC, so the
+    logical bandwidth allowed exceeds the link's: ``logical bytes / package time``."""
+    comm, copies = _all_to_all_comm(device, c)
+    h = c["hidden"]
+    if c["op"] == "combine":
+        width = 2.0 * h
+    elif c["counted"] == "expert":
+        width = h + h / 128 * 4 + 16
+    else:
+        width = h * (1 + 4 / 128)
+    seconds = comm.time.bandwidth_s
+    return Limit(
+        c["tokens"] * copies * width / seconds, True, f"bound {seconds:.4g} s ({comm.link})"
+    )
+
+
+def _moe_all_to_all_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """The bandwidth term of the package's dispatch or combine (:func:`_all_to_all_comm`) is a
+    time lower bound for the kernel (DeepEP's latency is its kernel time). The latency term is
+    left out: DeepEP's kernels are not NCCL's."""
+    comm, _ = _all_to_all_comm(device, c)
+    return Limit(comm.time.bandwidth_s, False, f"all-to-all bandwidth term ({comm.link})")
+
+
+def _serving_node_throughput(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """Tokens per second per ``per_node``-GPU node in one phase of a disaggregated service:
+    ``parallel.infer`` of ``model`` with ``Split(tp=1, ep=ep)`` (attention data-parallel),
+    ``Precisions`` from the row, the step's ``floor_s`` (fused floor of one GPU, or the
+    all-to-all's bandwidth term, whichever is longer).
+
+    - ``decode``: the largest batch that fits at ``context`` with no memory held back
+      (``reserve=0``; throughput grows with the batch), one decode step; each step gives each
+      sequence at most ``1 + mtp_layers`` tokens (multi-token prediction, every draft
+      accepted), while the step costs at least the one-token step: allowed = node's sequences
+      x (1 + mtp_layers) / step.
+    - ``prefill``: ``batch_per_gpu`` prompts of ``prompt`` tokens per GPU. Cached input tokens
+      (``cache_hit``) need no compute and are counted by the source: allowed = computed
+      tokens per node / step / (1 - cache_hit)."""
+    m, ep, per_node = model(c["model"]), c["ep"], c["per_node"]
+    p = Precisions(
+        weights=c["weights"],
+        activations=c["activations"],
+        kv=c["kv"],
+        weight_block=c.get("weight_block"),
+    )
+    split = Split(tp=1, ep=ep)
+    if c["phase"] == "decode":
+        fits = infer(m, device, split, batch=ep, context=c["context"], precisions=p, reserve=0.0)
+        batch = fits.max_batch
+        assert batch, f"{c['model']} does not fit"
+        step = infer(m, device, split, batch=batch, context=c["context"], precisions=p).decode
+        tokens = per_node * batch / ep * (1 + m.mtp_layers)
+        why = f"{batch // ep} sequences per GPU, step {step.floor_s:.4g} s"
+        return Limit(tokens / step.floor_s, True, why)
+    prompt, local = c["prompt"], c["batch_per_gpu"]
+    step = infer(
+        m, device, split, batch=local * ep, context=prompt, prompt=prompt, precisions=p
+    ).prefill
+    computed = per_node * local * prompt / step.floor_s
+    return Limit(computed / (1 - c["cache_hit"]), True, f"prefill step {step.floor_s:.4g} s")
+
+
+def _training_step(device: Hardware, c: Mapping[str, Any]) -> TrainingStep:
+    """``training.train`` of the row's model and split, one sequence per micro-batch (the most
+    micro-batches, the smallest 1F1B bubble the package counts), no recompute: its ``seconds``
+    (everything that can overlap overlapped) is the step's lower bound."""
+    split = TrainSplit(
+        dp=c["dp"],
+        tp=c.get("tp", 1),
+        pp=c.get("pp", 1),
+        cp=c.get("cp", 1),
+        ep=c.get("ep", 1),
+        zero=c.get("zero", 0),
+        reshard=c.get("reshard", True),
+    )
+    step = train(
+        model(c["model"]),
+        device,
+        split,
+        batch=c["batch_per_dp"] * c["dp"],
+        seq=c["seq"],
+        dtype=c.get("dtype", "bf16"),
+    )
+    assert step.devices == c["gpus"], f"{step.devices} devices, the source used {c['gpus']}"
+    return step
+
+
+def _training_rate(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """Model FLOP/s per GPU the training step bound allows (:func:`_training_step`), in the
+    source's FLOP count: ``training.training_flops`` counts 6 N per token plus causal
+    attention (each query against half the sequence, FlashAttention's count) for
+    ``attention = "causal"``; ``"full"`` counts the whole score matrix (Megatron's, and PaLM's
+    ``6 N + 12 L H Q T`` that Llama 3's MFU cites): attention is linear in ``seq`` in
+    ``training_flops(seq)``, so the full count is ``3 f(seq) - 2 f(seq / 2)``."""
+    step = _training_step(device, c)
+    seq = c["seq"]
+    tokens = c["batch_per_dp"] * c["dp"] * seq
+    m = model(c["model"])
+    flops = training_flops(m, tokens, seq)
+    if c["attention"] == "full":
+        flops = 3 * flops - 2 * training_flops(m, tokens, seq // 2)
+    return Limit(flops / (step.devices * step.seconds), True, f"step bound {step.seconds:.4g} s")
+
+
+def _training_step_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """The step bound of :func:`_training_step` as a time."""
+    step = _training_step(device, c)
+    return Limit(step.seconds, False, "training step bound")
+
+
+def _training_gpu_hours(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """GPU time per token: ``devices x`` the step bound (:func:`_training_step`) over the step's
+    tokens, in GPU-seconds per token (the unit turns it into GPU-hours per 10^12 tokens). At the
+    full batch the step's fixed costs are spread over the most tokens, so a run that ramped its
+    batch up cannot average below it."""
+    step = _training_step(device, c)
+    tokens = c["batch_per_dp"] * c["dp"] * c["seq"]
+    return Limit(step.devices * step.seconds / tokens, False, f"step bound {step.seconds:.4g} s")
+
+
 #: Row kind -> the function that computes its limit.
 KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "attention_forward": _attention_forward,
@@ -299,6 +480,12 @@ KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "all_reduce_busbw": _all_reduce_busbw,
     "all_reduce_busbw_nodes": _all_reduce_busbw_nodes,
     "all_reduce_time": _all_reduce_time,
+    "moe_all_to_all_bw": _moe_all_to_all_bw,
+    "moe_all_to_all_time": _moe_all_to_all_time,
+    "serving_node_throughput": _serving_node_throughput,
+    "training_rate": _training_rate,
+    "training_step_time": _training_step_time,
+    "training_gpu_hours": _training_gpu_hours,
 }
 
 

@@ -23,7 +23,8 @@ from ...roofline.roofs import attainable
 #: 数据文件在包内的位置（相对 ``roofline_book.measure``）。
 DATA = ("data", "published_measurements.toml")
 
-#: 每个单位换成 SI 基本单位（FLOP/s、byte/s、token/s、秒、字节）的倍数。
+#: 每个单位换成 SI 基本单位（FLOP/s、byte/s、token/s、秒、字节；训练的代价按每个 token 的 GPU 秒）
+#: 的倍数。
 UNITS: Mapping[str, float] = MappingProxyType(
     {
         "TFLOP/s": 1e12,
@@ -31,7 +32,9 @@ UNITS: Mapping[str, float] = MappingProxyType(
         "GB/s": 1e9,
         "tok/s": 1.0,
         "ms": 1e-3,
+        "us": 1e-6,
         "s": 1.0,
+        "GPU-h/Ttok": 3600 / 1e12,  # GPU-hours per 10^12 tokens, as GPU-seconds per token
         "B": 1.0,
         "MiB": 2.0**20,
         "GiB": 2.0**30,
