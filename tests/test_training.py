@@ -585,3 +585,11 @@ def test_cli_prints_llama3_405b_and_its_json_validates(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["peak_flops_per_s"] == PEAK and data["gemm_peak_flops_per_s"] == 1978.9e12
     assert not list(validator.iter_errors(data))
+    # the released config.json the catalog reads gives the same step
+    from importlib import resources
+
+    path = resources.files("roofline_book.llm").joinpath("data/configs/deepseek-v3.json")
+    argv[argv.index("deepseek-v3")] = str(path)
+    assert main(argv) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["step_time_exposed_tp_s"] == data["step_time_exposed_tp_s"]

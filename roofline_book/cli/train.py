@@ -24,9 +24,15 @@ from ..distributed.training import (
     train,
     training_flops,
 )
-from ..llm.inference import model, models
 from ..units import si
-from .common import device_from_args, emit_result, parse_size, text_table
+from .common import (
+    device_from_args,
+    emit_result,
+    model_arg,
+    model_help,
+    parse_size,
+    text_table,
+)
 from .results import Result, command_field
 
 DTYPES = ("bf16", "fp16", "fp8")
@@ -233,7 +239,7 @@ class TrainResult(Result):
 RESULT = TrainResult
 
 
-def _hint(args: argparse.Namespace, split: TrainSplit) -> str:
+def _hint(args: argparse.Namespace, split: TrainSplit, config: Any) -> str:
     """内存放不下时可以试的选项。"""
     tries = []
     if split.zero < 3:
@@ -244,13 +250,15 @@ def _hint(args: argparse.Namespace, split: TrainSplit) -> str:
         tries.append("a smaller --micro-batch")
     if split.zero == 3 and not split.reshard:
         tries.append("dropping --no-reshard")
-    tries.append("more --tp or --pp")
+    if config.experts > 1 and split.ep < config.experts:
+        tries.append("more --ep")
+    tries.append("more --tp, --pp or --cp")
     return "try " + ", ".join(tries)
 
 
 def run(args: argparse.Namespace) -> int:
     """``train`` 子命令。"""
-    config = model(args.model)
+    config = model_arg(args.model)
     device = device_from_args(args)
     split = TrainSplit.over(
         args.gpus,
@@ -330,7 +338,7 @@ def _text(args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
     if capacity is not None:
         fits = f" of {si(capacity, 'B')}"
         if memory > capacity:
-            fits += f" (does not fit: {_hint(args, split)})"
+            fits += f" (does not fit: {_hint(args, split, config)})"
     exposed = step.exposed_s != step.seconds
     lines = [
         ("step FLOPs", si(result.step_flops, "FLOP")),
@@ -382,7 +390,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
             "micro-step, the memory per device, the step time lower bound and the MFU it allows."
         ),
     )
-    p.add_argument("--model", required=True, metavar="NAME", help=f"one of: {', '.join(models())}")
+    p.add_argument("--model", required=True, metavar="NAME|PATH", help=model_help())
     p.add_argument("--gpus", type=parse_size, required=True, metavar="N", help="GPUs in all")
     p.add_argument("--tp", type=parse_size, default=1, metavar="N", help="tensor parallel (1)")
     p.add_argument("--pp", type=parse_size, default=1, metavar="N", help="pipeline stages (1)")
