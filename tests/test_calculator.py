@@ -492,7 +492,7 @@ def test_tp_layer_tables_say_they_are_the_whole_layer():
     "command,argv",
     [
         # each name is one the form has no choice for: the page shows the command's own error
-        ("infer --model deepseek-v3", ["infer", "--model", "deepseek-v3"]),
+        ("infer --model deepseek-v9", ["infer", "--model", "deepseek-v9"]),
         ("op gemm --m 64 --k 64 --n 64 --device tpu-v9",
          ["op", "gemm", "--m", "64", "--k", "64", "--n", "64", "--device", "tpu-v9"]),
         ("op conv2d --m 4", ["op", "conv2d", "--m", "4"]),
@@ -517,3 +517,85 @@ def test_a_link_with_another_spelling_selects_the_name_the_command_answers_with(
         assert page.locator("select[name='model']").input_value() == "llama-2-7b"
         assert page.locator("select[name='device']").input_value() == "h20"
         assert "--model llama-2-7b" in page.locator(".calc-command").inner_text()
+
+
+# -- a pasted config.json ------------------------------------------------------------------
+
+DEEPSEEK_V3 = ROOT / "roofline_book" / "llm" / "data" / "configs" / "deepseek-v3.json"
+#: The infer form with DeepSeek-V3 pasted: EP 8 on one H200 node, attention data-parallel.
+PASTED = ["infer", "--model", "config.json", "--tp", "1", "--ep", "8", "--device", "h200-sxm"]
+#: DeepSeek-V3's KV cache per token, by hand from its config.json: each of the 61 layers
+#: caches the kv_lora_rank 512 latent and the qk_rope_head_dim 64 RoPE key, BF16.
+V3_KV_BYTES = 61 * (512 + 64) * 2
+
+
+def test_a_pasted_config_runs_as_the_command_reads_the_saved_file(tmp_path):
+    text = DEEPSEEK_V3.read_text("utf-8")
+    here = os.getcwd()
+    got = calculator.run([*PASTED, "--json"], config=text)
+    assert os.getcwd() == here  # the scratch folder is left
+    # the same text saved as config.json, the installed command run beside it
+    (tmp_path / "config.json").write_text(text, "utf-8")
+    want = subprocess.run([str(CLI), *PASTED, "--json"], capture_output=True, text=True,
+                          cwd=tmp_path)  # fmt: skip
+    assert (got["code"], got["stdout"], got["stderr"]) == (0, want.stdout, want.stderr)
+    result = json.loads(got["stdout"])
+    assert result["kv_cache_bytes_per_token"] == V3_KV_BYTES == 70272
+    rows = dict(calculator.tables(result)[0]["rows"])
+    assert rows["每个 token 的 KV cache"] == "70.27 kB"
+    assert rows["精度（取自 config.json 的 quantization_config）"].endswith(
+        "（W8A8），每 128×128 块一个 FP32 scale"
+    )
+    assert rows["设备数"] == "8（max(TP 1, EP 8) × PP 1，一个节点）"
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("{not json", "--model: 'config.json' is not valid JSON"),
+        ('{"model_type": "gpt2"}', "--model: model_type 'gpt2' is not supported in config.json"),
+        ('{"model_type": "llama", "hidden_size": 64}', "--model: "),
+    ],
+)
+def test_a_bad_pasted_config_is_the_commands_one_line_error(text, message):
+    done = calculator.run([*PASTED, "--json"], config=text)
+    assert done["code"] == 2 and done["stdout"] == ""
+    assert done["stderr"].startswith(f"roofline-book infer: error: {message}")
+    assert len(done["stderr"].splitlines()) == 1 and "Traceback" not in done["stderr"]
+    with pytest.raises(TypeError, match="config"):
+        calculator.run(PASTED, config=b"{}")  # type: ignore[arg-type]
+
+
+@in_browser
+def test_a_pasted_deepseek_v3_config_shows_its_kv_cache_per_token(browser, hosted):  # noqa: F811
+    text = DEEPSEEK_V3.read_text("utf-8")
+    command = "infer --model llama-2-7b --tp 1 --ep 8 --device h200-sxm"
+    # llama-2-7b is dense: --ep 8 is the command's error until the config is pasted
+    with _on(browser, hosted, command, state="error") as page:
+        before = page.evaluate(
+            "() => document.getElementById('roofline-calculator').dataset.answers || '0'"
+        )
+        page.fill("textarea[name='config']", text)
+        page.wait_for_function(
+            "n => (document.getElementById('roofline-calculator').dataset.answers || '0') !== n",
+            arg=before,
+        )
+        assert page.locator("#roofline-calculator").get_attribute("data-state") == "done"
+        assert page.locator(".calc-command").inner_text() == (
+            "roofline-book " + " ".join(PASTED[:3] + ["--tp", "1", "--ep", "8"] + PASTED[-2:])
+        )
+        shown = _page_rows(page, "的推理")
+        assert shown["每个 token 的 KV cache"] == "70.27 kB"  # 70,272 bytes
+        got = page.evaluate(
+            "([argv, text]) => window.rooflineBook.run(argv, text)", [[*PASTED, "--json"], text]
+        )
+        assert json.loads(got["stdout"])["kv_cache_bytes_per_token"] == V3_KV_BYTES
+        assert page.locator("select[name='model']").is_disabled()
+        # a broken paste: the command's own one-line error in the error area
+        page.fill("textarea[name='config']", text.replace('"deepseek_v3"', '"gpt2"'))
+        page.wait_for_function(
+            "() => document.getElementById('roofline-calculator').dataset.state === 'error'"
+        )
+        error = page.locator(".calc-error").inner_text()
+        assert error.startswith("roofline-book infer: error: --model: model_type 'gpt2'")
+        assert "Traceback" not in error and len(error.splitlines()) == 1

@@ -1205,3 +1205,244 @@ def test_plot_help_gives_each_points_sizes_in_the_order_parse_point_reads_them()
         point = re.sub(r"[A-Z_]+", "64", required.split(":", 1)[1])
         _, _, cost, _ = parse_point(f"{name}:{point}")
         assert cost.flops >= 0, name
+
+
+# --------------------------------------------------------------------------
+# --model as a Hugging Face config.json; DeepSeek-V3 with DP attention and EP
+
+HF_CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+CATALOG_CONFIGS = ROOT / "roofline_book" / "llm" / "data" / "configs"
+
+#: KV cache bytes per token in BF16, by hand from each published config.json (its
+#: num_hidden_layers, num_key_value_heads, head_dim or hidden_size / num_attention_heads;
+#: MLA: kv_lora_rank + qk_rope_head_dim, one latent for every head): K and V, 2 bytes each.
+KV_BY_HAND = {
+    "deepseek-v2-lite": 27 * (512 + 64) * 2,  # 31,104
+    "gemma-2-9b-it": 42 * 2 * 8 * 256 * 2,  # 344,064
+    "mistral-7b-instruct-v0.3": 32 * 2 * 8 * 128 * 2,  # 131,072
+    "mixtral-8x7b-v0.1": 32 * 2 * 8 * 128 * 2,
+    "qwen2.5-7b": 28 * 2 * 4 * (3584 // 28) * 2,  # 57,344
+    "qwen3-30b-a3b": 48 * 2 * 4 * 128 * 2,  # 98,304
+    "qwen3-32b-fp8": 64 * 2 * 8 * 128 * 2,  # 262,144
+}
+
+#: The new catalog models, each with its config.json as source.
+NEW_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "qwen3-32b",
+              "qwen3-235b-a22b", "deepseek-v3")  # fmt: skip
+
+
+def _schema_errors(command: str, doc: dict) -> list[str]:
+    jsonschema = pytest.importorskip("jsonschema")
+    from roofline_book.cli.schema import SCHEMAS
+
+    validator = jsonschema.Draft202012Validator(SCHEMAS[command])
+    return [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def _infer_that_fits(model: str, *extra: str) -> dict:
+    """``infer --model MODEL --json`` on an H200, following the command's own advice
+    (``add --tp N`` or ``add --ep N``) when the model does not fit: what a reader would do."""
+    argv = ["infer", "--model", model, "--device", "h200-sxm", *extra]
+    for _ in range(3):
+        done = run(*argv, "--json")
+        if done.returncode == 0:
+            assert done.stderr == ""
+            return json.loads(done.stdout)
+        advice = re.search(r"; add (--tp|--ep) (\d+)", done.stderr)
+        assert done.returncode == 2 and advice, done.stderr
+        argv += [advice[1], advice[2]]
+    raise AssertionError(f"{argv}: still does not fit")
+
+
+@pytest.mark.parametrize("path", sorted(HF_CONFIGS.glob("*.json")), ids=lambda p: p.stem)
+def test_infer_and_block_take_every_published_config_json(path):
+    out = _infer_that_fits(str(path))
+    assert not _schema_errors("infer", out)
+    if path.stem in KV_BY_HAND:
+        assert out["kv_cache_bytes_per_token"] == KV_BY_HAND[path.stem]
+    block = run_json("block", "--model", str(path))
+    assert not _schema_errors("block", block)
+    text = json.loads(path.read_text())
+    assert block["config"]["hidden"] == text["hidden_size"]
+    assert block["config"]["heads"] == text["num_attention_heads"]
+
+
+@pytest.mark.parametrize("key", NEW_MODELS)
+def test_new_catalog_models_infer_and_train_json_match_the_schema(key):
+    out = _infer_that_fits(key)
+    assert not _schema_errors("infer", out) and out["model"] == key
+    # the catalog entry reads the same config.json the path does: the same figures
+    path = _infer_that_fits(str(CATALOG_CONFIGS / f"{key}.json"), "--tp", str(out["tp"]),
+                            "--ep", str(out["ep"]))  # fmt: skip
+    for field in ("parameters", "weight_bytes", "kv_cache_bytes_per_token", "max_batch"):
+        assert path[field] == out[field], field
+    train = run_json("train", "--model", key, "--device", "h100-sxm", "--gpus", "64")
+    assert not _schema_errors("train", train) and train["model"] == key
+
+
+def test_deepseek_v3_kv_cache_and_its_checkpoints_precisions():
+    out = run_json("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "8",
+                   "--device", "h200-sxm")  # fmt: skip
+    # MLA caches the 512-wide latent and the 64-wide RoPE key, one for all 128 heads, in
+    # each of the 61 layers (config.json: kv_lora_rank 512, qk_rope_head_dim 64), BF16
+    assert out["kv_cache_bytes_per_token"] == 61 * (512 + 64) * 2 == 70272
+    # quantization_config: fp8 (e4m3), weight_block_size [128, 128], dynamic activations
+    p = out["precisions"]
+    assert (p["source"], p["scheme"], p["weight_block"]) == ("checkpoint", "W8A8", 128)
+    assert p["weights"].startswith("fp8") and p["activations"].startswith("fp8")
+    # a flag replaces the checkpoint's formats, and the text says which ran and why
+    given = run_json("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "8",
+                     "--device", "h200-sxm", "--weights-dtype", "fp8")  # fmt: skip
+    assert given["precisions"]["source"] == "flags"
+    assert given["precisions"]["activations"] == "bf16"
+    text = run("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "8",
+               "--device", "h200-sxm").stdout  # fmt: skip
+    assert "precisions: the checkpoint's, from the config.json's quantization_config" in text
+    assert "one FP32 scale per 128x128 block" in text
+    # a model without a quantization_config prints no such line
+    assert "precisions:" not in run("infer", "--model", "llama-3.1-8b").stdout
+
+
+def _attention(ops: list[dict]) -> dict:
+    (op,) = [o for o in ops if o["id"] == "attention"]
+    return op
+
+
+def test_deepseek_v3_decode_attention_intensity_and_what_tp_does_to_it():
+    # FlashMLA's analysis: absorbed MLA decode reads the BF16 latent cache (576 elements a
+    # token) once for all h_q = 128 heads, and does 2 x 128 x (576 + 512) FLOPs a token
+    # (QK^T over 576, PV over 512): 128 x (576 + 512) / 576 = 241.8 FLOP per byte
+    flashmla = 128 * (576 + 512) / 576
+    dp = run_json("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "8", "--batch", "64",
+                  "--context", "8192", "--kv-dtype", "bf16", "--device", "h200-sxm")  # fmt: skip
+    one = _attention(dp["decode"]["device_ops"])["intensity"]
+    assert one == pytest.approx(flashmla, rel=0.10)
+    assert _attention(dp["decode"]["layer_ops"])["intensity"] == pytest.approx(one, rel=1e-9)
+    # TP 8 splits the heads: each device does 1/8 of the FLOPs, yet reads the whole latent
+    tp8 = run_json("infer", "--model", "deepseek-v3", "--tp", "8", "--batch", "64",
+                   "--context", "8192", "--kv-dtype", "bf16", "--device", "h200-sxm")  # fmt: skip
+    eight = _attention(tp8["decode"]["device_ops"])["intensity"]
+    assert eight == pytest.approx(flashmla / 8, rel=0.10)
+    assert 7 < one / eight <= 8
+
+
+def test_ep_beyond_tp_runs_attention_data_parallel_over_nodes():
+    # DeepSeek's decode deployment: EP 144 on 18 nodes of 8 H800s, attention data-parallel
+    out = run_json("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "144",
+                   "--batch", "4096", "--device", "h800-sxm")  # fmt: skip
+    assert (out["devices"], out["nodes"], out["attention_dp"]) == (144, 18, 144)
+    assert out["batch_per_device"] == -(-4096 // 144) == 29
+    links = {c["what"]: c["link"] for c in out["decode"]["communication"]}
+    assert links == {"EP all-to-all (dispatch)": "nvlink+ib-ndr",
+                     "EP all-to-all (combine)": "nvlink+ib-ndr"}  # fmt: skip
+    assert not _schema_errors("infer", out)
+    # EP 8 in one node: NVLink only. A token's 8 experts are among 256, 32 on each GPU: a
+    # given other GPU holds none of them with probability C(224, 8) / C(256, 8), so a token
+    # goes to 7 x (1 - that) other GPUs, once each, 7168 FP8 bytes a copy
+    import math
+
+    one = run_json("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "8", "--batch", "8",
+                   "--device", "h200-sxm")  # fmt: skip
+    assert (one["devices"], one["nodes"], one["batch_per_device"]) == (8, 1, 1)
+    comms = {c["what"]: c for c in one["decode"]["communication"]}
+    dispatch = comms["EP all-to-all (dispatch)"]
+    assert dispatch["link"] == "nvlink" and dispatch["devices"] == 8
+    copies = 7 * (1 - math.comb(224, 8) / math.comb(256, 8))  # 4.63
+    assert dispatch["bytes"] == pytest.approx(copies * 7168 * 1)
+    assert dispatch["count"] == 61 - 3  # the MoE layers: all but first_k_dense_replace
+    # TP 2 x EP 16: 16 devices, 8 attention groups of two
+    mixed = run_json("infer", "--model", "deepseek-v3", "--tp", "2", "--ep", "16",
+                     "--batch", "64", "--device", "h800-sxm")  # fmt: skip
+    assert (mixed["devices"], mixed["nodes"], mixed["attention_dp"]) == (16, 2, 8)
+    assert mixed["batch_per_device"] == 8
+    text = run("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "144",
+               "--batch", "4096", "--device", "h800-sxm").stdout  # fmt: skip
+    assert "split: 144 devices = max(TP 1, EP 144) x PP 1, 18 nodes of 8 GPUs" in text
+    assert "DP attention:" in text and "2 on each" in text  # ceil(256 / 144)
+    assert re.search(r"EP all-to-all \(dispatch\) .* nvlink\+ib-ndr", text)
+
+
+def test_llama_3_1_runs_at_its_128k_window():
+    out = run_json("infer", "--model", "llama-3.1-8b", "--context", "131072")
+    # 32 layers x K and V x 8 KV heads x 128 x 2 bytes = 131,072 bytes a token
+    assert out["kv_cache_bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+    assert out["kv_cache_bytes_per_sequence"] == 131072 * 131072  # 17.2 GB
+    assert out["context"] == 131072 and out["max_batch"] >= 1
+    status = run("infer", "--model", "llama-3.1-8b", "--context", "131073")
+    assert status.returncode == 2 and "context window (131072)" in status.stderr
+
+
+MODEL_ERRORS = {
+    "ep not a multiple of tp": (
+        ("--model", "deepseek-v3", "--tp", "4", "--ep", "6", "--device", "h200-sxm"),
+        "--ep (6) must divide tp (4), or be a multiple of it",
+    ),
+    "ep beyond the experts": (
+        ("--model", "deepseek-v3", "--ep", "512", "--device", "h200-sxm"),
+        "--ep (512) must be at most the model's 256 experts",
+    ),
+    "ep on a dense model": (
+        ("--model", "llama-3.1-8b", "--ep", "2"),
+        "--ep (2) needs a mixture-of-experts model",
+    ),
+    "a config.json that does not exist": (
+        ("--model", "no/such/config.json"),
+        "--model 'no/such/config.json': no such file",
+    ),
+    "neither a catalog name nor a file": (
+        ("--model", "deepseek-v9"),
+        "--model 'deepseek-v9' is not in the catalog; allowed: llama-2-7b",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", MODEL_ERRORS, ids=list(MODEL_ERRORS))
+def test_model_and_ep_errors_name_the_flag(case, call):
+    argv, message = MODEL_ERRORS[case]
+    status, out, err = call("infer", *argv)
+    assert status == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+
+
+def test_a_bad_config_json_is_one_line_naming_model(tmp_path, call):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    gpt2 = tmp_path / "config.json"
+    gpt2.write_text('{"model_type": "gpt2", "n_embd": 768}')
+    for path, message in ((bad, "is not valid JSON"),
+                          (gpt2, "model_type 'gpt2' is not supported")):  # fmt: skip
+        for command in ("infer", "block"):
+            status, out, err = call(command, "--model", str(path))
+            assert status == 2 and out == "", err
+            assert err.startswith(f"roofline-book {command}: error: --model: ")
+            assert message in err and len(err.strip().splitlines()) == 1
+    # a real process: no traceback, the same line
+    done = run("infer", "--model", str(gpt2), program=FRESH)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "--model: model_type 'gpt2' is not supported" in done.stderr
+    # the helper train uses: the same words
+    from roofline_book.cli.common import UsageError, model_arg
+
+    with pytest.raises(UsageError, match=r"^--model: model_type 'gpt2' is not supported"):
+        model_arg(str(gpt2))
+    assert model_arg(str(CATALOG_CONFIGS / "qwen3-32b.json")).hidden == 5120
+
+
+def test_help_says_model_takes_a_config_json_and_what_ep_does():
+    infer = " ".join(run("infer", "--help").stdout.split())
+    assert "or the path to a Hugging Face config.json" in infer
+    assert "N > --tp (a multiple of it) runs attention data-parallel in N / tp groups" in infer
+    assert "(DeepSeek's DP attention)" in infer and "quantization_config" in infer
+    block = " ".join(run("block", "--help").stdout.split())
+    assert "or the path to a Hugging Face config.json" in block
+
+
+def test_block_of_an_mla_config_json_uses_its_fp8_checkpoint():
+    path = str(CATALOG_CONFIGS / "deepseek-v3.json")
+    out = run_json("block", "--model", path)
+    # 128 heads of qk_nope_head_dim 128 + qk_rope_head_dim 64; FP8 W8A8 checkpoint
+    assert (out["config"]["heads"], out["config"]["head_dim"]) == (128, 192)
+    assert out["config"]["dtype"].startswith("fp8")
+    text = run("block", "--model", path).stdout
+    assert "the checkpoint's (W8A8, from the config.json's quantization_config)" in text
+    assert run_json("block", "--model", path, "--dtype", "bf16")["config"]["dtype"] == "bf16"
