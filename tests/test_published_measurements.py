@@ -568,6 +568,32 @@ def test_a_beaten_bound_fails() -> None:
         test_no_published_measurement_beats_the_package(Case(row, config, 1.01 * peak))
 
 
+def test_conversions_into_the_sources_conventions_by_hand() -> None:
+    h800 = hardware("h800-sxm")
+    # DeepEP intranode (EP 8, one node): the package sends a token once to each other GPU that
+    # holds one of its experts, over 200 GB/s of NVLink each way (catalog); DeepEP also counts
+    # the copy that stays on the own GPU (1 in 8 under uniform routing) and FP8 with its scales
+    # (7168 x (1 + 4/128) bytes against the package's 7168): 200 x 8/7 x 1.03125 = 235.7 GB/s.
+    c = {"ep": 8, "per_node": 8, "tokens": 4096, "hidden": 7168, "topk": 8, "experts": 256,
+         "network": "ib-ndr", "counted": "rank", "op": "dispatch"}  # fmt: skip
+    assert _moe_all_to_all_bw(h800, c).value == pytest.approx(200e9 * 8 / 7 * 1.03125)
+    # Internode, EP 64 (8 nodes): the NIC (50 GB/s) is the bottleneck; DeepEP counts the own
+    # node's copies too (1 in 8): a BF16 combine is allowed 50 x 8/7 = 57.14 GB/s.
+    c = {**c, "ep": 64, "counted": "node", "op": "combine"}
+    assert _moe_all_to_all_bw(h800, c).value == pytest.approx(50e9 * 8 / 7)
+    # FlashMLA's bytes are the package's for the absorbed kernel: a memory-bound point is
+    # allowed exactly the HBM bandwidth, 3.35 TB/s.
+    row = published.row("flashmla-decode-bw-h800")
+    assert _mla_decode_bandwidth(h800, row.config).value == pytest.approx(3.35e12)
+    # DeepSeek-V3 at sequence 4096: 250 GFLOP per token with causal attention (ISCA '25,
+    # Table 2); the whole attention matrix adds 432 / 385 of that, about 280 (Table 4).
+    ds, tokens = model("deepseek-v3"), 4096
+    causal = training_flops(ds, tokens, 4096) / tokens
+    full = (3 * training_flops(ds, tokens, 4096) - 2 * training_flops(ds, tokens, 2048)) / tokens
+    assert causal == pytest.approx(250e9, rel=0.01)
+    assert full == pytest.approx(250e9 * 432 / 385, rel=0.01)
+
+
 # The measured side of the book: roofline_book.measure.published, held to hand arithmetic.
 
 
