@@ -306,7 +306,7 @@ def dispatch_copies(
     只送一份（DeepEP 的做法），跨节点时对每个命中的节点只经网络送一份，到了再经 NVLink 转给那个
     节点里的 GPU（所以这里只计网络上的份数）。本节点其他 ``min(ep, per_node) - 1`` 块设备各以
     ``1 - P(m)`` 的概率被命中，``m = experts / ep``；其他 ``ep / per_node - 1`` 个节点各以
-    ``1 - P(m x per_node)`` 的概率被命中，``P`` 见 :func:`_not_hit`。
+    ``1 - P(m x per_node)`` 的概率被命中，``P`` 是 ``C(E - m, k) / C(E, k)``。
 
     Examples
     --------

@@ -487,7 +487,7 @@ def model_from_config(
 
     支持的 ``model_type`` 与各键的读法见 :mod:`roofline_book.llm.hf`；改变代价却没有建模的键、
     不支持的 ``model_type`` 与缺少的尺寸都是 :class:`~roofline_book.InvalidArgument`，指出那个键。
-    ``quantization_config`` 给出 :attr:`ModelConfig.checkpoint`。
+    ``quantization_config`` 给出 ``ModelConfig.checkpoint``。
 
     Parameters
     ----------

@@ -299,7 +299,8 @@ class Traffic:
     weights: int
     """各层中除 routed expert 之外的 linear 层权重：attention、dense MLP、router、shared expert。"""
     experts: int
-    """这一步的 token 用到的 routed expert 的权重（:func:`expected_experts` 个，每个 MoE 层）。"""
+    """这一步的 token 用到的 routed expert 的权重：每个 MoE 层
+    :func:`~roofline_book.llm.layers.expected_experts` 个。"""
     tables: int
     """norm、LM head 与每个 token 一行 embedding。"""
     cache: int
