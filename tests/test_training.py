@@ -593,3 +593,19 @@ def test_cli_prints_llama3_405b_and_its_json_validates(capsys):
     assert main(argv) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["step_time_exposed_tp_s"] == data["step_time_exposed_tp_s"]
+
+
+def test_interleaved_stages_shrink_the_bubble():
+    # Megatron's interleaved 1F1B (Narayanan et al. 2021): v virtual stages a GPU cut the bubble
+    # to (p - 1) / (v m + p - 1) and send v times as many hand-offs; 16 stages, 16 micro-steps
+    plain = train(LLAMA405, H100, TrainSplit(dp=128, tp=8, pp=16, zero=1), batch=2048, seq=8192)
+    two = train(LLAMA405, H100, TrainSplit(dp=128, tp=8, pp=16, zero=1, vpp=2), batch=2048,
+                seq=8192)  # fmt: skip
+    assert plain.bubble == 15 / 31 and two.bubble == 15 / 47
+    assert two.compute_s == pytest.approx(plain.compute_s * (1 - 15 / 31) / (1 - 15 / 47))
+    hand_offs = [c.count for c in two.comms if c.op == "send_recv"]
+    assert hand_offs == [2 * 16 * 2]
+    with pytest.raises(InvalidArgument, match="set pp > 1"):
+        TrainSplit(vpp=2)
+    with pytest.raises(InvalidArgument, match="exceed the model's 126 layers"):
+        train(LLAMA405, H100, TrainSplit(dp=128, tp=8, pp=16, vpp=8), batch=2048, seq=8192)

@@ -116,6 +116,7 @@ class TrainResult(Result):
     dp: int = _count("data-parallel replicas")
     tp: int = _count("tensor-parallel devices")
     pp: int = _count("pipeline stages")
+    vpp: int = _count("virtual pipeline stages a device (interleaved 1F1B)")
     cp: int = _count("context-parallel devices a sequence is split over")
     ep: int = _count("expert-parallel ranks of the DP group the routed experts are spread over")
     zero: int = _count("ZeRO stage (3 is FSDP)")
@@ -152,7 +153,9 @@ class TrainResult(Result):
     )
     compute_time_s: float = _seconds("one device's FLOPs at the matrix peak, with the bubble")
     micro_backward_time_s: float = _seconds("one micro-batch's backward on one device")
-    pipeline_bubble: float = record_field(minimum=0, unit="1", description="(p - 1) / (m + p - 1)")
+    pipeline_bubble: float = record_field(
+        minimum=0, unit="1", description="(p - 1) / (vpp x m + p - 1)"
+    )
     communication_time_s: float = _seconds("every collective's bandwidth term, summed")
     communication_latency_s: float = _seconds("every collective's alpha term, summed")
     step_time_lower_bound_s: float = _seconds("all communication overlapped where it can")
@@ -197,6 +200,7 @@ class TrainResult(Result):
             dp=split.dp,
             tp=split.tp,
             pp=split.pp,
+            vpp=split.vpp,
             cp=split.cp,
             ep=split.ep,
             zero=split.zero,
@@ -264,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         args.gpus,
         tp=args.tp,
         pp=args.pp,
+        vpp=args.vpp,
         cp=args.cp,
         ep=args.ep,
         dp=args.dp,
@@ -297,7 +302,8 @@ def _text(args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
     """一步训练的文本报告。"""
     batch, mb = result.batch, result.micro_batch
     zero = f"ZeRO {split.zero}" + ("" if split.zero < 3 or split.reshard else ", no reshard")
-    more = "".join(f", {k.upper()} {v}" for k, v in (("cp", split.cp), ("ep", split.ep)) if v > 1)
+    dims = (("vpp", split.vpp), ("cp", split.cp), ("ep", split.ep))
+    more = "".join(f", {k.upper()} {v}" for k, v in dims if v > 1)
     print(
         f"{config.name} on {split.devices} x {device.key} (DP {split.dp}, TP {split.tp}, "
         f"PP {split.pp}{more}, {zero}), {batch} sequences of {args.seq} tokens"
@@ -394,6 +400,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", type=parse_size, required=True, metavar="N", help="GPUs in all")
     p.add_argument("--tp", type=parse_size, default=1, metavar="N", help="tensor parallel (1)")
     p.add_argument("--pp", type=parse_size, default=1, metavar="N", help="pipeline stages (1)")
+    p.add_argument(
+        "--vpp",
+        type=parse_size,
+        default=1,
+        metavar="N",
+        help="virtual pipeline stages a GPU (interleaved 1F1B): bubble (p-1)/(N m + p-1) (1)",
+    )
     p.add_argument(
         "--cp",
         type=parse_size,

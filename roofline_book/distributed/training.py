@@ -11,7 +11,8 @@ micro-batch）。激活、流水线气泡、每个集合通信的次数与大小
   forward 与 backward 各 all-gather 一次权重，再 reduce-scatter 梯度；``reshard=False`` 时权重在
   整步内保持聚合（一次 all-gather），代价是每块设备放一份完整的 16 位权重，与 ZeRO-2 相同；
 - Megatron TP 每个 micro-step 每层的 all-reduce，PP 每个 micro-step 的 stage hand-off，
-  流水线气泡 ``(p - 1) / (m + p - 1)``；
+  流水线气泡 ``(p - 1) / (m + p - 1)`` （每块设备 ``v`` 个虚拟 stage 时
+  ``(p - 1) / (v m + p - 1)``）；
 - CP（context parallel，Llama 3 与 Megatron 的做法）把每条序列切成 ``2 cp`` 段，每块设备拿首尾
   对称的两段（causal mask 下各设备的 attention 一样多）：每层 forward all-gather K、V，backward
   reduce-scatter 它们的梯度；CP 的各 rank 权重相同，梯度在 ``dp x cp`` 个 rank 上归约；
@@ -238,7 +239,8 @@ def train(
 
     每个 DP 副本做 ``batch / dp`` 条序列，每次 ``micro_batch`` 条，共
     ``m = batch / (dp x micro_batch)`` 个 micro-step（PP 时即走过 ``pp`` 个 stage 的 micro-batch，
-    1F1B，气泡 ``(p - 1) / (m + p - 1)``）。CP 时每条序列分到 ``cp`` 块设备上，``seq`` 必须是
+    1F1B，气泡 ``(p - 1) / (m + p - 1)``；``split.vpp`` 个虚拟 stage 时
+    ``(p - 1) / (v m + p - 1)``）。CP 时每条序列分到 ``cp`` 块设备上，``seq`` 必须是
     ``2 cp`` 的倍数（每块设备拿首尾对称的两段，causal mask 下负载相同）；每块设备的激活、TP 与 PP
     的通信都按 ``seq / cp`` 个 token。
 
@@ -296,7 +298,7 @@ def train(
     tokens = batch * seq
     times = 4 if recompute else 3
     layer_flops, head_flops, attention_flops = _forward_flops(c, tokens, seq)
-    bubble = (sp.pp - 1) / (m + sp.pp - 1)
+    bubble = (sp.pp - 1) / (sp.vpp * m + sp.pp - 1)
     busy = times * (layer_flops / gemm_peak + (head_flops + attention_flops) / peak) / sp.devices
     compute = busy / (1 - bubble)
     backward = busy / m * (3 / 4 if recompute else 2 / 3)  # one micro-batch's backward
@@ -346,7 +348,7 @@ def train(
         bw, lat = _link(device)
         across = sp.tp * sp.cp * sp.ep * sp.pp > per_node
         b, alpha, link = (nic.bandwidth, nic.latency, nic.key) if across else (bw, lat, device.link)
-        n = 2 * m  # each micro-batch: its activations forward, their gradients back
+        n = 2 * m * sp.vpp  # each micro-batch, each virtual stage: activations on, gradients back
         t = _times(collective_time("send_recv", act, 2, b, alpha), n)
         what = "PP hand-off (activations, gradients)"
         comms.append(TrainComm(what, "send_recv", n, act, 2, link, t, True, "micro-step"))

@@ -37,7 +37,9 @@ class TrainSplit:
     ``cp``：context parallel，每条序列切到 ``cp`` 块设备上，它们权重相同，ZeRO 的分片与梯度归约都
     在 ``dp x cp`` 个 rank 上。``ep``：expert parallel，MoE 层的 routed expert 分到 DP 组中的
     ``ep`` 个 rank 上（``ep`` 整除 ``dp``）；expert 的权重、梯度与优化器状态除以 ``ep``，它们的分片
-    与归约在其余 ``dp x cp / ep`` 个 rank 上；attention、dense 层与 shared expert 不切。"""
+    与归约在其余 ``dp x cp / ep`` 个 rank 上；attention、dense 层与 shared expert 不切。
+    ``vpp``：每块设备上的虚拟 stage 数（Megatron 的 interleaved 1F1B），气泡缩为
+    ``(p - 1) / (v m + p - 1)``，stage 之间的 hand-off 多 ``v`` 倍。"""
 
     dp: int = 1
     tp: int = 1
@@ -46,10 +48,13 @@ class TrainSplit:
     reshard: bool = True
     cp: int = 1
     ep: int = 1
+    vpp: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("dp", "tp", "pp", "cp", "ep"):
+        for name in ("dp", "tp", "pp", "cp", "ep", "vpp"):
             _validate.size(name, getattr(self, name))
+        if self.vpp > 1 and self.pp == 1:
+            raise InvalidArgument("vpp", f"({self.vpp}) interleaves pipeline stages: set pp > 1")
         if self.dp % self.ep:
             raise InvalidArgument(
                 "ep", f"({self.ep}) must divide dp ({self.dp}): experts spread over DP ranks"
@@ -73,6 +78,7 @@ class TrainSplit:
         reshard: bool = True,
         cp: int = 1,
         ep: int = 1,
+        vpp: int = 1,
     ) -> TrainSplit:
         """``gpus`` 块设备上的切分：``dp`` 缺省为 ``gpus / (tp x pp x cp)``，给出时
         ``dp x tp x pp x cp`` 必须等于 ``gpus``。
@@ -99,7 +105,7 @@ class TrainSplit:
             raise InvalidArgument(
                 "dp", f"{dp} x TP {tp} x PP {pp}{cps} = {dp * group}, not the {gpus} GPUs"
             )
-        return cls(dp=dp, tp=tp, pp=pp, zero=zero, reshard=reshard, cp=cp, ep=ep)
+        return cls(dp=dp, tp=tp, pp=pp, zero=zero, reshard=reshard, cp=cp, ep=ep, vpp=vpp)
 
     @property
     def devices(self) -> int:
@@ -110,6 +116,12 @@ class TrainSplit:
         （:meth:`~roofline_book.distributed.parallel.Split.check`）；``ep`` 要一个 MoE 模型，且整除
         它的 routed expert 数。"""
         Split(tp=self.tp, pp=self.pp).check(config, per_node=per_node)
+        if self.pp * self.vpp > config.layers:
+            raise InvalidArgument(
+                "vpp",
+                f"({self.vpp}) x pp ({self.pp}) virtual stages exceed the model's "
+                f"{config.layers} layers",
+            )
         if self.ep > 1 and config.experts == 1:
             raise InvalidArgument(
                 "ep", f"({self.ep}) needs a mixture-of-experts model; {config.key} is dense"
