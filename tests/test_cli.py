@@ -1446,3 +1446,18 @@ def test_block_of_an_mla_config_json_uses_its_fp8_checkpoint():
     text = run("block", "--model", path).stdout
     assert "the checkpoint's (W8A8, from the config.json's quantization_config)" in text
     assert run_json("block", "--model", path, "--dtype", "bf16")["config"]["dtype"] == "bf16"
+
+
+def test_an_awq_checkpoint_sets_infer_weights_and_block_says_it_keeps_one_dtype(tmp_path):
+    # Qwen2.5-7B's published shapes with an AWQ quantization_config (4 bits, groups of 128,
+    # zero points): infer runs W4A16 with a zero point per group; block keeps BF16 and says so
+    config = json.loads((HF_CONFIGS / "qwen2.5-7b.json").read_text())
+    config["quantization_config"] = {"quant_method": "awq", "bits": 4, "group_size": 128,
+                                     "zero_point": True, "version": "gemm"}  # fmt: skip
+    path = tmp_path / "qwen2.5-7b-awq.json"
+    path.write_text(json.dumps(config))
+    p = run_json("infer", "--model", str(path))["precisions"]
+    assert (p["weights"], p["scheme"], p["zero_point"], p["source"]) == (
+        "int4", "W4A16", True, "checkpoint")  # fmt: skip
+    text = run("block", "--model", str(path)).stdout
+    assert "dtype bf16: block has one precision, the checkpoint's W4A16 is not it" in text

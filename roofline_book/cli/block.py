@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
         f"attention={args.attention}), forward pass"
     )
     ckpt = shape.checkpoint
-    if checkpoint is not None:
+    if checkpoint is not None and ckpt is not None:
         print(f"dtype {checkpoint}: the checkpoint's ({ckpt.scheme}, from the config.json's "
               "quantization_config); --dtype runs another")  # fmt: skip
     elif ckpt is not None and not hasattr(args, "dtype"):
