@@ -196,7 +196,7 @@ def step_entries(
         for split in (0, 1):  # by the layers' kind, else by their MLP (dense or MoE)
             by_kind: dict[str, tuple[int, Cost]] = {}
             for kind, n, op in having:
-                key = kind[split] if split == 0 else ("moe" if kind[1] else "dense")
+                key = kind[0] if split == 0 else ("moe" if kind[1] else "dense")
                 before = by_kind.get(key, (0, op.cost))
                 if before[1] != op.cost:
                     break
