@@ -406,9 +406,10 @@ def _serving_node_throughput(device: Hardware, c: Mapping[str, Any]) -> Limit:
 
 
 def _training_step(device: Hardware, c: Mapping[str, Any]) -> TrainingStep:
-    """``training.train`` of the row's model and split, one sequence per micro-batch (the most
-    micro-batches, the smallest 1F1B bubble the package counts), no recompute: its ``seconds``
-    (everything that can overlap overlapped) is the step's lower bound."""
+    """``training.train`` of the row's model and split, one sequence per micro-batch, no
+    recompute: its ``floor_s`` (everything that can overlap overlapped, and no pipeline bubble,
+    since Llama 3's interleaved schedule and DeepSeek's DualPipe shrink it below 1F1B's) is the
+    step's lower bound under any schedule."""
     split = TrainSplit(
         dp=c["dp"],
         tp=c.get("tp", 1),
@@ -444,13 +445,13 @@ def _training_rate(device: Hardware, c: Mapping[str, Any]) -> Limit:
     flops = training_flops(m, tokens, seq)
     if c["attention"] == "full":
         flops = 3 * flops - 2 * training_flops(m, tokens, seq // 2)
-    return Limit(flops / (step.devices * step.seconds), True, f"step bound {step.seconds:.4g} s")
+    return Limit(flops / (step.devices * step.floor_s), True, f"step bound {step.floor_s:.4g} s")
 
 
 def _training_step_time(device: Hardware, c: Mapping[str, Any]) -> Limit:
     """The step bound of :func:`_training_step` as a time."""
     step = _training_step(device, c)
-    return Limit(step.seconds, False, "training step bound")
+    return Limit(step.floor_s, False, "training step bound")
 
 
 def _training_gpu_hours(device: Hardware, c: Mapping[str, Any]) -> Limit:
@@ -460,7 +461,7 @@ def _training_gpu_hours(device: Hardware, c: Mapping[str, Any]) -> Limit:
     batch up cannot average below it."""
     step = _training_step(device, c)
     tokens = c["batch_per_dp"] * c["dp"] * c["seq"]
-    return Limit(step.devices * step.seconds / tokens, False, f"step bound {step.seconds:.4g} s")
+    return Limit(step.devices * step.floor_s / tokens, False, f"step bound {step.floor_s:.4g} s")
 
 
 #: Row kind -> the function that computes its limit.

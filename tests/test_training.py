@@ -609,3 +609,17 @@ def test_interleaved_stages_shrink_the_bubble():
         TrainSplit(vpp=2)
     with pytest.raises(InvalidArgument, match="exceed the model's 126 layers"):
         train(LLAMA405, H100, TrainSplit(dp=128, tp=8, pp=16, vpp=8), batch=2048, seq=8192)
+
+
+def test_the_floor_drops_the_pipeline_bubble_only():
+    # Llama-3-70B on 64 H100, PP 4 with 8 micro-batches: 1F1B idles 3 / (8 + 3) of the step;
+    # the floor for any schedule (zero-bubble, DualPipe) keeps only the busy time
+    from roofline_book import hardware
+    from roofline_book.distributed.training import TrainSplit, train
+    from roofline_book.llm.inference import model
+
+    s = train(model("llama-3-70b"), hardware("h100-sxm"), TrainSplit(dp=2, tp=8, pp=4),
+              batch=16, seq=4096)  # fmt: skip
+    assert s.bubble == 3 / 11
+    busy = s.compute_s * (1 - 3 / 11)
+    assert busy * (1 - 1e-12) <= s.floor_s < s.seconds

@@ -157,6 +157,12 @@ class TrainingStep:
         return self._bound(self.compute_s, list(self.comms))
 
     @property
+    def floor_s(self) -> float:
+        """任何流水线调度下的下界：与 ``seconds`` 相同，但不计流水线气泡（zero-bubble 调度与
+        DualPipe 几乎把它消掉），所以它不依赖 1F1B 或 interleaved 的选择。"""
+        return self._bound(self.compute_s * (1 - self.bubble), list(self.comms))
+
+    @property
     def exposed_s(self) -> float:
         tp = math.fsum(c.time.bandwidth_s for c in self.comms if not c.overlaps)
         return self._bound(self.compute_s + tp, [c for c in self.comms if c.overlaps])
