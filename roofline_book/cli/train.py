@@ -162,6 +162,9 @@ class TrainResult(Result):
     step_time_exposed_tp_s: float = _seconds(
         "the TP all-reduces on the critical path, as Megatron runs them by default"
     )
+    step_time_any_schedule_s: float = _seconds(
+        "all communication overlapped and no pipeline bubble: the floor of any schedule"
+    )
     mfu_upper_bound: float = record_field(
         minimum=0, unit="1", description="model FLOPs / (devices x peak x step_time_exposed_tp_s)"
     )
@@ -228,6 +231,7 @@ class TrainResult(Result):
             communication_latency_s=math.fsum(c.time.latency_s for c in step.comms),
             step_time_lower_bound_s=step.seconds,
             step_time_exposed_tp_s=step.exposed_s,
+            step_time_any_schedule_s=step.floor_s,
             mfu_upper_bound=step.mfu,
             mfu_all_overlap_upper_bound=step.mfu_all_overlap,
             mfu_at_gemm_peak_upper_bound=step.mfu_at_gemm_peak,
@@ -357,6 +361,16 @@ def _text(args: argparse.Namespace, config: Any, device: Any, split: TrainSplit,
             + (" (lower bound, TP all-reduces not overlapped)" if exposed else " (lower bound)"),
         ),
         ("step time, all overlap", si(step.seconds, "s")),
+        *(
+            [
+                (
+                    "step time, any schedule",
+                    si(step.floor_s, "s") + " (no bubble: zero-bubble, DualPipe)",
+                )
+            ]
+            if step.bubble
+            else []
+        ),
         ("model FLOP/s per device", si(step.flops_per_device_s, "FLOP/s") + " (upper bound)"),
         (
             "MFU",
