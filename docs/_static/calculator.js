@@ -87,7 +87,8 @@
     await ready;
     const args = pyodide.toPy(argv);
     try {
-      return toJs(calculator.run(args, typeof config === "string" ? config : null));
+      // JavaScript's null reaches Python as JsNull, not None: no argument is no config
+      return toJs(typeof config === "string" ? calculator.run(args, config) : calculator.run(args));
     } finally {
       args.destroy();
     }
