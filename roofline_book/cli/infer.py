@@ -506,8 +506,8 @@ def _split_lines(r: InferenceReport) -> list[str]:
         groups = f"{split.attention_dp} groups" + (f" of TP {split.tp}" if split.tp > 1 else "")
         lines.append(
             f"DP attention: attention, the dense layers and the shared experts run data-parallel "
-            f"in {groups}, the {r.batch} sequences shared out, at most {r.batch_per_device} to "
-            f"a group; the "
+            f"in {groups}, the batch of {r.batch} split among them, at most "
+            f"{r.batch_per_device} sequence(s) to a group; the "
             f"{config.experts} routed experts spread over {split.ep} devices, {per} on each. "
             "Dispatch and combine (all-to-all) send a token once to each other GPU of its node "
             "that holds one of its experts, over NVLink"
