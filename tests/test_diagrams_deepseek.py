@@ -52,6 +52,12 @@ def test_mla_absorbed_rows_and_intensities():
     legible(fig)
 
 
+def test_the_catalog_model_is_the_default():
+    # the catalog's DeepSeek-V3 (its config.json) draws the same rows as the shapes above
+    assert words(deepseek.mla_absorbed()) == words(deepseek.mla_absorbed(DS))
+    assert words(deepseek.ep_dispatch()) == words(deepseek.ep_dispatch(DS))
+
+
 def test_mla_absorbed_follows_the_device():
     # A100 SXM: 312 TFLOP/s over 2.039 TB/s = 153: one query's 229 is past it
     text = words(deepseek.mla_absorbed(DS, device="a100-sxm"))
