@@ -523,6 +523,17 @@ def _split_lines(r: InferenceReport) -> list[str]:
     return lines
 
 
+def _ridge_words(r: InferenceReport) -> str:
+    """The decode batch whose weight GEMMs reach the ridge; for MoE, what that batch counts."""
+    b = f"{r.decode_batch_to_ridge:.0f}"
+    if r.config.experts == 1:
+        return b
+    per = ""
+    if r.split.ep > r.split.tp:
+        per = f", {r.decode_batch_to_ridge / r.split.expert_shards:.0f} a device"
+    return f"{b} (each routed expert's GEMM, uniform routing: sequences across the group{per})"
+
+
 def _text(r: InferenceReport, *, from_checkpoint: bool = False) -> None:
     """``r`` 的文本报告。"""
     config, device, split, p = r.config, r.device, r.split, r.precisions
@@ -583,7 +594,7 @@ def _text(r: InferenceReport, *, from_checkpoint: bool = False) -> None:
         ("decode step, kernel by kernel", si(r.decode.seconds, "s") + " (lower bound)"),
         ("decode step, any implementation", si(r.decode.floor_s, "s") + " (lower bound)"),
         ("decode tokens per second", f"{r.tokens_per_s:,.0f} (upper bound)"),
-        ("decode batch to the ridge", f"{r.decode_batch_to_ridge:.0f}"),
+        ("decode batch to the ridge", _ridge_words(r)),
     ]
     if split.attention_dp > 1:
         lines[5:5] = [("sequences per device", f"{r.batch_per_device} (attention)")]

@@ -199,6 +199,7 @@ def mtp_speedup(
     layer = layer_ops(config, batch, 1, context, p, layer=config.layers - 1)
     project = linear(batch, 2 * config.hidden, config.hidden, p)
     head = linear(batch, config.hidden, config.vocab, p, table=True)
-    ops: list[tuple[str, Cost]] = [*layer, ("projection", project), ("LM head", head)]
+    ops: list[tuple[str, Cost]] = [(op.name, op.cost) for op in layer]
+    ops += [("projection", project), ("LM head", head)]
     draft = step_time(ops, device, p).seconds
     return speculative_speedup(acceptance, 1, draft / one, verify_ratio=two / one)
