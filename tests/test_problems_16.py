@@ -24,7 +24,7 @@ D_K, D_V = 512 + 64, 512  # absorbed: latent and RoPE key; the value is the late
 
 def _bstar(ridge: float, w: float, a: float) -> float:
     """The experts' up GEMM (K = 7168, N = 2 x 2048) at the ridge: R w K N / (2 K N - R a (K + N)),
-    times E / k = 32 (each expert gets b k / E rows)."""
+    times E / e = 32 (each expert gets b e / E rows)."""
     k, n = H, 2 * FF
     return ridge * w * k * n / (2 * k * n - ridge * a * (k + n)) * E / K
 

@@ -156,7 +156,7 @@ def mla_absorbed(
     widths = f"({mla.kv_lora_rank} + {mla.rope_head_dim}) × {s} B"
     _draw.label(ax, right, y_row + 0.09, f"一行 {widths} = {row_mla} B", size=8, ha="left")
     rich(ax, right, y_row - 0.2, ["decode：", "$I$", f" = {verdict(i_mla[1])}"], size=8, ha="left")
-    rich(ax, right, y_row - 0.44, ["MTP，", "$s_q = 2$", "：", "$I$", f" = {verdict(i_mla[2])}"],
+    rich(ax, right, y_row - 0.44, ["MTP，", "$n_q = 2$", "：", "$I$", f" = {verdict(i_mla[2])}"],
          size=8, ha="left")  # fmt: skip
     return fig
 
