@@ -61,7 +61,7 @@ ALLOWED = {
     # the alpha-beta model, named in English as the prose names it
     *("alpha", "beta"),
     # the DeepSeek-V3 chapter: attention's forms and the MoE layer's all-to-all
-    *("query", "gqa", "mla", "latent", "rope", "mtp", "dispatch", "combine", "rdma"),
+    *("query", "gqa", "mla", "flashmla", "latent", "rope", "mtp", "dispatch", "combine", "rdma"),
 }
 
 #: The CLI's page: its figure is the command line's output, in the CLI's language.
