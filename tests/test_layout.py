@@ -69,6 +69,6 @@ def test_a_reference_line_moves_its_words_off_a_measured_point():
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.plot([0.8, 0.85, 0.9, 0.95], [0.47, 0.47, 0.47, 0.47], "o")
-    _, words = reference_line(ax, 0.5, "fitted fixed time", side="right", below=True)
+    _, words = reference_line(ax, 0.5, "fitted fixed time", side="right", below=True, avoid=True)
     assert overlaps(fig) == []
     assert (words.get_horizontalalignment(), words.get_verticalalignment()) != ("right", "top")

@@ -28,12 +28,14 @@ def reference_line(
     below: bool = False,
     fontsize: float = 8,
     side: str = "left",
+    avoid: bool = False,
 ):
     """横贯坐标轴的一条水平或竖直线（ridge point、某个极限、某个交点），文字写在边缘。
 
     水平线位于 ``y = value``，``text`` 写在坐标轴左边缘（``side="right"`` 时为右边缘）、线的上方
-    （``below`` 时在下方）；那里压住已画出的文字或数据点时（位置由实测数据决定的图，换一台机器就
-    可能这样），依次改试另一边、线的另一侧，取第一个不压住的位置；竖直线位于 ``x = value``，
+    （``below`` 时在下方）；``avoid`` 时，那里若压住已画出的文字或数据点（位置由实测数据决定的图，
+    换一台机器就可能这样），依次改试另一边、线的另一侧，取第一个不压住的位置（这要把图先画一遍，
+    所以图的字体须已设好）；竖直线位于 ``x = value``，
     ``text`` 竖排在线旁，从底边开始。位置以离线若干 point 计，所以在任何刻度下都成立。
 
     Parameters
@@ -53,6 +55,8 @@ def reference_line(
         ``text`` 的字号（point）。
     side : {"left", "right"}
         水平线的文字从哪一边开始（竖直线忽略此项）。
+    avoid : bool
+        水平线的文字避开已画出的文字与数据点（见上）。
 
     Returns
     -------
@@ -85,7 +89,7 @@ def reference_line(
             **align,
         )
         drawn.append(note)
-        if not vertical:
+        if avoid and not vertical:
             _clear_of_others(note, value, side, below)
     return drawn
 
