@@ -95,3 +95,20 @@ def test_ep_dispatch_follows_ep():
 def test_ep_dispatch_refuses_a_dense_model():
     with pytest.raises(InvalidArgument, match="dense"):
         deepseek.ep_dispatch("llama-3-70b")
+
+
+def test_deployment_units_nodes_experts_and_copies():
+    fig = deepseek.deployment_units(DS)
+    text = words(fig)
+    # a node of 8 holds 8 x 256 / EP experts; a token misses it with C(256 - m, 8) / C(256, 8):
+    # EP 32: 4 nodes of 64, 3 x (1 - C(192, 8) / C(256, 8)) = 2.71 other nodes; 256 / 32 = 8
+    assert "4 个节点；每块 GPU 存 8 个路由专家与共享专家；一个 token 经网卡送 2.7 份" in text
+    # EP 144: 18 nodes of floor(14.2) = 14, 17 x (1 - C(242, 8) / C(256, 8)) = 6.23;
+    # ceil(256 / 144) = 2 experts
+    assert "18 个节点；每块 GPU 存 2 个路由专家与共享专家；一个 token 经网卡送 6.2 份" in text
+    # BF16 (no checkpoint format given): R = 989.4 / 3.35 = 295.3; the up GEMM (7168 x 4096) at
+    # the ridge: R 2 K N / (2 K N - 2 R (K + N)) = 333.1 rows; x 256 / 8 = 10659 tokens:
+    # 333 a GPU over 32, 74 over 144
+    assert "每块 GPU 要 333 个 token" in text
+    assert "每块 GPU 要 74 个 token" in text
+    legible(fig)

@@ -1,8 +1,10 @@
-"""DeepSeek-V3 一章的示意图：MLA 吸收后所有 head 共用一行缓存，MoE 层的 dispatch 与 combine。
+"""DeepSeek-V3 一章的示意图：MLA 吸收后所有 head 共用一行缓存，MoE 层的 dispatch 与 combine，
+prefill 与 decode 的两种部署单元。
 
 数都取自包：模型的形状（:class:`~roofline_book.llm.config.ModelConfig`）、一层 decode 的
 attention 代价（:func:`roofline_book.llm.inference.step_entries`）、每个元素的字节数
-（:func:`roofline_book.dtypes.bytes_per_element`）与设备目录的 ridge point、链路带宽。
+（:func:`roofline_book.dtypes.bytes_per_element`）、设备目录的 ridge point 与链路带宽、专家 GEMM
+到 ridge point 的 batch 与一个 token 经网卡送出的份数。
 """
 
 from __future__ import annotations
@@ -265,4 +267,87 @@ def ep_dispatch(
         f"combine 取回 {back / 1e3:.0f} kB",
         size=7.5, ha="left",
     )  # fmt: skip
+    return fig
+
+
+def deployment_units(
+    model: str | ModelConfig = "deepseek-v3",
+    *,
+    prefill_ep: int = 32,
+    decode_ep: int = 144,
+    device: str = "h800-sxm",
+    per_node: int = 8,
+    ax: Any = None,
+) -> Any:
+    """prefill 与 decode 的两种部署单元：节点数、每块 GPU 的路由专家、专家 GEMM 到 ridge point 时
+    每块 GPU 要带的 token，以及一个 token 经网卡送出的份数。
+
+    每行是一个部署单元（EP 组），每个方框是一个节点，框里的小格是它的 GPU。下面写出：每块 GPU
+    存 ``ceil(E / ep)`` 个路由专家（不计冗余专家）和一个共享专家；专家 GEMM 到 ridge point 时每块
+    GPU 要带 ``b* / ep`` 个 token（decode 时即序列数）；一个 token 在一个 MoE 层经网卡送到几个其他
+    节点（均匀路由）。
+
+    数的来源：``E`` 取自模型配置；``b*`` 是
+    :func:`~roofline_book.llm.inference.decode_batch_to_ridge` （精度取模型 checkpoint 的格式，
+    没有时为 BF16）；份数是
+    :func:`roofline_book.distributed.parallel.dispatch_copies` 的第二项。
+
+    Parameters
+    ----------
+    model : str or ModelConfig
+        MoE 模型（模型目录中的键，或一个配置）。
+    prefill_ep, decode_ep : int
+        两种部署单元的 EP（GPU 数）。
+    device : str
+        设备目录中的键（ridge point 所用）。
+    per_node : int
+        每个节点的 GPU 数。
+    ax : matplotlib.axes.Axes, optional
+        画在这个 Axes 上；不给则新建一张图。
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from ...distributed.parallel import dispatch_copies
+    from ...llm.inference import decode_batch_to_ridge
+
+    c = _config(model)
+    if c.experts == 1:
+        raise InvalidArgument("model", f"must be a mixture-of-experts model; {c.key} is dense")
+    units = {"prefill": _validate.size("prefill_ep", prefill_ep)}
+    units["decode"] = _validate.size("decode_ep", decode_ep)
+    per_node = _validate.size("per_node", per_node)
+    b_star = decode_batch_to_ridge(c, hardware(device), c.checkpoint or Precisions())
+    nodes = {phase: -(-ep // per_node) for phase, ep in units.items()}
+    cols = max(2, per_node // 2)  # a node's GPUs in two rows
+    cell, gap = 0.05, 0.05
+    node_w = cols * cell + 0.06
+    width = max(6.6, 1.05 + max(nodes.values()) * (node_w + gap) + 0.1)
+    height = 2.5
+    fig, ax = _draw.canvas(width, height, ax)
+    for row, (phase, ep) in enumerate(units.items()):
+        top = height - 0.25 - row * 1.2
+        _draw.label(ax, 0.1, top - 0.08, phase, size=8.5, ha="left")
+        _draw.label(ax, 0.1, top - 0.3, f"EP {ep}", size=8, ha="left")
+        left = 1.05
+        for n in range(nodes[phase]):
+            x = left + n * (node_w + gap)
+            _draw.box(ax, x, top - 0.36, node_w, 2 * cell + 0.08, color=COLORS["grey"], alpha=0.12)
+            gpus = min(per_node, ep - n * per_node)
+            for g in range(gpus):
+                _draw.box(
+                    ax, x + 0.03 + (g % cols) * cell, top - 0.32 + (1 - g // cols) * cell, cell,
+                    cell, color=COLORS["w"], alpha=0.7, lw=0.3,
+                )  # fmt: skip
+        across = dispatch_copies(c, ep, per_node)[1]
+        held = -(-c.experts // ep)
+        _draw.label(
+            ax, left, top - 0.58,
+            f"{nodes[phase]} 个节点；每块 GPU 存 {held} 个路由专家与共享专家；"
+            f"一个 token 经网卡送 {across:.1f} 份",
+            size=7.5, ha="left",
+        )  # fmt: skip
+        need = f"专家 GEMM 到 ridge point：每块 GPU 要 {b_star / ep:.0f} 个 token"
+        _draw.label(ax, left, top - 0.8, need, size=7.5, ha="left")
     return fig
