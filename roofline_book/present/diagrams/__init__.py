@@ -8,5 +8,5 @@ SM 与存储层级、KV cache、ring 的每一步。图中的数（SM 个数、�
 模块：:mod:`.hardware` （芯片、SM、存储层级、wave），:mod:`.kernels` （工厂模型、分块、cluster、
 融合），:mod:`.flash` （FlashAttention 的分块），:mod:`.inference` （KV cache、prefill 与
 decode），:mod:`.parallel` （ring 集合通信、TP/DP/PP/EP 切分），:mod:`.deepseek` （MLA 共用的
-latent 缓存、MoE 层的 dispatch 与 combine）；共用的画法在 :mod:`._draw`。
+latent 缓存、MoE 层的 dispatch 与 combine、部署单元）；共用的画法在 :mod:`._draw`。
 """
