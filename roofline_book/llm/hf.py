@@ -1,5 +1,6 @@
-"""读 Hugging Face 的 ``config.json``：把它的键映射为 :class:`~roofline_book.llm.config.ModelConfig`
-的字段、一个显示名称，以及发布的 checkpoint 的权重格式（:class:`~.quantization.Precisions`）。
+"""读 Hugging Face 的 ``config.json``：把它的键映射为
+:class:`~roofline_book.llm.config.ModelConfig` 的字段、一个显示名称，以及发布的 checkpoint 的
+权重格式（:class:`~roofline_book.llm.quantization.Precisions`）。
 
 :func:`read_config` 接受一个文件路径（或含 ``config.json`` 的目录）、以 ``{`` 开头的 JSON 文本，
 或已经读入的 mapping。支持的 ``model_type`` 见 :data:`SUPPORTED`。
@@ -8,14 +9,16 @@
 ``num_attention_heads``、``vocab_size``、MLP 宽度；MoE 的 expert 数、每个 token 的 expert 数与
 expert 宽度；MLA 的 ``kv_lora_rank``、``qk_nope_head_dim``、``qk_rope_head_dim``、``v_head_dim``）。
 缺少它们是错误，不会借用 transformers 里某个模型的尺寸。其余的键缺省时取 transformers 中该配置类
-的默认值（``configuration_<model_type>.py``），例如 ``num_key_value_heads``：llama、qwen2、
-deepseek 为 ``num_attention_heads``，mistral 与 mixtral 为 8，qwen3 为 32；``tie_word_embeddings``：
-gemma2 为 True，其余为 False；mistral 的 ``sliding_window`` 为 4096。
+的默认值（``configuration_<model_type>.py``），例如 ``num_key_value_heads``：llama 与 deepseek
+为 ``num_attention_heads``，mistral 与 mixtral 为 8，qwen2 与 qwen3 为 32，qwen3_moe 与 gemma2 为
+4；``tie_word_embeddings``：gemma2 为 True，其余为 False；mistral 的 ``sliding_window`` 为 4096。
+``torch_dtype`` 不读：没有 ``quantization_config`` 的 checkpoint 按 BF16 计。
 
 改变代价却没有建模的键是错误，并指出那个键：qwen2/qwen3 的 ``use_sliding_window`` 为 true、
 qwen3_moe 的 ``decoder_sparse_step`` 不为 1 或 ``mlp_only_layers`` 非空、deepseek 的
 ``moe_layer_freq`` 不为 1、不支持的 ``quant_method``、分组不是
-:data:`~.quantization.QUANT_GROUP` 的 AWQ/GPTQ。不改变代价的键不读：``rope_scaling``
+:data:`~roofline_book.llm.quantization.QUANT_GROUP` 的 AWQ/GPTQ。不改变代价的键不读：
+``rope_scaling``
 （llama3、yarn、linear、dynamic 只改变位置编码，``max_context`` 取 ``max_position_embeddings``）、
 路由的打分方式、dropout、softcapping。几个只多几个权重的部分也不计：qwen2 的 attention bias
 （q、k、v 各一个 bias 向量）、``attention_bias``/``mlp_bias`` 为 true 时的 bias、Gemma 2 每层多出
@@ -354,8 +357,8 @@ def checkpoint_precisions(quantization: object, where: str = "") -> Precisions |
 
     - ``fp8`` （transformers 的 FineGrainedFP8Config）：W8A8，激活按 token 动态量化；
       ``weight_block_size`` （默认 ``[128, 128]``）的每块一个 FP32 scale。
-    - ``awq``：int4，每 :data:`~.quantization.QUANT_GROUP` 个权重一组；``zero_point``
-      （默认 true）时每组一个 zero point。
+    - ``awq``：int4，每 :data:`~roofline_book.llm.quantization.QUANT_GROUP` 个权重一组；
+      ``zero_point`` （默认 true）时每组一个 zero point。
     - ``gptq``：``bits`` 为 4 或 8，``sym`` （默认 true）为 false 时有 zero point。
 
     Examples
