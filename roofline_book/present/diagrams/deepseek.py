@@ -37,20 +37,29 @@ def _intensity(config: ModelConfig, new: int, context: int, p: Precisions) -> fl
 
 def _heads(ax: Any, x: float, y: float, width: float, heads: int, groups: int) -> list[float]:
     """一排 ``heads`` 个 query head 的小格（宽 ``width``），每 ``heads / groups`` 个一组、组间留缝；
-    返回各组中心的 x。"""
+    返回各组中心的 x。每组画一个框，格与格之间的分隔线合成一组线画出（SVG 小一些）。"""
     gap = 0.06 if groups > 1 else 0.0
     per = heads // groups
     group_w = (width - gap * (groups - 1)) / groups
     cell = group_w / per
-    centres = []
+    centres, dividers = [], []
     for g in range(groups):
         x0 = x + g * (group_w + gap)
-        for i in range(per):
-            _draw.box(
-                ax, x0 + i * cell, y, cell, 0.14, color=COLORS["a"], alpha=0.55, lw=0.25,
-            )  # fmt: skip
+        _draw.box(ax, x0, y, group_w, 0.14, color=COLORS["a"], alpha=0.55, lw=0.4)
+        dividers += [x0 + i * cell for i in range(1, per)]
         centres.append(x0 + group_w / 2)
+    _strokes(ax, [(d, y, y + 0.14) for d in dividers], COLORS["a"], 0.25)
     return centres
+
+
+def _strokes(ax: Any, segments: list[tuple[float, float, float]], color: str, lw: float) -> None:
+    """竖直的短线 ``(x, y0, y1)``，合成一条带断点的线画出：SVG 里只占一个 path。"""
+    xs: list[float] = []
+    ys: list[float] = []
+    for x, y0, y1 in segments:
+        xs += [x, x, float("nan")]
+        ys += [y0, y1, float("nan")]
+    ax.plot(xs, ys, color=color, lw=lw)
 
 
 def mla_absorbed(
@@ -331,15 +340,18 @@ def deployment_units(
         _draw.label(ax, 0.1, top - 0.08, phase, size=8.5, ha="left")
         _draw.label(ax, 0.1, top - 0.3, f"EP {ep}", size=8, ha="left")
         left = 1.05
+        dividers = []
         for n in range(nodes[phase]):
             x = left + n * (node_w + gap)
             _draw.box(ax, x, top - 0.36, node_w, 2 * cell + 0.08, color=COLORS["grey"], alpha=0.12)
             gpus = min(per_node, ep - n * per_node)
-            for g in range(gpus):
-                _draw.box(
-                    ax, x + 0.03 + (g % cols) * cell, top - 0.32 + (1 - g // cols) * cell, cell,
-                    cell, color=COLORS["w"], alpha=0.7, lw=0.3,
-                )  # fmt: skip
+            rows = [min(cols, gpus), gpus - min(cols, gpus)]  # GPUs in the upper and lower row
+            for r, k in enumerate(rows):
+                if k:
+                    y = top - 0.32 + (1 - r) * cell
+                    _draw.box(ax, x + 0.03, y, k * cell, cell, color=COLORS["w"], alpha=0.7, lw=0.3)
+                    dividers += [(x + 0.03 + i * cell, y) for i in range(1, k)]
+        _strokes(ax, [(x, y, y + cell) for x, y in dividers], COLORS["w"], 0.3)
         across = dispatch_copies(c, ep, per_node)[1]
         held = -(-c.experts // ep)
         _draw.label(
