@@ -1336,9 +1336,10 @@ def test_ep_beyond_tp_runs_attention_data_parallel_over_nodes():
     assert links == {"EP all-to-all (dispatch)": "nvlink+ib-ndr",
                      "EP all-to-all (combine)": "nvlink+ib-ndr"}  # fmt: skip
     assert not _schema_errors("infer", out)
-    # EP 8 in one node: NVLink only. A token's 8 experts are among 256, 32 on each GPU: a
-    # given other GPU holds none of them with probability C(224, 8) / C(256, 8), so a token
-    # goes to 7 x (1 - that) other GPUs, once each, 7168 FP8 bytes a copy
+    # EP 8 in one node: NVLink only. A token's 8 experts come from 4 of the 8 groups of 32
+    # (config.json: n_group 8, topk_group 4), one group on each GPU: a given other GPU holds
+    # one of them with probability 1/2 x (1 - C(96, 8) / C(128, 8)), so a token goes to 7 x
+    # that other GPUs, once each, 7168 FP8 bytes a copy
     import math
 
     one = run_json("infer", "--model", "deepseek-v3", "--tp", "1", "--ep", "8", "--batch", "8",
@@ -1347,7 +1348,7 @@ def test_ep_beyond_tp_runs_attention_data_parallel_over_nodes():
     comms = {c["what"]: c for c in one["decode"]["communication"]}
     dispatch = comms["EP all-to-all (dispatch)"]
     assert dispatch["link"] == "nvlink" and dispatch["devices"] == 8
-    copies = 7 * (1 - math.comb(224, 8) / math.comb(256, 8))  # 4.63
+    copies = 7 * 0.5 * (1 - math.comb(96, 8) / math.comb(128, 8))  # 3.18
     assert dispatch["bytes"] == pytest.approx(copies * 7168 * 1)
     assert dispatch["count"] == 61 - 3  # the MoE layers: all but first_k_dense_replace
     # TP 2 x EP 16: 16 devices, 8 attention groups of two

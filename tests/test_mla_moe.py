@@ -11,6 +11,7 @@ DeepSeek-V3's FP8 checkpoint (README_WEIGHTS.md: one FP32 scale per 128 x 128 we
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -117,13 +118,24 @@ def test_expert_gemms_reach_the_ridge_at_the_same_batch_in_fp8(dsv3) -> None:
 
 
 def test_dispatch_copies_by_hand(dsv3) -> None:
-    # EP 8: 32 experts per GPU; a GPU is missed by a token's 8 picks with C(224,8)/C(256,8)
-    miss = math.comb(224, 8) / math.comb(256, 8)
+    # group-limited routing (config.json: n_group 8, topk_group 4): a token's 8 experts come
+    # from 4 of 8 groups of 32. EP 8: one group on each GPU; another GPU is hit when its group
+    # is chosen (1/2) and one of the 8 picks among the 128 candidates lands on its 32
+    hit = 0.5 * (1 - math.comb(96, 8) / math.comb(128, 8))
     intra, inter = dispatch_copies(dsv3, 8)
-    assert (intra, inter) == (pytest.approx(7 * (1 - miss)), 0.0)
-    # EP 32 over 4 nodes: a node (64 experts) is missed with C(192,8)/C(256,8)
+    assert (intra, inter) == (pytest.approx(7 * hit), 0.0)
+    # EP 32 over 4 nodes: two groups on each node, j of them chosen with C(2,j)C(6,4-j)/C(8,4)
+    node = sum(
+        math.comb(2, j) * math.comb(6, 4 - j) / math.comb(8, 4)
+        * (1 - math.comb(128 - 32 * j, 8) / math.comb(128, 8))
+        for j in (1, 2)
+    )  # fmt: skip
     intra, inter = dispatch_copies(dsv3, 32)
-    assert inter == pytest.approx(3 * (1 - math.comb(192, 8) / math.comb(256, 8)))
+    assert inter == pytest.approx(3 * node)
+    # without groups: C(224, 8) / C(256, 8) misses a GPU of 32 experts
+    ungrouped = dataclasses.replace(dsv3, expert_groups=1, groups_per_token=1)
+    miss = math.comb(224, 8) / math.comb(256, 8)
+    assert dispatch_copies(ungrouped, 8)[0] == pytest.approx(7 * (1 - miss))
 
 
 def test_ep_beyond_tp_runs_attention_data_parallel(dsv3) -> None:

@@ -14,6 +14,7 @@ storage every saved tensor keeps alive.
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -357,8 +358,8 @@ LLAMA405 = adhoc_model("llama-3.1-405b", hidden=16384, layers=126, heads=128, kv
 DSV3 = adhoc_model("deepseek-v3", hidden=7168, layers=61, heads=128, kv_heads=128, ffn=2048,
                    vocab=129280, head_dim=192, v_head_dim=128, q_lora_rank=1536,
                    kv_lora_rank=512, rope_head_dim=64, experts=256, experts_per_token=8,
-                   shared_experts=1, dense_layers=3, dense_ffn=18432,
-                   max_context=163840)  # fmt: skip
+                   shared_experts=1, dense_layers=3, dense_ffn=18432, expert_groups=8,
+                   groups_per_token=4, max_context=163840)  # fmt: skip
 H800 = hardware("h800-sxm")
 
 # Llama 3 paper (arXiv:2407.21783, Table 4; the same rows on Balaji's SC'24 slide): GPUs, TP, CP,
@@ -438,27 +439,31 @@ def test_expert_parallel_all_to_all_by_hand():
     split = TrainSplit(dp=128, pp=16, ep=64, zero=1)
     step = train(DSV3, H800, split, batch=15360, seq=4096, grad_dtype="fp32")
     (a2a,) = (c for c in step.comms if c.op == "all_to_all")
-    # a GPU sends its 4096 tokens to 8 experts each, 7168 BF16 elements a copy
-    assert a2a.nbytes == 4096 * 8 * 7168 * 2 == 469_762_048
     # dispatch and combine, forward and backward: 4 a MoE layer a micro-step; 4 layers a stage
     # (61 / 16 -> 4, all MoE but in the first stage), 120 micro-steps
     assert a2a.count == 4 * 4 * 120
-    # 8 nodes of 8: a token's 8 experts fall on 8 x (1 - (7/8)^8) = 5.25 nodes, 4.59 of them
-    # other nodes, each reached once over the NIC (50 GB/s): 0.5743 of the buffer
-    share = 7 * (1 - (7 / 8) ** 8) / 8
-    assert share == pytest.approx(0.5743, abs=1e-4)
+    # config.json: a token's 8 experts come from 4 of 8 groups of 32; EP 64 on 8 nodes puts one
+    # group on each node (node-limited routing) and 4 experts on each GPU. Another node is hit
+    # when its group is chosen (1/2) and a pick among the 128 candidates lands in it; another
+    # GPU of the node when a pick lands on its 4. A token crosses the NIC once a node hit.
+    node = 0.5 * (1 - math.comb(96, 8) / math.comb(128, 8))
+    gpu = 0.5 * (1 - math.comb(124, 8) / math.comb(128, 8))
+    row = 4096 * 7168 * 2  # a GPU's 4096 tokens, 7168 BF16 elements a copy
+    assert a2a.nbytes == pytest.approx((7 * node + 7 * gpu) * row)
     assert a2a.link == "ib-ndr"
-    assert a2a.time.bandwidth_s == pytest.approx(a2a.count * share * a2a.nbytes / NDR)
-    # inside one node (Mixtral, EP 8 on 8 GPUs): every copy for another GPU crosses NVLink
+    assert a2a.time.bandwidth_s == pytest.approx(a2a.count * 7 * node * row / NDR)
+    # inside one node (Mixtral, EP 8 on 8 GPUs, one expert each, top-2): another GPU is hit
+    # with 1 - C(7, 2) / C(8, 2) = 1/4, over NVLink
     mixtral = train(model("mixtral-8x7b"), H100, TrainSplit(dp=8, ep=8, zero=3), batch=8,
                     seq=4096)  # fmt: skip
     (inside,) = (c for c in mixtral.comms if c.op == "all_to_all")
-    assert inside.nbytes == 4096 * 2 * 4096 * 2
-    assert inside.time.bandwidth_s == pytest.approx(4 * 32 * 7 / 8 * inside.nbytes / NVLINK)
+    copies = 7 * (1 - math.comb(7, 2) / math.comb(8, 2))
+    assert inside.nbytes == pytest.approx(copies * 4096 * 4096 * 2)
+    assert inside.time.bandwidth_s == pytest.approx(4 * 32 * inside.nbytes / NVLINK)
     # FP8 dispatch (DeepSeek-V3): 1 byte an element and an FP32 scale per 128
     fp8 = train(DSV3, H800, split, batch=15360, seq=4096, grad_dtype="fp32", dtype="fp8")
     dispatch, rest = (c for c in fp8.comms if c.op == "all_to_all")
-    assert dispatch.nbytes == 4096 * 8 * (7168 + 4 * 7168 // 128)
+    assert dispatch.nbytes == pytest.approx((7 * node + 7 * gpu) * 4096 * (7168 + 4 * 56))
     assert (dispatch.count, rest.count) == (4 * 120, 3 * 4 * 120)
 
 

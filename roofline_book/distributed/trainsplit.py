@@ -18,7 +18,7 @@ from ..dtypes import bytes_per_element
 from ..llm.config import ModelConfig
 from .allreduce import multi_node_all_reduce
 from .collectives import NCCL_BASE_LATENCY, CommTime, collective_time
-from .parallel import Comm, Split, _link, _nccl, _times, all_reduce
+from .parallel import Comm, Split, _link, _nccl, _times, all_reduce, dispatch_copies
 
 _FP32 = 4
 
@@ -304,22 +304,20 @@ def _cp_comms(c, sp, m, micro_batch, seq, a, recompute, device, per_node, nic) -
 def _ep_comms(c, sp, m, micro_batch, seq, dtype, recompute, device, per_node, nic):
     """EP 每个 MoE 层每个 micro-step 的 all-to-all：forward 的 dispatch 与 combine，backward 各
     一次（recompute 时 forward 的两次再来一遍）。每块设备送出它的 ``micro_batch x seq / (cp x tp)``
-    个 token（TP 时按 sequence parallel 各送一份）各 ``k`` 份、每份 ``hidden`` 个 BF16 元素；FP8 时
-    forward 的 dispatch 送 FP8 与每 128 个元素一个 FP32 scale（DeepSeek-V3 的做法），其余仍是
-    BF16。
+    个 token（TP 时按 sequence parallel 各送一份），每份 ``hidden`` 个 BF16 元素；FP8 时 forward 的
+    dispatch 送 FP8 与每 128 个元素一个 FP32 scale（DeepSeek-V3 的做法），其余仍是 BF16。
 
-    跨节点时一个 token 发往同一个节点的几份只过一次网卡，到了再走节点内的链路分发（DeepEP 的
-    做法；combine 反过来先在节点内归约）：``k`` 个 expert 均匀落在 ``N`` 个节点上，一个 token 平均
-    去 ``(N - 1)(1 - (1 - 1/N)^k)`` 个别的节点，不到 ``k (N - 1) / N`` 份。DeepSeek-V3 再把每个
-    token 限制在至多 4 个节点（node-limited routing），网卡上的字节还会更少，这里不计。"""
-    k = c.experts_per_token
-    tokens = micro_batch * seq / (sp.cp * sp.tp) * k
+    一个 token 对每块命中的 GPU 只送一份，跨节点时对每个命中的节点只过一次网卡，到了再走节点内的
+    链路分发（DeepEP 的做法；combine 反过来先在节点内归约）；份数按分组路由取期望
+    （:func:`~roofline_book.distributed.parallel.dispatch_copies`：DeepSeek-V3 的 token 只从 8 组
+    中的 4 组里挑 expert，EP 64 时一组恰是一个节点，即 node-limited routing）。带宽项取网卡与节点
+    内链路中较忙的一条。"""
+    tokens = micro_batch * seq / (sp.cp * sp.tp)
     layers = min(math.ceil(c.layers / sp.pp), c.layers - c.dense_layers)
     forward = layers * m * (2 if recompute else 1)
+    n, g = sp.group(("ep",), per_node)
+    intra, inter = dispatch_copies(c, n, g)
     bf16 = tokens * c.hidden * bytes_per_element("bf16")
-    group = sp.group(("ep",), per_node)
-    nodes = group[0] / group[1]
-    remote = (nodes - 1) * (1 - (1 - 1 / nodes) ** k) / k
     if dtype == "fp8":
         fp8 = tokens * (c.hidden + _FP32 * math.ceil(c.hidden / FP8_BLOCK))
         parts = [
@@ -329,10 +327,18 @@ def _ep_comms(c, sp, m, micro_batch, seq, dtype, recompute, device, per_node, ni
     else:
         parts = [("EP dispatch and combine all-to-alls (forward, backward)",
                   2 * forward + 2 * layers * m, bf16)]  # fmt: skip
+    bw, lat = _link(device)
     out = []
-    for what, count, nbytes in parts:
-        t, link = _group_time("all_to_all", nbytes, group, device, nic, remote)
-        out.append(TrainComm(what, "all_to_all", count, nbytes, sp.ep, link, _times(t, count),
+    for what, count, row in parts:
+        t_nic, t_link = inter * row / nic.bandwidth, intra * row / bw
+        if n > g:
+            latency = NCCL_BASE_LATENCY + (n - 1) * nic.latency
+            link = nic.key if t_nic >= t_link else device.link
+        else:
+            latency, link = NCCL_BASE_LATENCY + (n - 1) * lat, device.link
+        t = CommTime(latency_s=latency, bandwidth_s=max(t_nic, t_link))
+        sent = (intra + inter) * row
+        out.append(TrainComm(what, "all_to_all", count, sent, sp.ep, link, _times(t, count),
                              True, "micro-step"))  # fmt: skip
     return out
 

@@ -88,6 +88,10 @@ class ModelConfig:
         MoE 模型最前面用 dense MLP 的层数（``first_k_dense_replace``）。
     dense_ffn : int, optional
         这些 dense 层的 MLP 宽度（``intermediate_size``）；默认等于 ``ffn``。
+    expert_groups, groups_per_token : int
+        分组路由（DeepSeek 的 ``n_group``、``topk_group``）：routed expert 按序号分成
+        ``expert_groups`` 组，一个 token 的 expert 只从它选中的 ``groups_per_token`` 组里挑。
+        不改变一步用到多少 expert，只改变 token 要送往多少块设备（expert 并行时）。
     qk_norm : bool
         query 与 key 在 attention 前各过一个每 head 的 RMSNorm（Qwen3）：只多几个权重。
     mtp_layers : int
@@ -123,6 +127,8 @@ class ModelConfig:
     shared_experts: int = 0
     dense_layers: int = 0
     dense_ffn: int | None = None
+    expert_groups: int = 1
+    groups_per_token: int = 1
     qk_norm: bool = False
     mtp_layers: int = 0
     checkpoint: Precisions | None = None
@@ -204,6 +210,23 @@ class ModelConfig:
                     raise InvalidArgument(field, "needs a mixture-of-experts model (experts > 1)")
             if self.dense_ffn is not None:
                 raise InvalidArgument("dense_ffn", "needs a mixture-of-experts model (experts > 1)")
+        _validate.size("expert_groups", self.expert_groups)
+        _validate.size("groups_per_token", self.groups_per_token)
+        if self.experts % self.expert_groups:
+            raise InvalidArgument(
+                "expert_groups", f"({self.expert_groups}) must divide experts ({self.experts})"
+            )
+        if self.groups_per_token > self.expert_groups:
+            raise InvalidArgument(
+                "groups_per_token",
+                f"({self.groups_per_token}) must be <= expert_groups ({self.expert_groups})",
+            )
+        if self.groups_per_token * self.experts // self.expert_groups < self.experts_per_token:
+            raise InvalidArgument(
+                "groups_per_token",
+                f"({self.groups_per_token}) groups hold fewer experts than the"
+                f" {self.experts_per_token} a token uses",
+            )
         if self.dense_layers > self.layers:
             raise InvalidArgument(
                 "dense_layers", f"({self.dense_layers}) must be <= layers ({self.layers})"
@@ -390,6 +413,8 @@ FIELDS = (
     "shared_experts",
     "dense_layers",
     "dense_ffn",
+    "expert_groups",
+    "groups_per_token",
     "qk_norm",
     "mtp_layers",
 )

@@ -348,6 +348,12 @@ def _deepseek(r: _Reader, fields: dict[str, object]) -> None:
         ffn=r.size("moe_intermediate_size"),
         mtp_layers=r.size("num_nextn_predict_layers", 0, minimum=0),
     )
+    # group-limited routing: a token's experts come from topk_group of n_group groups
+    # (transformers: DeepseekV3Config 8 and 4; DeepseekV2Config None, no grouping)
+    groups = r.get("n_group", 8 if v3 else None)
+    if groups is not None:
+        fields["expert_groups"] = r.size("n_group")
+        fields["groups_per_token"] = r.size("topk_group", 4 if v3 else None)
     if fields["dense_layers"]:
         fields["dense_ffn"] = r.size("intermediate_size")
 
