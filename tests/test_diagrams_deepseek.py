@@ -28,7 +28,7 @@ DS = adhoc_model(
     "DeepSeek-V3", hidden=7168, layers=61, heads=128, kv_heads=128, ffn=2048, vocab=129280,
     head_dim=192, v_head_dim=128, kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64,
     experts=256, experts_per_token=8, shared_experts=1, dense_layers=3, dense_ffn=18432,
-    max_context=163840, mtp_layers=1,
+    expert_groups=8, groups_per_token=4, max_context=163840, mtp_layers=1,
 )  # fmt: skip
 
 
@@ -100,12 +100,13 @@ def test_ep_dispatch_refuses_a_dense_model():
 def test_deployment_units_nodes_experts_and_copies():
     fig = deepseek.deployment_units(DS)
     text = words(fig)
-    # a node of 8 holds 8 x 256 / EP experts; a token misses it with C(256 - m, 8) / C(256, 8):
-    # EP 32: 4 nodes of 64, 3 x (1 - C(192, 8) / C(256, 8)) = 2.71 other nodes; 256 / 32 = 8
-    assert "4 个节点；每块 GPU 存 8 个路由专家与共享专家；一个 token 经网卡送 2.7 份" in text
-    # EP 144: 18 nodes of floor(14.2) = 14, 17 x (1 - C(242, 8) / C(256, 8)) = 6.23;
-    # ceil(256 / 144) = 2 experts
-    assert "18 个节点；每块 GPU 存 2 个路由专家与共享专家；一个 token 经网卡送 6.2 份" in text
+    # config.json: a token picks 8 experts within 4 of 8 groups of 32. EP 32: 4 nodes of 64
+    # experts (two groups): 3 x sum_j C(2,j) C(6,4-j) / C(8,4) x (1 - C(128 - 32j, 8) / C(128, 8))
+    # = 2.20 other nodes; 256 / 32 = 8 experts a GPU
+    assert "4 个节点；每块 GPU 存 8 个路由专家与共享专家；一个 token 经网卡送 2.2 份" in text
+    # EP 144: 18 nodes of 256 x 8 / 144 = 14.2 experts in one group: 17 x 1/2 x (1 - prod over
+    # i < 8 of (128 - 14.2 - i) / (128 - i)) = 5.28; ceil(256 / 144) = 2 experts
+    assert "18 个节点；每块 GPU 存 2 个路由专家与共享专家；一个 token 经网卡送 5.3 份" in text
     # BF16 (no checkpoint format given): R = 989.4 / 3.35 = 295.3; the up GEMM (7168 x 4096) at
     # the ridge: R 2 K N / (2 K N - 2 R (K + N)) = 333.1 rows; x 256 / 8 = 10659 tokens:
     # 333 a GPU over 32, 74 over 144

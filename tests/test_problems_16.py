@@ -9,7 +9,7 @@ FP32 scale each). H800 SXM: 989.4 TFLOP/s dense BF16, 1978.9 FP8, 3.35 TB/s HBM,
 DeepSeek's units (open-infra-index, day 6): prefill EP 32, decode EP 144, 8 GPUs a node.
 """
 
-from math import ceil, comb
+from math import ceil, comb, prod
 
 import pytest
 
@@ -71,10 +71,18 @@ def test_all_to_all(glued):
     g = glued(CH16)
     assert g["i_nic"] == pytest.approx(P8 / NIC)
     assert g["i_nvl"] == pytest.approx(P8 / NVLINK)
-    # a node holds 8 x 256 / N experts; a token misses a node's m experts with probability
-    # C(256 - m, 8) / C(256, 8); EP 32: 4 nodes of 64, EP 144: 18 nodes of floor(14.2) = 14
-    pre = 3 * (1 - comb(192, 8) / comb(256, 8))
-    dec = 17 * (1 - comb(242, 8) / comb(256, 8))
+    # group-limited routing (config.json n_group 8, topk_group 4): 4 of 8 groups of 32 chosen,
+    # then 8 of their 128 experts. EP 32: 4 nodes of 64 experts, two whole groups each: a node
+    # is hit when j of its groups are chosen, C(2,j) C(6,4-j) / C(8,4), and a pick lands in them
+    pre = 3 * sum(
+        comb(2, j) * comb(6, 4 - j) / comb(8, 4) * (1 - comb(128 - 32 * j, 8) / comb(128, 8))
+        for j in (1, 2)
+    )
+    # EP 144: 18 nodes of 256 x 8 / 144 = 14.2 experts, inside one group: chosen with 1/2,
+    # then missed by the 8 picks with prod (128 - 14.2 - i) / (128 - i)
+    m = 256 * 8 / 144
+    miss = prod((128 - m - i) / (128 - i) for i in range(8))
+    dec = 17 * 0.5 * (1 - miss)
     assert (g["copies_pre"], g["copies_dec"]) == pytest.approx((pre, dec))
     # decode: ceil(b* / 144) = 75 sequences a GPU; FP8 dispatch and BF16 combine, 58 MoE layers,
     # over the NIC (inside the node 7 x 8/256 copies over 200 GB/s: less)
