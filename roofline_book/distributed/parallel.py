@@ -323,10 +323,11 @@ def dispatch_copies(
 
     ``ep`` 块设备各放 ``experts / ep`` 个序号相连的 routed expert；一个 token 对每块命中的设备只送
     一份（DeepEP 的做法），跨节点时对每个命中的节点只经网络送一份，到了再经 NVLink 转给那个节点
-    里的 GPU（所以这里只计网络上的份数）。本节点其他 ``min(ep, per_node) - 1`` 块设备、其他
-    ``ep / per_node - 1`` 个节点，各以 :func:`_hit` 的概率被命中。没有分组路由时（``expert_groups
-    = 1``）一块放 ``m`` 个 expert 的设备被错过的概率是 ``C(E - m, k) / C(E, k)``；DeepSeek-V3 的
-    token 只从 8 组中的 4 组里挑 expert，送出的份数更少。
+    里的 GPU（所以这里只计网络上的份数）。本节点其他 ``min(ep, per_node) - 1`` 块设备、
+    其他 ``ep / per_node - 1`` 个节点，各以 ``_hit`` 的概率被命中（先选组、再在组里挑，
+    见它的说明）。没有分组路由时（``expert_groups = 1``），一块放 ``m`` 个 expert 的设备
+    被错过的概率是 ``C(E - m, k) / C(E, k)``；DeepSeek-V3 的 token 只从 8 组中的 4 组里
+    挑 expert，送出的份数更少。
 
     Examples
     --------

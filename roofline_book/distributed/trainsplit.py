@@ -163,7 +163,8 @@ class TrainSplit:
 
 @dataclass(frozen=True)
 class TrainComm(Comm):
-    """训练一步中的一种集合通信：``when`` （:data:`WHEN`）说明它何时发生，``window_s`` 是能盖住它
+    """训练一步中的一种集合通信：``when``
+    （:data:`~roofline_book.distributed.trainsplit.WHEN`）说明它何时发生，``window_s`` 是能盖住它
     的计算时间：最后一个 backward 中的归约只有一个 micro-batch 的 backward，``math.inf`` 表示整步的
     计算都能盖住它。"""
 
