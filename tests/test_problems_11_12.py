@@ -121,10 +121,11 @@ def test_chapter_11_sliding_windows(glued):
     assert g["win_gemma"] == pytest.approx((21 * 4096 + 21 * 8192) * 2 * 8 * 256 * 2 / 1e9)
     assert g["full_gemma"] == pytest.approx(42 * 8192 * 2 * 8 * 256 * 2 / 1e9)  # 2.819 GB
     assert (g["gemma_local"], g["gemma_layers"], g["window"], g["long"]) == (21, 42, 4096, 8192)
-    # the largest group in the catalog: Llama-2-70B (and the other 70B-class), 64 / 8 heads;
-    # its decode attention: 64 heads x 4096 keys x 517 FLOPs over q, 2 x 2 x 4096 x 1024, o
-    assert g["g_max"] == 8
-    assert g["attn_i_max"] == pytest.approx(64 * 4096 * 517 / (4 * 8192 + 4 * 4096 * 1024))
+    # the largest group in the catalog: Qwen3-235B-A22B's config.json, 64 query heads over 4 KV
+    # heads of 128; its decode attention: 64 heads x 4096 keys x 517 FLOPs over q and o
+    # (2 x 64 x 128 x 2 B) and K, V (2 x 2 x 4096 x 4 x 128 B)
+    assert g["g_max"] == 16
+    assert g["attn_i_max"] == pytest.approx(64 * 4096 * 517 / (4 * 8192 + 4 * 4096 * 512))
 
 
 def test_chapter_11_kv_cache(glued):
