@@ -563,7 +563,7 @@ def test_a_bad_pasted_config_is_the_commands_one_line_error(text, message):
     assert done["stderr"].startswith(f"roofline-book infer: error: {message}")
     assert len(done["stderr"].splitlines()) == 1 and "Traceback" not in done["stderr"]
     with pytest.raises(TypeError, match="config"):
-        calculator.run(PASTED, config=b"{}")  # type: ignore[arg-type]
+        calculator.run(PASTED, config=b"{}")
 
 
 @in_browser

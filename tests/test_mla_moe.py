@@ -56,7 +56,7 @@ def test_absorbed_decode_intensity_is_about_h_q_times_width_ratio(dsv3) -> None:
     target = HEADS * (576 + 512) / 576  # 241.8
     assert abs(row.intensity / target - 1) < 0.10
     # two query tokens per step (MTP's verification) double it
-    two = dict(layer_ops(dsv3, 32, 2, 32768))["attention (MLA, absorbed)"].intensity
+    two = {op.id: op.cost for op in layer_ops(dsv3, 32, 2, 32768)}["attention"].intensity
     assert abs(two / (2 * target) - 1) < 0.10
 
 
@@ -69,7 +69,7 @@ def test_tp_divides_the_absorbed_intensity(dsv3) -> None:
 
 
 def test_kv_cache_write_holds_the_latent_and_the_rope_key(dsv3) -> None:
-    write = dict(layer_ops(dsv3, 4, 1, 100))["KV cache write"]
+    write = {op.id: op.cost for op in layer_ops(dsv3, 4, 1, 100)}["kv_cache_write"]
     assert write.bytes_written == 4 * (RANK + ROPE) * 2
 
 
