@@ -78,7 +78,7 @@ def test_ep_dispatch_bytes_and_links():
     assert "EP 144：144 块 GPU，18 个节点" in text
     assert "2 个路由专家 + 共享" in text
     # a token goes to 8 experts: 8 x 7168 FP8 bytes = 57344 B out, BF16 back: 114688 B
-    assert "dispatch 送出 8 × 7168 × 1 B = 57 kB，combine 取回 115 kB" in text
+    assert "dispatch 至多送出 8 × 7168 × 1 B = 57 kB，combine 取回 115 kB" in text
     # NVLink 400 GB/s both directions = 200 each way; 400 Gb/s NIC = 50 GB/s
     assert "200 GB/s（每个方向）" in text
     assert "50 GB/s（每个方向）" in text

@@ -272,7 +272,7 @@ def ep_dispatch(
     key_row(ax, 1.9, 0.35, COLORS["c"], "combine（BF16）", size=7.5)
     _draw.label(
         ax, 0.2, 0.12,
-        f"一个 token：dispatch 送出 {k} × {h} × 1 B = {sent / 1e3:.0f} kB，"
+        f"一个 token：dispatch 至多送出 {k} × {h} × 1 B = {sent / 1e3:.0f} kB，"
         f"combine 取回 {back / 1e3:.0f} kB",
         size=7.5, ha="left",
     )  # fmt: skip
