@@ -1462,3 +1462,18 @@ def test_an_awq_checkpoint_sets_infer_weights_and_block_says_it_keeps_one_dtype(
         "int4", "W4A16", True, "checkpoint")  # fmt: skip
     text = run("block", "--model", str(path)).stdout
     assert "dtype bf16: block has one precision, the checkpoint's W4A16 is not it" in text
+
+
+def test_explicit_fp8_flags_keep_deepseek_v3s_block_scales():
+    # the checkpoint stores one FP32 scale per 128 x 128 block of its FP8 weights
+    # (config.json: quantization_config weight_block_size [128, 128]); asking for those same
+    # FP8 weights by flag reads the same bytes, so the weights and their totals agree
+    args = ("infer", "--model", "deepseek-v3", "--device", "h800-sxm", "--ep", "144")
+    default = run_json(*args)
+    flags = run_json(*args, "--weights-dtype", "fp8", "--dtype", "fp8")
+    assert default["precisions"]["source"] == "checkpoint"
+    assert flags["precisions"]["source"] == "flags"
+    assert flags["precisions"]["weight_block"] == default["precisions"]["weight_block"] == 128
+    assert flags["weight_bytes"] == default["weight_bytes"]
+    bf16 = run_json(*args, "--weights-dtype", "bf16", "--dtype", "bf16")
+    assert bf16["precisions"]["weight_block"] is None

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -366,7 +367,8 @@ def precisions_from_args(args: argparse.Namespace, config: ModelConfig) -> tuple
 
     ``config.json`` 有 ``quantization_config`` （:attr:`ModelConfig.checkpoint`）而用户没有给
     ``--weights-dtype`` 与 ``--dtype`` 时，权重与激活取 checkpoint 的格式（DeepSeek-V3：FP8 W8A8、
-    每 128x128 块一个 scale）；给了其中一个时按所给的（另一个默认 BF16）。``--kv-dtype``、
+    每 128x128 块一个 scale）；给了其中一个时按所给的（另一个默认 BF16），所给的权重格式与
+    checkpoint 的相同时仍计 checkpoint 的块 scale。``--kv-dtype``、
     ``--zero-point``、``--quantize-embeddings`` 总是照所给的。
     """
     given = args.weights_dtype is not None or args.dtype is not None
@@ -388,6 +390,9 @@ def precisions_from_args(args: argparse.Namespace, config: ModelConfig) -> tuple
         zero_point=args.zero_point,
         quantize_embeddings=args.quantize_embeddings,
     )
+    if ckpt is not None and ckpt.weight_block is not None and p.weights == ckpt.weights:
+        # the checkpoint's weights in their own format keep their block scales
+        p = dataclasses.replace(p, weight_block=ckpt.weight_block)
     return p, False
 
 
@@ -487,8 +492,9 @@ def _precision_line(r: InferenceReport, from_checkpoint: bool) -> str | None:
             f"precisions: the checkpoint's, from the config.json's quantization_config: {theirs}; "
             "--weights-dtype or --dtype runs others"
         )
-    return f"precisions: {p.weights} weights, {p.activations} activations as given, not the " \
-        f"checkpoint's {theirs}"  # fmt: skip
+    kept = "" if p.weight_block is None else ", keeping the checkpoint's block scales"
+    return f"precisions: {p.weights} weights, {p.activations} activations as given{kept}; the " \
+        f"checkpoint's are {theirs}"  # fmt: skip
 
 
 def _split_lines(r: InferenceReport) -> list[str]:
