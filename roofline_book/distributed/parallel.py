@@ -50,8 +50,10 @@ from ..ops.attn import attention_keys
 from ..roofline.roofs import time_bound
 from .collectives import NCCL_BASE_LATENCY, CommTime, collective_time, switch_share
 
-GPUS_PER_NODE = 8
-"""一个 HGX/DGX 节点的 GPU 数：NVLink（或 PCIe）连起来的一组。"""
+# re-exported: the split, the node size and the dispatch's copies are part of this module's API
+from .routing import GPUS_PER_NODE as GPUS_PER_NODE
+from .routing import dispatch_copies as dispatch_copies
+from .split import Split as Split
 
 DEFAULT_NETWORK = "ib-ndr"
 """节点之间默认的网络：每块 GPU 一个 400 Gb/s InfiniBand NDR 端口（DGX H100 的做法）。"""
@@ -91,94 +93,6 @@ def all_reduce(nbytes: float, devices: int, device: Hardware) -> CommTime:
     if not device.link_reduces:
         return ring
     return CommTime(latency_s=ring.latency_s, bandwidth_s=switch_share(devices) * nbytes / bw)
-
-
-@dataclass(frozen=True)
-class Split:
-    """推理的切分：``tp`` 块设备切每一层（Megatron），``pp`` 个流水线 stage，MoE 的 routed expert
-    分在 ``ep`` 块设备上。
-
-    ``ep`` 整除 ``tp`` 时，expert 并行用 TP 组的设备，attention 仍按 TP 切。``ep`` 大于 ``tp``
-    （且是它的倍数）时是 DeepSeek 与 SGLang 的 DP attention：``ep`` 块设备各放 ``ceil(experts /
-    ep)`` 个 routed expert，attention、dense 层与 shared expert 在 ``ep / tp`` 个 TP 组里数据并行，
-    每组处理 batch 中自己的那些序列；token 经 all-to-all 送到它的 expert（dispatch），算完再送回
-    （combine）。
-    """
-
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("tp", "pp", "ep"):
-            _validate.size(name, getattr(self, name))
-        if self.tp % self.ep and self.ep % self.tp:
-            raise InvalidArgument(
-                "ep",
-                f"({self.ep}) must divide tp ({self.tp}), or be a multiple of it: experts over"
-                " the TP group, or over ep devices with attention data-parallel",
-            )
-
-    @property
-    def devices(self) -> int:
-        """整组的设备数，``max(tp, ep) x pp``。"""
-        return max(self.tp, self.ep) * self.pp
-
-    @property
-    def attention_dp(self) -> int:
-        """attention 数据并行的组数：``ep > tp`` 时为 ``ep / tp``，否则为 1。"""
-        return self.ep // self.tp if self.ep > self.tp else 1
-
-    @property
-    def expert_shards(self) -> int:
-        """routed expert 的工作分成几份：``ep > tp`` 时为 ``ep``，否则为 ``tp``。"""
-        return max(self.tp, self.ep)
-
-    def check(self, config: ModelConfig, *, per_node: int | None = None) -> None:
-        """这个模型能否这样切（给出 ``per_node`` 时，TP 组还要在一个节点之内）；不能时的
-        ``InvalidArgument`` 写出是哪个参数。推理与训练的切分都由它检查。
-
-        Examples
-        --------
-        >>> from roofline_book.llm.inference import model
-        >>> Split(tp=3).check(model("llama-3-70b"))
-        Traceback (most recent call last):
-        ...
-        roofline_book.InvalidArgument: tp (3) must divide the model's 64 attention heads
-        """
-        if config.heads % self.tp:
-            raise InvalidArgument(
-                "tp", f"({self.tp}) must divide the model's {config.heads} attention heads"
-            )
-        if not config.mla and self.tp > config.kv_heads and self.tp % config.kv_heads:
-            raise InvalidArgument(
-                "tp", f"({self.tp}) above the {config.kv_heads} KV heads must be a multiple of them"
-            )
-        if config.ffn % self.tp:
-            raise InvalidArgument("tp", f"({self.tp}) must divide the MLP width ({config.ffn})")
-        if self.pp > config.layers:
-            raise InvalidArgument(
-                "pp", f"({self.pp}) must be at most the model's {config.layers} layers"
-            )
-        if self.ep > 1 and config.experts == 1:
-            raise InvalidArgument(
-                "ep", f"({self.ep}) needs a mixture-of-experts model; {config.key} is dense"
-            )
-        if self.ep <= self.tp and config.experts % self.ep:
-            raise InvalidArgument(
-                "ep", f"({self.ep}) must divide the model's {config.experts} experts"
-            )
-        if self.ep > config.experts:
-            raise InvalidArgument(
-                "ep", f"({self.ep}) must be at most the model's {config.experts} experts"
-            )
-        if per_node is not None and self.tp > per_node:
-            raise InvalidArgument("tp", f"{self.tp} must fit in one node of {per_node} GPUs")
-
-    def kv_shards(self, config: ModelConfig) -> int:
-        """KV cache 分成几份：``min(tp, kv_heads)``；``tp`` 更大时每个 KV head 在 ``tp / kv_heads``
-        块设备上各存一份。MLA 的 latent 为所有 head 共用，每块设备存一整份：1。"""
-        return 1 if config.mla else min(self.tp, config.kv_heads)
 
 
 def _shard(cost: Cost, flops: int, nbytes: int) -> Cost:
@@ -287,70 +201,6 @@ class Comm:
 
 def _times(t: CommTime, count: int) -> CommTime:
     return CommTime(latency_s=t.latency_s * count, bandwidth_s=t.bandwidth_s * count)
-
-
-def _misses(pool: float, held: float, picks: int) -> float:
-    """``picks`` 个 expert 从 ``pool`` 个中不重复地均匀挑出时，全都不在某 ``held`` 个之中的概率：
-    ``C(pool - held, picks) / C(pool, picks)``，写成乘积，``held`` 可以不是整数。"""
-    if held >= pool:
-        return 0.0
-    return math.prod(max(pool - held - i, 0.0) / (pool - i) for i in range(picks))
-
-
-def _hit(config: ModelConfig, held: float) -> float:
-    """一个 token 至少有一个 expert 落在某个放着 ``held`` 个（序号相连的）expert 的设备或节点上的
-    概率，按分组路由：先从 ``expert_groups`` 组中均匀选 ``groups_per_token`` 组，再从选中的
-    ``groups_per_token x E / expert_groups`` 个 expert 中均匀挑 ``k`` 个。各组与各设备对齐
-    （DeepSeek 按序号放 expert），这是 token 送出份数最少的放法。"""
-    e, k = config.experts, config.experts_per_token
-    n, t = config.expert_groups, config.groups_per_token
-    size = e / n
-    pool = t * size
-    if held <= size:  # inside one group: that group chosen, then a pick among its experts
-        return t / n * (1 - _misses(pool, held, k))
-    g = math.floor(held / size)  # whole groups on it: j of them chosen
-    total = math.comb(n, t)
-    return math.fsum(
-        math.comb(g, j) * math.comb(n - g, t - j) / total * (1 - _misses(pool, j * size, k))
-        for j in range(1, min(g, t) + 1)
-    )
-
-
-def dispatch_copies(
-    config: ModelConfig, ep: int, per_node: int = GPUS_PER_NODE
-) -> tuple[float, float]:
-    """一个 token 在 dispatch 中期望送出的份数：送到本节点其他 GPU 的，和送到其他节点的。
-
-    ``ep`` 块设备各放 ``experts / ep`` 个序号相连的 routed expert；一个 token 对每块命中的设备只送
-    一份（DeepEP 的做法），跨节点时对每个命中的节点只经网络送一份，到了再经 NVLink 转给那个节点
-    里的 GPU（所以这里只计网络上的份数）。本节点其他 ``min(ep, per_node) - 1`` 块设备、
-    其他 ``ep / per_node - 1`` 个节点，各以 ``_hit`` 的概率被命中（先选组、再在组里挑，
-    见它的说明）。没有分组路由时（``expert_groups = 1``），一块放 ``m`` 个 expert 的设备
-    被错过的概率是 ``C(E - m, k) / C(E, k)``；DeepSeek-V3 的 token 只从 8 组中的 4 组里
-    挑 expert，送出的份数更少。
-
-    Examples
-    --------
-    256 个 expert、top-8 分在 8 块 GPU 上（一个节点），每块 32 个：不分组时一个 token 错过某块 GPU
-    的概率是 C(224, 8) / C(256, 8)，约 0.34；DeepSeek-V3 按 8 组选 4 组，每块 GPU 恰是一组，
-    一块 GPU 被命中的概率是 1/2 x (1 - C(96, 8) / C(128, 8))：
-
-    >>> from roofline_book.llm.inference import adhoc_model
-    >>> m = adhoc_model("moe", hidden=64, layers=1, heads=1, kv_heads=1, ffn=64, vocab=64,
-    ...                 experts=256, experts_per_token=8)
-    >>> [round(x, 2) for x in dispatch_copies(m, 8)]
-    [4.63, 0.0]
-    >>> grouped = adhoc_model("v3", hidden=64, layers=1, heads=1, kv_heads=1, ffn=64, vocab=64,
-    ...                       experts=256, experts_per_token=8, expert_groups=8, groups_per_token=4)
-    >>> [round(x, 2) for x in dispatch_copies(grouped, 8)]
-    [3.18, 0.0]
-    """
-    held = config.experts / ep
-    in_node = min(ep, per_node)
-    intra = (in_node - 1) * _hit(config, held)
-    nodes = math.ceil(ep / per_node)
-    inter = (nodes - 1) * _hit(config, held * per_node) if nodes > 1 else 0.0
-    return intra, inter
 
 
 def inference_comms(

@@ -154,7 +154,7 @@ def inference_report(
 
     ``context`` 默认 :data:`DEFAULT_CONTEXT` 与模型窗口中小的一个，``prompt`` 默认等于
     ``context``。切开（多于一块设备，或 EP）时设备要有链路，TP 组要在 ``per_node`` 块 GPU 的一个
-    节点之内；切分的规则见 :meth:`~roofline_book.distributed.parallel.Split.check`。
+    节点之内；切分的规则见 :meth:`~roofline_book.distributed.split.Split.check`。
     ``batch`` 装不下时照样给出下界，:attr:`InferenceReport.fits` 为 False。
 
     Examples

@@ -86,7 +86,7 @@ def training_flops(config: ModelConfig, tokens: int, seq: int, *, recompute: boo
     """一步训练的 FLOPs：每个 token ``6 N`` （forward 2N，backward 4N），加上 causal attention 每层
     每个 token 的 ``3 x seq x heads x (d_qk + d_v)``；``recompute`` 时 backward 前再做一遍 forward
     （2N 与一份 attention）。``N`` 是矩阵乘法的权重数：各层的
-    （:meth:`~roofline_book.llm.config.ModelConfig.matrix_parameters`，MoE 只计每个 token 用到的
+    （:meth:`~roofline_book.llm.shape.ModelConfig.matrix_parameters`，MoE 只计每个 token 用到的
     expert 与 shared expert，dense 的前几层按 dense 计；MLA 的压缩与展开投影都在其中）加 LM head，
     embedding 查表没有 FLOPs。
 

@@ -113,7 +113,7 @@ class TrainSplit:
 
     def check(self, config: ModelConfig, *, per_node: int | None = None) -> None:
         """这个模型能否这样切：TP 与 PP 的规则与推理相同
-        （:meth:`~roofline_book.distributed.parallel.Split.check`）；``ep`` 要一个 MoE 模型，且整除
+        （:meth:`~roofline_book.distributed.split.Split.check`）；``ep`` 要一个 MoE 模型，且整除
         它的 routed expert 数。"""
         Split(tp=self.tp, pp=self.pp).check(config, per_node=per_node)
         if self.pp * self.vpp > config.layers:
@@ -310,7 +310,7 @@ def _ep_comms(c, sp, m, micro_batch, seq, dtype, recompute, device, per_node, ni
 
     一个 token 对每块命中的 GPU 只送一份，跨节点时对每个命中的节点只过一次网卡，到了再走节点内的
     链路分发（DeepEP 的做法；combine 反过来先在节点内归约）；份数按分组路由取期望
-    （:func:`~roofline_book.distributed.parallel.dispatch_copies`：DeepSeek-V3 的 token 只从 8 组
+    （:func:`~roofline_book.distributed.routing.dispatch_copies`：DeepSeek-V3 的 token 只从 8 组
     中的 4 组里挑 expert，EP 64 时一组恰是一个节点，即 node-limited routing）。带宽项取网卡与节点
     内链路中较忙的一条。"""
     tokens = micro_batch * seq / (sp.cp * sp.tp)

@@ -1,6 +1,6 @@
 """一个 decoder block 的一次前向（任何目录中的模型的一层），以及对它的权重做的优化器一步。
 
-block 是模型的一层（:class:`~roofline_book.llm.config.ModelConfig`）按 Hugging Face 建模代码
+block 是模型的一层（:class:`~roofline_book.llm.shape.ModelConfig`）按 Hugging Face 建模代码
 逐模块运行的前向：:func:`~roofline_book.llm.layers.layer_ops` 的 ``kernels="eager"``。对 block
 参数做的优化器一步单独列出，因为它每个训练步运行一次，而不是每次前向运行一次。放到某块设备上，
 它们就成为表格（:func:`roofline_book.present.tables.block_table`、
@@ -35,7 +35,7 @@ class Block:
 
     Parameters
     ----------
-    model : roofline_book.llm.config.ModelConfig
+    model : roofline_book.llm.shape.ModelConfig
         模型（目录中的，或 :func:`~roofline_book.llm.config.adhoc_model` 建的）。
     batch : int
         序列数。
@@ -95,7 +95,7 @@ class Block:
 
     @property
     def parameters(self) -> int:
-        """这一层的权重个数（:meth:`~roofline_book.llm.config.ModelConfig.layer_parameters`）。
+        """这一层的权重个数（:meth:`~roofline_book.llm.shape.ModelConfig.layer_parameters`）。
 
         Examples
         --------

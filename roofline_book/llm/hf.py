@@ -1,5 +1,5 @@
 """读 Hugging Face 的 ``config.json``：把它的键映射为
-:class:`~roofline_book.llm.config.ModelConfig` 的字段、一个显示名称，以及发布的 checkpoint 的
+:class:`~roofline_book.llm.shape.ModelConfig` 的字段、一个显示名称，以及发布的 checkpoint 的
 权重格式（:class:`~roofline_book.llm.quantization.Precisions`）。
 
 :func:`read_config` 接受一个文件路径（或含 ``config.json`` 的目录）、以 ``{`` 开头的 JSON 文本，
@@ -98,7 +98,7 @@ class HFConfig:
         ``model_type``。
     model_type : str
     fields : Mapping
-        :class:`~roofline_book.llm.config.ModelConfig` 的字段（含 ``checkpoint``）。
+        :class:`~roofline_book.llm.shape.ModelConfig` 的字段（含 ``checkpoint``）。
     """
 
     name: str

@@ -293,7 +293,7 @@ def layer_ops(
     ``causal``、``sram_bytes`` 与 ``tile`` 取 :func:`roofline_book.ops.attention`。MoE 的 MLP 读取
     一步所用到的 :func:`expected_experts` 个 expert 的权重。
 
-    MLA 模型（:attr:`~roofline_book.llm.config.ModelConfig.mla`）的 attention 按 ``mla``
+    MLA 模型（:attr:`~roofline_book.llm.shape.ModelConfig.mla`）的 attention 按 ``mla``
     （:data:`MLA_FORMS`）运行；None 时新 token 不超过 :data:`MLA_ABSORB_MAX_NEW` 个用
     ``"absorbed"``，否则用 ``"expanded"``。MoE 模型最前面的 ``dense_layers`` 层用 dense MLP，
     其余层先过 shared expert 再过 routed expert。

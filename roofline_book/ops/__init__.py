@@ -27,10 +27,10 @@ from .attn import (
     attention,
     attention_backward,
     fa3_tile,
-    mla_attention,
 )
 from .cost import UNITS, ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
+from .mla import mla_attention
 from .norms import layernorm, layernorm_backward, rmsnorm, rmsnorm_eager
 from .optimizer import (
     ADAMW_IMPLS,

@@ -23,10 +23,10 @@ from .attn import (
     FlashTile,
     attention,
     attention_backward,
-    mla_attention,
 )
 from .cost import ZERO, Cost
 from .matmul import gemm, linear_backward, tiled_gemm
+from .mla import mla_attention
 from .norms import layernorm, layernorm_backward, rmsnorm, rmsnorm_eager
 from .optimizer import ADAMW_IMPLS, adamw
 from .pointwise import add, elementwise, gelu, relu, residual_add, rope, softmax, swiglu

@@ -1,7 +1,7 @@
 """DeepSeek-V3 一章的示意图：MLA 吸收后所有 head 共用一行缓存，MoE 层的 dispatch 与 combine，
 prefill 与 decode 的两种部署单元。
 
-数都取自包：模型的形状（:class:`~roofline_book.llm.config.ModelConfig`）、一层 decode 的
+数都取自包：模型的形状（:class:`~roofline_book.llm.shape.ModelConfig`）、一层 decode 的
 attention 代价（:func:`roofline_book.llm.inference.step_entries`）、每个元素的字节数
 （:func:`roofline_book.dtypes.bytes_per_element`）、设备目录的 ridge point 与链路带宽、专家 GEMM
 到 ridge point 的 batch 与一个 token 经网卡送出的份数。
@@ -299,7 +299,7 @@ def deployment_units(
     数的来源：``E`` 取自模型配置；``b*`` 是
     :func:`~roofline_book.llm.inference.decode_batch_to_ridge` （精度取模型 checkpoint 的格式，
     没有时为 BF16）；份数是
-    :func:`roofline_book.distributed.parallel.dispatch_copies` 的第二项。
+    :func:`roofline_book.distributed.routing.dispatch_copies` 的第二项。
 
     Parameters
     ----------

@@ -265,7 +265,7 @@ def partition_shares(
 
     TP、PP 取 ``dense`` 模型切成 ``p`` 份，DP 每块 GPU 一份完整的副本，EP 取 ``moe`` 模型的专家
     分在 ``p`` 块 GPU 上（attention 同时按 TP 切，见
-    :class:`~roofline_book.distributed.parallel.Split`）。
+    :class:`~roofline_book.distributed.split.Split`）。
 
     Examples
     --------
