@@ -310,11 +310,9 @@ def tp_that_fits(
             wider.check(config, per_node=per_node)
         except InvalidArgument:  # tp does not divide the heads, ep does not divide tp, ...
             continue
-        group = infer(
-            config, device, wider, batch=1, context=context, prompt=prompt, precisions=precisions
-        )
-        if group.max_batch is not None and group.max_batch >= batch:
-            return tp, group.max_batch
+        fits = _batch_that_fits(config, device, wider, context, prompt, precisions, per_node)
+        if fits is not None and fits >= batch:
+            return tp, fits
     return None
 
 
@@ -349,14 +347,20 @@ def ep_that_fits(
     ep = 2 * max(split.ep, split.tp)
     while ep <= config.experts:
         wider = Split(tp=split.tp, pp=split.pp, ep=ep)
-        group = infer(
-            config, device, wider, batch=1, context=context, prompt=prompt,
-            precisions=precisions, per_node=per_node,
-        )  # fmt: skip
-        if group.max_batch is not None and group.max_batch >= batch:
-            return ep, group.max_batch
+        fits = _batch_that_fits(config, device, wider, context, prompt, precisions, per_node)
+        if fits is not None and fits >= batch:
+            return ep, fits
         ep *= 2
     return None
+
+
+def _batch_that_fits(config, device, split, context, prompt, precisions, per_node) -> int | None:
+    """:func:`~roofline_book.distributed.parallel.infer` 的最大 batch（设备没有容量时为 None）。"""
+    group = infer(
+        config, device, split, batch=1, context=context, prompt=prompt,
+        precisions=precisions, per_node=per_node,
+    )  # fmt: skip
+    return group.max_batch
 
 
 __all__ = [

@@ -150,7 +150,7 @@ def _mlp(config: ModelConfig, layer: int, tokens: int, p: Precisions, eager: boo
     """
     h, f, k = config.hidden, config.ffn, config.experts_per_token
     if not config.moe_layer(layer):
-        width = config.dense_ffn or f if config.experts > 1 else f
+        width = config.dense_ffn or f  # dense_ffn is set only beside experts
         plain = _matrices("mlp", "MLP", config, width, eager)
         return _run(config, plain, tokens, 1, width, 1.0, p, "activation")
     ops = [Op("router", "router", linear(tokens, h, config.experts, p))]
