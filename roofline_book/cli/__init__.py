@@ -49,11 +49,11 @@ from collections.abc import Sequence
 from .. import __version__
 from .._base.extras import MissingExtra
 from .._base.validate import InvalidArgument
-from . import bench, block, claims, collectives, devices, infer, op, plot, profile, train
+from . import bench, block, claims, collectives, devices, infer, op, plot, profile, serve, train
 from .common import EXIT_USAGE, PROG, SIZE_FORMS, Parser, UsageError, parse_size
 from .operators import OPERATORS, parse_point
 
-SUBCOMMANDS = (op, block, infer, train, devices, plot, profile, bench, collectives, claims)
+SUBCOMMANDS = (op, block, infer, serve, train, devices, plot, profile, bench, collectives, claims)
 """各子命令的模块，按帮助列出它们的顺序。"""
 
 __all__ = ["EXIT_USAGE", "OPERATORS", "PROG", "build_parser", "main", "parse_point", "parse_size"]

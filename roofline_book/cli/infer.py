@@ -298,6 +298,36 @@ def _text(r: InferenceReport, *, from_checkpoint: bool = False) -> None:
     print(text_table(None, lines, right=set()))
 
 
+def add_precision_arguments(parser: argparse.ArgumentParser) -> None:
+    """精度的 flag：``--dtype``、``--weights-dtype``、``--zero-point``、
+    ``--quantize-embeddings`` 与 ``--kv-dtype`` （``infer`` 与 ``serve`` 共用；
+    :func:`precisions_from_args` 读它们）。"""
+    parser.add_argument(
+        "--dtype",
+        help="activations and compute (bf16, or the checkpoint's: see --weights-dtype)",
+    )
+    parser.add_argument(
+        "--weights-dtype",
+        help=(
+            "linear layers' weights: bf16, fp8, int8, int4 (bf16); with --dtype bf16 they are "
+            "weight-only (W8A16, W4A16), --weights-dtype fp8 --dtype fp8 is W8A8. Without "
+            "either flag, a config.json's quantization_config sets both (DeepSeek-V3: FP8 W8A8 "
+            "with 128x128 block scales)"
+        ),
+    )
+    parser.add_argument(
+        "--zero-point",
+        action="store_true",
+        help="int8/int4 weights quantized asymmetrically: a zero point per group (AWQ)",
+    )
+    parser.add_argument(
+        "--quantize-embeddings",
+        action="store_true",
+        help="store the embedding table and the LM head in the weights' format (default BF16)",
+    )
+    parser.add_argument("--kv-dtype", default="bf16", help="KV cache (bf16)")
+
+
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     """把 ``infer`` 加到 ``sub`` 中。"""
     infer = sub.add_parser(
@@ -325,30 +355,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     infer.add_argument(
         "--prompt", type=parse_size, metavar="N", help="prompt tokens prefilled (--context)"
     )
-    infer.add_argument(
-        "--dtype",
-        help="activations and compute (bf16, or the checkpoint's: see --weights-dtype)",
-    )
-    infer.add_argument(
-        "--weights-dtype",
-        help=(
-            "linear layers' weights: bf16, fp8, int8, int4 (bf16); with --dtype bf16 they are "
-            "weight-only (W8A16, W4A16), --weights-dtype fp8 --dtype fp8 is W8A8. Without "
-            "either flag, a config.json's quantization_config sets both (DeepSeek-V3: FP8 W8A8 "
-            "with 128x128 block scales)"
-        ),
-    )
-    infer.add_argument(
-        "--zero-point",
-        action="store_true",
-        help="int8/int4 weights quantized asymmetrically: a zero point per group (AWQ)",
-    )
-    infer.add_argument(
-        "--quantize-embeddings",
-        action="store_true",
-        help="store the embedding table and the LM head in the weights' format (default BF16)",
-    )
-    infer.add_argument("--kv-dtype", default="bf16", help="KV cache (bf16)")
+    add_precision_arguments(infer)
     split = infer.add_argument_group("split over devices")
     split.add_argument(
         "--tp",

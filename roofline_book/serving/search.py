@@ -1,0 +1,154 @@
+"""在模拟之上回答的问题：满足 SLO 的最高到达率，吞吐与延迟随到达率的走向，聚合与分离的比较。
+
+SLO 是 TTFT 与 TPOT 各自的上限，按一个百分位判断（默认 p90，DistServe 用 90% 的达成率）：
+一个到达率满足 SLO，当且仅当模拟出的 TTFT 与 TPOT 的这个百分位都不超过上限。
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from .._base import validate as _validate
+from .._base.validate import InvalidArgument
+from .simulate import Deployment, ServeResult, percentile, simulate
+from .workload import Lengths, Request, generate
+
+
+@dataclass(frozen=True)
+class Slo:
+    """服务目标：TTFT 与 TPOT 的上限（秒，None 为不限），在第 ``percentile`` 百分位上判断。"""
+
+    ttft: float | None = None
+    tpot: float | None = None
+    percentile: float = 90.0
+
+    def __post_init__(self) -> None:
+        if self.ttft is not None:
+            _validate.positive("slo_ttft", self.ttft)
+        if self.tpot is not None:
+            _validate.positive("slo_tpot", self.tpot)
+        q = _validate.positive("slo_percentile", self.percentile)
+        if q > 100:
+            raise InvalidArgument("slo_percentile", f"must be in (0, 100], got {self.percentile}")
+
+    def met(self, result: ServeResult) -> bool:
+        """``result`` 是否满足这个 SLO。"""
+        ok = True
+        if self.ttft is not None:
+            ok &= percentile(list(result.ttft_each), self.percentile) <= self.ttft
+        tpots = [x for x in result.tpot_each if x is not None]
+        if self.tpot is not None and tpots:
+            ok &= percentile(tpots, self.percentile) <= self.tpot
+        return bool(ok)
+
+
+@dataclass(frozen=True)
+class Load:
+    """一种负载：请求个数、prompt 与输出的长度、到达过程与随机种子。"""
+
+    requests: int
+    prompt: Lengths
+    output: Lengths
+    arrivals: str = "poisson"
+    seed: int = 0
+
+    def at(self, rate: float) -> list[Request]:
+        """这种负载在每秒 ``rate`` 个请求时的请求序列。"""
+        return generate(
+            self.requests, rate, self.prompt, self.output, arrivals=self.arrivals, seed=self.seed
+        )
+
+
+def run(deployment: Deployment, load: Load, rate: float) -> ServeResult:
+    """部署 ``deployment`` 在负载 ``load``、到达率 ``rate`` 下的模拟结果。"""
+    return simulate(deployment, load.at(rate))
+
+
+def sweep(
+    deployment: Deployment, load: Load, rates: list[float]
+) -> list[tuple[float, ServeResult]]:
+    """一串到达率下的结果：画吞吐与延迟的 Pareto 曲线用。"""
+    return [(r, run(deployment, load, r)) for r in rates]
+
+
+@dataclass(frozen=True)
+class MaxRate:
+    """满足 SLO 的最高到达率（每秒请求数）、那时的结果，以及饱和时的模拟（到达率为无穷）。
+
+    最高到达率不超过饱和时的稳态吞吐（:attr:`ServeResult.steady_requests_per_s`）。"""
+
+    rate: float
+    result: ServeResult | None
+    saturation: ServeResult
+
+
+def max_rate(deployment: Deployment, load: Load, slo: Slo, *, tolerance: float = 0.01) -> MaxRate:
+    """满足 ``slo`` 的最高到达率：在 0 与饱和时的稳态吞吐之间二分，直到区间小于 ``tolerance`` 倍。
+
+    同一个 ``seed`` 下不同到达率的请求只差一个时间轴的伸缩，所以结果随到达率大体单调；
+    二分找到的是满足 SLO 的一个到达率，其上方 ``tolerance`` 倍处不满足。连很低的到达率都满足不了时
+    （一个请求单独跑就超出 SLO）为 0。
+    """
+    tolerance = _validate.positive("tolerance", tolerance)
+    saturated = run(deployment, load, math.inf)
+    # no rate above the saturated engines' steady throughput is sustained, however few the
+    # requests (a short run above it only queues them)
+    hi = saturated.steady_requests_per_s
+    lo_result = run(deployment, load, hi / 1000)
+    if not slo.met(lo_result):
+        return MaxRate(0.0, None, saturated)
+    lo = hi / 1000
+    best = lo_result
+    top = run(deployment, load, hi)
+    if slo.met(top):
+        return MaxRate(hi, top, saturated)
+    while hi - lo > tolerance * lo:
+        mid = math.sqrt(lo * hi)
+        got = run(deployment, load, mid)
+        if slo.met(got):
+            lo, best = mid, got
+        else:
+            hi = mid
+    return MaxRate(lo, best, saturated)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """同样的设备，聚合与分离两种部署：各自满足 SLO 的最高到达率与那时的结果。"""
+
+    aggregated: Deployment
+    disaggregated: Deployment
+    aggregated_rate: MaxRate
+    disaggregated_rate: MaxRate
+
+
+def compare(deployment: Deployment, load: Load, slo: Slo) -> Comparison:
+    """把 ``deployment`` 的设备分别做成聚合（chunked prefill）与分离部署，比较满足 SLO 的最高
+    到达率。
+
+    分离部署中 prefill 副本数取 ``deployment.prefill``；没给时逐个试 ``1 .. replicas - 1``，
+    取最好的。
+    """
+    if deployment.replicas < 2:
+        raise InvalidArgument(
+            "replicas", f"comparing with disaggregation needs at least 2, got {deployment.replicas}"
+        )
+    agg = replace(
+        deployment,
+        scheduler="chunked" if deployment.scheduler == "disaggregated" else deployment.scheduler,
+        prefill=None,
+    )
+    agg_rate = max_rate(agg, load, slo)
+    choices = [deployment.prefill] if deployment.prefill else range(1, deployment.replicas)
+    best: tuple[Deployment, MaxRate] | None = None
+    for p in choices:
+        d = replace(deployment, scheduler="disaggregated", prefill=p)
+        got = max_rate(d, load, slo)
+        if best is None or got.rate > best[1].rate:
+            best = (d, got)
+    assert best is not None
+    return Comparison(agg, best[0], agg_rate, best[1])
+
+
+__all__ = ["Comparison", "Load", "MaxRate", "Slo", "compare", "max_rate", "run", "sweep"]
