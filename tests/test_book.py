@@ -227,9 +227,9 @@ def test_the_summary_closes_the_book_and_chapter_numbers_in_prose_follow_the_toc
     import re
 
     chapters = _chapters_in_reading_order()
-    assert chapters[-1] == "chapters/17-summary"
+    assert chapters[-1] == "chapters/18-summary"
     # Collectives before the multi-GPU chapter that uses their alpha-beta model
-    assert chapters.index("chapters/14-collectives") < chapters.index("chapters/15-multi-gpu")
+    assert chapters.index("chapters/15-collectives") < chapters.index("chapters/16-multi-gpu")
     # File names carry the chapter's number, so a URL says which chapter it is
     assert [int(c.split("/")[1][:2]) for c in chapters] == list(range(1, len(chapters) + 1))
     # A chapter number typed into a link ("第 14 章") must be the one the numbered toctree gives

@@ -276,7 +276,7 @@ def test_download_link_on_every_page():
 #: The wide tables (new-user-and-bad-input.md, defect 3): page, and a word of the caption.
 WIDE_TABLES = (
     ("chapters/11-profiling", "self time 最多的几行"),
-    ("chapters/17-summary", "全书反复使用的算子"),
+    ("chapters/18-summary", "全书反复使用的算子"),
     ("appendix/cuda-benchmarks", "每个条目的计时"),
 )
 

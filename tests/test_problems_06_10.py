@@ -14,7 +14,7 @@ CH6 = "chapters/07-low-flop-operators"
 CH7 = "chapters/08-transformer"
 CH8 = "chapters/09-shape-precision"
 CH9 = "chapters/10-achieved-performance"
-CH13 = "chapters/17-summary"
+CH13 = "chapters/18-summary"
 
 # Catalog figures (dense peaks, FLOP/s; bandwidth, byte/s), H100 SXM: the whitepaper's dense
 # BF16 989.4 and TF32 494.7 TFLOP/s (rated at 1830 MHz), the datasheet's FP32 67 and HBM3 3.35 TB/s.

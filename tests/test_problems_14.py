@@ -10,7 +10,7 @@ import pytest
 
 from roofline_book import hardware
 
-CH14 = "chapters/15-multi-gpu"
+CH14 = "chapters/16-multi-gpu"
 H100 = hardware("h100-sxm")
 PEAK, HBM, CAP = H100.peak_flops("bf16"), H100.memory_bandwidth, H100.memory_capacity
 NVLINK, NDR, ALPHA, BASE = 450e9, 50e9, 0.6e-6, 6.6e-6

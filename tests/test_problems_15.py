@@ -13,7 +13,7 @@ from conftest import BUILD
 
 pytestmark = pytest.mark.site  # reads the built book's glued values
 
-CH15 = "chapters/14-collectives"
+CH15 = "chapters/15-collectives"
 
 B, ALPHA = 400e9, 2e-6  # the section's illustrative link: byte/s per direction, s per step
 

@@ -15,7 +15,7 @@ import pytest
 
 pytestmark = pytest.mark.site  # reads the built book's glued values
 
-CH16 = "chapters/16-deepseek-v3"
+CH16 = "chapters/17-deepseek-v3"
 P16, P8, HBM, NIC, NVLINK = 989.4e12, 1978.9e12, 3.35e12, 50e9, 200e9
 R16, R8 = P16 / HBM, P8 / HBM  # 295.3 and 590.7 FLOP/byte
 H, L, HEADS, E, K, FF = 7168, 61, 128, 256, 8, 2048
