@@ -121,7 +121,7 @@ class Engine:
     steps: StepModel
     scheduler: str
     capacity_blocks: int
-    chunk: int = 512
+    chunk: int = 2048
     max_tokens: int = 8192
     max_seqs: int | None = None
     estimate: tuple[float, float] | None = None

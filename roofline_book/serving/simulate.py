@@ -30,6 +30,7 @@ from ..llm.serving import MEMORY_RESERVE, activation_peak
 from ..llm.shape import ModelConfig
 from .engine import BLOCK, WATERMARK, Engine, StepRecord, Track
 from .steps import StepModel
+from ..units import si
 from .workload import Request
 
 SCHEDULERS = ("static", "continuous", "chunked", "disaggregated")
@@ -68,7 +69,7 @@ class Deployment:
     scheduler: str = "chunked"
     replicas: int = 1
     prefill: int | None = None
-    chunk: int = 512
+    chunk: int = 2048
     max_tokens: int = 8192
     max_seqs: int | None = None
     prefix_hit: float = 0.0
@@ -274,11 +275,19 @@ def _check(d: Deployment, requests: list[Request], engines: list[Engine]) -> Non
             f"prompt + output ({longest} tokens) is beyond {d.config.key}'s context window "
             f"({d.config.max_context})",
         )
+    if usable <= 0:
+        weights = si(weight_bytes_per_device(d.config, d.split, d.precisions), "B")
+        raise InvalidArgument(
+            "device",
+            f"{d.config.key}'s weights ({weights} a device) leave no room for a KV cache on "
+            f"{d.split.devices} x {d.device.key}: add devices (--tp, --ep) or smaller weights "
+            "(--weights-dtype)",
+        )
     if -(-longest // BLOCK) > usable:
         held = usable * BLOCK
         raise InvalidArgument(
             "prompt",
-            f"a request of {longest} tokens does not fit the KV cache of one engine ({held} tokens "
+            f"and output: a request of {longest} tokens does not fit the KV cache of one engine ({held} tokens "
             f"on {d.split.devices} x {d.device.key}): use more devices (--tp, --ep) or shorter "
             "requests",
         )
@@ -367,12 +376,20 @@ def simulate(d: Deployment, requests: list[Request], *, timeline: int = 0) -> Se
                 raise AssertionError("the simulation stalled with requests left")
         area += in_system * (now - last)
         last = now
-        if kind == 2:  # an arrival
+        if kind == 2:  # arrivals: every one at this instant joins before any engine plans
             assert isinstance(obj, Track)
-            in_system += 1
-            e = min(intake, key=lambda x: (x.load, x.number))
-            e.waiting.append(obj)
-            kick(e, now)
+            batch = [obj]
+            while nxt < len(tracks) and tracks[nxt].arrival == now:
+                batch.append(tracks[nxt])
+                nxt += 1
+            touched: dict[int, Engine] = {}
+            for t in batch:
+                in_system += 1
+                e = min(intake, key=lambda x: (x.load, x.number))
+                e.waiting.append(t)
+                touched[e.number] = e
+            for e in touched.values():
+                kick(e, now)
         elif kind == 0:  # a step ends
             assert isinstance(obj, Engine)
             start = busy.pop(obj.number)

@@ -325,11 +325,12 @@ class StepModel:
             touched = expected_experts(c.experts, c.experts_per_token, count)
             experts = round(touched * self._expert_bytes) * self._moe_layers
         a = (
-            (self._shared + now.token_bytes) / s.tp
+            self._shared / s.tp
+            + now.token_bytes / (s.tp * s.attention_dp)
             + now.cache_bytes / shards
             + experts / s.expert_shards
         )
-        b = step.token_bytes / s.tp + step.cache_bytes / shards
+        b = step.token_bytes / (s.tp * s.attention_dp) + step.cache_bytes / shards
         lines.append((a * self._byte_s, b * self._byte_s, "memory"))
         lines.append((self.network_s(count), 0.0, "network"))
         return lines
@@ -382,7 +383,8 @@ class StepModel:
             touched = expected_experts(c.experts, c.experts_per_token, tokens)
             experts = round(touched * self._expert_bytes) * self._moe_layers
         nbytes = (
-            (self._shared + total.token_bytes) / s.tp
+            self._shared / s.tp
+            + total.token_bytes / (s.tp * s.attention_dp)
             + total.cache_bytes / cache_shards
             + experts / s.expert_shards
         )
