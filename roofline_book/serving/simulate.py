@@ -28,9 +28,9 @@ from ..distributed.split import Split
 from ..llm.inference import Precisions, kv_bytes_per_token
 from ..llm.serving import MEMORY_RESERVE, activation_peak
 from ..llm.shape import ModelConfig
+from ..units import si
 from .engine import BLOCK, WATERMARK, Engine, StepRecord, Track
 from .steps import StepModel
-from ..units import si
 from .workload import Request
 
 SCHEDULERS = ("static", "continuous", "chunked", "disaggregated")
@@ -287,9 +287,9 @@ def _check(d: Deployment, requests: list[Request], engines: list[Engine]) -> Non
         held = usable * BLOCK
         raise InvalidArgument(
             "prompt",
-            f"and output: a request of {longest} tokens does not fit the KV cache of one engine ({held} tokens "
-            f"on {d.split.devices} x {d.device.key}): use more devices (--tp, --ep) or shorter "
-            "requests",
+            f"and output: a request of {longest} tokens does not fit the KV cache of one "
+            f"engine ({held} tokens on {d.split.devices} x {d.device.key}): use more devices "
+            "(--tp, --ep) or shorter requests",
         )
 
 
