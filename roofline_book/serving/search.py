@@ -72,6 +72,55 @@ def sweep(
     return [(r, run(deployment, load, r)) for r in rates]
 
 
+#: :func:`pareto` 默认的到达率：饱和时稳态吞吐的这些倍数。
+PARETO_SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def pareto(
+    deployment: Deployment, load: Load, shares: tuple[float, ...] = PARETO_SHARES
+) -> list[dict[str, float | None]]:
+    """吞吐与 p90 延迟随到达率的走向（画 Pareto 曲线用），每个到达率一组普通的数。
+
+    到达率取饱和时（全部请求一起到达）稳态吞吐 :attr:`ServeResult.steady_requests_per_s`
+    的 ``shares`` 倍，每个到达率模拟一次 ``load``。
+
+    Returns
+    -------
+    list of dict
+        每个到达率一项：``rate_per_s`` （到达率，1/s）、``requests_per_s`` 与
+        ``output_tokens_per_s`` （吞吐，1/s）、``ttft_p90_s``、``tpot_p90_s`` （没有 TPOT 时为
+        None）与 ``e2e_p90_s`` （秒）。每步取下界时，吞吐是上界、延迟是下界。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> from roofline_book.llm.config import model
+    >>> from .workload import Lengths
+    >>> d = Deployment(model("llama-3-8b"), hardware("h100-sxm"))
+    >>> load = Load(200, Lengths.parse("prompt", 1000), Lengths.parse("output", 200))
+    >>> low, high = pareto(d, load, (0.2, 1.0))
+    >>> low["requests_per_s"] < high["requests_per_s"], low["ttft_p90_s"] < high["ttft_p90_s"]
+    (True, True)
+    """
+    for share in shares:
+        _validate.positive("shares", share)
+    top = run(deployment, load, math.inf).steady_requests_per_s
+    points: list[dict[str, float | None]] = []
+    for share in shares:
+        r = run(deployment, load, share * top)
+        points.append(
+            {
+                "rate_per_s": share * top,
+                "requests_per_s": r.requests_per_s,
+                "output_tokens_per_s": r.output_tokens_per_s,
+                "ttft_p90_s": r.ttft_s.p90,
+                "tpot_p90_s": None if r.tpot_s is None else r.tpot_s.p90,
+                "e2e_p90_s": r.e2e_s.p90,
+            }
+        )
+    return points
+
+
 @dataclass(frozen=True)
 class MaxRate:
     """满足 SLO 的最高到达率（每秒请求数）、那时的结果，以及饱和时的模拟（到达率为无穷）。
@@ -151,4 +200,15 @@ def compare(deployment: Deployment, load: Load, slo: Slo) -> Comparison:
     return Comparison(agg, best[0], agg_rate, best[1])
 
 
-__all__ = ["Comparison", "Load", "MaxRate", "Slo", "compare", "max_rate", "run", "sweep"]
+__all__ = [
+    "PARETO_SHARES",
+    "Comparison",
+    "Load",
+    "MaxRate",
+    "Slo",
+    "compare",
+    "max_rate",
+    "pareto",
+    "run",
+    "sweep",
+]
