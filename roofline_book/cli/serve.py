@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .._base.validate import InvalidArgument
 from ..distributed.split import Split
 from ..serving.search import Comparison, Load, MaxRate, Slo, compare, max_rate
 from ..serving.search import run as run_at
@@ -41,6 +42,14 @@ _SCHEDULER_TEXT = {
     "chunked": "continuous batching, chunked prefill of {chunk} tokens a step",
     "disaggregated": "prefill/decode disaggregation, {prefill} prefill + {decode} decode replicas",
 }
+
+
+def _arrival_rate(text: str) -> float:
+    """``--rate`` 的 parser：每秒请求数，或 ``inf``。"""
+    try:
+        return parse_rate(text)
+    except InvalidArgument as exc:
+        raise argparse.ArgumentTypeError(exc.detail) from None
 
 
 def _efficiency(text: str | None, device: Any) -> tuple[tuple[float, float] | None, str | None]:
@@ -372,7 +381,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     load = serve.add_argument_group("requests")
     load.add_argument(
         "--rate",
-        type=parse_rate,
+        type=_arrival_rate,
         metavar="R",
         help="arrivals a second, or inf (all at once)",
     )

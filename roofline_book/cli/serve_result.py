@@ -20,14 +20,15 @@ class Spread:
 
     SCHEMA_EXTRA: ClassVar[dict[str, str]] = {"description": "a latency's percentiles"}
 
-    p50: float = record_field(minimum=0, unit=_S)
-    p90: float = record_field(minimum=0, unit=_S)
-    p99: float = record_field(minimum=0, unit=_S)
-    mean: float = record_field(minimum=0, unit=_S)
+    p50: float = record_field(minimum=0, description="median")
+    p90: float = record_field(minimum=0, description="90th percentile")
+    p99: float = record_field(minimum=0, description="99th percentile")
+    mean: float = record_field(minimum=0)
+    unit: str = record_field(enum=["s"], description="the unit of the four: seconds")
 
     @classmethod
     def of(cls, p: Percentiles) -> Spread:
-        return cls(p50=p.p50, p90=p.p90, p99=p.p99, mean=p.mean)
+        return cls(p50=p.p50, p90=p.p90, p99=p.p99, mean=p.mean, unit=_S)
 
 
 @dataclass(frozen=True, kw_only=True)
