@@ -9,7 +9,8 @@
 - ``"chunked"``：chunked prefill（Sarathi-Serve、vLLM V1）：每步的 token 预算为 ``chunk``；先放全部
   decode，余下的预算分给还在 prefill 的请求，一条 prompt 可以分几步做完。
 - ``"prefill"``、``"decode"``：prefill/decode 分离时的两种引擎。前者只做 prefill（每步至多
-  ``max_tokens`` 个 token），后者只 decode 从 prefill 引擎传来 KV cache 的请求。
+  ``max_tokens`` 个 token），后者只 decode 从 prefill 引擎传来 KV cache 的请求；decode 引擎不能
+  重算被抢占的请求，所以它接纳一个请求时就预留它 prompt 加全部输出的 block。
 
 内存按 vLLM 的规则：KV cache 以 16 个 token 为一个 block；一个请求在它 prompt 的 block 放得下时
 才被接纳（留 1% 的 block 作 watermark）；decode 写满一个 block 就再取一个；没有空 block 时，最后
