@@ -13,7 +13,9 @@
 
    The form is drawn from the spec the page carries (roofline_book.book.calculator.spec);
    each change builds the command line, runs it with --json, and shows the package's own
-   Chinese tables (roofline_book.cli.calculator.tables) and a roofline of the device. */
+   Chinese tables (roofline_book.cli.calculator.tables) and a roofline of the device; for
+   `serve`, the Pareto curve and the first steps' timeline instead, from the numbers
+   roofline_book.cli.calculator.serve_figures simulates for the same command line. */
 (function () {
   "use strict";
 
@@ -105,7 +107,19 @@
     }
   }
 
+  /* roofline_book.cli.calculator.serve_figures(argv, config): plain numbers (None -> undefined). */
+  function serveFigures(argv, config) {
+    const args = pyodide.toPy(argv);
+    try {
+      return toJs(typeof config === "string" ? calculator.serve_figures(args, config) : calculator.serve_figures(args));
+    } finally {
+      args.destroy();
+    }
+  }
+
   window.rooflineBook = { ready, run };
+
+  const MODES = ["op", "infer", "serve"];
 
   // ---------------------------------------------------------------- the form
   function element(tag, attributes, ...children) {
@@ -143,7 +157,7 @@
   function fromCommand(text, spec) {
     const given = new Map();
     const words = (text || "").trim().split(/\s+/).filter((w) => w && w !== "roofline-book");
-    if (words[0] !== "op" && words[0] !== "infer") return given;
+    if (!MODES.includes(words[0])) return given;
     given.set("mode", words[0]);
     let i = 1;
     let flags = new Set();
@@ -168,7 +182,7 @@
      page has a form for. */
   function linkedArgv(text) {
     const words = (text || "").trim().split(/\s+/).filter((w) => w && w !== "roofline-book" && w !== "--json");
-    return words[0] === "op" || words[0] === "infer" ? words : null;
+    return MODES.includes(words[0]) ? words : null;
   }
 
   function build(root, spec) {
@@ -182,7 +196,7 @@
     const unmatched = [];
     if (params.get("mode") === "op" && params.get("operator") !== null &&
         !spec.operators.some((o) => o.key === params.get("operator"))) unmatched.push("operator");
-    if (params.get("mode") === "infer" && params.get("model") !== null &&
+    if (["infer", "serve"].includes(params.get("mode")) && params.get("model") !== null &&
         !spec.models.some((m) => m.key === params.get("model"))) unmatched.push("model");
     if (params.get("device") !== null && !spec.devices.some((d) => d.key === params.get("device")))
       unmatched.push("device");
@@ -192,11 +206,12 @@
     form.append(datalist("calc-precisions", spec.precisions));
     form.append(datalist("calc-weight-formats", spec.weight_formats));
 
-    const mode = params.get("mode") === "infer" ? "infer" : "op";
+    const mode = MODES.includes(params.get("mode")) ? params.get("mode") : "op";
     const modes = element("fieldset", { class: "calc-modes" }, element("legend", {}, "计算对象"));
     for (const [value, text] of [
       ["op", "一个算子"],
       ["infer", "一个模型的推理"],
+      ["serve", "一个模型的服务（一串请求）"],
     ]) {
       const radio = element("input", { type: "radio", name: "mode", value, checked: value === mode });
       modes.append(element("label", { class: "calc-radio" }, radio, text));
@@ -248,10 +263,9 @@
     drawArgs(chosenOp, true);
     opSelect.addEventListener("change", () => drawArgs(opSelect.value, false));
 
-    // a model's inference
-    const inferSet = element("fieldset", { class: "calc-infer" }, element("legend", {}, "模型与推理设置"));
-    const q = (name, fallback) => (params.get(name) !== null ? params.get(name) : fallback);
-    inferSet.append(
+    // the model, for its inference and for serving it
+    const modelSet = element("fieldset", { class: "calc-model" }, element("legend", {}, "模型"));
+    modelSet.append(
       field(
         "模型",
         select(
@@ -260,6 +274,26 @@
           spec.models.some((m) => m.key === params.get("model")) ? params.get("model") : spec.defaults.model
         )
       ),
+      field(
+        "粘贴 config.json",
+        element("textarea", {
+          name: "config",
+          rows: 6,
+          spellcheck: "false",
+          placeholder: "可选：粘贴 Hugging Face 模型的 config.json 全文，就按它计算，不用上面选的模型",
+        }),
+        "--model config.json"
+      )
+    );
+    form.append(modelSet);
+
+    // a model's inference
+    const inferSet = element("fieldset", { class: "calc-infer" }, element("legend", {}, "推理设置"));
+    // a value from the link; `own`: only when the link is that command (serve and infer share
+    // some flag names)
+    const q = (name, fallback, own = null) =>
+      params.get(name) !== null && (own === null || params.get("mode") === own) ? params.get(name) : fallback;
+    inferSet.append(
       field("batch", element("input", { type: "text", name: "batch", value: q("batch", ""), placeholder: "默认 1" }), "--batch"),
       field(
         "context（decode 一步每条序列要看的 token 数，含新 token）",
@@ -268,7 +302,7 @@
       ),
       field(
         "prompt 长度",
-        element("input", { type: "text", name: "prompt", value: q("prompt", ""), placeholder: "默认等于 context" }),
+        element("input", { type: "text", name: "prompt", value: q("prompt", "", "infer"), placeholder: "默认等于 context" }),
         "--prompt"
       ),
       field(
@@ -292,24 +326,46 @@
         element("input", { type: "text", name: "kv_dtype", value: q("kv_dtype", ""), placeholder: "默认 bf16", list: "calc-precisions" }),
         "--kv-dtype"
       ),
-      field("张量并行（TP）的设备数", element("input", { type: "text", name: "tp", value: q("tp", ""), placeholder: "默认 1" }), "--tp"),
+      field("张量并行（TP）的设备数", element("input", { type: "text", name: "tp", value: q("tp", "", "infer"), placeholder: "默认 1" }), "--tp"),
       field(
         "专家并行（EP）的设备数（大于 TP 时 attention 按 EP / TP 组数据并行）",
         element("input", { type: "text", name: "ep", value: q("ep", ""), placeholder: "默认 1" }),
         "--ep"
-      ),
-      field(
-        "粘贴 config.json",
-        element("textarea", {
-          name: "config",
-          rows: 6,
-          spellcheck: "false",
-          placeholder: "可选：粘贴 Hugging Face 模型的 config.json 全文，就按它计算，不用上面选的模型",
-        }),
-        "--model config.json"
       )
     );
     form.append(inferSet);
+
+    // serving the model: a stream of requests (the serve command's flags)
+    const serveSet = element("fieldset", { class: "calc-serve" }, element("legend", {}, "服务设置：请求、调度与 SLO"));
+    const serveInputs = [];
+    for (const [name, label, fallback, placeholder] of [
+      ["rate", "到达率（每秒请求数，或 inf：全部一起到达）", "20", "必填，如 20 或 inf"],
+      ["requests", "请求数", "", "默认 1000"],
+      ["prompt", "prompt 长度（token）", "", "默认 1000"],
+      ["output", "输出长度（token）", "", "默认 200"],
+      ["scheduler", "调度", null, null],
+      ["chunk", "chunked prefill 每步的 token 预算", "", "默认 2048"],
+      ["replicas", "副本数（分离部署至少 2）", "", "默认 1"],
+      ["tp", "每个副本的张量并行（TP）设备数", "", "默认 1"],
+      ["slo_ttft", "TTFT 的 SLO（秒）", "0.2", "可省略"],
+      ["slo_tpot", "TPOT 的 SLO（秒）", "0.05", "可省略"],
+    ]) {
+      const flag = `--${name.replace("_", "-")}`;
+      // a serve link carries its own flags: no other value is added to its command
+      const given = q(name, params.get("mode") === "serve" ? "" : fallback, "serve");
+      const input =
+        name === "scheduler"
+          ? select(
+              "serve_scheduler",
+              spec.schedulers.map((k) => [k, k]),
+              spec.schedulers.includes(given) ? given : "chunked"
+            )
+          : element("input", { type: "text", name: `serve_${name}`, value: given, placeholder, spellcheck: "false" });
+      input.dataset.flag = flag;
+      serveInputs.push(input);
+      serveSet.append(field(label, input, flag));
+    }
+    form.append(serveSet);
 
     // the device
     const deviceSet = element("fieldset", { class: "calc-device" }, element("legend", {}, "设备"));
@@ -343,25 +399,39 @@
     const error = element("div", { class: "calc-error", role: "alert", hidden: true });
     const results = element("div", { class: "calc-results", "aria-live": "polite" });
     const figure = element("figure", { class: "calc-figure roofline-figure" });
-    root.append(form, command, error, results, figure);
+    const serveFigure = element("div", { class: "calc-serve-figures roofline-figure", "aria-live": "polite" });
+    root.append(form, command, error, results, figure, serveFigure);
 
     /* The pasted config.json, or null: the command reads it as --model config.json. */
     function pasted() {
       const text = form.elements.config.value;
-      return form.elements.mode.value === "infer" && text.trim() !== "" ? text : null;
+      return form.elements.mode.value !== "op" && text.trim() !== "" ? text : null;
     }
 
     function sync() {
-      const infer = form.elements.mode.value === "infer";
-      opSet.hidden = infer;
-      inferSet.hidden = !infer;
+      const chosen = form.elements.mode.value;
+      opSet.hidden = chosen !== "op";
+      modelSet.hidden = chosen === "op";
+      inferSet.hidden = chosen !== "infer";
+      serveSet.hidden = chosen !== "serve";
+      figure.hidden = chosen === "serve";
+      serveFigure.hidden = chosen !== "serve";
       adhoc.hidden = deviceSelect.value !== "";
       form.elements.model.disabled = pasted() !== null;
     }
 
     function argv() {
       const args = [];
-      if (form.elements.mode.value === "infer") {
+      if (form.elements.mode.value === "serve") {
+        args.push("serve", "--model", pasted() === null ? form.elements.model.value : "config.json");
+        for (const input of serveInputs) {
+          const value = input.value.trim();
+          // the scheduler the command takes by default is not spelled out
+          if (value !== "" && !(input.dataset.flag === "--scheduler" && value === "chunked")) {
+            args.push(input.dataset.flag, value);
+          }
+        }
+      } else if (form.elements.mode.value === "infer") {
         args.push("infer", "--model", pasted() === null ? form.elements.model.value : "config.json");
         for (const name of ["batch", "context", "prompt", "dtype", "weights_dtype", "kv_dtype", "tp", "ep"]) {
           const value = form.elements[name].value.trim();
@@ -407,6 +477,7 @@
         error.hidden = false;
         results.classList.add("calc-stale");
         figure.classList.add("calc-stale");
+        serveFigure.classList.add("calc-stale");
         root.dataset.state = "error";
         return;
       }
@@ -415,11 +486,25 @@
       results.classList.remove("calc-stale");
       figure.classList.remove("calc-stale");
       results.replaceChildren(...pythonJson("tables", result).map(table));
-      figure.replaceChildren(
-        roofline(result, pythonJson("points", result), pythonJson("roofs", result), spec)
-      );
+      if (result.command !== "serve") {
+        figure.replaceChildren(
+          roofline(result, pythonJson("points", result), pythonJson("roofs", result), spec)
+        );
+      } else {
+        serveFigure.classList.add("calc-stale");
+      }
       root.dataset.state = "done";
       root.dataset.answers = String(Number(root.dataset.answers || 0) + 1);
+      if (result.command === "serve") {
+        // the curve simulates several rates: let the tables show first
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        if (ticket !== latest) return;
+        const data = serveFigures(args, config);
+        if (ticket !== latest) return;
+        serveFigure.replaceChildren(pareto(result, data, spec), timeline(data, spec));
+        serveFigure.classList.remove("calc-stale");
+        root.dataset.figures = String(Number(root.dataset.figures || 0) + 1);
+      }
     }
 
     /* The link's command, when its names are not the form's: true when the form may go on
@@ -649,6 +734,200 @@
       seen.add(point.group);
     }
     for (const group of seen) legend(groups[group][0], groups[group][1], false, true);
+    return root;
+  }
+
+  // ------------------------------------------------------- serving: the figures
+  const fmtTime = (s) => (s >= 1 ? `${+s.toPrecision(3)} s` : `${+(s * 1e3).toPrecision(3)} ms`);
+
+  function frame(W, H, label) {
+    const root = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": label });
+    root.append(svg("title", {}, label));
+    root.append(svg("rect", { x: 0, y: 0, width: W, height: H, fill: "white" }));
+    return root;
+  }
+
+  /* Throughput (x) against p90 TTFT and TPOT (y, log), one point per rate of the sweep, the
+     SLOs as dashed lines, and this command's own run ringed. */
+  function pareto(result, data, spec) {
+    const points = data.pareto;
+    const lower = data.kind === "bound";
+    const W = 780,
+      H = 420,
+      left = 78,
+      right = 200,
+      top = 40,
+      bottom = 56;
+    const run = result.run || result;
+    const lines = Object.entries(spec.serve_lines); // [["ttft", [color, label]], ...]
+    const value = (p, key) => p[`${key}_p90_s`];
+    const own = { requests_per_s: run.requests_per_s, ttft_p90_s: run.ttft_s.p90, tpot_p90_s: run.tpot_s ? run.tpot_s.p90 : undefined };
+    const slos = { ttft: result.slo_ttft_s, tpot: result.slo_tpot_s };
+    const ys = [];
+    for (const p of [...points, own]) for (const [key] of lines) if (value(p, key) > 0) ys.push(value(p, key));
+    for (const v of Object.values(slos)) if (v) ys.push(v);
+    const y0 = Math.floor(Math.log10(Math.min(...ys)) - 0.2);
+    const y1 = Math.ceil(Math.log10(Math.max(...ys)) + 0.2);
+    const xmax = 1.1 * Math.max(...points.map((p) => p.requests_per_s), own.requests_per_s);
+    const X = (v) => left + (v / xmax) * (W - left - right);
+    const Y = (v) => top + ((y1 - Math.log10(v)) / (y1 - y0)) * (H - top - bottom);
+    const bound = lower ? "上界" : "估计";
+    const latency = lower ? "下界" : "估计";
+    const root = frame(W, H, `吞吐与 p90 延迟：${points.length} 个到达率`);
+    root.classList.add("calc-pareto");
+    root.append(
+      svg("text", { x: left, y: 18, "font-size": 15, fill: "#000" }, `吞吐与 p90 延迟（到达率从饱和吞吐的 10% 到 100%）`),
+      svg("text", { x: left, y: 34, "font-size": 12, fill: "#444" }, `每个到达率模拟 ${data.curve_requests.toLocaleString("en-US")} 个请求；延迟是${latency}，吞吐是${bound}`)
+    );
+    // grid: x linear, y at 1, 2, 5 x powers of ten
+    const step = 10 ** Math.floor(Math.log10(xmax / 2));
+    const xstep = xmax / step > 10 ? step * (xmax / step > 25 ? 5 : 2) : step;
+    for (let v = 0; v <= xmax; v += xstep) {
+      const x = X(v);
+      root.append(svg("line", { x1: x, x2: x, y1: top, y2: H - bottom, stroke: "#e5e5e5" }));
+      root.append(svg("text", { x, y: H - bottom + 18, "text-anchor": "middle", "font-size": 12, fill: "#000" }, String(+v.toPrecision(4))));
+    }
+    for (let e = y0; e <= y1; e++) {
+      for (const m of e < y1 ? [1, 2, 5] : [1]) {
+        const y = Y(m * 10 ** e);
+        root.append(svg("line", { x1: left, x2: W - right, y1: y, y2: y, stroke: m === 1 ? "#d0d0d0" : "#eeeeee" }));
+        if (m === 1 || y1 - y0 <= 2) {
+          root.append(svg("text", { x: left - 8, y: y + 4, "text-anchor": "end", "font-size": 12, fill: "#000" }, fmtTime(m * 10 ** e)));
+        }
+      }
+    }
+    root.append(svg("rect", { x: left, y: top, width: W - left - right, height: H - top - bottom, fill: "none", stroke: "#000" }));
+    root.append(
+      svg("text", { x: (left + W - right) / 2, y: H - 14, "text-anchor": "middle", "font-size": 13, fill: "#000" }, `吞吐（requests/s，${bound}）`),
+      svg("text", { x: 0, y: 0, "text-anchor": "middle", "font-size": 13, fill: "#000", transform: `translate(18 ${(top + H - bottom) / 2}) rotate(-90)` }, `p90 延迟（${latency}，对数轴）`)
+    );
+    let labelY = top + 12;
+    const legend = (color, text, kind) => {
+      const x = W - right + 12;
+      if (kind === "ring") root.append(svg("circle", { cx: x + 10, cy: labelY - 4, r: 6, fill: "none", stroke: "#000", "stroke-width": 1.5 }));
+      else root.append(svg("line", { x1: x, x2: x + 20, y1: labelY - 4, y2: labelY - 4, stroke: color, "stroke-width": 2, "stroke-dasharray": kind === "dashed" ? "5 3" : "none" }));
+      root.append(svg("text", { x: x + 26, y: labelY, "font-size": 12, fill: "#000" }, text));
+      labelY += 20;
+    };
+    for (const [key, [color, label]] of lines) {
+      const placed = points.filter((p) => value(p, key) > 0);
+      if (!placed.length) continue;
+      root.append(
+        svg("polyline", {
+          points: placed.map((p) => `${X(p.requests_per_s)},${Y(value(p, key))}`).join(" "),
+          fill: "none",
+          stroke: color,
+          "stroke-width": 2,
+        })
+      );
+      for (const p of placed) {
+        const dot = svg("circle", {
+          cx: X(p.requests_per_s),
+          cy: Y(value(p, key)),
+          r: 3.5,
+          fill: color,
+          class: "calc-pareto-point",
+          "data-line": key,
+          "data-rate": p.rate_per_s,
+          "data-throughput": p.requests_per_s,
+          "data-latency": value(p, key),
+        });
+        dot.append(svg("title", {}, `到达率 ${p.rate_per_s.toFixed(2)}/s：吞吐 ${p.requests_per_s.toFixed(2)} requests/s，${label} ${fmtTime(value(p, key))}`));
+        root.append(dot);
+      }
+      legend(color, label);
+      if (slos[key]) {
+        root.append(svg("line", { x1: left, x2: W - right, y1: Y(slos[key]), y2: Y(slos[key]), stroke: color, "stroke-width": 1.5, "stroke-dasharray": "5 3" }));
+        legend(color, `${key.toUpperCase()} 的 SLO ${fmtTime(slos[key])}`, "dashed");
+      }
+    }
+    // this command's own run
+    for (const [key] of lines) {
+      if (!(value(own, key) > 0)) continue;
+      const ring = svg("circle", { cx: X(own.requests_per_s), cy: Y(value(own, key)), r: 7, fill: "none", stroke: "#000", "stroke-width": 1.5, class: "calc-pareto-own", "data-line": key });
+      ring.append(svg("title", {}, `本次的命令：吞吐 ${own.requests_per_s.toFixed(2)} requests/s，p90 ${key.toUpperCase()} ${fmtTime(value(own, key))}`));
+      root.append(ring);
+    }
+    legend("#000", "本次的命令", "ring");
+    return root;
+  }
+
+  /* The first steps: one row a request, one bar a step it is in (prefill or decode). */
+  function timeline(data, spec) {
+    const steps = data.timeline;
+    if (!steps.length) return element("p", { class: "calc-note" }, "没有给到达率（--rate），不画时间线。");
+    const rows = [...new Set(steps.flatMap((s) => s.items.map((i) => i[0])))].sort((a, b) => a - b);
+    const engines = new Set(steps.map((s) => s.engine)).size;
+    const W = 780,
+      rowH = 18,
+      left = 78,
+      right = 200,
+      top = 44,
+      bottom = 48;
+    const H = top + bottom + rows.length * rowH;
+    const t0 = steps[0].start;
+    const t1 = Math.max(...steps.map((s) => s.end));
+    const X = (t) => left + ((t - t0) / (t1 - t0)) * (W - left - right);
+    const root = frame(W, H, `前 ${steps.length} 步的时间线：${rows.length} 个请求`);
+    root.classList.add("calc-timeline");
+    const where = engines > 1 ? `，${engines} 个引擎` : "";
+    root.append(
+      svg("text", { x: left, y: 18, "font-size": 15, fill: "#000" }, `前 ${steps.length} 步的时间线（${rows.length} 个请求${where}）`),
+      svg("text", { x: left, y: 34, "font-size": 12, fill: "#444" }, "每一格是一步：请求在这一步 prefill 的 token 数写在格中，或 decode 一个 token")
+    );
+    // time ticks
+    const span = t1 - t0;
+    const unit = 10 ** Math.floor(Math.log10(span / 4));
+    const tick = span / unit > 20 ? unit * 5 : span / unit > 8 ? unit * 2 : unit;
+    for (let t = 0; t <= span; t += tick) {
+      const x = X(t0 + t);
+      root.append(svg("line", { x1: x, x2: x, y1: top, y2: H - bottom, stroke: "#e5e5e5" }));
+      root.append(svg("text", { x, y: H - bottom + 18, "text-anchor": "middle", "font-size": 12, fill: "#000" }, t === 0 ? "0" : fmtTime(t)));
+    }
+    rows.forEach((r, i) => {
+      root.append(svg("text", { x: left - 8, y: top + i * rowH + rowH - 5, "text-anchor": "end", "font-size": 12, fill: "#000" }, `请求 ${r}`));
+    });
+    const [prefillColor] = spec.groups.prefill;
+    const [decodeColor] = spec.groups.decode;
+    for (const step of steps) {
+      const x = X(step.start);
+      const w = Math.max(0.8, X(step.end) - x);
+      for (const [index, kind, tokens] of step.items) {
+        const y = top + rows.indexOf(index) * rowH + 2;
+        const bar = svg("rect", {
+          x,
+          y,
+          width: w,
+          height: rowH - 4,
+          fill: kind === "prefill" ? prefillColor : decodeColor,
+          stroke: "#000",
+          "stroke-width": 0.3,
+          class: "calc-step",
+          "data-request": index,
+          "data-kind": kind,
+          "data-tokens": tokens,
+          "data-start": step.start,
+          "data-end": step.end,
+        });
+        bar.append(svg("title", {}, `请求 ${index}：${kind} ${tokens} 个 token，${fmtTime(step.start - t0)} 到 ${fmtTime(step.end - t0)}（${step.bound}-bound）`));
+        root.append(bar);
+        if (kind === "prefill" && w > 30) {
+          root.append(svg("text", { x: x + w / 2, y: y + rowH - 8, "text-anchor": "middle", "font-size": 10, fill: "#000" }, String(tokens)));
+        }
+      }
+    }
+    root.append(svg("rect", { x: left, y: top, width: W - left - right, height: H - top - bottom, fill: "none", stroke: "#000" }));
+    root.append(svg("text", { x: (left + W - right) / 2, y: H - 12, "text-anchor": "middle", "font-size": 13, fill: "#000" }, "时间（从第一步开始）"));
+    let labelY = top + 12;
+    for (const [color, text] of [
+      [prefillColor, "prefill（格中为 token 数）"],
+      [decodeColor, "decode 一个 token"],
+    ]) {
+      const x = W - right + 12;
+      root.append(svg("rect", { x, y: labelY - 10, width: 20, height: 12, fill: color, stroke: "#000", "stroke-width": 0.3 }));
+      root.append(svg("text", { x: x + 26, y: labelY, "font-size": 12, fill: "#000" }, text));
+      labelY += 20;
+    }
     return root;
   }
 

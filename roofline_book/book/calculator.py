@@ -20,6 +20,7 @@ from ..llm.config import models
 from ..ops.registry import REGISTRY
 from ..present.plotting.ceilings import RESOURCE_COLORS
 from ..present.plotting.style import PALETTE, TEXTS
+from ..serving.simulate import SCHEDULERS
 
 #: 模型推理表单的初始值。
 DEFAULTS = {"device": "h100-sxm", "model": "llama-2-7b", "operator": "gemm"}
@@ -71,6 +72,12 @@ def spec() -> dict[str, Any]:
             "op": [PALETTE["vermillion"], "算子"],
             "prefill": [PALETTE["orange"], "prefill 的算子"],
             "decode": [PALETTE["sky"], "decode 的算子"],
+        },
+        # the serving form: its schedulers, and the lines of its Pareto curve
+        "schedulers": list(SCHEDULERS),
+        "serve_lines": {
+            "ttft": [PALETTE["vermillion"], "p90 TTFT"],
+            "tpot": [PALETTE["blue"], "p90 TPOT"],
         },
         # the book's figures' axis titles, in Chinese
         "axes": {

@@ -35,6 +35,7 @@ from typing import Any
 
 from ..present.tables import RESOURCE_ZH
 from ..units import si
+from . import calculator_serve
 from .common import number as _number
 
 #: 限制类型的中文叫法（JSON 的 ``bound_kind``）。
@@ -253,7 +254,7 @@ def _infer_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """``op --json`` 或 ``infer --json`` 的结果，排成页面上的中文表格。
+    """``op --json``、``infer --json`` 或 ``serve --json`` 的结果，排成页面上的中文表格。
 
     Parameters
     ----------
@@ -269,14 +270,27 @@ def tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
     Raises
     ------
     ValueError
-        ``result`` 不是 ``op`` 或 ``infer`` 的结果。
+        ``result`` 不是 ``op``、``infer`` 或 ``serve`` 的结果。
     """
     command = result.get("command") if isinstance(result, Mapping) else None
     if command == "op":
         return _op_tables(result)
     if command == "infer":
         return _infer_tables(result)
-    raise ValueError(f"result must be the JSON of `op` or `infer`; got command {command!r}")
+    if command == "serve":
+        return calculator_serve.tables(result)
+    raise ValueError(
+        f"result must be the JSON of `op`, `infer` or `serve`; got command {command!r}"
+    )
+
+
+def serve_figures(argv: Sequence[str], config: str | None = None) -> dict[str, Any]:
+    """``serve ARGV`` 的 Pareto 曲线与时间线要的数（:func:`.calculator_serve.figures`）；
+    ``config`` 与 :func:`run` 的相同：粘贴的 ``config.json``。"""
+    if isinstance(argv, str) or not all(isinstance(a, str) for a in argv):
+        raise TypeError("argv must be a sequence of str, e.g. ['serve', '--model', 'llama-3-8b']")
+    with _pasted(config):
+        return calculator_serve.figures(argv)
 
 
 def points(result: Mapping[str, Any]) -> list[dict[str, Any]]:
