@@ -49,9 +49,10 @@ class Deployment:
     prefill
         ``"disaggregated"`` 时做 prefill 的副本数（默认一半，至少 1）；其余做 decode。
     chunk
-        ``"chunked"`` 一步的 token 预算（Sarathi-Serve 的 token budget）。
+        ``"chunked"`` 一步的 token 预算（Sarathi-Serve 的 token budget）；attention 数据并行时
+        （``split.ep > split.tp``）是每组的预算。
     max_tokens
-        不分块的 prefill 一步至多的 token 数（至少一条 prompt）。
+        不分块的 prefill 一步至多的 token 数（至少一条 prompt），数据并行时也是每组的。
     max_seqs
         一个引擎同时处理的请求数上限（vLLM 的 ``max_num_seqs``）；默认只受内存限制。
     prefix_hit
@@ -255,8 +256,10 @@ def _engines(d: Deployment) -> list[Engine]:
                     steps,
                     scheduler,
                     per_engine,
-                    chunk=d.chunk,
-                    max_tokens=d.max_tokens,
+                    # with attention data-parallel in dp groups, each group schedules its own
+                    # budget (as vLLM's and SGLang's DP attention ranks do)
+                    chunk=d.chunk * d.split.attention_dp,
+                    max_tokens=d.max_tokens * d.split.attention_dp,
                     max_seqs=d.max_seqs,
                     estimate=d.efficiency,
                 )
