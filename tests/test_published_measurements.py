@@ -14,6 +14,7 @@ Add a kind by adding a function to :data:`KINDS`.
 
 from __future__ import annotations
 
+import functools
 import math
 import tomllib
 from collections.abc import Callable, Mapping
@@ -39,8 +40,13 @@ from roofline_book.distributed.parallel import (
 from roofline_book.distributed.training import TrainingStep, TrainSplit, train, training_flops
 from roofline_book.llm.inference import adhoc_model, model, step_ops, step_time
 from roofline_book.llm.quantization import Precisions
+from roofline_book.llm.shape import ModelConfig
 from roofline_book.measure import published
 from roofline_book.ops import mla_attention
+from roofline_book.serving.search import Load
+from roofline_book.serving.search import run as run_serving
+from roofline_book.serving.simulate import Deployment, ServeResult
+from roofline_book.serving.workload import Lengths
 
 FIELDS = ("id", "kind", "what", "device", "config", "value", "unit", "source", "url", "note")
 
@@ -464,6 +470,115 @@ def _training_gpu_hours(device: Hardware, c: Mapping[str, Any]) -> Limit:
     return Limit(step.devices * step.floor_s / tokens, False, f"step bound {step.floor_s:.4g} s")
 
 
+# Serving: `roofline-book serve`'s simulation (roofline_book.serving), every step at its lower
+# bound, so its latencies are lower bounds and its throughputs upper bounds.
+
+#: The package's iteration-level schedulers a measured engine is held against: whole prompts
+#: and chunked prefill (Sarathi-Serve). An engine's own scheduler is neither exactly, so the
+#: bound is the more lenient of the two.
+_SERVE_SCHEDULERS = ("continuous", "chunked")
+
+
+def _opt_13b() -> ModelConfig:
+    """OPT-13B (Zhang et al. 2022): 40 layers, d_model 5120, 40 heads of 128 and an FFN of
+    4 d_model (facebookresearch/metaseq, metaseq/launcher/opt_job_constants.py, ``"13b"``),
+    ReLU, a vocabulary of 50272 tied to the LM head and 2048 positions (facebook/opt-13b
+    config.json: ffn_dim 20480, vocab_size 50272, max_position_embeddings 2048,
+    activation_function relu). The package models a non-gated FFN with GELU, the one
+    tighter-than-the-source choice here: GELU's vector FLOPs on the same bytes as ReLU. The whole
+    activation bounds at 1.9% of a 512-token prefill step on an A100 and 0.5% of a decode step at
+    batch 100, and the DistServe rows sit at 0.09 to 0.23 of their bounds."""
+    return adhoc_model(
+        "opt-13b", hidden=5120, layers=40, heads=40, kv_heads=40, ffn=20480, vocab=50272,
+        gated=False, tied_embeddings=True, max_context=2048,
+    )  # fmt: skip
+
+
+#: Models a source serves that the catalog lacks, built from their published configs.
+_SERVE_MODELS: dict[str, Callable[[], ModelConfig]] = {"opt-13b": _opt_13b}
+
+
+@functools.cache
+def _served(  # noqa: PLR0913
+    device: str,
+    name: str,
+    tp: int,
+    kv: str,
+    prompt: int,
+    output: int,
+    requests: int,
+    rate: float,
+    scheduler: str,
+    max_seqs: int | None,
+    replicas: int,
+    prefill: int | None,
+) -> ServeResult:
+    config = _SERVE_MODELS[name]() if name in _SERVE_MODELS else model(name)
+    deployment = Deployment(
+        config,
+        hardware(device),
+        Split(tp=tp),
+        Precisions(kv=kv),
+        scheduler=scheduler,
+        chunk=2048,  # serve's --chunk default
+        max_seqs=max_seqs,
+        replicas=replicas,
+        prefill=prefill,
+    )
+    load = Load(requests, Lengths.parse("prompt", prompt), Lengths.parse("output", output))
+    return run_serving(deployment, load, rate)
+
+
+def _serve_all(device: Hardware, c: Mapping[str, Any]) -> list[ServeResult]:
+    """``serving.search.run`` of the row's load on ``Deployment(model, device, Split(tp))``,
+    BF16 weights, ``kv`` cache, once per scheduler (the row's, or each of
+    :data:`_SERVE_SCHEDULERS`). ``rate_requests = [rate, requests]`` sets both at once;
+    ``rate = "inf"`` sends every request at time 0; arrivals are Poisson, seed 0."""
+    rate, requests = c["rate_requests"] if "rate_requests" in c else (c["rate"], c["requests"])
+    rate = math.inf if rate == "inf" else float(rate)
+    schedulers = (c["scheduler"],) if "scheduler" in c else _SERVE_SCHEDULERS
+    return [
+        _served(
+            device.key,
+            c["model"],
+            c.get("tp", 1),
+            c.get("kv", "bf16"),
+            c["prompt"],
+            c["output"],
+            requests,
+            rate,
+            s,
+            c.get("max_seqs"),
+            c.get("replicas", 1),
+            c.get("prefill"),
+        )
+        for s in schedulers
+    ]
+
+
+def _serving_throughput(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """A published serving throughput against ``serve``'s upper bound (:func:`_serve_all`, the
+    largest over the schedulers). ``quantity``: ``requests_per_s`` or ``output_tokens_per_s``
+    (completed requests or output tokens over the time from the first arrival to the last
+    completion, bench_serving's and ``vllm bench serve``'s definition), or ``max_rate``: the
+    steady completion rate with every request queued at once
+    (``ServeResult.steady_requests_per_s``), above which ``serve --max-rate`` finds no rate
+    under any SLO; a goodput (the highest rate meeting SLOs) cannot exceed it."""
+    got = _serve_all(device, c)
+    field = "steady_requests_per_s" if c["quantity"] == "max_rate" else c["quantity"]
+    best = max(getattr(r, field) for r in got)
+    return Limit(best, True, f"serve's upper bound, {len(got)} scheduler(s)")
+
+
+def _serving_latency(device: Hardware, c: Mapping[str, Any]) -> Limit:
+    """A published median latency (``quantity``: ``ttft``, ``tpot`` or ``e2e``) against
+    ``serve``'s lower bound of the same median (:func:`_serve_all`, the smallest over the
+    schedulers). TPOT is ``(e2e - TTFT) / (output - 1)`` per request, bench_serving's."""
+    got = _serve_all(device, c)
+    best = min(getattr(r, f"{c['quantity']}_s").p50 for r in got)
+    return Limit(best, False, f"serve's lower bound of the median, {len(got)} scheduler(s)")
+
+
 #: Row kind -> the function that computes its limit.
 KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "attention_forward": _attention_forward,
@@ -484,6 +599,8 @@ KINDS: dict[str, Callable[[Hardware, Mapping[str, Any]], Limit]] = {
     "moe_all_to_all_bw": _moe_all_to_all_bw,
     "moe_all_to_all_time": _moe_all_to_all_time,
     "serving_node_throughput": _serving_node_throughput,
+    "serving_throughput": _serving_throughput,
+    "serving_latency": _serving_latency,
     "training_rate": _training_rate,
     "training_step_time": _training_step_time,
     "training_gpu_hours": _training_gpu_hours,
@@ -593,6 +710,28 @@ def test_conversions_into_the_sources_conventions_by_hand() -> None:
     full = (3 * training_flops(ds, tokens, 4096) - 2 * training_flops(ds, tokens, 2048)) / tokens
     assert causal == pytest.approx(250e9, rel=0.01)
     assert full == pytest.approx(250e9 * 432 / 385, rel=0.01)
+
+
+def test_serving_bounds_by_hand() -> None:
+    a100 = hardware("a100-sxm")
+    # Llama-3.1-8B (config.json: hidden 4096, 32 layers, 8 KV heads of 128, FFN 14336, vocab
+    # 128256, untied): a step reads every weight once but the embedding table, which it only
+    # indexes: 32 x (2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336) + 128256 x 4096
+    # = 7.5047e9 parameters, 15.009 GB in BF16, 7.361 ms at the A100's 2.039 TB/s.
+    weights = 32 * (2 * 4096**2 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 128256 * 4096
+    step = 2 * weights / 2.039e12
+    # At 4 req/s one request of one prompt token is in flight at a time: its median TTFT and TPOT
+    # bounds are one step each, its E2E two.
+    c = {"model": "llama-3.1-8b", "tp": 1, "prompt": 1, "output": 2, "rate": 4, "requests": 1200}
+    for quantity, steps in (("ttft", 1), ("tpot", 1), ("e2e", 2)):
+        got = _serving_latency(a100, {**c, "quantity": quantity})
+        assert not got.at_most and got.value == pytest.approx(steps * step, rel=0.005)
+    # 5000 requests at once, 194 output tokens each: the steps are compute-bound, so the time is
+    # at least 5000 x 194 x 2 x 7.5047e9 FLOPs / 312 TFLOP/s = 46.67 s: at most 107.1 req/s,
+    # less a little for attention and the first steps.
+    c = {**c, "output": 194, "rate": "inf", "requests": 5000, "quantity": "requests_per_s"}
+    floor = 5000 / (5000 * 194 * 2 * weights / 312e12)
+    assert 0.97 * floor < _serving_throughput(a100, c).value <= floor
 
 
 # The measured side of the book: roofline_book.measure.published, held to hand arithmetic.

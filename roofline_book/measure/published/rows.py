@@ -31,6 +31,7 @@ UNITS: Mapping[str, float] = MappingProxyType(
         "TB/s": 1e12,
         "GB/s": 1e9,
         "tok/s": 1.0,
+        "req/s": 1.0,
         "ms": 1e-3,
         "us": 1e-6,
         "s": 1.0,
