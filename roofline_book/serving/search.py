@@ -81,7 +81,7 @@ def pareto(
 ) -> list[dict[str, float | None]]:
     """吞吐与 p90 延迟随到达率的走向（画 Pareto 曲线用），每个到达率一组普通的数。
 
-    到达率取饱和时（全部请求一起到达）稳态吞吐 :attr:`ServeResult.steady_requests_per_s`
+    到达率取饱和时（全部请求一起到达）稳态吞吐 :attr:`~roofline_book.serving.simulate.ServeResult.steady_requests_per_s`
     的 ``shares`` 倍，每个到达率模拟一次 ``load``。
 
     Returns
@@ -125,7 +125,7 @@ def pareto(
 class MaxRate:
     """满足 SLO 的最高到达率（每秒请求数）、那时的结果，以及饱和时的模拟（到达率为无穷）。
 
-    最高到达率不超过饱和时的稳态吞吐（:attr:`ServeResult.steady_requests_per_s`）。"""
+    最高到达率不超过饱和时的稳态吞吐（:attr:`~roofline_book.serving.simulate.ServeResult.steady_requests_per_s`）。"""
 
     rate: float
     result: ServeResult | None

@@ -33,50 +33,39 @@ from .engine import BLOCK, WATERMARK, Engine, StepRecord, Track
 from .steps import StepModel
 from .workload import Request
 
+#: 调度器的名字（见 :mod:`roofline_book.serving.engine`）。
 SCHEDULERS = ("static", "continuous", "chunked", "disaggregated")
 
 
 @dataclass(frozen=True)
 class Deployment:
-    """一个部署：模型、设备、切分、副本数与调度。
-
-    Parameters
-    ----------
-    scheduler
-        :data:`SCHEDULERS` 之一。
-    replicas
-        副本数；每个副本 ``split.devices`` 块设备。
-    prefill
-        ``"disaggregated"`` 时做 prefill 的副本数（默认一半，至少 1）；其余做 decode。
-    chunk
-        ``"chunked"`` 一步的 token 预算（Sarathi-Serve 的 token budget）；attention 数据并行时
-        （``split.ep > split.tp``）是每组的预算。
-    max_tokens
-        不分块的 prefill 一步至多的 token 数（至少一条 prompt），数据并行时也是每组的。
-    max_seqs
-        一个引擎同时处理的请求数上限（vLLM 的 ``max_num_seqs``）；默认只受内存限制。
-    prefix_hit
-        每条 prompt 中已在 prefix cache 里的比例：prefill 不再算它们，但 attention 仍要读它们。
-    efficiency
-        ``(计算, 内存)``：给了就把每一步的下界换成估计。
-    reserve
-        设备内存中不给 KV cache 的比例（vLLM 的 ``1 - gpu_memory_utilization``）。
-    """
+    """一个部署：模型、设备、切分、副本数与调度（各字段的说明写在字段下）。"""
 
     config: ModelConfig
     device: Hardware
     split: Split = field(default_factory=Split)
     precisions: Precisions = field(default_factory=Precisions)
     scheduler: str = "chunked"
+    """:data:`SCHEDULERS` 之一。"""
     replicas: int = 1
+    """副本数；每个副本 ``split.devices`` 块设备。"""
     prefill: int | None = None
+    """``"disaggregated"`` 时做 prefill 的副本数（默认一半，至少 1）；其余做 decode。"""
     chunk: int = 2048
+    """``"chunked"`` 一步的 token 预算（Sarathi-Serve 的 token budget）；attention 数据并行时
+    （``split.ep > split.tp``）是每组的预算。"""
     max_tokens: int = 8192
+    """不分块的 prefill 一步至多的 token 数（至少一条 prompt），数据并行时也是每组的。"""
     max_seqs: int | None = None
+    """一个引擎同时处理的请求数上限（vLLM 的 ``max_num_seqs``）；默认只受内存限制。"""
     prefix_hit: float = 0.0
+    """每条 prompt 中已在 prefix cache 里的比例：prefill 不再算它们，但 attention 仍要读它们。"""
     efficiency: tuple[float, float] | None = None
+    """``(计算, 内存)``：给了就把每一步的下界换成估计。"""
     reserve: float = MEMORY_RESERVE
+    """设备内存中不给 KV cache 的比例（vLLM 的 ``1 - gpu_memory_utilization``）。"""
     per_node: int = GPUS_PER_NODE
+    """一个节点的 GPU 数。"""
 
     def __post_init__(self) -> None:
         if self.scheduler not in SCHEDULERS:
