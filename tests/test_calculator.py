@@ -131,6 +131,18 @@ CASES = {
         "h200-sxm",
         "--json",
     ],
+    "serve": [
+        "serve",
+        "--model",
+        "llama-3-8b",
+        "--rate",
+        "20",
+        "--slo-ttft",
+        "0.2",
+        "--slo-tpot",
+        "0.05",
+        "--json",
+    ],
     "bad input": ["op", "softmax", "--rows", "0", "--cols", "8", "--json"],
     "ad-hoc device": ["op", "add", "--numel", "1M", "--peak", "100T", "--bandwidth", "1T"],
 }
@@ -602,3 +614,171 @@ def test_a_pasted_deepseek_v3_config_shows_its_kv_cache_per_token(browser, hoste
         error = page.locator(".calc-error").inner_text()
         assert error.startswith("roofline-book infer: error: --model: model_type 'gpt2'")
         assert "Traceback" not in error and len(error.splitlines()) == 1
+
+
+# -- the serving form ----------------------------------------------------------------------
+
+#: The serving form's command: Llama-3-8B on one H100, 1000-token prompts, 200-token outputs.
+SERVE = (
+    "serve --model llama-3-8b --rate 20 --prompt 1000 --output 200 --slo-ttft 0.2 "
+    "--slo-tpot 0.05 --device h100-sxm"
+)
+
+
+def _cli_cells(argv: list[str]) -> dict[str, list[str]]:
+    """The installed command's text output, label -> its cells (split at 2+ spaces)."""
+    out = _installed(argv).stdout
+    return {
+        m.group(1).strip(): re.split(r"\s{2,}", m.group(2).strip())
+        for m in re.finditer(r"^(\S.*?)\s{2,}(\S.*)$", out, re.M)
+    }
+
+
+def _serve_rows_match_the_text_output(rows: dict[str, list[str]], argv: list[str]) -> None:
+    """The page's latency and throughput cells are the text output's, labelled as it labels
+    them: latencies lower bounds, throughputs upper bounds."""
+    text = _cli_cells(argv)
+    assert rows["TTFT（下界）"] == text["TTFT, lower bound"]
+    assert rows["TPOT（下界）"] == text["TPOT, lower bound"]
+    assert rows["端到端延迟（下界）"] == text["end to end, lower bound"]
+    assert rows["吞吐（上界）"] == text["throughput, upper bound"]
+    assert rows["输出 token 的吞吐（上界）"] == text["output tokens, upper bound"]
+    goodput = text["goodput, upper bound"][0].split(" requests/s")[0]
+    assert rows["goodput（上界）"][0].startswith(f"{goodput} requests/s 满足 TTFT ≤ 200 ms")
+
+
+def test_serve_tables_show_what_the_text_output_shows():
+    argv = SERVE.split()
+    result = json.loads(calculator.run([*argv, "--json"])["stdout"])
+    found = calculator.tables(result)
+    assert [t["title"] for t in found] == [
+        "llama-3-8b 的服务",
+        "延迟（下界）",
+        "吞吐与 goodput",
+    ]
+    rows = {row[0]: row[1:] for t in found[1:] for row in t["rows"]}
+    _serve_rows_match_the_text_output(rows, argv)
+    # an estimate is labelled as one, with the bound beside it in parentheses, as the CLI does
+    est = json.loads(calculator.run([*argv, "--efficiency", "0.5", "--json"])["stdout"])
+    latency = calculator.tables(est)[1]
+    assert latency["title"] == "延迟（估计，括号内为下界）"
+    ttft = dict((r[0], r[1:]) for r in latency["rows"])["TTFT（估计，括号内为下界）"]
+    text = _cli_cells([*argv, "--efficiency", "0.5"])["TTFT, estimate (bound)"]
+    assert ttft == text and all(" (" in cell for cell in ttft)
+
+
+def test_serve_figures_are_the_commands_deployment_and_load():
+    # one request alone: step 0 prefills its 1000-token prompt, step 1 decodes one token. A
+    # decode step at batch 1 reads every weight but the embedding table once, and the KV cache
+    # of 1001 tokens (Llama-3-8B's config.json: hidden 4096, 32 layers, FFN 14336, 8 KV heads of
+    # 128, vocabulary 128256). Per layer 2 x 4096^2 + 2 x 4096 x 1024 + 3 x 4096 x 14336
+    # = 218_103_808 weights; x 32, + the LM head 128256 x 4096 = 7_504_658_432; BF16 bytes
+    # 2 x that + KV 32 x 2 x 1024 x 2 x 1001 = 15_140_557_824 B; / 3.35 TB/s (H100 SXM's HBM)
+    # = 4.5196 ms (norm weights and activations add 0.005 %)
+    argv = ["serve", "--model", "llama-3-8b", "--rate", "1", "--requests", "1"]
+    got = calculator.serve_figures(argv)
+    first, second = got["timeline"][:2]
+    assert first["items"] == [[0, "prefill", 1000]] and first["start"] == 0
+    assert second["items"] == [[0, "decode", 1]] and second["bound"] == "memory"
+    assert second["end"] - second["start"] == pytest.approx(15_140_557_824 / 3.35e12, rel=1e-3)
+    # static batching with everyone there at once takes all four prompts into its first step
+    argv = ["serve", "--model", "llama-3-8b", "--rate", "inf", "--requests", "4"]
+    static = calculator.serve_figures([*argv, "--scheduler", "static"])
+    assert static["timeline"][0]["items"] == [[i, "prefill", 1000] for i in range(4)]
+    # the curve: below saturation the engine keeps up, so throughput is the offered rate;
+    # its last point (the saturated steady throughput) queues, so p90 TTFT has grown
+    curve = calculator.serve_figures(SERVE.split())["pareto"]
+    assert [round(p["rate_per_s"] / curve[-1]["rate_per_s"], 2) for p in curve[:3]] == [
+        0.1,
+        0.2,
+        0.3,
+    ]
+    low = curve[1]
+    assert low["requests_per_s"] == pytest.approx(low["rate_per_s"], rel=0.1)
+    assert curve[-1]["ttft_p90_s"] > 5 * low["ttft_p90_s"]
+    # a longer run is drawn from its first CURVE_REQUESTS requests, and says so
+    many = calculator.serve_figures([*argv[:4], "1", "--requests", "1001"])
+    assert many["curve_requests"] == 1000
+    with pytest.raises(TypeError, match="argv"):
+        calculator.serve_figures("serve --model llama-3-8b")
+
+
+def _serve_page_rows(page) -> dict[str, list[str]]:
+    return page.evaluate(
+        """() => Object.fromEntries([...document.querySelectorAll('.calc-table tbody tr')]
+            .map(r => [r.cells[0].textContent, [...r.cells].slice(1).map(c => c.textContent)]))"""
+    )
+
+
+def _figures_drawn(page, before: str) -> None:
+    page.wait_for_function(
+        "n => (document.getElementById('roofline-calculator').dataset.figures || '0') !== n",
+        arg=before,
+        timeout=120_000,
+    )
+
+
+@in_browser
+def test_the_serving_form_answers_as_the_cli_does(browser, hosted):  # noqa: F811
+    with _on(browser, hosted, SERVE) as page:
+        _figures_drawn(page, "0")
+        assert page.locator(".calc-command").inner_text() == f"roofline-book {SERVE}"
+        _serve_rows_match_the_text_output(_serve_page_rows(page), SERVE.split())
+        # the curve and the timeline hold the numbers this Python simulates, bit for bit
+        want = calculator.serve_figures(SERVE.split())
+        dots = page.eval_on_selector_all(
+            ".calc-pareto-point",
+            "ds => ds.map(d => [d.dataset.line, +d.dataset.throughput, +d.dataset.latency])",
+        )
+        expected = [
+            [line, p["requests_per_s"], p[f"{line}_p90_s"]]
+            for line in ("ttft", "tpot")
+            for p in want["pareto"]
+        ]
+        assert dots == expected and len(dots) == 20
+        bars = page.eval_on_selector_all(
+            ".calc-step",
+            "bs => bs.map(b => [+b.dataset.request, b.dataset.kind, +b.dataset.tokens])",
+        )
+        assert bars == [item for step in want["timeline"] for item in step["items"]]
+        assert page.locator(".calc-figure").is_hidden()  # no roofline for a stream of requests
+        # another scheduler, chosen in the form: the page follows the command again
+        before = page.evaluate(
+            "() => document.getElementById('roofline-calculator').dataset.figures"
+        )
+        page.select_option("select[name='serve_scheduler']", "static")
+        _figures_drawn(page, before)
+        # the form's order: the scheduler after the lengths
+        changed = SERVE.replace("--output 200", "--output 200 --scheduler static")
+        assert page.locator(".calc-command").inner_text() == f"roofline-book {changed}"
+        _serve_rows_match_the_text_output(_serve_page_rows(page), changed.split())
+        page.locator(".calc-serve-figures").screenshot(path=str(BUILD / "calculator-serve.png"))
+
+
+#: 10,000 requests near saturation: Llama-3-8B on one H100, 1000-token prompts, 200-token outputs
+#: at 50 a second (the saturated steady throughput is about 54 a second, checked below).
+TEN_THOUSAND = [
+    "serve", "--model", "llama-3-8b", "--device", "h100-sxm", "--prompt", "1000",
+    "--output", "200", "--requests", "10000", "--rate", "50", "--json",
+]  # fmt: skip
+SERVE_10K_S = 10.0
+
+
+@in_browser
+def test_ten_thousand_requests_simulate_in_the_page_within_ten_seconds(opened):
+    saturated = json.loads(
+        calculator.run(
+            ["serve", "--model", "llama-3-8b", "--rate", "inf", "--requests", "2000", "--json"]
+        )["stdout"]  # fmt: skip
+    )
+    assert 0.8 * saturated["requests_per_s"] < 50 < 1.2 * saturated["requests_per_s"]
+    took_ms, code, out = opened.page.evaluate(
+        """async argv => { const t = performance.now();
+            const r = await window.rooflineBook.run(argv);
+            return [performance.now() - t, r.code, r.stdout]; }""",
+        TEN_THOUSAND,
+    )
+    _record(serve_10k_requests_s=round(took_ms / 1e3, 2))
+    assert code == 0 and json.loads(out)["requests"] == 10_000
+    assert out == calculator.run(TEN_THOUSAND)["stdout"]  # the same simulation, bit for bit
+    assert took_ms / 1e3 < SERVE_10K_S, f"10,000 requests took {took_ms / 1e3:.1f} s in the page"
