@@ -576,7 +576,10 @@
     const body = element("tbody", {});
     for (const row of data.rows) {
       const tr = element("tr", {});
-      row.forEach((cell, i) => tr.append(element(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : {}, cell)));
+      // a cell of words (serve's settings, its goodput) wraps; a number stays on one line
+      row.forEach((cell, i) =>
+        tr.append(element(i === 0 ? "th" : "td", i === 0 ? { scope: "row" } : { class: cell.length > 24 ? "calc-words" : null }, cell))
+      );
       body.append(tr);
     }
     node.append(body);
@@ -871,9 +874,10 @@
     const root = frame(W, H, `前 ${steps.length} 步的时间线：${rows.length} 个请求`);
     root.classList.add("calc-timeline");
     const where = engines > 1 ? `，${engines} 个引擎` : "";
+    const shown = data.timeline_others ? `最先到达的 ${rows.length} 个请求；同一步里其余的请求未画出` : `${rows.length} 个请求`;
     root.append(
-      svg("text", { x: left, y: 18, "font-size": 15, fill: "#000" }, `前 ${steps.length} 步的时间线（${rows.length} 个请求${where}）`),
-      svg("text", { x: left, y: 34, "font-size": 12, fill: "#444" }, "每一格是一步：请求在这一步 prefill 的 token 数写在格中，或 decode 一个 token")
+      svg("text", { x: left, y: 18, "font-size": 15, fill: "#000" }, `前 ${steps.length} 步的时间线（${shown}${where}）`),
+      svg("text", { x: left, y: 34, "font-size": 12, fill: "#444" }, "每一格是一步：请求在这一步 prefill 的 token 数写在格中，或 decode 一个 token；一行结束处就是请求离开")
     );
     // time ticks
     const span = t1 - t0;
@@ -900,7 +904,7 @@
           width: w,
           height: rowH - 4,
           fill: kind === "prefill" ? prefillColor : decodeColor,
-          stroke: "#000",
+          stroke: w > 3 ? "#000" : "none",
           "stroke-width": 0.3,
           class: "calc-step",
           "data-request": index,

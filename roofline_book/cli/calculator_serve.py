@@ -23,7 +23,7 @@ from ..units import si
 #: Pareto 曲线每个到达率至多模拟的请求数（表单的 ``--requests`` 更少时取它）。
 CURVE_REQUESTS = 1000
 #: 时间线至多记下的步数，与它画出的请求数。
-TIMELINE_STEPS = 60
+TIMELINE_STEPS = 300
 TIMELINE_ROWS = 16
 
 _SCHEDULER_ZH = {
@@ -187,7 +187,10 @@ def tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def timeline_steps(records: Sequence[Any], rows: int = TIMELINE_ROWS) -> list[dict[str, Any]]:
-    """时间线上画的步：从第一步起，到涉及的请求多于 ``rows`` 个之前为止。
+    """时间线上画的步：记下的各步中，前 ``rows`` 个请求（按到达的顺序）各自的那一份。
+
+    其余请求在同一步里的 token 不画（页面的图题说明只画了前 ``rows`` 个）；最后一个画出的请求
+    离开之后的步也不画。
 
     Parameters
     ----------
@@ -200,22 +203,20 @@ def timeline_steps(records: Sequence[Any], rows: int = TIMELINE_ROWS) -> list[di
         ``{"engine", "start", "end" (秒), "bound", "items": [[请求序号, "prefill" 或 "decode",
         token 数], ...]}``。
     """
-    seen: set[int] = set()
     steps: list[dict[str, Any]] = []
     for rec in records:
-        touched = seen | {index for index, _, _ in rec.items}
-        if len(touched) > rows and steps:
-            break
-        seen = touched
+        items = [list(item) for item in rec.items if item[0] < rows]
         steps.append(
             {
                 "engine": rec.engine,
                 "start": rec.start,
                 "end": rec.end,
                 "bound": rec.bound,
-                "items": [list(item) for item in rec.items],
+                "items": items,
             }
         )
+    while steps and not steps[-1]["items"]:
+        steps.pop()
     return steps
 
 
@@ -230,7 +231,8 @@ def figures(argv: Sequence[str]) -> dict[str, Any]:
     -------
     dict
         ``pareto`` （:func:`~roofline_book.serving.search.pareto` 的点）、``curve_requests``、
-        ``timeline`` （:func:`timeline_steps`；没有 ``--rate`` 时为空）与 ``kind``
+        ``timeline`` （:func:`timeline_steps`；没有 ``--rate`` 时为空）、``timeline_others``
+        （这些步里是否还有没画出的请求）与 ``kind``
         （``bound`` 或 ``estimate``）。
 
     Examples
@@ -256,14 +258,19 @@ def figures(argv: Sequence[str]) -> dict[str, Any]:
 
     few = min(args.requests, CURVE_REQUESTS)
     steps: list[dict[str, Any]] = []
+    others = False
     if args.rate is not None:
         rate = args.rate
         run = simulate(estimate, load(args.requests).at(rate), timeline=TIMELINE_STEPS)
         steps = timeline_steps(run.timeline)
+        others = any(
+            i >= TIMELINE_ROWS for rec in run.timeline[: len(steps)] for i, _, _ in rec.items
+        )
     return {
         "kind": "estimate" if efficiency else "bound",
         "pareto": pareto(estimate, load(few)),
         "curve_requests": few,
         "timeline": steps,
+        "timeline_others": others,
         "rate_per_s": None if args.rate is None or math.isinf(args.rate) else args.rate,
     }
