@@ -164,7 +164,9 @@ def _rates(r: Mapping[str, Any]) -> dict[str, Any] | None:
                 f"{e['max_rate_per_s']:,.2f} requests/s",
             ]
         )
-        rows.append([f"{name}：饱和时", f"{e['saturation_requests_per_s']:,.2f} requests/s"])
+        rows.append(
+            [f"{name}：全部同时到达时", f"{e['saturation_requests_per_s']:,.2f} requests/s"]
+        )
     return {
         "title": f"满足 {_slo(r)}（p{r['slo_percentile']:g}）的最高到达率",
         "header": ["项目", "数值"],

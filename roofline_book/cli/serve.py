@@ -143,7 +143,7 @@ def _entry(scheduler: str, prefill: int, got: Any, slo: Slo) -> RateEntry:
         scheduler=scheduler,
         prefill_replicas=prefill,
         max_rate_per_s=got.rate,
-        saturation_requests_per_s=got.saturation.steady_requests_per_s,
+        saturation_requests_per_s=got.saturation.requests_per_s,
         at_max_rate=None if got.result is None else ServeRun.of(got.result, slo),
     )
 
@@ -357,8 +357,8 @@ def _rate_lines(title: str, e: RateEntry, r: ServeResult) -> list[list[str]]:
         )
     rows.append(
         [
-            "  saturated",
-            f"{e.saturation_requests_per_s:,.2f} requests/s (all at once, steady state)",
+            "  all at once",
+            f"{e.saturation_requests_per_s:,.2f} requests/s over the whole run",
         ]
     )
     return rows

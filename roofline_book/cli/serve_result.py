@@ -113,7 +113,7 @@ class RateEntry:
     saturation_requests_per_s: float = record_field(
         minimum=0,
         unit="1/s",
-        description="steady throughput with every request arriving at once (10th to 90th finish)",
+        description="throughput with every request arriving at once, over the whole run",
     )
     at_max_rate: ServeRun | None = record_field(nullable=True, description="the run at that rate")
 
