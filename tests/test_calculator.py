@@ -782,3 +782,21 @@ def test_ten_thousand_requests_simulate_in_the_page_within_ten_seconds(opened):
     assert code == 0 and json.loads(out)["requests"] == 10_000
     assert out == calculator.run(TEN_THOUSAND)["stdout"]  # the same simulation, bit for bit
     assert took_ms / 1e3 < SERVE_10K_S, f"10,000 requests took {took_ms / 1e3:.1f} s in the page"
+
+
+def test_a_pasted_config_serves_as_its_catalog_model():
+    # the serving form shares the paste box: Llama-3.1-8B's config.json, pasted, is served
+    # exactly as the catalog's llama-3.1-8b, which is read from that same file
+    text = (ROOT / "roofline_book" / "llm" / "data" / "configs" / "llama-3.1-8b.json").read_text()
+    argv = ["serve", "--rate", "20", "--requests", "200", "--json"]
+    pasted = calculator.run([*argv, "--model", "config.json"], config=text)
+    catalog = calculator.run([*argv, "--model", "llama-3.1-8b"])
+    # only the name differs: a pasted file is named by its model_type
+    assert (
+        pasted["code"] == 0
+        and pasted["stdout"].replace('"model": "llama"', '"model": "llama-3.1-8b"')
+        == catalog["stdout"]
+    )
+    assert calculator.serve_figures(argv[:-1] + ["--model", "config.json"], config=text) == (
+        calculator.serve_figures(argv[:-1] + ["--model", "llama-3.1-8b"])
+    )
