@@ -496,8 +496,9 @@
       root.dataset.state = "done";
       root.dataset.answers = String(Number(root.dataset.answers || 0) + 1);
       if (result.command === "serve") {
-        // the curve simulates several rates: let the tables show first
-        await new Promise((resolve) => setTimeout(resolve, 0));
+        // the curve simulates several rates: let the tables show first, and wait for the
+        // typing to pause
+        await new Promise((resolve) => setTimeout(resolve, 300));
         if (ticket !== latest) return;
         const data = serveFigures(args, config);
         if (ticket !== latest) return;

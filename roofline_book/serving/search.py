@@ -74,6 +74,8 @@ def sweep(
 
 #: :func:`pareto` 默认的到达率：饱和时稳态吞吐的这些倍数。
 PARETO_SHARES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+#: :func:`pareto` 估计饱和吞吐时至少模拟的请求数：请求少时它们几乎同时结束，稳态吞吐无从谈起。
+PARETO_SATURATION_REQUESTS = 2000
 
 
 def pareto(
@@ -81,8 +83,11 @@ def pareto(
 ) -> list[dict[str, float | None]]:
     """吞吐与 p90 延迟随到达率的走向（画 Pareto 曲线用），每个到达率一组普通的数。
 
-    到达率取饱和时（全部请求一起到达）稳态吞吐 :attr:`~roofline_book.serving.simulate.ServeResult.steady_requests_per_s`
-    的 ``shares`` 倍，每个到达率模拟一次 ``load``。
+    到达率取饱和时（全部请求一起到达）的稳态吞吐
+    （:attr:`~roofline_book.serving.simulate.ServeResult.steady_requests_per_s`）的 ``shares``
+    倍，每个到达率模拟一次 ``load``。饱和吞吐由至少 :data:`PARETO_SATURATION_REQUESTS` 个同样
+    长度的请求估计：几百个请求一起到达时，它们几乎同时结束，第 10% 到第 90% 个结束之间的速率
+    远高于引擎能持续的吞吐。
 
     Returns
     -------
@@ -104,7 +109,8 @@ def pareto(
     """
     for share in shares:
         _validate.positive("shares", share)
-    top = run(deployment, load, math.inf).steady_requests_per_s
+    many = replace(load, requests=max(load.requests, PARETO_SATURATION_REQUESTS))
+    top = run(deployment, many, math.inf).steady_requests_per_s
     points: list[dict[str, float | None]] = []
     for share in shares:
         r = run(deployment, load, share * top)
@@ -201,6 +207,7 @@ def compare(deployment: Deployment, load: Load, slo: Slo) -> Comparison:
 
 
 __all__ = [
+    "PARETO_SATURATION_REQUESTS",
     "PARETO_SHARES",
     "Comparison",
     "Load",
