@@ -7,7 +7,7 @@
 Examples
 --------
 >>> sorted(SCHEMAS)
-['block', 'claims', 'collectives', 'devices', 'infer', 'op', 'plot', 'profile', 'train']
+['block', 'claims', 'collectives', 'devices', 'infer', 'op', 'plot', 'profile', 'serve', 'train']
 >>> SCHEMAS["op"]["properties"]["time_lower_bound_s"]["description"]
 'the largest of time_by_resource_s: the time lower bound [s]'
 """
