@@ -43,8 +43,8 @@ class Deployment:
 
     config: ModelConfig
     device: Hardware
-    split: Split = field(default_factory=Split)
-    precisions: Precisions = field(default_factory=Precisions)
+    split: Split = Split()
+    precisions: Precisions = Precisions()
     scheduler: str = "chunked"
     """:data:`SCHEDULERS` 之一。"""
     replicas: int = 1

@@ -99,10 +99,12 @@ class StepModel:
 
     config: ModelConfig
     device: Hardware
-    split: Split = field(default_factory=Split)
-    precisions: Precisions = field(default_factory=Precisions)
+    split: Split = Split()
+    precisions: Precisions = Precisions()
     per_node: int = GPUS_PER_NODE
-    _pieces: dict[tuple[int, int, bool], Piece] = field(default_factory=dict, repr=False)
+    _pieces: dict[tuple[int, int, bool], Piece] = field(
+        default_factory=dict, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.split.check(self.config, per_node=self.per_node)
