@@ -98,6 +98,18 @@ def test_max_rate_is_the_packages_search() -> None:
     assert out["max_rate"]["at_max_rate"]["slo_met"] is True
 
 
+def test_max_rate_warns_when_the_run_is_too_short() -> None:
+    # DeepSeek-V3 at EP 16 holds hundreds of requests at once near its capacity: 300 requests
+    # end before a queue could form, and the output says how many it takes
+    args = ["serve", "--model", "deepseek-v3", "--device", "h800-sxm", "--ep", "16",
+            "--max-rate", "--slo-ttft", "0.2", "--slo-tpot", "0.05"]  # fmt: skip
+    short = calculator.run([*args, "--requests", "300"])["stdout"]
+    assert "too few to reach a steady state" in short
+    llama = calculator.run(["serve", "--model", "llama-3-8b", "--max-rate", "--slo-ttft", "0.2",
+                            "--slo-tpot", "0.05"])["stdout"]  # fmt: skip
+    assert "too few" not in llama
+
+
 def test_compare_puts_both_deployments_side_by_side() -> None:
     out = serve("--model", "llama-3-8b", "--device", "h100-sxm", "--compare", "--replicas",
                 "2", "--slo-ttft", "0.2", "--slo-tpot", "0.05", "--requests", "200")  # fmt: skip

@@ -36,6 +36,10 @@ from .serve_result import RateEntry, ServeResult, ServeRun, Spread, rate_or_null
 
 RESULT = ServeResult
 
+#: ``--max-rate`` 的结果可信，需要请求总数至少是那时系统中平均请求数的这么多倍：模拟有一段填满的
+#: 过程（约一个请求的停留时间），之后才是稳态。
+STEADY = 3
+
 _SCHEDULER_TEXT = {
     "static": "static batching",
     "continuous": "continuous batching, whole prompts",
@@ -361,6 +365,19 @@ def _rate_lines(title: str, e: RateEntry, r: ServeResult) -> list[list[str]]:
             f"{e.saturation_requests_per_s:,.2f} requests/s over the whole run",
         ]
     )
+    a = e.at_max_rate
+    if a is not None and STEADY * a.mean_in_system > r.requests:
+        # Little's law: the run holds mean_in_system requests at once, and filling up takes about
+        # one time in system; with too few in all, it ends before a queue above the capacity
+        # could break the SLOs
+        rows.append(
+            [
+                "  caution",
+                f"{r.requests:,} requests are too few to reach a steady state at this rate "
+                f"({a.mean_in_system:,.0f} in the system at once): give --requests "
+                f"{STEADY * math.ceil(a.mean_in_system):,} or more",
+            ]
+        )
     return rows
 
 

@@ -142,7 +142,9 @@ def max_rate(deployment: Deployment, load: Load, slo: Slo, *, tolerance: float =
     """满足 ``slo`` 的最高到达率：在 0 与饱和时的稳态吞吐之间二分，直到区间小于 ``tolerance`` 倍。
 
     同一个 ``seed`` 下不同到达率的请求只差一个时间轴的伸缩，所以结果随到达率大体单调；
-    二分找到的是满足 SLO 的一个到达率，其上方 ``tolerance`` 倍处不满足。连很低的到达率都满足不了时
+    二分找到的是满足 SLO 的一个到达率，其上方 ``tolerance`` 倍处不满足。请求总数要远多于那时系统中
+    同时有的请求数（Little 定律：到达率乘停留时间），否则模拟在队列形成之前就结束了，找到的到达率会
+    偏高；``roofline-book serve --max-rate`` 在请求不够多时提醒。连很低的到达率都满足不了时
     （一个请求单独跑就超出 SLO）为 0。
     """
     tolerance = _validate.positive("tolerance", tolerance)
