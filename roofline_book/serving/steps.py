@@ -313,7 +313,7 @@ class StepModel:
         （:attr:`affine`）。"""
         assert self._decode is not None
         base, slope = self._decode
-        s, c = self.split, self.config
+        s = self.split
         lanes = max(s.tp, s.ep)
         now = self._scaled(base, slope, count, context_sum)
         step = self._scaled(base, slope, 0, count)
@@ -321,18 +321,9 @@ class StepModel:
             (a / lanes, b / lanes, "compute")
             for a, b in zip(now.compute, step.compute, strict=True)
         ]
-        shards = s.attention_dp * (1 if c.mla else s.tp)
-        experts = 0
-        if self._moe_layers:
-            touched = expected_experts(c.experts, c.experts_per_token, count)
-            experts = round(touched * self._expert_bytes) * self._moe_layers
-        a = (
-            self._shared / s.tp
-            + now.token_bytes / (s.tp * s.attention_dp)
-            + now.cache_bytes / shards
-            + experts / s.expert_shards
-        )
-        b = step.token_bytes / (s.tp * s.attention_dp) + step.cache_bytes / shards
+        none = Piece(tuple(0.0 for _ in self._resources), 0, 0)
+        a = self._device_bytes(now, count)
+        b = self._device_bytes(step, count) - self._device_bytes(none, count)
         lines.append((a * self._byte_s, b * self._byte_s, "memory"))
         lines.append((self.network_s(count), 0.0, "network"))
         return lines
@@ -345,6 +336,22 @@ class StepModel:
             self.config, self.split, tokens, 1, self.device, self.precisions, per_node=self.per_node
         )
         return math.fsum(x.time.bandwidth_s for x in comms)
+
+    def _device_bytes(self, total: Piece, tokens: int) -> float:
+        """一块设备在一步中必须搬运的字节：权重与表除以 ``tp``，随 token 走的字节再除以
+        attention 的数据并行组数，缓存除以它的份数，这一步的 ``tokens`` 个 token 用到的 expert
+        除以它们的份数。"""
+        s, c = self.split, self.config
+        experts = 0
+        if self._moe_layers:
+            touched = expected_experts(c.experts, c.experts_per_token, tokens)
+            experts = round(touched * self._expert_bytes) * self._moe_layers
+        return (
+            self._shared / s.tp
+            + total.token_bytes / (s.tp * s.attention_dp)
+            + total.cache_bytes / (s.attention_dp * (1 if c.mla else s.tp))
+            + experts / s.expert_shards
+        )
 
     def network_s(self, tokens: int) -> float:
         """一步有 ``tokens`` 个 token 时通信的带宽项（秒）。"""
@@ -376,20 +383,9 @@ class StepModel:
             tokens += new
         if tokens == 0:
             return StepTime(0.0, "memory", 0.0, 0.0, 0.0)
-        s, c = self.split, self.config
-        lanes = max(s.tp, s.ep)
+        lanes = max(self.split.tp, self.split.ep)
         compute = max(total.compute) / lanes
-        cache_shards = s.attention_dp * (1 if c.mla else s.tp)
-        experts = 0
-        if self._moe_layers:
-            touched = expected_experts(c.experts, c.experts_per_token, tokens)
-            experts = round(touched * self._expert_bytes) * self._moe_layers
-        nbytes = (
-            self._shared / s.tp
-            + total.token_bytes / (s.tp * s.attention_dp)
-            + total.cache_bytes / cache_shards
-            + experts / s.expert_shards
-        )
+        nbytes = self._device_bytes(total, tokens)
         memory = nbytes * self._byte_s
         network = self.network_s(tokens)
         seconds = max(compute, memory, network)
