@@ -365,8 +365,8 @@ def _rate_lines(title: str, e: RateEntry, r: ServeResult) -> list[list[str]]:
             f"{e.saturation_requests_per_s:,.2f} requests/s over the whole run",
         ]
     )
-    a = e.at_max_rate
-    if a is not None and STEADY * a.mean_in_system > r.requests:
+    found = e.at_max_rate
+    if found is not None and STEADY * found.mean_in_system > r.requests:
         # Little's law: the run holds mean_in_system requests at once, and filling up takes about
         # one time in system; with too few in all, it ends before a queue above the capacity
         # could break the SLOs
@@ -374,8 +374,8 @@ def _rate_lines(title: str, e: RateEntry, r: ServeResult) -> list[list[str]]:
             [
                 "  caution",
                 f"{r.requests:,} requests are too few to reach a steady state at this rate "
-                f"({a.mean_in_system:,.0f} in the system at once): give --requests "
-                f"{STEADY * math.ceil(a.mean_in_system):,} or more",
+                f"({found.mean_in_system:,.0f} in the system at once): give --requests "
+                f"{STEADY * math.ceil(found.mean_in_system):,} or more",
             ]
         )
     return rows
