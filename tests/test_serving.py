@@ -167,7 +167,7 @@ def test_littles_law(scheduler: str) -> None:
     # equals the completion rate times the mean time in system (from each request's times)
     d = Deployment(L3, H100, scheduler=scheduler, replicas=2 if scheduler == "disaggregated" else 1)
     for rate in (5.0, 30.0, 200.0):
-        r = simulate(d, generate(1500, rate, PROMPT, OUTPUT, seed=3))
+        r = simulate(d, generate(600, rate, PROMPT, OUTPUT, seed=3))
         assert r.mean_in_system == pytest.approx(r.requests_per_s * r.e2e_s.mean, rel=1e-9)
 
 
