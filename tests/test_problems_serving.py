@@ -150,8 +150,9 @@ def test_problem_4_prefix_hit(glued, capsys):
     assert g["pre_ms"] == pytest.approx(
         (1000 * 2 * LINEAR + ATT * 1000 * 1001 / 2 + HEAD) / P * 1e3, rel=0.005
     )
-    # half a hit: 500 new tokens, each query i (501..1000) over i keys: sum = 375250 pairs
-    half = 500 * 2 * LINEAR + ATT * sum(range(501, 1001)) + HEAD
+    # half a hit, in whole 16-token blocks: 31 blocks = 496 tokens cached, 504 new tokens,
+    # each query i (497..1000) over i keys
+    half = 504 * 2 * LINEAR + ATT * sum(range(497, 1001)) + HEAD
     assert g["pre_hit_ms"] == pytest.approx(half / P * 1e3, rel=0.005)
     got = serve(capsys, "--rate", "1", "--requests", "20", "--output", "1", "--prefix-hit", "0.5")
     assert g["q4_cli"] == pytest.approx(got["ttft_s"]["p50"] * 1e3)

@@ -130,12 +130,12 @@ def _figures(r: Mapping[str, Any], s: Mapping[str, Any], b: Mapping[str, Any] | 
         ],
     ]
     if s["goodput_per_s"] is not None:
-        met = "在 SLO 之内" if s["slo_met"] else "超出 SLO"
+        met = "达到" if s["slo_met"] else "没有达到"
         rows.append(
             [
                 f"goodput（{upper}）",
                 f"{s['goodput_per_s']:,.2f} requests/s 满足 {_slo(r)}（占请求的 "
-                f"{s['slo_attainment']:.0%}）；p{r['slo_percentile']:g} {met}",
+                f"{s['slo_attainment']:.0%}），{met}要求的 {r['slo_percentile']:g}%",
             ]
         )
     rows += [
@@ -168,7 +168,7 @@ def _rates(r: Mapping[str, Any]) -> dict[str, Any] | None:
             [f"{name}：全部同时到达时", f"{e['saturation_requests_per_s']:,.2f} requests/s"]
         )
     return {
-        "title": f"满足 {_slo(r)}（p{r['slo_percentile']:g}）的最高到达率",
+        "title": f"{r['slo_percentile']:g}% 的请求满足 {_slo(r)} 的最高到达率",
         "header": ["项目", "数值"],
         "rows": rows,
     }

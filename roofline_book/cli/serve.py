@@ -270,7 +270,8 @@ def _text(r: ServeResult, d: Deployment) -> None:
                 "steps",
                 "each at the lower bound of its batch (max of FLOPs / peak, bytes / bandwidth, "
                 "and the collectives' bandwidth terms): latencies are lower bounds, "
-                "throughputs upper bounds",
+                "throughputs upper bounds, for this scheduler (a slower engine can form other "
+                "batches, and a percentile can then come out a few per cent lower)",
             )
         )
     else:
@@ -309,7 +310,7 @@ def _slo_text(r: ServeResult) -> str:
         parts.append(f"TTFT <= {_ms(r.slo_ttft_s)}")
     if r.slo_tpot_s is not None:
         parts.append(f"TPOT <= {_ms(r.slo_tpot_s)}")
-    return " and ".join(parts) + f" at p{r.slo_percentile:g}"
+    return " and ".join(parts) + f" for {r.slo_percentile:g}% of requests"
 
 
 def _figures(s: ServeRun, b: ServeRun | None, r: ServeResult) -> list[list[str]]:
@@ -333,9 +334,9 @@ def _figures(s: ServeRun, b: ServeRun | None, r: ServeResult) -> list[list[str]]
         rows.append(
             [
                 f"goodput, {upper}",
-                f"{s.goodput_per_s:,.2f} requests/s meet {_slo_text(r).rsplit(' at ', 1)[0]} "
-                f"({s.slo_attainment:.0%} of requests); p{r.slo_percentile:g} "
-                + ("within the SLOs" if s.slo_met else "outside the SLOs"),
+                f"{s.goodput_per_s:,.2f} requests/s meet {_slo_text(r).rsplit(' for ', 1)[0]} "
+                f"({s.slo_attainment:.0%} of requests); "
+                + ("the SLOs are met" if s.slo_met else "the SLOs are not met"),
             ]
         )
     rows += [
@@ -468,7 +469,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     slo.add_argument("--slo-ttft", type=float, metavar="S", help="TTFT limit, seconds")
     slo.add_argument("--slo-tpot", type=float, metavar="S", help="TPOT limit, seconds")
     slo.add_argument(
-        "--slo-percentile", type=float, default=90.0, metavar="Q", help="percentile judged (90)"
+        "--slo-percentile",
+        type=float,
+        default=90.0,
+        metavar="Q",
+        help="share of requests, in percent, that must meet both limits (90)",
     )
     slo.add_argument(
         "--max-rate", action="store_true", help="search the highest rate meeting the SLOs"

@@ -61,7 +61,7 @@ class ServeRun:
         nullable=True, minimum=0, maximum=1, unit="1", description="share of requests meeting them"
     )
     slo_met: bool | None = record_field(
-        nullable=True, description="the SLO percentile of TTFT and of TPOT within their limits"
+        nullable=True, description="at least slo_percentile % of requests meet every SLO given"
     )
     mean_batch: float = record_field(minimum=0, unit="1", description="sequences a step, mean")
     memory_bound_share: float = record_field(
@@ -153,7 +153,12 @@ class ServeResult(Result):
     prefix_hit: float = record_field(minimum=0, maximum=1, unit="1")
     slo_ttft_s: float | None = record_field(nullable=True, minimum=0, unit=_S)
     slo_tpot_s: float | None = record_field(nullable=True, minimum=0, unit=_S)
-    slo_percentile: float = record_field(minimum=0, maximum=100, unit="1")
+    slo_percentile: float = record_field(
+        minimum=0,
+        maximum=100,
+        unit="1",
+        description="share of requests, in percent, that must meet every SLO given (attainment)",
+    )
     efficiency_compute: float | None = record_field(
         nullable=True, minimum=0, maximum=1, unit="1", description="estimate's compute efficiency"
     )

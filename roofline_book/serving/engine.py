@@ -4,17 +4,19 @@
 
 - ``"static"``：引擎空闲时取走已到达的请求（至多放得下的条数，每条按 prompt 加全部输出预留内存），
   一步 prefill 全部 prompt，再 decode 到这一批最长的那条结束；结束早的占着位置（padding）。
-- ``"continuous"``：iteration-level 调度（Orca、vLLM）：每步跑全部在 decode 的序列，再加上这一步
-  新接纳的请求的整个 prompt（一步的 token 至多 ``max_tokens``，但至少一条 prompt）。
-- ``"chunked"``：chunked prefill（Sarathi-Serve、vLLM V1）：每步的 token 预算为 ``chunk``；先放全部
-  decode，余下的预算分给还在 prefill 的请求，一条 prompt 可以分几步做完。
+- ``"continuous"``：iteration-level 调度（Orca 的做法）：每步跑全部在 decode 的序列，再加上这一步
+  新接纳的请求的整个 prompt（一步的 token 至多 ``max_tokens``，但至少一条 prompt）。vLLM V0 的默认
+  调度不同：有 prompt 要做的那一步只做 prefill，不带 decode；这里没有建模它。
+- ``"chunked"``：chunked prefill（Sarathi-Serve，vLLM V1 的默认）：每步的 token 预算为 ``chunk``；
+  先放全部 decode，余下的预算分给还在 prefill 的请求，一条 prompt 可以分几步做完。
 - ``"prefill"``、``"decode"``：prefill/decode 分离时的两种引擎。前者只做 prefill（每步至多
-  ``max_tokens`` 个 token），后者只 decode 从 prefill 引擎传来 KV cache 的请求；decode 引擎不能
-  重算被抢占的请求，所以它接纳一个请求时就预留它 prompt 加全部输出的 block。
+  ``max_tokens`` 个 token），后者 decode 从 prefill 引擎传来 KV cache 的请求，它们的 block 与
+  聚合部署一样边 decode 边取，被抢占的在 decode 引擎上重算（vLLM 的 P/D 做法）。
 
-内存按 vLLM 的规则：KV cache 以 16 个 token 为一个 block；一个请求在它 prompt 的 block 放得下时
-才被接纳（留 1% 的 block 作 watermark）；decode 写满一个 block 就再取一个；没有空 block 时，最后
-接纳的请求被抢占，它的 KV cache 丢掉，稍后连同已生成的 token 重新 prefill。
+内存按 vLLM（V0）的规则：KV cache 以 16 个 token 为一个 block；一个请求在它 prompt 的 block 放得下
+时才被接纳（留 1% 的 block 作 watermark；prefix cache 命中的整 block 共用，不另占）；decode 写满一个
+block 就再取一个；没有空 block 时，最后接纳的请求被抢占，它的 KV cache 丢掉，稍后连同已生成的
+token 重新 prefill。vLLM V1 在 chunked prefill 时按块取 block，比这里接纳得早一些。
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Track:
     first: float | None = None
     finish: float | None = None
     blocks: int = 0
+    shared: int = 0
+    """接纳时与 prefix cache 共用、不另占的 block 数。"""
     epoch: int = 0
     """被抢占一次加一；decode 的到期堆里旧的项据此作废。"""
     offset: int = 0
@@ -169,7 +173,7 @@ class Engine:
         del self.running[t.index]
         self.offset_sum -= t.offset
         self.phase[(t.offset - 1) % BLOCK] -= 1
-        self.free_blocks += max(t.blocks, _blocks(held))
+        self.free_blocks += max(t.blocks, _blocks(held) - t.shared)
         t.blocks = 0
 
     def _preempt_newest(self) -> bool:
@@ -185,19 +189,22 @@ class Engine:
         self.preemptions += 1
         return True
 
-    def _admit(self, t: Track, tokens: int) -> bool:
+    def _admit(self, t: Track, tokens: int, *, shared: bool = True) -> bool:
+        """为 ``tokens`` 个 token 取 block；prefix cache 命中的整 block 共用，不另占（vLLM 按
+        block 的哈希共用）。KV cache 从别处传来的请求（``shared`` 为假）占整份。"""
         if self.max_seqs is not None and self.load - len(self.waiting) >= self.max_seqs:
             return False
-        need = _blocks(tokens)
+        common = t.cached // BLOCK if shared else 0
+        need = _blocks(tokens) - common
         if need > self.free_blocks - int(WATERMARK * self.capacity_blocks):
             return False
         self.free_blocks -= need
-        t.blocks = need
+        t.blocks, t.shared = need, common
         return True
 
     def _start_prefill(self, t: Track) -> int:
-        """接纳 ``t`` 之后它还要 prefill 的 token 数（prefix cache 命中的不算）。"""
-        t.done = 0 if t.epoch else t.cached
+        """接纳 ``t`` 之后它还要 prefill 的 token 数（prefix cache 命中的不算，重算时也不算）。"""
+        t.done = t.cached
         return t.target - t.done
 
     # ---- one step ----------------------------------------------------------------------
@@ -205,14 +212,15 @@ class Engine:
         """选好下一步跑什么，返回它的下界；没有可跑的返回 None。"""
         if self.scheduler == "static":
             return self._plan_static()
-        if self.scheduler == "decode":
-            # a decode engine reserves each request's whole length: it cannot recompute one
-            while self.waiting and self._admit(
-                self.waiting[0], self.waiting[0].prompt + self.waiting[0].output
+        if self.scheduler == "decode":  # KV caches that arrived: the prompt's blocks, whole
+            while (
+                self.waiting
+                and not self.waiting[0].epoch
+                and self._admit(self.waiting[0], self.waiting[0].prompt, shared=False)
             ):
                 self._join(self.waiting.popleft())
         chunks: list[tuple[Track, int]] = []
-        if self.running and self.scheduler != "decode":
+        if self.running:
             while self.phase[(-self.k) % BLOCK] > self.free_blocks and self._preempt_newest():
                 pass
             self.free_blocks -= self.phase[(-self.k) % BLOCK]
@@ -233,11 +241,13 @@ class Engine:
                 n = min(self._start_prefill(t), budget)
                 chunks.append((t, n))
                 budget -= n
-        elif self.scheduler in ("continuous", "prefill"):
+        else:  # whole prompts; a decode engine recomputes the requests it preempted (vLLM's P/D)
             budget = self.max_tokens
             while self.waiting:
                 t = self.waiting[0]
-                left = t.target - (0 if t.epoch else t.cached)
+                left = t.target - t.cached
+                if self.scheduler == "decode" and not t.epoch:
+                    break
                 if (chunks and left > budget) or not self._admit(t, t.target):
                     break
                 self.waiting.popleft()
@@ -313,8 +323,7 @@ class Engine:
         n, elapsed, memory_steps = _envelope(lines, steps, budget)
         if n == 0:
             return 0.0
-        if self.scheduler != "decode":  # a decode engine reserved whole requests
-            self.free_blocks -= self._block_need(n)
+        self.free_blocks -= self._block_need(n)
         self.k += n
         self.steps_run += n
         self.batch_sum += n * count
@@ -353,9 +362,7 @@ class Engine:
         return full * cycle + sum(self.phase[(-(self.k + j)) % BLOCK] for j in range(rest))
 
     def _blocks_last(self) -> int:
-        """有几步的新 block 放得下（decode 引擎预留了整条，不受限）。"""
-        if self.scheduler == "decode":
-            return 1 << 62
+        """有几步的新 block 放得下。"""
         cycle = sum(self.phase)
         if cycle == 0:
             return 1 << 62

@@ -1,7 +1,7 @@
 """在模拟之上回答的问题：满足 SLO 的最高到达率，吞吐与延迟随到达率的走向，聚合与分离的比较。
 
-SLO 是 TTFT 与 TPOT 各自的上限，按一个百分位判断（默认 p90，DistServe 用 90% 的达成率）：
-一个到达率满足 SLO，当且仅当模拟出的 TTFT 与 TPOT 的这个百分位都不超过上限。
+SLO 是 TTFT 与 TPOT 各自的上限，按达成率判断（默认 90%，DistServe 的 SLO attainment）：
+一个到达率满足 SLO，当且仅当 TTFT 与 TPOT 都不超过上限的请求至少占这个比例。
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from dataclasses import dataclass, replace
 
 from .._base import validate as _validate
 from .._base.validate import InvalidArgument
-from .simulate import Deployment, ServeResult, percentile, simulate
+from .simulate import Deployment, ServeResult, simulate
 from .workload import Lengths, Request, generate
 
 
 @dataclass(frozen=True)
 class Slo:
-    """服务目标：TTFT 与 TPOT 的上限（秒，None 为不限），在第 ``percentile`` 百分位上判断。"""
+    """服务目标：TTFT 与 TPOT 的上限（秒，None 为不限），与要求的达成率 ``percentile``（%）。"""
 
     ttft: float | None = None
     tpot: float | None = None
@@ -33,14 +33,9 @@ class Slo:
             raise InvalidArgument("slo_percentile", f"must be in (0, 100], got {self.percentile}")
 
     def met(self, result: ServeResult) -> bool:
-        """``result`` 是否满足这个 SLO。"""
-        ok = True
-        if self.ttft is not None:
-            ok &= percentile(list(result.ttft_each), self.percentile) <= self.ttft
-        tpots = [x for x in result.tpot_each if x is not None]
-        if self.tpot is not None and tpots:
-            ok &= percentile(tpots, self.percentile) <= self.tpot
-        return bool(ok)
+        """``result`` 是否满足这个 SLO：TTFT 与 TPOT 都在上限之内的请求至少占 ``percentile``%
+        （DistServe 的 SLO attainment；两项各自的百分位都在上限内还不够）。"""
+        return result.goodput(self.ttft, self.tpot)[1] >= self.percentile / 100
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@
 - 每条序列的字节：它的 query 看到的缓存与写入的新 key/value，它的 token 的 embedding 行与 logits；
 - 整步共有的字节：权重（attention、dense MLP、shared expert、norm、LM head）读一次，MoE 层读这一步的
   全部 token 用到的 expert（:func:`~roofline_book.llm.layers.expected_experts`，依赖 token 总数）。
+  这是均匀路由下用到的不同 expert 个数的期望；路由偏斜时用到的更少，所以对 MoE 模型这一项是
+  期望，不是严格的下限。
 
 :class:`StepModel` 把每条序列的那一份从 :func:`~roofline_book.llm.inference.step_entries` 与
 :func:`~roofline_book.llm.inference.traffic_parts` 取出（按形状缓存，decode 的一份是上下文的仿射
