@@ -17,7 +17,7 @@ from .workload import Lengths, Request, generate
 
 @dataclass(frozen=True)
 class Slo:
-    """服务目标：TTFT 与 TPOT 的上限（秒，None 为不限），与要求的达成率 ``percentile``（%）。"""
+    """服务目标：TTFT 与 TPOT 的上限（秒，None 为不限），与要求的达成率 ``percentile`` （百分数）。"""
 
     ttft: float | None = None
     tpot: float | None = None
@@ -33,7 +33,7 @@ class Slo:
             raise InvalidArgument("slo_percentile", f"must be in (0, 100], got {self.percentile}")
 
     def met(self, result: ServeResult) -> bool:
-        """``result`` 是否满足这个 SLO：TTFT 与 TPOT 都在上限之内的请求至少占 ``percentile``%
+        """``result`` 是否满足这个 SLO：TTFT 与 TPOT 都在上限之内的请求的百分比至少为 ``percentile``
         （DistServe 的 SLO attainment；两项各自的百分位都在上限内还不够）。"""
         return result.goodput(self.ttft, self.tpot)[1] >= self.percentile / 100
 
