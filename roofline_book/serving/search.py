@@ -17,7 +17,8 @@ from .workload import Lengths, Request, generate
 
 @dataclass(frozen=True)
 class Slo:
-    """服务目标：TTFT 与 TPOT 的上限（秒，None 为不限），与要求的达成率 ``percentile`` （百分数）。"""
+    """服务目标：TTFT 与 TPOT 的上限（秒，None 为不限），与要求的达成率 ``percentile``
+    （百分数）。"""
 
     ttft: float | None = None
     tpot: float | None = None
