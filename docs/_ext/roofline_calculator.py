@@ -165,11 +165,13 @@ def _prepare(app: Sphinx) -> None:
 
 def calculator_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """``{calculator}`COMMAND```: the command line, linked to the calculator page with it
-    prefilled. ``COMMAND`` is what follows ``roofline-book`` (``op ...`` or ``infer ...``)."""
+    prefilled. ``COMMAND`` is what follows ``roofline-book`` (``op ...``, ``infer ...`` or
+    ``serve ...``: the commands the page has a form for)."""
     command = " ".join(text.split())
-    if command.split(" ", 1)[0] not in ("op", "infer"):
+    if command.split(" ", 1)[0] not in ("op", "infer", "serve"):
         message = inliner.reporter.error(
-            f"calculator: the command must start with op or infer, got {command!r}", line=lineno
+            f"calculator: the command must start with op, infer or serve, got {command!r}",
+            line=lineno,
         )
         return [inliner.problematic(rawtext, rawtext, message)], [message]
     shown = nodes.literal(rawtext, f"roofline-book {command}")
