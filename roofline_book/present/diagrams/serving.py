@@ -338,7 +338,7 @@ def chunk_roofline(
     steps = [(0, sm.time(decodes=batch, context_sum=total))]
     steps += [(n, sm.time(decodes=batch, context_sum=total, chunks=[(n, n, False)])) for n in sizes]
     fig = Figure(figsize=(6.4, 3.6), layout="constrained")
-    ax = fig.add_subplot()
+    ax = fig.subplots()
     peak = hw.peak_flops(dtype)
     roofline(ax, peak, hw.memory_bandwidth, intensity_range=(1, 1e4), color=_COLORS["continuous"])
     ax.set_xlabel("一步的算术强度（FLOP/byte）")
