@@ -15,7 +15,7 @@ from typing import Any
 
 from .._base.validate import InvalidArgument
 from ..distributed.split import Split
-from ..serving.search import Comparison, Load, MaxRate, Slo, compare, max_rate
+from ..serving.search import Load, Slo, compare, max_rate
 from ..serving.search import run as run_at
 from ..serving.simulate import SCHEDULERS, Deployment, simulate
 from ..serving.simulate import ServeResult as Simulated
@@ -32,7 +32,7 @@ from .common import (
     text_table,
 )
 from .infer import add_precision_arguments, precisions_from_args
-from .serve_result import RateEntry, ServeResult, ServeRun, Spread, rate_or_null
+from .serve_result import RateEntry, ServeResult, ServeRun, Spread, serve_record
 
 RESULT = ServeResult
 
@@ -110,7 +110,6 @@ def run(args: argparse.Namespace) -> int:
             requests = read_trace(Path(args.trace).read_text(encoding="utf-8"))
         except OSError as exc:
             raise UsageError(f"--trace {args.trace}: cannot read it ({exc.strerror})") from None
-        rate = math.inf
     elif args.rate is None and not (args.max_rate or args.compare):
         raise UsageError("give --rate R (requests a second, or inf), or --max-rate, or --compare")
     load = Load(
@@ -129,97 +128,26 @@ def run(args: argparse.Namespace) -> int:
         main = simulate(estimate, requests)
         bound = simulate(d, requests) if efficiency else None
     elif args.rate is not None:
-        rate = args.rate
-        main = run_at(estimate, load, rate)
-        bound = run_at(d, load, rate) if efficiency else None
+        main = run_at(estimate, load, args.rate)
+        bound = run_at(d, load, args.rate) if efficiency else None
     best = max_rate(estimate, load, slo) if args.max_rate else None
     versus = compare(estimate, load, slo) if args.compare else None
-    record = _record(args, d, load, slo, efficiency, source, main, bound, best, versus)
+    trace = args.trace is not None
+    record = serve_record(
+        d,
+        load,
+        slo,
+        (efficiency, source),
+        (main, bound),
+        (best, versus),
+        rate=args.rate,
+        arrivals="trace" if trace else args.arrivals,
+    )
     if args.json:
         emit_result(record)
     else:
         _text(record, d)
     return 0
-
-
-def _entry(scheduler: str, prefill: int, got: Any, slo: Slo) -> RateEntry:
-    return RateEntry(
-        scheduler=scheduler,
-        prefill_replicas=prefill,
-        max_rate_per_s=got.rate,
-        saturation_requests_per_s=got.saturation.requests_per_s,
-        at_max_rate=None if got.result is None else ServeRun.of(got.result, slo),
-    )
-
-
-def _record(  # noqa: PLR0913
-    args: argparse.Namespace,
-    d: Deployment,
-    load: Load,
-    slo: Slo,
-    efficiency: tuple[float, float] | None,
-    source: str | None,
-    main: Simulated | None,
-    bound: Simulated | None,
-    best: MaxRate | None,
-    versus: Comparison | None,
-) -> ServeResult:
-    best_entry = None if best is None else _entry(d.scheduler, d.prefill_replicas, best, slo)
-    pairs: tuple[RateEntry, ...] = ()
-    if versus is not None:
-        pairs = (
-            _entry(versus.aggregated.scheduler, 0, versus.aggregated_rate, slo),
-            _entry(
-                "disaggregated",
-                versus.disaggregated.prefill_replicas,
-                versus.disaggregated_rate,
-                slo,
-            ),
-        )
-    shown = main
-    if shown is None:
-        assert best is not None or versus is not None
-        first = best if best is not None else versus.aggregated_rate  # type: ignore[union-attr]
-        shown = first.result or first.saturation
-    top = ServeRun.of(shown, slo)
-    return ServeResult(
-        model=d.config.key,
-        device=d.device.key,
-        devices=d.devices,
-        tp=d.split.tp,
-        pp=d.split.pp,
-        ep=d.split.ep,
-        replicas=d.replicas,
-        prefill_replicas=d.prefill_replicas,
-        scheduler=d.scheduler,
-        chunk=d.chunk,
-        kv_cache_tokens=d.kv_capacity_tokens(),
-        requests=shown.requests,
-        rate_per_s=None if args.rate is None else rate_or_null(args.rate),
-        arrivals="trace" if args.trace else args.arrivals,
-        prompt=str(load.prompt) if not args.trace else "trace",
-        output=str(load.output) if not args.trace else "trace",
-        prefix_hit=d.prefix_hit,
-        slo_ttft_s=slo.ttft,
-        slo_tpot_s=slo.tpot,
-        slo_percentile=slo.percentile,
-        efficiency_compute=None if efficiency is None else efficiency[0],
-        efficiency_memory=None if efficiency is None else efficiency[1],
-        efficiency_source=source,
-        kind=top.kind,
-        requests_per_s=top.requests_per_s,
-        output_tokens_per_s=top.output_tokens_per_s,
-        ttft_s=top.ttft_s,
-        tpot_s=top.tpot_s,
-        e2e_s=top.e2e_s,
-        goodput_per_s=top.goodput_per_s,
-        mean_batch=top.mean_batch,
-        memory_bound_share=top.memory_bound_share,
-        run=None if main is None else top,
-        bound=None if bound is None else ServeRun.of(bound, slo),
-        max_rate=best_entry,
-        compare=pairs,
-    )
 
 
 def _ms(x: float) -> str:

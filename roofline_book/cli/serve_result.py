@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from .._base.records import record_field
-from ..serving.simulate import Percentiles
+from ..serving.search import Comparison, Load, MaxRate, Slo
+from ..serving.simulate import Deployment, Percentiles
 from ..serving.simulate import ServeResult as Simulated
 from .results import Result, command_field
 
@@ -192,3 +193,88 @@ class ServeResult(Result):
 def rate_or_null(rate: float) -> float | None:
     """JSON 中的到达率：无穷写成 null。"""
     return None if math.isinf(rate) else rate
+
+
+def _entry(scheduler: str, prefill: int, got: MaxRate, slo: Slo) -> RateEntry:
+    return RateEntry(
+        scheduler=scheduler,
+        prefill_replicas=prefill,
+        max_rate_per_s=got.rate,
+        saturation_requests_per_s=got.saturation.requests_per_s,
+        at_max_rate=None if got.result is None else ServeRun.of(got.result, slo),
+    )
+
+
+def serve_record(  # noqa: PLR0913
+    d: Deployment,
+    load: Load,
+    slo: Slo,
+    estimate: tuple[tuple[float, float] | None, str | None],
+    runs: tuple[Simulated | None, Simulated | None],
+    searches: tuple[MaxRate | None, Comparison | None],
+    *,
+    rate: float | None,
+    arrivals: str,
+) -> ServeResult:
+    """``serve`` 的记录：部署 ``d`` 与负载 ``load``；``estimate`` 为 ``(效率, 出处)``，
+    ``runs`` 为 ``--rate`` 下的 ``(那次运行, 同负载的下界)``，``searches`` 为
+    ``(--max-rate, --compare)`` 的回答。"""
+    efficiency, source = estimate
+    main, bound = runs
+    best, versus = searches
+    best_entry = None if best is None else _entry(d.scheduler, d.prefill_replicas, best, slo)
+    pairs: tuple[RateEntry, ...] = ()
+    if versus is not None:
+        pairs = (
+            _entry(versus.aggregated.scheduler, 0, versus.aggregated_rate, slo),
+            _entry(
+                "disaggregated",
+                versus.disaggregated.prefill_replicas,
+                versus.disaggregated_rate,
+                slo,
+            ),
+        )
+    shown = main
+    if shown is None:
+        assert best is not None or versus is not None
+        first = best if best is not None else versus.aggregated_rate  # type: ignore[union-attr]
+        shown = first.result or first.saturation
+    top = ServeRun.of(shown, slo)
+    return ServeResult(
+        model=d.config.key,
+        device=d.device.key,
+        devices=d.devices,
+        tp=d.split.tp,
+        pp=d.split.pp,
+        ep=d.split.ep,
+        replicas=d.replicas,
+        prefill_replicas=d.prefill_replicas,
+        scheduler=d.scheduler,
+        chunk=d.chunk,
+        kv_cache_tokens=d.kv_capacity_tokens(),
+        requests=shown.requests,
+        rate_per_s=None if rate is None else rate_or_null(rate),
+        arrivals=arrivals,
+        prompt=str(load.prompt) if arrivals != "trace" else "trace",
+        output=str(load.output) if arrivals != "trace" else "trace",
+        prefix_hit=d.prefix_hit,
+        slo_ttft_s=slo.ttft,
+        slo_tpot_s=slo.tpot,
+        slo_percentile=slo.percentile,
+        efficiency_compute=None if efficiency is None else efficiency[0],
+        efficiency_memory=None if efficiency is None else efficiency[1],
+        efficiency_source=source,
+        kind=top.kind,
+        requests_per_s=top.requests_per_s,
+        output_tokens_per_s=top.output_tokens_per_s,
+        ttft_s=top.ttft_s,
+        tpot_s=top.tpot_s,
+        e2e_s=top.e2e_s,
+        goodput_per_s=top.goodput_per_s,
+        mean_batch=top.mean_batch,
+        memory_bound_share=top.memory_bound_share,
+        run=None if main is None else top,
+        bound=None if bound is None else ServeRun.of(bound, slo),
+        max_rate=best_entry,
+        compare=pairs,
+    )

@@ -135,7 +135,6 @@ class Engine:
     prefilling: list[Track] = field(default_factory=list)
     running: dict[int, Track] = field(default_factory=dict)
     """在 decode 的请求，按接纳的先后。"""
-    busy_until: float | None = None
     k: int = 0
     """已跑的 decode 步数：在 decode 的请求的上下文是 ``offset + k``。"""
     offset_sum: int = 0
