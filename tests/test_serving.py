@@ -9,6 +9,7 @@ throughput and latency against its arrival rate.
 from __future__ import annotations
 
 import math
+import random
 import time
 
 import pytest
@@ -19,7 +20,7 @@ from roofline_book.distributed.split import Split
 from roofline_book.llm.config import model
 from roofline_book.llm.inference import Precisions, kv_bytes_per_token, step_floor
 from roofline_book.llm.serving import max_batch
-from roofline_book.serving.engine import BLOCK
+from roofline_book.serving.engine import BLOCK, Engine
 from roofline_book.serving.search import Load, Slo, max_rate, run
 from roofline_book.serving.simulate import Deployment, percentile, simulate
 from roofline_book.serving.steps import StepModel
@@ -209,6 +210,24 @@ def test_static_batching_pads_to_the_longest() -> None:
     prefill = s.time(chunks=[(100, 100, True)] * 2).seconds
     assert r.e2e_each[1] == pytest.approx(prefill + decode, rel=1e-9)
     assert r.steps == 1 + 99
+
+
+def test_blocks_last_counts_the_steps_whose_new_blocks_fit() -> None:
+    # step j from now starts a block for every sequence whose context then crosses a block edge:
+    # phase[(-(k + j)) % BLOCK] of them; count steps one by one until one no longer fits
+    rng = random.Random(7)
+    for _ in range(400):
+        e = Engine(0, None, "continuous", capacity_blocks=rng.randrange(0, 300))  # type: ignore[arg-type]
+        e.phase = [rng.choice((0, 0, 1, 3)) for _ in range(BLOCK)]
+        e.k = rng.randrange(0, 5000)
+        if not sum(e.phase):
+            assert e._blocks_last() == 1 << 62
+            continue
+        left, n = e.free_blocks, 0
+        while left >= e.phase[(-(e.k + n)) % BLOCK]:
+            left -= e.phase[(-(e.k + n)) % BLOCK]
+            n += 1
+        assert e._blocks_last() == n
 
 
 def test_fast_forward_matches_stepping_one_by_one() -> None:

@@ -365,8 +365,12 @@ class Engine:
         cycle = sum(self.phase)
         if cycle == 0:
             return 1 << 62
-        n = self.free_blocks // cycle * BLOCK
-        while self._block_need(n + 1) <= self.free_blocks:
+        full, left = divmod(self.free_blocks, cycle)  # whole cycles of BLOCK steps, then
+        n = full * BLOCK  # one step at a time while the blocks that step starts still fit
+        for _ in range(BLOCK - 1):
+            left -= self.phase[(-(self.k + n)) % BLOCK]
+            if left < 0:
+                break
             n += 1
         return n
 
