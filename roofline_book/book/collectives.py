@@ -399,7 +399,7 @@ def measured_figure(m: Measurement, op: str, title: str) -> Any:
     plotting.reference_line(right, beta / 1e9, "拟合的带宽", color=_GREY, linestyle=":", avoid=True)
     left.set_title(title)
     right.set_title("busbw")
-    left.legend(fontsize=7)
+    left.legend(fontsize=7, loc="upper left")  # times grow to the right
     fig.tight_layout()
     _ticks_in_view(fig)
     return fig
