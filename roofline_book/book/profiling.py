@@ -6,14 +6,20 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .._base.validate import InvalidArgument
 from ..devices.catalog import hardware
+from ..llm.inference import model, weight_bytes
+from ..measure.judge.ceilings import of_run
 from ..measure.profile import profiling, trainstep
+from ..measure.published.rows import Measurement, row
+from ..measure.runs.records import Run
 from ..ops import gemm
 from ..present.plotting import PALETTE
 from ..present.words import VERDICTS
 from ..roofline.bounds import CACHE_MARGIN, Ceilings, bound
 from ..roofline.roofs import time_bound
 from ..units import binary, si
+from .measured import run_figures
 from .notebook import glue, glue_figure
 from .tables import markdown_table, resource_zh
 
@@ -308,6 +314,123 @@ def roof_figures(attribution: profiling.Attribution) -> dict:
     }
 
 
+def run_roof_figures(run: Run) -> dict[str, float]:
+    """profile 所用的 run file 里，这一章引用的几项上限（与实测性能一章读同一次 run）。
+
+    Returns
+    -------
+    dict
+        ``l2_model_g`` （L2 之内的 cache roof，按模型字节数，GB/s）、``wa_copy`` （copy 计入
+        write-allocate 的带宽是按模型字节数的几倍）、``cpu_gemm_g`` （CPU 的“矩阵单元”：实测的
+        FP32 GEMM 峰值，GFLOP/s）。
+    """
+    figures = run_figures(run)
+    gemm_peak = of_run(run).rate("matrix", "fp32")
+    if gemm_peak is None or not {"l2_g", "copy_g", "copy_wa_g"} <= figures.keys():
+        raise InvalidArgument(
+            "run",
+            f"{run.device.name!r} needs an L2 cache roof, the STREAM probes and an FP32 GEMM peak",
+        )
+    return dict(
+        l2_model_g=figures["l2_g"],
+        wa_copy=figures["copy_wa_g"] / figures["copy_g"],
+        cpu_gemm_g=gemm_peak / 1e9,
+    )
+
+
+def published_measurement(id: str) -> Measurement:
+    """按 :attr:`Measurement.id <roofline_book.measure.published.rows.Measurement.id>` 的写法
+    （行的 id，扫描字段的取值附在方括号里）取一个已发表的数字。
+
+    Examples
+    --------
+    >>> published_measurement("stream-h100[kernel=copy]").value   # STREAM copy on an H100, TB/s
+    2.9
+    >>> published_measurement("stream-h100[kernel=nope]")
+    Traceback (most recent call last):
+    ...
+    roofline_book.InvalidArgument: id 'stream-h100[kernel=nope]' is not among stream-h100's values
+    """
+    base = id.split("[", 1)[0]
+    found = [m for m in row(base).measurements() if m.id == id]
+    if not found:
+        raise InvalidArgument("id", f"{id!r} is not among {base}'s values")
+    return found[0]
+
+
+def published_figures(
+    *,
+    gemm: str,
+    gemm_4k: str,
+    copy: str,
+    attention: str,
+    decode: str,
+    decode_copy: str,
+    estimate_params: float,
+) -> dict[str, Any]:
+    """已发表的测量达到的 roof 比例 :math:`\\eta`，以及一整步 decode 与同一种 GPU 上的 STREAM copy
+    相比。每个参数是一个 :func:`published_measurement` 的 id。
+
+    Parameters
+    ----------
+    gemm, copy, attention : str
+        一个大 GEMM、STREAM copy 与 FlashAttention 的前向。
+    gemm_4k : str
+        习题用的 :math:`n = 4096` 方阵 GEMM。
+    decode : str
+        一个模型单条序列的 decode（token/s）；每个 token 读一遍全部权重。
+    decode_copy : str
+        ``decode`` 所用的 GPU 上的 STREAM copy（TB/s）。
+    estimate_params : float
+        习题里估算所取的参数量：BF16 每个参数 2 字节，乘以每秒的 token 数就是有效带宽。
+
+    Returns
+    -------
+    dict
+        ``pub_gemm_eta``、``pub_copy_eta``、``pub_fa_eta``；``gf_tok`` （token/s）、``gf_tb`` 与
+        ``ans_q4_tb`` （按模型字节数的有效带宽，TB/s）、``gf_eta`` 与 ``ans_q4_eta``、
+        ``a100_copy_tb``、``gf_of_copy``、``a100_bw_tb`` （``decode`` 所用设备的带宽）、
+        ``ans_q4_params_b`` （模型的参数量，10^9）、``ans_q4_est_tb`` （估算的有效带宽）；
+        ``ans_q5_eta4k``、``ans_q5_tf4k`` （发表的 TFLOP/s）、``ans_q5_us4k``
+        （它在矩阵单元峰值下的时间，µs）。
+
+    Examples
+    --------
+    >>> f = published_figures(gemm="cublas-bf16-h100[n=8192]", gemm_4k="cublas-bf16-h100[n=4096]",
+    ...     copy="stream-h100[kernel=copy]", attention="fa3-bf16-d128[seqlen=16384]",
+    ...     decode="gptfast-llama2-7b[weights=bf16]", decode_copy="stream-a100[kernel=copy]",
+    ...     estimate_params=7e9)
+    >>> round(f["pub_gemm_eta"], 3), round(f["pub_copy_eta"], 3)   # 795 / 989.4; 2.90 / 3.35
+    (0.804, 0.866)
+    """
+    big, small, stream, flash, step, step_copy = (
+        published_measurement(i) for i in (gemm, gemm_4k, copy, attention, decode, decode_copy)
+    )
+    point, small_point = step.point(), small.point()
+    if point is None or small_point is None:
+        raise InvalidArgument(
+            "decode", "decode and gemm_4k need a roofline point (a kind in POINT_KINDS)"
+        )
+    return dict(
+        pub_gemm_eta=big.eta(),
+        pub_copy_eta=stream.eta(),
+        pub_fa_eta=flash.eta(),
+        gf_tok=step.value,
+        gf_tb=point.bytes_per_s / 1e12,
+        gf_eta=step.eta(),
+        a100_copy_tb=step_copy.value,
+        gf_of_copy=point.bytes_per_s / step_copy.si,
+        a100_bw_tb=step.device.memory_bandwidth / 1e12,
+        ans_q4_params_b=weight_bytes(model(step.config["model"])) / 2 / 1e9,
+        ans_q4_tb=point.bytes_per_s / 1e12,
+        ans_q4_eta=step.eta(),
+        ans_q5_eta4k=small.eta(),
+        ans_q5_tf4k=small.value,
+        ans_q5_us4k=small_point.cost.flops / small.device.peak_flops(small_point.dtype) * 1e6,
+        ans_q4_est_tb=2 * estimate_params * step.value / 1e12,
+    )
+
+
 def glue_profile(
     attribution: profiling.Attribution,
     optimizer: profiling.Attribution,
@@ -353,8 +476,11 @@ __all__ = [
     "glue_scaling",
     "levels_zh",
     "problems",
+    "published_figures",
+    "published_measurement",
     "roof_figures",
     "roofline_figure",
+    "run_roof_figures",
     "scaling_figure",
     "scaling_figures",
     "shapes_text",
