@@ -1,15 +1,18 @@
-"""roofline_book.book.inference: the levers table of chapter 13, recomputed by hand.
+"""roofline_book.book.inference and .prefill_decode: the two inference chapters' figures,
+recomputed by hand.
 
 The expected values are arithmetic on the models' published shapes (config.json) and the
 catalog's H100 SXM figures (989.4 TFLOP/s dense BF16, 3.35 TB/s, 81,559 MiB), not calls to
-the functions the module uses.
+the functions the modules use.
 """
 
 import pytest
 
-from roofline_book import hardware
-from roofline_book.book.inference import batch_words, levers, levers_table, sweep_words
-from roofline_book.llm.inference import model
+from roofline_book import cost_table, hardware
+from roofline_book.book import prefill_decode as bp
+from roofline_book.book.inference import batch_words, levers, levers_table
+from roofline_book.llm.inference import Precisions, layer_ops, model
+from roofline_book.measure import published
 
 H100 = hardware("h100-sxm")
 BW, MEM, RIDGE = 3.35e12, 81_559 * 2**20, 989.4e12 / 3.35e12
@@ -88,8 +91,107 @@ def test_words_follow_the_numbers():
     assert w["cross_int4"] == "仍不到" and w["q2_text"] == "已超过" and w["q3_text"] == "已高于"
     assert w["mx_h100_text"] == "只放得下 3 条"
     assert w["gqa_text"] == "三种形状的墙都还没有越过"
-    flat = sweep_words({"flat": True, "flat_batch": 4, "flat_spread": 1.1, "flat_over_model": 1.0,
-                        "within": False, "rise": 3.0}, 4)  # fmt: skip
+    figures = {"flat": True, "flat_batch": 4, "flat_spread": 1.1, "flat_over_model": 1.0,
+               "within": False, "rise": 3.0}  # fmt: skip
+    flat = bp.sweep_words(figures, 4)
     assert flat["cpu_within"] == "不在"
     assert flat["cpu_flat_cause"] == "平坦段与按带宽算的下界相差不大"
     assert flat["cpu_shape"].startswith("先平、后升")
+
+
+# --- prefill and decode (roofline_book.book.prefill_decode) -------------------------------
+
+# Llama-2-7B: 32 layers, hidden 4096, 32 heads of 128 (MHA), FFN 11008, vocab 32000
+L2_KV = 2 * 32 * 32 * 128 * 2  # 524,288 bytes a token
+
+
+def _gemm_i(m, k, n):
+    """BF16 GEMM intensity: 2mkn FLOPs over 2(mk + kn + mn) bytes."""
+    return m * k * n / (m * k + k * n + m * n)
+
+
+def test_phase_figures_llama2_layer():
+    m, p = model("llama-2-7b"), Precisions()
+    prefill, decode = (cost_table(layer_ops(m, 1, n, CTX, p), H100) for n in (CTX, 1))
+    v = bp.phase_figures(prefill, decode, H100, m, CTX, ("projection", "MLP up", "MLP down"))
+    # the weight GEMMs at 4096 tokens: QKV 4096x12288, output 4096x4096, up 4096x22016,
+    # down 11008x4096; the square output projection is the lowest, 4096 / 3
+    assert v["pre_i"] == pytest.approx(_gemm_i(CTX, 4096, 4096)) == pytest.approx(1365.33, abs=0.01)
+    assert v["pre_gateup_i"] == pytest.approx(_gemm_i(CTX, 4096, 2 * 11008))  # 1873.7
+    assert v["up_i"] == pytest.approx(_gemm_i(CTX, 4096, 11008))  # 1726.7
+    # decode is a GEMV: I = 4096 x 22016 / (4096 + 4096 x 22016 + 22016), just under 1
+    assert v["dec_w_i"] == pytest.approx(_gemm_i(1, 4096, 2 * 11008))
+    # one layer's weights, 4096 x (12288 + 4096) + 3 x 4096 x 11008 = 202.4 M, and 4096 tokens
+    # of one layer's cache (2 x 4096 x 2 bytes each) are read once: 472 MB / 3.35 TB/s
+    floor_us = (2 * (4096 * 16384 + 3 * 4096 * 11008) + CTX * 2 * 4096 * 2) / BW * 1e6
+    assert floor_us <= v["dec_us"] <= 1.02 * floor_us  # 141 us
+    assert (v["ridge"], v["h100_peak_tflops"], v["h100_bw_tbps"]) == pytest.approx(
+        (RIDGE, 989.4, 3.35)
+    )
+    assert v["prompt"] == CTX and v["tbl-11-phases"].data.count("prefill") == len(prefill)
+
+
+def test_kv_and_window_figures():
+    v = bp.kv_figures({"l2": L2_KV, "l3": L3_KV}, CTX)
+    assert v["kv_l2_kb"] == pytest.approx(524.288) and v["kv_ratio"] == 4  # 32 KV heads over 8
+    assert v["seq_l3"] == pytest.approx(CTX * 131072 / 1e9)  # 0.537 GB a sequence
+    # Mistral-7B's window is 4096 tokens; Gemma-2-9B alternates local and global over 42 layers
+    w = bp.window_figures({"m": 0.5}, {"m": 1.1}, model("mistral-7b"), model("gemma-2-9b"), 8192)
+    assert (w["window"], w["gemma_local"], w["gemma_layers"], w["long"]) == (4096, 21, 42, 8192)
+    assert (w["win_m"], w["full_m"]) == (0.5, 1.1)
+
+
+def test_group_figures_follow_the_kv_heads():
+    p = Precisions()
+    v = bp.group_figures(dict(layer_ops(model("llama-3-8b"), 1, 1, CTX, p)), CTX, p)
+    # decode attention: 4 h l d FLOPs over the cache's 2 x 2 kv_heads l d bytes, about g = 32 / 8
+    assert v["attn_i"] == pytest.approx(4, rel=0.03)
+    assert v["qkv_i"] == pytest.approx(_gemm_i(1, 4096, 4096 + 2 * 1024))  # a GEMV: about 1
+    # Qwen3-235B-A22B's config.json: 64 query heads over 4 KV heads, g = 16
+    assert v["g_max"] == 16 and v["attn_i_max"] == pytest.approx(16, rel=0.03)
+
+
+def test_device_step_words():
+    ms = {"prefill_l2_h100": 400.0, "decode_l2_h100": 8.0}
+    same = {"prefill": 1.02, "decode": 4.8 / 3.35, "bandwidth": 4.8 / 3.35, "peak": 1.0}
+    v = bp.device_step_figures(ms, {"prefill_l2_h100": 380.0, "decode_l2_h100": 8.0}, same)
+    assert v["tps_l2"] == 125.0 and v["fused_share"] == pytest.approx(0.05)  # 1 - 380 / 400
+    assert v["any_prefill_l2_h100"] == 380.0 and v["gain_peak"] == 1.0
+    assert v["peak_phrase"] == "与 H100 SXM 相同" and v["decode_phrase"] == "完全相同"
+    other = same | {"peak": 1.5, "decode": 1.3}
+    w = bp.device_step_figures(ms, {"prefill_l2_h100": 380.0}, other)
+    assert w["peak_phrase"] == "是 H100 SXM 的 1.50 倍" and w["decode_phrase"] == "几乎相同"
+    assert w["prefill_phrase"].startswith("其中既有峰值之差")
+
+
+def test_decode_estimates_and_per_token():
+    v = bp.decode_estimates(
+        {"l3": model("llama-3-8b")}, {"l3": 2 * L3_PARAMS}, {"l3": L3_KV}, CTX, H100
+    )
+    assert v["est_l3"] == pytest.approx((16.06e9 + 0.537e9) / BW * 1e3, rel=1e-3)  # 4.95 ms
+    assert v["emb_l3"] == pytest.approx(128256 * 4096 * 2 / BW * 1e3)  # 0.314 ms
+    near = bp.per_token_figures({"pt_h100": 300.0}, H100, hardware("h200-sxm"))
+    assert near["pt_phrase"] == "只差 1.6%"  # 300 / 295.34 - 1
+    assert near["ridge2"] == pytest.approx(989.4 / 4.8)
+    far = bp.per_token_figures({"pt_h100": 150.0}, H100, hardware("h200-sxm"))
+    assert far["pt_phrase"] == "在同一量级（相差 49%）"  # 1 - 150 / 295.34
+
+
+def test_published_decode_figures():
+    gptfast = published.row("gptfast-llama2-7b").measurements()
+    ttft = published.measurement("trtllm-ttft-a100-fp16", prompt=2048)
+    copy = published.measurement("stream-a100", kernel="copy")
+    v = bp.published_decode_figures(gptfast, ttft, copy, hardware("a100-sxm"))
+    # gpt-fast: 104.9 tokens/s in BF16; TensorRT-LLM: 133 ms to the first of 2048 tokens
+    assert v["gf_tps"] == 104.9 and v["pub_dec_ms"] == pytest.approx(1000 / 104.9)  # 9.53 ms
+    assert v["pub_pre_us"] == pytest.approx(133 / 2048 * 1e3)  # 64.9 us a prompt token
+    assert v["pub_ratio"] == pytest.approx((1000 / 104.9) / (133 / 2048))  # 147
+    assert v["copy_eta"] == pytest.approx(1.61 / 2.039)  # STREAM copy on 2.039 TB/s
+    assert v["a100_ridge"] == pytest.approx(312 / 2.039)  # 153 FLOP/byte
+    assert v["gf_eta"] > v["gf8_eta"] > v["gf4_eta"]  # faster, not proportionally: 105, 156, 197
+    assert v["gf_source"].data.startswith("[pytorch-labs/gpt-fast]")
+
+
+def test_l2_note():
+    assert bp.l2_note(H100).startswith("灰色虚线是 L2 带宽")  # the catalog holds H100's L2 rate
+    assert bp.l2_note(hardware("h200-sxm")) == ""

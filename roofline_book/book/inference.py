@@ -1,4 +1,4 @@
-"""推理两章（第 12、13 章）的隐藏 cell 所用的计算：各种手段改变了哪个量，构建机器扫描的措辞。
+"""batch 与显存一章的隐藏 cell 所用的计算：各种手段改变了哪个量，墙与 ridge point 的措辞。
 
 Examples
 --------
@@ -170,50 +170,6 @@ def levers_table(rows: Sequence[Lever]) -> list[dict[str, str]]:
             cells[title] = text(value) if shown else "不变"
         out.append(cells)
     return out
-
-
-def sweep_words(figures: Mapping[str, float | int | bool], flat_limit: int) -> dict[str, object]:
-    """构建机器上权重流式扫描（:meth:`StreamingSweep.figures`）的数与措辞，键带 ``cpu_`` 前缀。
-
-    措辞跟着数走：平坦段平不平（``flat``）、高出模型多少（``flat_over_model`` 超过 1.2 时说交点因
-    此右移）、预测的交点是否落在实测的离散范围内（``within``）。
-
-    Examples
-    --------
-    >>> fig = {"flat": False, "flat_batch": 16, "flat_spread": 4.1, "flat_over_model": 3.0,
-    ...        "within": True, "rise": 4.4, "predicted": 15.3}
-    >>> words = sweep_words(fig, 4)
-    >>> words["cpu_within"], words["cpu_flat_limit"], words["cpu_predicted"]
-    ('落在', 4, 15.3)
-    >>> words["cpu_flat_text"]
-    '这台机器上它并不平：batch 不超过 16 的各点里，最慢的是最快的 4.1 倍'
-    """
-    flat, batch, spread = figures["flat"], figures["flat_batch"], figures["flat_spread"]
-    rise = figures["rise"]
-    flat_text = (
-        f"batch 不超过 {batch} 的各点基本持平（最慢的是最快的 {spread:.2f} 倍），之后上升"
-        if flat
-        else f"这台机器上它并不平：batch 不超过 {batch} 的各点里，最慢的是最快的 {spread:.1f} 倍"
-    )
-    shape = (
-        "先平、后升的形状与模型一致，它正是 decode 要靠 batch 才能用上算力的原因"
-        if flat
-        else "小 batch 处并不平，这一段不能支持“每次调用只是读一遍权重”的说法；能确认的只是 batch "
-        f"增大后时间最终按每行大致恒定的代价增长（最大的 batch 是拟合平坦段的 {rise:.1f} 倍）"
-    )
-    cause = (
-        "平坦段高出按带宽算的下界，交点也随之右移"
-        if figures["flat_over_model"] > 1.2
-        else "平坦段与按带宽算的下界相差不大"
-    )
-    numbers = {f"cpu_{k}": v for k, v in figures.items() if not isinstance(v, bool)}
-    return numbers | {
-        "cpu_flat_limit": flat_limit,
-        "cpu_within": "落在" if figures["within"] else "不在",
-        "cpu_flat_text": flat_text,
-        "cpu_flat_cause": cause,
-        "cpu_shape": shape,
-    }
 
 
 def batch_words(n: Mapping[str, float]) -> dict[str, str]:
