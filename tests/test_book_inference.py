@@ -6,9 +6,12 @@ catalog's H100 SXM figures (989.4 TFLOP/s dense BF16, 3.35 TB/s, 81,559 MiB), no
 the functions the modules use.
 """
 
+from dataclasses import replace
+
 import pytest
 
 from roofline_book import cost_table, hardware
+from roofline_book.book import inference as bi
 from roofline_book.book import prefill_decode as bp
 from roofline_book.book.inference import batch_words, levers, levers_table
 from roofline_book.llm.inference import Precisions, layer_ops, model
@@ -21,6 +24,12 @@ CTX = 4096
 L3_PARAMS = 8_030_261_248
 L3_KV = 2 * 32 * 8 * 128 * 2  # 131,072 bytes a token
 ACT_L3 = 2 * 8192 * (4096 + 3 * 14336) + 4 * 256 * 128256  # vLLM-style profile peak
+
+
+# Llama-2-7B: 32 layers, hidden 4096, 32 heads of 128 (MHA), FFN 11008, vocab 32000
+L2_PARAMS = 6_738_415_616
+L2_KV = 2 * 32 * 32 * 128 * 2  # 524,288 bytes a token
+ACT_L2 = 2 * 8192 * (4096 + 3 * 11008) + 4 * 256 * 32000
 
 
 def _b_star(ridge, w, ffn=14336, k=4096, a=2):
@@ -82,11 +91,11 @@ def test_table_marks_unchanged_cells(rows):
 
 
 def test_words_follow_the_numbers():
-    n = dict(wall3=111, bstar3=321.9, wallh3=200, bstar3_h200=218.7, fits_int4=80,
-             bstar_int4=83.0, fits_w8a8=125, bstar_w8a8=321.9, kv_fits_h200=442, mx_h100=3,
-             gqa_past=0, ans_q1h=113, bstar2=323.0, ans_q2=83.3, ans_q2w=90, ans_q3i=300.0,
-             ridge=295.3)  # fmt: skip
-    w = batch_words(n)
+    n = dict(wall3=111, bstar3=321.9, wallh3=200, bstar3_h200=218.7, mx_h100=3,
+             fits={"int4": 80, "w8a8": 125}, bstar={"int4": 83.0, "w8a8": 321.9},
+             kv_fits={"h200": 442}, ans_q1h=113, bstar2=323.0, ans_q2=83.3, ans_q2w=90,
+             ans_q3i=300.0, ridge=295.3)  # fmt: skip
+    w = batch_words(n, 0)
     assert w["h200_wall_text"] == "墙已到它的 91%，与 ridge point 相当接近"  # 200 / 218.7
     assert w["cross_int4"] == "仍不到" and w["q2_text"] == "已超过" and w["q3_text"] == "已高于"
     assert w["mx_h100_text"] == "只放得下 3 条"
@@ -100,9 +109,6 @@ def test_words_follow_the_numbers():
 
 
 # --- prefill and decode (roofline_book.book.prefill_decode) -------------------------------
-
-# Llama-2-7B: 32 layers, hidden 4096, 32 heads of 128 (MHA), FFN 11008, vocab 32000
-L2_KV = 2 * 32 * 32 * 128 * 2  # 524,288 bytes a token
 
 
 def _gemm_i(m, k, n):
@@ -195,3 +201,68 @@ def test_published_decode_figures():
 def test_l2_note():
     assert bp.l2_note(H100).startswith("灰色虚线是 L2 带宽")  # the catalog holds H100's L2 rate
     assert bp.l2_note(hardware("h200-sxm")) == ""
+
+
+# --- batch and memory (roofline_book.book.inference) --------------------------------------
+
+
+def test_named_flattens_dicts():
+    ns = {"ridge": 295.3, "fits": {"int4": 131, 8: 111}, "other": 1}
+    assert bi.named(ns, "ridge fits") == {"ridge": 295.3, "fits_int4": 131, "fits_8": 111}
+    with pytest.raises(KeyError):
+        bi.named(ns, "missing")
+
+
+def test_decode_batch_figures_llama2_and_llama3():
+    h200 = hardware("h200-sxm")  # 143,771 MiB
+    v = bi.decode_batch_figures(
+        model("llama-2-7b"), model("llama-3-8b"), H100, h200, CTX, Precisions()
+    )
+    assert (
+        v["ridge"] == pytest.approx(RIDGE)
+        and v["s_w"] == 2
+        and v["b_approx"] == pytest.approx(RIDGE)
+    )
+    assert v["bstar3"] == pytest.approx(_b_star(RIDGE, 2))  # 321.9
+    assert v["bstar2"] == pytest.approx(_b_star(RIDGE, 2, ffn=11008))  # 323.0
+    assert v["bstar3_h200"] == pytest.approx(_b_star(989.4e12 / 4.8e12, 2))  # 218.7
+    # decode attention reads the cache once: about g = heads / kv_heads FLOPs a byte
+    assert v["attn2"] == pytest.approx(1, rel=0.02) and v["attn3"] == pytest.approx(4, rel=0.02)
+    assert (v["heads3"], v["kv_heads3"], v["g3"]) == (32, 8, 4)
+    assert v["w2"] == 2 * L2_PARAMS / 1e9 and v["kv2"] == CTX * L2_KV / 1e9  # 13.48 GB, 2.15 GB
+    assert v["act3"] == ACT_L3 / 1e9 and v["act2"] == ACT_L2 / 1e9
+    # vLLM: 0.9 of the memory, less weights and the profiled activations, over a sequence's cache
+    assert v["wall2"] == int((0.9 * MEM - 2 * L2_PARAMS - ACT_L2) // (CTX * L2_KV)) == 29
+    assert v["wall3"] == 111 and v["short2"] == pytest.approx(v["bstar2"] / 29)
+    assert v["wallh3"] == int((0.9 * 143_771 * 2**20 - 2 * L3_PARAMS - ACT_L3) // (CTX * L3_KV))
+    assert v["cap_h100"] == pytest.approx(85.52, abs=0.01) and v["cap_h100_mib"] == 81_559
+    assert v["cap_h100_bin"] == "79.65 GiB"  # 81,559 / 1024
+    assert (v["utilization"], v["profile_tokens"], v["profile_seqs"]) == (0.9, 8192, 256)
+
+
+def test_throughput_figures_llama3():
+    v = bi.throughput_figures(model("llama-3-8b"), H100, CTX, Precisions(), top=1024)
+    assert v["ceiling"] == pytest.approx(BW / (CTX * L3_KV))  # 6240 tokens/s
+    # batch 1 reads 16.06 GB of weights and 0.54 GB of cache: at most 202 steps a second
+    assert v["tps1"] == pytest.approx(BW / (2 * L3_PARAMS + CTX * L3_KV), rel=0.07)
+    assert v["tps1"] <= BW / (2 * L3_PARAMS + CTX * L3_KV) * 1.07
+    # a token's attention at batch 1024 reads its 537 MB of cache: 160 us at 3.35 TB/s
+    assert v["kv_us"] == pytest.approx(CTX * L3_KV / BW * 1e6, rel=0.01)
+    # at the wall (111) attention is 111 x 0.537 GB of 111 x 0.537 + 16.06 GB read
+    assert v["attn_share"] == pytest.approx(111 * 0.537 / (111 * 0.537 + 16.06), rel=0.01)
+    assert v["top_batch"] == 1024 and v["top_share"] == pytest.approx(v["tps_top"] / v["ceiling"])
+    assert v["tps1"] < v["tps_wall"] < v["tps_top"] < v["tps_any_top"] < v["ceiling"]
+
+
+def test_published_throughput_and_walls():
+    # TensorRT-LLM's table, Llama-2-7B in FP8 on one H100: 2244 tokens/s at batch 80, 2048 + 128
+    # (the short output keeps the bound's simulation quick)
+    row = "trtllm-throughput-h100-fp8"
+    v = bi.published_throughput(row, batch_prompt_generated=(80, 2048, 128))
+    assert (v["trt_batch"], v["trt_prompt"], v["trt_out"]) == (80, 2048, 128)
+    assert v["trt_tps"] == 2244.0 and 0 < v["trt_eta"] < 1
+    assert v["trt_source"].data.startswith("[NVIDIA/TensorRT-LLM]")
+    # the MLP up GEMM sets b* and does not change with the KV heads: 321.9 for every shape
+    shapes = {n: replace(model("llama-3-8b"), kv_heads=n) for n in (32, 8, 1)}
+    assert bi.walls_past_ridge(shapes, {32: 27, 8: 321, 1: 322}, H100, Precisions()) == 1
+    assert bi.walls_past_ridge(shapes, {32: 400, 8: 400, 1: 400}, H100, Precisions()) == 3

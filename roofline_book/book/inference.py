@@ -15,17 +15,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..devices.catalog import Hardware
 from ..llm.inference import (
     ModelConfig,
     Precisions,
+    StepBound,
     decode_batch_to_ridge,
     kv_bytes_per_token,
     kv_cache_bytes,
+    step_floor,
+    step_ops,
+    step_time,
     weight_bytes,
 )
-from ..llm.serving import max_batch, speculative_tokens
+from ..llm.serving import (
+    MEMORY_RESERVE,
+    PROFILE_SEQUENCES,
+    PROFILE_TOKENS,
+    activation_peak,
+    max_batch,
+    speculative_tokens,
+)
+from ..units import binary
 
 
 @dataclass(frozen=True)
@@ -172,31 +185,32 @@ def levers_table(rows: Sequence[Lever]) -> list[dict[str, str]]:
     return out
 
 
-def batch_words(n: Mapping[str, float]) -> dict[str, str]:
-    """第 13 章随数而变的措辞：墙（:math:`b_{\\max}`）在 ridge point（:math:`b^*`）之前还是之后。
+def batch_words(n: Mapping[str, Any], past: int) -> dict[str, str]:
+    """batch 与显存一章随数而变的措辞：墙（:math:`b_{\\max}`）在 ridge point（:math:`b^*`）前或后。
 
     ``n`` 按名字给出这些数（缺一个就 ``KeyError``）：``wall3``、``bstar3`` （H100 上的 GQA 模型），
-    ``wallh3``、``bstar3_h200`` （H200），``fits_int4``、``bstar_int4``、``fits_w8a8``、
-    ``bstar_w8a8`` （量化权重），``kv_fits_h200`` （H200 上的 FP8 KV cache），``mx_h100``
-    （H100 上的 Mixtral），``gqa_past`` （墙越过 :math:`b^*` 的 KV head 形状的个数，0 到 3），
-    以及习题的 ``ans_q1h``、``bstar2``、``ans_q2``、``ans_q2w``、``ans_q3i``、``ridge``。
+    ``wallh3``、``bstar3_h200`` （H200），``fits`` 与 ``bstar`` （按量化方案的字典，读 ``"int4"``
+    与 ``"w8a8"``），``kv_fits`` （FP8 KV cache 按设备的字典，读 ``"h200"``），``mx_h100``
+    （H100 上的 Mixtral），以及习题的 ``ans_q1h``、``bstar2``、``ans_q2``、``ans_q2w``、
+    ``ans_q3i``、``ridge``。``past`` 是墙越过 :math:`b^*` 的 KV head 形状的个数（0 到 3，
+    :func:`walls_past_ridge`）。
 
     Examples
     --------
-    >>> n = dict(wall3=111, bstar3=321.9, wallh3=221, bstar3_h200=218.7, fits_int4=131,
-    ...          bstar_int4=83.0, fits_w8a8=125, bstar_w8a8=321.9, kv_fits_h200=442, mx_h100=0,
-    ...          gqa_past=1, ans_q1h=113, bstar2=323.0, ans_q2=83.3, ans_q2w=33, ans_q3i=238.9,
-    ...          ridge=295.3)
-    >>> w = batch_words(n)
+    >>> n = dict(wall3=111, bstar3=321.9, wallh3=221, bstar3_h200=218.7, mx_h100=0,
+    ...          fits={"int4": 131, "w8a8": 125}, bstar={"int4": 83.0, "w8a8": 321.9},
+    ...          kv_fits={"h200": 442}, ans_q1h=113, bstar2=323.0, ans_q2=83.3, ans_q2w=33,
+    ...          ans_q3i=238.9, ridge=295.3)
+    >>> w = batch_words(n, 1)
     >>> w["h200_wall_text"], w["cross_int4"], w["mx_h100_text"], w["q3_text"]
     ('装得下的 batch 已比它多 2 条，墙越过了 ridge point', '超过了', '一条序列也放不下', '仍低于')
     """
     share = n["wallh3"] / n["bstar3_h200"]
     more = n["wallh3"] - round(n["bstar3_h200"])
-    int4, w8a8 = n["fits_int4"] > n["bstar_int4"], n["fits_w8a8"] > n["bstar_w8a8"]
+    fits, bstar = n["fits"], n["bstar"]
+    int4, w8a8 = fits["int4"] > bstar["int4"], fits["w8a8"] > bstar["w8a8"]
     q2 = n["ans_q2w"] < n["ans_q2"]
     q3 = n["ans_q3i"] < n["ridge"]
-    past = int(n["gqa_past"])
     return {
         "h200_wall_text": (
             f"装得下的 batch 已比它多 {more} 条，墙越过了 ridge point"
@@ -215,7 +229,7 @@ def batch_words(n: Mapping[str, float]) -> dict[str, str]:
         "cross_w8a8": "也超过了" if w8a8 else "不到",
         "w8a8_tail": "" if w8a8 else "，它在峰值上的好处要到 batch 越过 ridge point 之后才显出来",
         "kv_h200_text": "后者已超过 H200 的"
-        if n["kv_fits_h200"] > n["bstar3_h200"]
+        if n["kv_fits"]["h200"] > n["bstar3_h200"]
         else "后者仍不到 H200 的",
         "gqa_text": (
             "三种形状的墙都还没有越过",
@@ -237,3 +251,179 @@ def batch_words(n: Mapping[str, float]) -> dict[str, str]:
         if q3
         else "所以这一步已是 compute-bound，验证多出来的位置要多花时间",
     }
+
+
+def named(namespace: Mapping[str, Any], names: str) -> dict[str, object]:
+    """``namespace`` 里 ``names`` （空格分隔）列出的值，按它们的名字给出，供 ``glue(**...)`` 粘贴。
+
+    值是字典时，每一项按 ``名字_键`` 给出。这样一章里可见的 cell 算出的数，隐藏的 cell 只需列出名字
+    （``named(globals(), "ridge fits")``）。
+
+    Examples
+    --------
+    >>> named({"ridge": 295.3, "fits": {"int4": 131, "bf16": 111}, "x": 1}, "ridge fits")
+    {'ridge': 295.3, 'fits_int4': 131, 'fits_bf16': 111}
+    """
+    values: dict[str, object] = {}
+    for name in names.split():
+        value = namespace[name]
+        if isinstance(value, Mapping):
+            values |= {f"{name}_{k}": v for k, v in value.items()}
+        else:
+            values[name] = value
+    return values
+
+
+def _attention(config: ModelConfig, batch: int, context: int, p: Precisions) -> float:
+    """The arithmetic intensity of a decode step's attention, all layers together."""
+    return dict(step_ops(config, batch, 1, context, p))[f"attention (x {config.layers})"].intensity
+
+
+def decode_batch_figures(
+    mha: ModelConfig,
+    gqa: ModelConfig,
+    device: Hardware,
+    larger: Hardware,
+    context: int,
+    p: Precisions,
+) -> dict[str, object]:
+    """decode 的 :math:`b^*` 与显存的墙：两个模型（``mha`` 键尾为 2，``gqa`` 为 3）在 ``device``
+    （``h100``）与显存更大的 ``larger`` （``h200``）上，上下文 ``context``、精度 ``p``。
+
+    给出 ridge point 与每个权重的字节数 ``s_w``、近似 ``b_approx = I* s_w / 2``、精确的 ``bstar``
+    （:func:`~roofline_book.llm.inference.decode_batch_to_ridge`）、batch 1 时 attention 的算术强度
+    ``attn``、``gqa`` 的头数与分组 ``g3``；显存一侧是 vLLM 的规则（可用比例 ``utilization``、做
+    profile 的 token 与序列数）、两块设备的容量（GB，以及二进制单位的写法）、权重 ``w``、激活峰值
+    ``act``、一条序列的 KV cache ``kv`` （GB），以及装得下的序列数 ``wall`` / ``wallh``
+    （:func:`~roofline_book.llm.serving.max_batch`）。``short2`` 是 ``mha`` 的 :math:`b^*` 与墙
+    之比。目录里没有两块设备的显存容量时 ``ValueError``。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> from roofline_book.llm.inference import model
+    >>> v = decode_batch_figures(model("llama-2-7b"), model("llama-3-8b"), hardware("h100-sxm"),
+    ...                          hardware("h200-sxm"), 4096, Precisions())
+    >>> round(v["b_approx"], 1), v["g3"], round(v["kv3"], 3)   # 295.3 x 2 / 2; 4096 x 131072 B
+    (295.3, 4, 0.537)
+    """
+    ridge, s_w = device.ridge_point("bf16"), p.weight_bytes(1)
+    cap, cap_h = device.memory_capacity, larger.memory_capacity
+    if cap is None or cap_h is None:
+        raise ValueError("device, larger: the catalog has no memory capacity for one of them")
+    values: dict[str, object] = dict(
+        ridge=ridge,
+        s_w=s_w,
+        b_approx=ridge * s_w / 2,
+        ctx=context,
+        heads3=gqa.heads,
+        kv_heads3=gqa.kv_heads,
+        g3=gqa.heads // gqa.kv_heads,
+        utilization=1 - MEMORY_RESERVE,
+        profile_tokens=PROFILE_TOKENS,
+        profile_seqs=PROFILE_SEQUENCES,
+        cap_h100=cap / 1e9,
+        cap_h200=cap_h / 1e9,
+        cap_h100_mib=cap / 2**20,
+        cap_h100_bin=binary(cap),
+        cap_h200_bin=binary(cap_h),
+        bstar3_h200=decode_batch_to_ridge(gqa, larger, p),
+    )
+    for tag, m in (("2", mha), ("3", gqa)):
+        values |= {
+            f"bstar{tag}": decode_batch_to_ridge(m, device, p),
+            f"attn{tag}": _attention(m, 1, context, p),
+            f"w{tag}": weight_bytes(m, p) / 1e9,
+            f"act{tag}": activation_peak(m, p) / 1e9,
+            f"kv{tag}": context * kv_bytes_per_token(m, p) / 1e9,
+            f"wall{tag}": max_batch(m, device, context, p),
+            f"wallh{tag}": max_batch(m, larger, context, p),
+        }
+    values["short2"] = values["bstar2"] / values["wall2"]  # type: ignore[operator]
+    return values
+
+
+def throughput_figures(
+    config: ModelConfig, device: Hardware, context: int, p: Precisions, *, top: int
+) -> dict[str, float]:
+    """decode 的吞吐上限（token/s）：batch 1、显存的墙、:math:`b^*` 与扫描的最大 batch ``top`` 处。
+
+    每步取算子逐个执行的下界（:func:`~roofline_book.llm.inference.step_time`），``tps_any_top``
+    取任何实现的下界；``ceiling`` 是序列之间不共用缓存时的天花板 :math:`B/(\\ell\\,m_{kv})`，
+    ``top_share`` 是 ``top`` 处达到它的比例；``attn_share`` 是墙处一步里 attention 的占比；
+    ``kv_us`` 与 ``rest_us`` 是 ``top`` 处每个 token 花在读缓存与其余算子上的 µs。
+
+    Examples
+    --------
+    >>> from roofline_book import hardware
+    >>> from roofline_book.llm.inference import model
+    >>> h100, p = hardware("h100-sxm"), Precisions()
+    >>> v = throughput_figures(model("llama-3-8b"), h100, 4096, p, top=1024)
+    >>> round(v["ceiling"]), v["top_batch"], v["tps_top"] < v["ceiling"]   # 3.35 TB/s / 537 MB
+    (6240, 1024, True)
+    """
+    attn = f"attention (x {config.layers})"
+    wall, bstar = max_batch(config, device, context, p), decode_batch_to_ridge(config, device, p)
+
+    def step(batch: int) -> StepBound:
+        return step_time(step_ops(config, batch, 1, context, p), device, p)
+
+    at_wall, last = step(wall), step(top)
+    ceiling = device.memory_bandwidth / (context * kv_bytes_per_token(config, p))
+    tps_top = top / last.seconds
+    return dict(
+        tps1=1 / step(1).seconds,
+        tps_wall=wall / at_wall.seconds,
+        tps_star=round(bstar) / step(round(bstar)).seconds,
+        ceiling=ceiling,
+        attn_share=at_wall.by_op[attn] / at_wall.seconds,
+        tps_top=tps_top,
+        top_share=tps_top / ceiling,
+        top_batch=top,
+        kv_us=last.by_op[attn] / top * 1e6,
+        rest_us=(last.seconds - last.by_op[attn]) / top * 1e6,
+        tps_any_top=top / step_floor(config, top, 1, context, device, p).seconds,
+    )
+
+
+def published_throughput(row: str, **swept: Any) -> dict[str, object]:
+    """一个已发表的吞吐测量（行 ``row``，扫描字段取 ``swept``）：token/s、达到的 roof 比例、出处，
+    以及它的 batch、prompt 与输出长度（``batch_prompt_generated``）。
+
+    Examples
+    --------
+    >>> row = "trtllm-throughput-h100-fp8"
+    >>> v = published_throughput(row, batch_prompt_generated=(80, 2048, 128))
+    >>> v["trt_tps"], v["trt_batch"], v["trt_prompt"], v["trt_out"]   # Llama-2-7B, FP8
+    (2244.0, 80, 2048, 128)
+    """
+    from ..measure.published import measurement
+    from .measured import source_link
+
+    m = measurement(row, **swept)
+    batch, prompt, out = m.config["batch_prompt_generated"]
+    return dict(
+        trt_tps=m.value,
+        trt_eta=m.eta(),
+        trt_source=source_link(m),
+        trt_batch=batch,
+        trt_prompt=prompt,
+        trt_out=out,
+    )
+
+
+def walls_past_ridge(
+    shapes: Mapping[int, ModelConfig], fits: Mapping[int, int], device: Hardware, p: Precisions
+) -> int:
+    """``shapes`` （按 KV head 数）里有几种形状，装得下的序列数 ``fits`` 超过了它的 :math:`b^*`。
+
+    Examples
+    --------
+    >>> from dataclasses import replace
+    >>> from roofline_book import hardware
+    >>> from roofline_book.llm.inference import model
+    >>> shapes = {n: replace(model("llama-3-8b"), kv_heads=n) for n in (8, 1)}
+    >>> walls_past_ridge(shapes, {8: 111, 1: 400}, hardware("h100-sxm"), Precisions())   # b* ~ 322
+    1
+    """
+    return sum(fits[n] > decode_batch_to_ridge(m, device, p) for n, m in shapes.items())
