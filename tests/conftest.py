@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import pathlib
+import sys
 
 import pytest
 from hypothesis import settings
@@ -16,6 +17,24 @@ from hypothesis import settings
 settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+_STYLE = "roofline_book.present.plotting.style"
+
+
+@pytest.fixture(autouse=True)
+def _figure_language_restored():
+    """A test that draws in the book's Chinese (``setup_notebook("zh")``) leaves the figures'
+    language as it found it: ``rc_context`` restores the fonts but not the words, and a later
+    test drawing Chinese words in the default font fails on missing glyphs. Imports nothing
+    (a test may be about what importing the package loads)."""
+    style = sys.modules.get(_STYLE)
+    before = style._LANGUAGE["current"] if style is not None else "en"
+    yield
+    style = sys.modules.get(_STYLE)
+    if style is not None:
+        style.set_language(before)
+
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: The build folder: html/ and jupyter_execute/ live under it (override with BOOK_BUILD).
