@@ -151,8 +151,8 @@ pdf: pdf-tools html
 # The contributor's loop, under a minute and with no book built: lint, imports, types, and
 # every test and doctest that needs no built site, PDF or fresh install (markers `site` and
 # `install`), in three jobs side by side: types, the tests that start Sphinx, kernels, the
-# command line, collective ranks or profiled scripts in subprocesses (their output shown when
-# they end; about half the tests' time on this machine), and the rest.
+# command line, collective ranks, profiled scripts or font-less drawings in subprocesses
+# (their output shown when they end; about half the tests' time on this machine), and the rest.
 CHECK_MARKERS := -m "not site and not install and not compile"
 # Bytecode on: where the environment sets PYTHONDONTWRITEBYTECODE (as this project's machines
 # do), pytest would parse and rewrite the asserts of every test module and doctest again on
@@ -161,7 +161,7 @@ CHECK_MARKERS := -m "not site and not install and not compile"
 CHECK_ENV := env -u PYTHONDONTWRITEBYTECODE
 CHECK_SUBPROCESS := tests/test_notebook_execution.py tests/test_shown_code.py \
   tests/test_build_extension.py tests/test_stderr.py tests/test_cli.py \
-  tests/test_measure_collectives.py tests/test_cli_profile.py
+  tests/test_measure_collectives.py tests/test_cli_profile.py tests/test_fonts.py
 check: $(VENV)/.installed
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
