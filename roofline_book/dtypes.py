@@ -88,6 +88,8 @@ def precision_name(dtype: Precision, name: str = "dtype") -> str:
     >>> precision_name("torch.bfloat16")   # a torch dtype's name, as the command line gets it
     'bf16'
     """
+    if type(dtype) is str and dtype in BYTES:  # already the canonical name: the common case
+        return dtype
     if type(dtype).__name__ == "dtype" and type(dtype).__module__ == "torch":
         text = str(dtype).removeprefix("torch.")
     elif isinstance(dtype, str):

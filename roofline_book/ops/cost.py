@@ -17,6 +17,20 @@ UNITS = ("matrix", "vector", "special")
 """
 
 
+_COUNT_FIELDS = (
+    "flops",
+    "bytes_read",
+    "bytes_written",
+    "kernels",
+    "vector_flops",
+    "special_flops",
+    "reread_bytes",
+    "reread_footprint",
+    "vector_fma_flops",
+    "fp32_vector_slots",
+)
+
+
 @dataclass(frozen=True)
 class Cost:
     """一个或多个 kernel 的 FLOPs 与搬运的字节数，以及它们需要哪些单元和层级。
@@ -92,19 +106,22 @@ class Cost:
     fp32_vector_slots: int = 0
 
     def __post_init__(self) -> None:
-        for field in (
-            "flops",
-            "bytes_read",
-            "bytes_written",
-            "kernels",
-            "vector_flops",
-            "special_flops",
-            "reread_bytes",
-            "reread_footprint",
-            "vector_fma_flops",
-            "fp32_vector_slots",
-        ):
-            _validate.count(field, getattr(self, field))
+        counts = (
+            self.flops,
+            self.bytes_read,
+            self.bytes_written,
+            self.kernels,
+            self.vector_flops,
+            self.special_flops,
+            self.reread_bytes,
+            self.reread_footprint,
+            self.vector_fma_flops,
+            self.fp32_vector_slots,
+        )
+        # the common case in one pass (a decode loop builds millions); else each field by name
+        if not all(type(v) is int and v >= 0 for v in counts):
+            for field in _COUNT_FIELDS:
+                _validate.count(field, getattr(self, field))
         if self.vector_fma_flops > self.vector_flops or self.vector_fma_flops % 2:
             raise InvalidArgument(
                 "vector_fma_flops",
