@@ -261,3 +261,28 @@ def test_deepseek_prefill_bound_is_per_token(deepseek):
         got = bs.node_throughput_bounds(config, h800, other, dec)
         assert got["ds_prefill_k"] == pytest.approx(base, rel=1e-9)
         assert got["ds_prompt"] == prompt
+
+
+def test_an_fp8_deployments_intensity_is_read_at_the_fp8_ridge():
+    # W8A8 with an FP8 cache: the step's compute time is its FLOPs over the FP8 peak
+    # (1978.9 TFLOP/s), so its intensity is read at the FP8 ridge 1978.9 / 3.35 = 590.7
+    from roofline_book.llm.inference import Precisions
+
+    fp8 = dataclasses.replace(LLAMA, precisions=Precisions("fp8", "fp8", "fp8"))
+    c = bs.piggyback_figures(fp8, 32, CTX, 2048)
+    assert c["ridge"] == pytest.approx(1978.9e12 / B)
+    # 32 decodes at 1100: FLOPs as in BF16; bytes: the linear weights at 1 B each, the LM
+    # head in BF16 (2 x 128256 x 4096 B), 32 x 1100 cached tokens at 2 x 32 x 8 x 128 x 1 B:
+    # 1.97e12 / (6.98e9 + 1.05e9 + 2.31e9) B = 48.2 FLOP/byte (the BF16 ridge gave half)
+    flops = 32 * (2 * LINEAR + HEAD + ATT * CTX)
+    nbytes = LINEAR + 2 * VOCAB * HIDDEN + 32 * CTX * M_KV // 2
+    assert c["ch_i"] == pytest.approx(flops / nbytes, rel=0.02)
+    split = dataclasses.replace(fp8, replicas=2, scheduler="disaggregated")
+    d = bs.disaggregation_figures(split, 1000, 64, CTX)
+    dec = 64 * (2 * LINEAR + HEAD + ATT * CTX)
+    assert d["dg_i_dec"] == pytest.approx(
+        dec / (LINEAR + 2 * VOCAB * HIDDEN + 64 * CTX * M_KV // 2), rel=0.02
+    )
+    # the step itself also equals FLOPs / bytes when read from a hand-made FP8 bound
+    step = StepTime(3e-3, "compute", 3e-3, 1e-3, 0.0)
+    assert bs.step_intensity(step, H100, "fp8") == pytest.approx(3 * 1978.9e12 / B)

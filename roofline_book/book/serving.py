@@ -48,11 +48,12 @@ def _tpot(result: ServeResult) -> Percentiles:
     return result.tpot_s
 
 
-def step_intensity(step: StepTime, device: Hardware) -> float:
+def step_intensity(step: StepTime, device: Hardware, precision: str = "bf16") -> float:
     """一步的算术强度（FLOP/byte），从它的下界读出：``I = I* x compute_s / memory_s``。
 
-    ``compute_s`` 是 FLOPs 除以峰值，``memory_s`` 是字节数除以带宽，所以两者之比乘以 ridge point
-    ``I*`` （BF16 矩阵单元对 HBM）就是 FLOPs 除以字节数。
+    ``compute_s`` 是 FLOPs 除以 ``precision`` （部署的激活精度）下的峰值，``memory_s`` 是字节数
+    除以带宽，所以两者之比乘以同一精度的 ridge point ``I*`` （矩阵单元对 HBM）就是 FLOPs 除以
+    字节数。
 
     Examples
     --------
@@ -61,8 +62,10 @@ def step_intensity(step: StepTime, device: Hardware) -> float:
     >>> step = StepTime(2e-3, "compute", 2e-3, 1e-3, 0.0)   # twice as long on compute as on bytes
     >>> round(step_intensity(step, h100) / h100.ridge_point(), 6)
     2.0
+    >>> round(step_intensity(step, h100, "fp8") / h100.ridge_point("fp8"), 6)
+    2.0
     """
-    return device.ridge_point() * step.compute_s / step.memory_s
+    return device.ridge_point(precision) * step.compute_s / step.memory_s
 
 
 def max_rates(
@@ -227,18 +230,19 @@ def piggyback_figures(
 ) -> dict[str, float]:
     """一个 decode 步（``batch`` 条序列，上下文都是 ``context``）能免费捎带多少 prefill。
 
-    给出这一步的下界 ``ch_ms`` （ms）与算术强度 ``ch_i`` （FLOP/byte）、ridge point ``ridge``、
-    这一步仍受内存限制的最大 prefill 块 ``ch_free`` （token，
+    给出这一步的下界 ``ch_ms`` （ms）与算术强度 ``ch_i`` （FLOP/byte）、部署的激活精度下的
+    ridge point ``ridge``、这一步仍受内存限制的最大 prefill 块 ``ch_free`` （token，
     :func:`~roofline_book.present.diagrams.serving.free_chunk`），以及捎带一块 ``chunk`` 个
     token 时的下界 ``ch_big_ms`` （ms）；``ch_b``、``ch_big`` 即 ``batch``、``chunk``。
     """
     sm, device = _steps(deployment), deployment.device
+    act = deployment.precisions.activations
     dec = sm.time(decodes=batch, context_sum=batch * context)
     big = sm.time(decodes=batch, context_sum=batch * context, chunks=[(chunk, chunk, False)])
     return dict(
         ch_ms=dec.seconds * 1e3,
-        ch_i=step_intensity(dec, device),
-        ridge=device.ridge_point(),
+        ch_i=step_intensity(dec, device, act),
+        ridge=device.ridge_point(act),
         ch_free=free_chunk(sm, batch, batch * context),
         ch_big_ms=big.seconds * 1e3,
         ch_b=batch,
@@ -258,13 +262,14 @@ def disaggregation_figures(
     （ms）；``dg_b`` 即 ``batch``。
     """
     sm, device = _steps(deployment), deployment.device
+    act = deployment.precisions.activations
     pre = sm.time(chunks=[(prompt, prompt, True)])
     dec = sm.time(decodes=batch, context_sum=batch * context)
     link = deployment.link_bandwidth()
     kv = prompt * kv_bytes_per_token(deployment.config, deployment.precisions)
     return dict(
-        dg_i_pre=step_intensity(pre, device),
-        dg_i_dec=step_intensity(dec, device),
+        dg_i_pre=step_intensity(pre, device, act),
+        dg_i_dec=step_intensity(dec, device, act),
         dg_kv_mb=kv / 1e6,
         dg_link=link / 1e9,
         dg_ms=kv / link * 1e3,
