@@ -266,3 +266,17 @@ def test_published_throughput_and_walls():
     shapes = {n: replace(model("llama-3-8b"), kv_heads=n) for n in (32, 8, 1)}
     assert bi.walls_past_ridge(shapes, {32: 27, 8: 321, 1: 322}, H100, Precisions()) == 1
     assert bi.walls_past_ridge(shapes, {32: 400, 8: 400, 1: 400}, H100, Precisions()) == 3
+
+
+def test_decode_batch_figures_read_the_ridge_at_the_activations_precision():
+    # W8A8: the up GEMM runs at the FP8 peak, 1978.9 TFLOP/s / 3.35 TB/s = 590.7 FLOP/byte;
+    # one byte a weight, so b_approx = 590.7 x 1 / 2 = 295.4, and the exact b* of
+    # R w kn / (2kn - R a (k + n)) with w = a = 1
+    fp8 = Precisions("fp8", "fp8", "fp8")
+    h200 = hardware("h200-sxm")
+    v = bi.decode_batch_figures(model("llama-2-7b"), model("llama-3-8b"), H100, h200, CTX, fp8)
+    ridge = 1978.9e12 / BW
+    assert v["ridge"] == pytest.approx(ridge) and v["s_w"] == 1
+    assert v["b_approx"] == pytest.approx(ridge / 2)
+    assert v["bstar3"] == pytest.approx(_b_star(ridge, 1, a=1))
+    assert v["bstar3"] == pytest.approx(v["b_approx"], rel=0.15)  # b_approx tracks b*

@@ -290,7 +290,8 @@ def decode_batch_figures(
     """decode 的 :math:`b^*` 与显存的墙：两个模型（``mha`` 键尾为 2，``gqa`` 为 3）在 ``device``
     （``h100``）与显存更大的 ``larger`` （``h200``）上，上下文 ``context``、精度 ``p``。
 
-    给出 ridge point 与每个权重的字节数 ``s_w``、近似 ``b_approx = I* s_w / 2``、精确的 ``bstar``
+    给出 ``p`` 的激活精度下的 ridge point 与每个权重的字节数 ``s_w``、近似
+    ``b_approx = I* s_w / 2``、精确的 ``bstar``
     （:func:`~roofline_book.llm.inference.decode_batch_to_ridge`）、batch 1 时 attention 的算术强度
     ``attn``、``gqa`` 的头数与分组 ``g3``；显存一侧是 vLLM 的规则（可用比例 ``utilization``、做
     profile 的 token 与序列数）、两块设备的容量（GB，以及二进制单位的写法）、权重 ``w``、激活峰值
@@ -307,7 +308,7 @@ def decode_batch_figures(
     >>> round(v["b_approx"], 1), v["g3"], round(v["kv3"], 3)   # 295.3 x 2 / 2; 4096 x 131072 B
     (295.3, 4, 0.537)
     """
-    ridge, s_w = device.ridge_point("bf16"), p.weight_bytes(1)
+    ridge, s_w = device.ridge_point(p.activations), p.weight_bytes(1)
     cap, cap_h = device.memory_capacity, larger.memory_capacity
     if cap is None or cap_h is None:
         raise ValueError("device, larger: the catalog has no memory capacity for one of them")
