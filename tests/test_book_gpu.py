@@ -110,3 +110,37 @@ def test_problem_answers():
     assert a["ans_q5_fill1024"] == pytest.approx(64 / 132)
     assert a["ans_q5_eff2048"] == pytest.approx(256 / 264)
     assert a["ans_q5_eff4096"] == pytest.approx(1024 / 1056)
+
+
+def test_problem_answers_name_their_keys_by_the_sizes():
+    a = gpu.problem_answers(
+        H100, registers_per_thread=64, threads_per_block=256, square_gemm=8192,
+        element_bytes=4, stride=2, numel=2**28, measured_sizes=(512, 1024, 8192),
+    )  # fmt: skip
+    q5 = {k for k in a if k.startswith("ans_q5_")}
+    assert q5 == {
+        "ans_q5_i512", "ans_q5_t512", "ans_q5_fill512", "ans_q5_t1024", "ans_q5_w1024",
+        "ans_q5_eff1024", "ans_q5_eff8192",
+    }  # fmt: skip
+    # BF16 square GEMM n = 512: 2n^3 / (3 n^2 x 2 B) = 512 / 3; 128 x 128 tiles: 4^2 = 16
+    assert a["ans_q5_i512"] == pytest.approx(512 / 3)
+    assert (a["ans_q5_t512"], a["ans_q5_fill512"]) == (16, pytest.approx(16 / 132))
+    # n = 1024: 64 tiles in one wave of 132 SMs; n = 8192: 4096 tiles in 32 waves of 132
+    assert (a["ans_q5_t1024"], a["ans_q5_w1024"]) == (64, 1)
+    assert a["ans_q5_eff1024"] == pytest.approx(64 / 132)
+    assert a["ans_q5_eff8192"] == pytest.approx(4096 / (32 * 132))
+
+
+def test_grid_figures_launch_a_partial_last_block():
+    # 2^24 + 1 elements at 256 a block: 65,536 full blocks and one with a single element
+    g = gpu.grid_figures(H100, numel=2**24 + 1, threads_per_block=256)
+    assert g["add_blocks"] == 65537 and g["add_per_sm"] == pytest.approx(65537 / 132)
+    # 1000 elements: ceil(1000 / 256) = 4 blocks (the last holds 232)
+    assert gpu.grid_figures(H100, numel=1000, threads_per_block=256)["add_blocks"] == 4
+
+
+def test_chip_figures_name_the_figure_a_device_lacks():
+    # the catalog's H20 has no published SM count: a clear error, not int x None
+    assert hardware("h20").sms is None
+    with pytest.raises(ValueError, match="'h20' has no sms"):
+        gpu.chip_figures(hardware("h20"))

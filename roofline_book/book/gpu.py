@@ -15,10 +15,6 @@ Examples
 0.25
 """
 
-# The figures a device lacks raise through _given; the clocks and counts the catalog may leave
-# out are there for the GPUs the book calls these functions with.
-# mypy: disable-error-code="operator"
-
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -37,6 +33,14 @@ def _given(device: Hardware, field: str) -> Any:
     if value is None:
         raise ValueError(f"device {device.key!r} has no {field} in the catalog")
     return value
+
+
+def _clock(device: Hardware, unit: str, dtype: str) -> float:
+    """The SM clock of a unit's published rate, or a clear error where the catalog lacks it."""
+    clock = device.rated_clock(unit, dtype)
+    if clock is None:
+        raise ValueError(f"device {device.key!r} has no rated {unit} clock for {dtype}")
+    return clock
 
 
 def chip_figures(device: Hardware) -> dict[str, Any]:
@@ -67,10 +71,11 @@ def chip_figures(device: Hardware) -> dict[str, Any]:
     """
     sm = sm_facts(device)
     regs, l1 = _given(device, "register_file_per_sm"), _given(device, "l1_shared_per_sm")
-    lanes = _given(device, "fp32_lanes_per_sm")
-    onchip = (regs + l1) * device.sms
+    lanes, sms = _given(device, "fp32_lanes_per_sm"), _given(device, "sms")
+    capacity = _given(device, "memory_capacity")
+    onchip = (regs + l1) * sms
     return dict(
-        sms=device.sms,
+        sms=sms,
         warp=sm.warp_size,
         parts=sm.sub_partitions,
         max_warps=sm.max_warps_per_sm,
@@ -78,7 +83,7 @@ def chip_figures(device: Hardware) -> dict[str, Any]:
         lanes=lanes,
         lanes_part=lanes // sm.sub_partitions,
         l2=binary(_given(device, "l2_cache")),
-        hbm_cap=binary(_given(device, "memory_capacity"), "B", 3),
+        hbm_cap=binary(capacity, "B", 3),
         hbm_bw=si(device.memory_bandwidth, "B/s", 3),
         l2_bw=si(_given(device, "l2_bandwidth"), "B/s", 3),
         link_bw=si(_given(device, "link_bandwidth"), "B/s", 3),
@@ -87,7 +92,7 @@ def chip_figures(device: Hardware) -> dict[str, Any]:
         l1=binary(l1),
         smem=binary(_given(device, "shared_memory_per_sm")),
         onchip=binary(onchip),
-        hbm_over_onchip=device.memory_capacity / onchip,
+        hbm_over_onchip=capacity / onchip,
     )
 
 
@@ -121,8 +126,8 @@ def unit_peak_figures(device: Hardware) -> dict[str, float]:
         matrix_over_vector=bf16 / device.vector_peak("bf16"),
         per_sm_matrix=per_sm,
         per_tc=per_sm / sm_facts(device).tensor_cores_per_sm,
-        matrix_mhz=device.rated_clock("matrix", "bf16") / 1e6,
-        boost_mhz=device.rated_clock("vector", "fp32") / 1e6,
+        matrix_mhz=_clock(device, "matrix", "bf16") / 1e6,
+        boost_mhz=_clock(device, "vector", "fp32") / 1e6,
         sparse_over_dense=device.sparse_peak_flops("bf16") / bf16,
         fp8_over_bf16=device.peak_flops("fp8") / bf16,
     )
@@ -130,7 +135,8 @@ def unit_peak_figures(device: Hardware) -> dict[str, float]:
 
 def grid_figures(device: Hardware, *, numel: int, threads_per_block: int) -> dict[str, Any]:
     """每个 thread 算一个元素的 elementwise kernel 的 grid：block 数，与平均每个 SM
-    先后接的 block 数。
+    先后接的 block 数。``numel`` 不是 ``threads_per_block`` 的整数倍时 block 数向上取整：
+    最后一个 block 只有一部分 thread 有元素。
 
     Returns
     -------
@@ -142,9 +148,14 @@ def grid_figures(device: Hardware, *, numel: int, threads_per_block: int) -> dic
     >>> from roofline_book import hardware
     >>> grid_figures(hardware("h100-sxm"), numel=2**24, threads_per_block=256)["add_blocks"]
     65536
+    >>> grid_figures(hardware("h100-sxm"), numel=1000, threads_per_block=256)["add_blocks"]
+    4
     """
-    blocks = numel // threads_per_block
-    return dict(add_threads=threads_per_block, add_blocks=blocks, add_per_sm=blocks / device.sms)
+    # a grid launches whole blocks: the last one may be partly idle
+    blocks = -(-numel // threads_per_block)
+    return dict(
+        add_threads=threads_per_block, add_blocks=blocks, add_per_sm=blocks / _given(device, "sms")
+    )
 
 
 def occupancy_figures(
@@ -257,8 +268,10 @@ def problem_answers(
     -------
     dict
         ``ans_q1_*``、``regs_count`` 与 ``ans_q2_*``、``ans_q3_*``、``ans_q4_*`` （字节；
-        ``_us`` 为 µs）、``ridge`` （BF16 的 ridge point，FLOP/byte）与 ``ans_q5_*``
-        （``i1024`` 为最小边长的 GEMM 的算术强度，其余按边长取名）。
+        ``_us`` 为 µs）、``ridge`` （BF16 的 ridge point，FLOP/byte）与 ``ans_q5_*``，
+        键尾是边长：三个边长 ``s < m < l`` 给出 ``ans_q5_i{s}`` （算术强度）、``ans_q5_t{s}``
+        （块数）、``ans_q5_fill{s}`` （最后一轮有活干的 SM 的比例）、``ans_q5_t{m}``、
+        ``ans_q5_w{m}`` （轮数）、``ans_q5_eff{m}`` 与 ``ans_q5_eff{l}`` （按整轮计的效率）。
 
     Examples
     --------
@@ -269,7 +282,7 @@ def problem_answers(
     >>> a["ans_q1_lanes"], a["ans_q2_blocks"], a["ans_q3_waves"], a["ans_q4_moved"]
     (16896, 4, 32, 256)
     """
-    sm = sm_facts(device)
+    sm, sms = sm_facts(device), _given(device, "sms")
     warps = resident_warps(
         device, registers_per_thread=registers_per_thread, threads_per_block=threads_per_block
     )
@@ -280,8 +293,8 @@ def problem_answers(
     small, middle, large = measured_sizes
     waves = {n: gemm_waves(n, n, device=device) for n in measured_sizes}
     return dict(
-        ans_q1_lanes=device.sms * _given(device, "fp32_lanes_per_sm"),
-        ans_q1_tc=device.sms * sm.tensor_cores_per_sm,
+        ans_q1_lanes=sms * _given(device, "fp32_lanes_per_sm"),
+        ans_q1_tc=sms * sm.tensor_cores_per_sm,
         regs_count=int(_given(device, "register_file_per_sm")) // 4,  # 32-bit registers
         ans_q2_blocks=warps // (threads_per_block // sm.warp_size),
         ans_q2_warps=warps,
@@ -296,11 +309,13 @@ def problem_answers(
         ans_q4_t_useful_us=useful_bytes / device.memory_bandwidth * 1e6,
         ans_q4_t_moved_us=useful_bytes * moved // useful / device.memory_bandwidth * 1e6,
         ridge=device.ridge_point("bf16"),
-        ans_q5_i1024=gemm(small, small, small, "bf16").intensity,
-        ans_q5_t1024=waves[small].tiles,
-        ans_q5_fill1024=waves[small].last_fill,
-        ans_q5_t2048=waves[middle].tiles,
-        ans_q5_w2048=waves[middle].waves,
-        ans_q5_eff2048=waves[middle].efficiency,
-        ans_q5_eff4096=waves[large].efficiency,
+        **{
+            f"ans_q5_i{small}": gemm(small, small, small, "bf16").intensity,
+            f"ans_q5_t{small}": waves[small].tiles,
+            f"ans_q5_fill{small}": waves[small].last_fill,
+            f"ans_q5_t{middle}": waves[middle].tiles,
+            f"ans_q5_w{middle}": waves[middle].waves,
+            f"ans_q5_eff{middle}": waves[middle].efficiency,
+            f"ans_q5_eff{large}": waves[large].efficiency,
+        },
     )
