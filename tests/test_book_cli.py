@@ -7,6 +7,8 @@ import pytest
 
 from roofline_book import hardware
 from roofline_book.book import cli
+from roofline_book.cli import OPERATORS
+from roofline_book.cli.schema import SCHEMAS
 
 EXAMPLE = ("--peak", "100T", "--bandwidth", "1TB/s")  # the book's example device
 
@@ -33,7 +35,9 @@ def test_add_figures():
 def test_operators_table():
     t = cli.operators_table()
     lines = t["cli-ops-md"].data.splitlines()
-    assert len(lines) == 2 + t["cli_n_ops"]  # header, rule, one row an operator
+    # the CLI's registry holds 19 operators: a header, a rule and one row each, in its order
+    assert t["cli_n_ops"] == len(OPERATORS) == 19 and len(lines) == 2 + 19
+    assert [line.split("`")[1] for line in lines[2:]] == list(OPERATORS)
     gemm = next(line for line in lines if line.startswith("| `gemm`"))
     assert all(f"--{dim}" in gemm for dim in "mkn")  # C = A W with A M x K, W K x N
 
@@ -52,8 +56,12 @@ def test_block_figures():
     # one token: every weight serves one row, intensity about 1 FLOP/byte, below 295
     assert f["cli_seq1_memory_ops"] == 12
     # the projections' compute time: 2 x 4096 x (4 x 4096^2 + 3 x 4096 x 11008) FLOPs at
-    # 989.4 TFLOP/s is 1.68 ms; it is most, not all, of the block's bound
-    assert 50 < f["cli_block_gemm_share"] < 100
+    # 989.4 TFLOP/s is 1.68 ms; the rest of the block's bound: the six memory-bound operators'
+    # 742,408,192 B at 3.35 TB/s (0.22 ms) and FlashAttention's 4 x 128 x 4096 x 4097 / 2 x 32
+    # FLOPs at the peak (0.14 ms): 1.676 of 2.036 ms
+    gemm = 2 * 4096 * (4 * 4096**2 + 3 * 4096 * 11008) / 989.4e12
+    rest = 742_408_192 / 3.35e12 + 4 * 128 * (4096 * 4097 // 2) * 32 / 989.4e12
+    assert f["cli_block_gemm_share"] == pytest.approx(100 * gemm / (gemm + rest), rel=1e-3)
 
 
 def test_infer_figures():
@@ -90,6 +98,13 @@ def test_json_tables():
     t = cli.json_tables()
     commands = ("op", "block", "infer", "train", "devices", "plot", "profile", "claims")
     assert all(f"cli-json-{c}-md" in t for c in commands)
-    assert t["cli_json_commands"] == len(t) - 3  # less the device, the cost and the count
+    # one table a schema in the CLI's registry: 10 commands
+    assert t["cli_json_commands"] == len(SCHEMAS) == 10
+    assert all(f"cli-json-{c}-md" in t for c in SCHEMAS)
+    # the devices table: a row a key, the top-level keys in the schema's order
+    rows = [line.split("`")[1] for line in t["cli-json-devices-md"].data.splitlines()[2:]]
+    top = [r for r in rows if "." not in r and "[" not in r]
+    assert top == list(SCHEMAS["devices"]["properties"])
+    assert top == ["roofline_book_version", "command", "devices"]
     assert "`ridge_point`" in t["cli-json-device-md"].data
     assert "`flops`" in t["cli-json-cost-md"].data

@@ -243,14 +243,25 @@ def test_decode_batch_figures_llama2_and_llama3():
 def test_throughput_figures_llama3():
     v = bi.throughput_figures(model("llama-3-8b"), H100, CTX, Precisions(), top=1024)
     assert v["ceiling"] == pytest.approx(BW / (CTX * L3_KV))  # 6240 tokens/s
-    # batch 1 reads 16.06 GB of weights and 0.54 GB of cache: at most 202 steps a second
-    assert v["tps1"] == pytest.approx(BW / (2 * L3_PARAMS + CTX * L3_KV), rel=0.07)
-    assert v["tps1"] <= BW / (2 * L3_PARAMS + CTX * L3_KV) * 1.07
+    # batch 1 reads every weight but the embedding table, 2 x (8.03e9 - 128256 x 4096) B =
+    # 15.01 GB, and 0.54 GB of cache: 3.35e12 / 15.55e9 = 215.5 steps a second
+    weights = 2 * (L3_PARAMS - 128256 * 4096)
+    assert v["tps1"] == pytest.approx(BW / (weights + CTX * L3_KV), rel=1e-3)
     # a token's attention at batch 1024 reads its 537 MB of cache: 160 us at 3.35 TB/s
     assert v["kv_us"] == pytest.approx(CTX * L3_KV / BW * 1e6, rel=0.01)
     # at the wall (111) attention is 111 x 0.537 GB of 111 x 0.537 + 16.06 GB read
     assert v["attn_share"] == pytest.approx(111 * 0.537 / (111 * 0.537 + 16.06), rel=0.01)
-    assert v["top_batch"] == 1024 and v["top_share"] == pytest.approx(v["tps_top"] / v["ceiling"])
+    # batch 1024, µs a token: the cache 4096 x 131072 B / 3.35 TB/s = 160.26; attention's own
+    # Q read and output write 32 x 2 x 4096 x 2 B: 0.16; the linear layers' 2 x 6.979e9 FLOPs
+    # and the LM head's 2 x 4096 x 128256 at 989.4 TFLOP/s: 14.11 + 1.06; the norms, adds,
+    # SwiGLU and cache write, 32 x (2 x 16384 + 2 x 24576 + 3 x 14336 x 2 + 8192) B, and the
+    # embedding and final norm (32776 B): 1.69. The share of the ceiling: 160.26 / 177.28
+    cache = CTX * L3_KV / BW
+    linear = 32 * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)
+    rest = 32 * 2 * 4096 * 2 / BW + (2 * linear + 2 * 4096 * 128256) / 989.4e12
+    rest += (32 * (2 * 16384 + 2 * 24576 + 3 * 14336 * 2 + 8192) + 32776) / BW
+    assert v["top_batch"] == 1024
+    assert v["top_share"] == pytest.approx(cache / (cache + rest), rel=1e-3)  # 0.904
     assert v["tps1"] < v["tps_wall"] < v["tps_top"] < v["tps_any_top"] < v["ceiling"]
 
 

@@ -232,7 +232,8 @@ def test_fsdp_step_figures_llama2_7b():
     # 8 sequences a replica, micro-batch 1: 8 micro-steps, each gathering the weights for the
     # forward and again for the backward, and scattering the gradients once
     assert (f["s7_seqs"], f["s7_steps"], f["s7_gathers"], f["s7_scatters"]) == (8, 8, 16, 8)
-    assert f["s7_hidden"] == ("盖得住" if f["s7_comm"] <= f["s7_compute"] else "盖不住")
+    # the 8 micro-steps' communication (0.94 s) hides under their compute (1.42 s)
+    assert f["s7_hidden"] == "盖得住"
     # ZeRO-3: 18 bytes a parameter split 64 ways, plus the activations
     assert f["s7_mem"] - f["s7_act"] >= 18 * PSI_7B / 64 / GIB
     late = TrainComm("g", "reduce_scatter", 1, 1.0, 64, "ib-ndr", CommTime(0.0, 10.0))
@@ -266,7 +267,8 @@ def test_fsdp_variant_figures():
     # kept gathered: a whole BF16 copy of the weights less this GPU's 1/64 shard: 13.27 GB
     assert f["kept_extra"] == pytest.approx(2 * PSI_7B * 63 / 64 / 1e9)
     assert f["train_cap"] == pytest.approx(H100_CAP / GIB)
-    assert f["mb8_fits"] == ("放得进" if f["mb8_mem"] <= H100_CAP / GIB else "放不进")
+    # micro-batch 8 holds 8 sequences' activations, 8 x 22.8 GiB, above the 79.65 GiB
+    assert f["mb8_fits"] == "放不进"
     # G = one all-gather of the BF16 weights, a reduce-scatter of FP32 gradients = 2G.
     # Micro-batch 8: one micro-step, 2G + 2G = 4G; kept: G + 8 x 2G = 17G; base: 16G + 16G = 32G
     assert f["kept_comm"] == pytest.approx(17 / 4 * f["mb8_comm"])

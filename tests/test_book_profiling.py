@@ -68,10 +68,15 @@ def test_published_figures():
     assert f["ans_q4_params_b"] == pytest.approx(params / 1e9)  # 6.738
     # gpt-fast: 104.9 token/s; each token reads every weight but a single embedding row
     assert f["gf_tok"] == 104.9
+    # and the KV cache: 200 tokens after a 5-token prompt attend over 5 + 200 / 2 = 105
+    # positions on average, 2 x 32 x 32 x 128 x 2 = 524288 B each (K and V, 32 layers of 32
+    # heads): (13.215 + 0.055) GB x 104.9 = 1.392 TB/s; the activations are the rest
     weights = 2 * (params - 32000 * 4096)
-    assert f["gf_tb"] == pytest.approx(weights * 104.9 / 1e12, rel=0.01)  # KV cache: the rest
-    assert f["ans_q4_tb"] == f["gf_tb"]
-    assert f["gf_eta"] == f["ans_q4_eta"] == pytest.approx(f["gf_tb"] / 2.039)
+    tb = (weights + 105 * 2 * 32 * 32 * 128 * 2) * 104.9 / 1e12
+    assert f["gf_tb"] == pytest.approx(tb, rel=1e-3)
+    assert f["ans_q4_tb"] == pytest.approx(tb, rel=1e-3)
+    # of the A100's 2.039 TB/s: 0.683
+    assert (f["gf_eta"], f["ans_q4_eta"]) == pytest.approx((tb / 2.039, tb / 2.039), rel=1e-3)
     assert (f["a100_copy_tb"], f["a100_bw_tb"]) == pytest.approx((1.61, 2.039))
-    assert f["gf_of_copy"] == pytest.approx(f["gf_tb"] / 1.61)
+    assert f["gf_of_copy"] == pytest.approx(tb / 1.61, rel=1e-3)  # 0.865 of STREAM copy
     assert f["ans_q4_est_tb"] == pytest.approx(2 * 7e9 * 104.9 / 1e12)  # 1.47 TB/s

@@ -94,7 +94,6 @@ def test_decode_steps_read_the_weights_and_the_cache():
     # one sequence: (15.01e9 + 1100 x 131072) B / 3.35e12 = 4.52 ms; 64: 7.24 ms
     assert s["step_b1"] == pytest.approx((W + CTX * M_KV) / B * 1e3, rel=0.005)
     assert s["step_b64"] == pytest.approx((W + 64 * CTX * M_KV) / B * 1e3, rel=0.005)
-    assert s["step_ratio"] == pytest.approx(s["step_b64"] / s["step_b1"])
     assert s["step_b"] == 64
     # the MLP up GEMM (K 4096, N 2 x 14336) at I* = 989.4 / 3.35: I* 2KN / (2KN - I* 2 (K + N))
     k, n, r = 4096, 2 * 14336, P / B
@@ -222,8 +221,7 @@ def test_littles_law_holds_on_a_simulation():
     f = bs.little_figures(LLAMA, _load(20, output=20), 8)
     # N = lambda W (Little, 1961), whatever the scheduler
     assert f["little_in"] == 8
-    assert f["little_lw"] == pytest.approx(f["little_rate"] * f["little_w"])
-    assert f["little_l"] == pytest.approx(f["little_lw"], rel=1e-9)
+    assert f["little_l"] == pytest.approx(f["little_rate"] * f["little_w"], rel=1e-9)
 
 
 @pytest.fixture(scope="module")
@@ -239,11 +237,19 @@ def test_deepseek_bounds_sit_above_the_published(deepseek):
     assert (d["ds_prefill_pub_k"], d["ds_decode_pub_k"]) == (73.7, 14.8)
     assert (d["ds_node"], d["ds_ep_pre"], d["ds_ep_dec"], d["ds_ctx"]) == (8, 32, 144, 4989)
     assert d["ds_hit"] == pytest.approx(56.3)
-    assert d["ds_decode_pct"] == pytest.approx(14.8 / d["ds_decode_k"] * 100)
-    assert d["ds_prefill_pct"] == pytest.approx(73.7 / d["ds_prefill_k"] * 100)
     assert d["ds_decode_pct"] < 100 and d["ds_prefill_pct"] < 100
-    # one MTP layer: two tokens a step at most
-    assert d["ds_mtp_k"] == pytest.approx(2 * d["ds_decode_k"])
+    # prefill is bound by the NIC (50 GB/s a GPU, 8 a node): group-limited routing (4 of 8
+    # groups of 32 experts, 8 of their 128 experts) over EP 32's 4 nodes of two groups sends a
+    # token to 2.196 other nodes, FP8 dispatch and BF16 combine of 7168 values (3 bytes) in 58
+    # MoE layers; 56.3% of input tokens hit the cache: 8 x 50e9 / (2.196 x 7168 x 3 x 58) /
+    # (1 - 0.563) = 334.2k tokens/s
+    pre = 3 * sum(
+        math.comb(2, j) * math.comb(6, 4 - j) / math.comb(8, 4)
+        * (1 - math.comb(128 - 32 * j, 8) / math.comb(128, 8))
+        for j in (1, 2)
+    )  # fmt: skip
+    nic = 8 * 50e9 / (pre * 7168 * 3 * 58) / (1 - 0.563)
+    assert (d["ds_pre_by"], d["ds_prefill_k"]) == ("网卡的带宽", pytest.approx(nic / 1e3, rel=1e-3))
     # MLA cache a token: 61 layers x (512 + 64) x 2 B = 70272 B; a GPU's sequences fit 80 GiB,
     # and reading them alone at 3.35 TB/s caps a node at 8 x 3.35e12 / (4989 x 70272) = 76.4k
     assert d["ds_seq_gpu"] * 4989 * 70272 < 80 * 2**30
