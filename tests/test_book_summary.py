@@ -115,3 +115,19 @@ def test_measured_check_answer():
     assert v["ans_q4_copy_eta"] == pytest.approx(2.90 / 3.35)
     assert v["ans_q4_gemm_eta"] == pytest.approx(795 / 989.4)
     assert math.isclose(v["ans_q4_gemm_eta"], 0.8035, abs_tol=1e-4)
+
+
+def test_recap_figure_places_the_points_at_its_precision():
+    # FP8: add reads two 1-byte inputs and writes one, I = 1/3, rate 3.35 TB/s / 3 = 1.117
+    # TFLOP/s; the GEMM, I = 2 x 4096^3 / (3 x 4096^2 x 1 B) = 2731, sits at the FP8 peak
+    # 1978.9 TFLOP/s, the roof drawn at FP8 (the BF16 bound would put it at 989.4)
+    named = [("add", add(N, "fp8")), ("gemm", gemm(4096, 4096, 4096, "fp8"))]
+    fig = summary.recap_figure(named, H100, title="fp8", precision="fp8")
+    points = {
+        a.get_label(): list(a.get_offsets()[0])
+        for a in fig.axes[0].collections
+        if a.get_label() in ("add", "gemm")
+    }
+    assert points["add"] == pytest.approx([1 / 3, 3.35 / 3])
+    assert points["gemm"] == pytest.approx([2 * 4096 / 3, 1978.9])
+    plt.close(fig)

@@ -116,8 +116,9 @@ def recap_figure(
 
     roof 由 :func:`~roofline_book.present.plotting.ceilings` 画出（横轴 0.05 到
     :math:`10^5` FLOP/byte，纵轴 0.1 到 3000 TFLOP/s），点由
-    :func:`~roofline_book.present.plotting.placed` 放置。``callouts`` 中的算子（名字 -> 文字相对于点
-    向下的偏移，单位 pt，负数向下）另在点旁写出名字并画一条细线，用于图例中难以分辨的点。
+    :func:`~roofline_book.present.plotting.placed` 放置，两者都按 ``precision`` 的峰值。
+    ``callouts`` 中的算子（名字 -> 文字相对于点向下的偏移，单位 pt，负数向下）另在点旁写出名字
+    并画一条细线，用于图例中难以分辨的点。
 
     Returns
     -------
@@ -136,7 +137,7 @@ def recap_figure(
 
     fig, ax = plt.subplots(figsize=(7.2, 3.9))
     plotting.ceilings(ax, device, precision, intensity_range=(0.05, 1e5))
-    drawn = plotting.placed(ax, named, device, annotate=False)
+    drawn = plotting.placed(ax, named, device, precision, annotate=False)
     for name, dy in (callouts or {}).items():
         # the point at HBM is the first artist drawn under the operator's name
         xy = next(a for a in drawn if a.get_label() == name).get_offsets()[0]
