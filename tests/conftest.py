@@ -36,6 +36,49 @@ def _figure_language_restored():
         style.set_language(before)
 
 
+@pytest.fixture
+def chinese_figures():
+    """The book's style and Chinese font, as a page draws (``setup_notebook("zh")``): the
+    rcParams are restored and the figures closed afterwards. A module asks for it with
+    ``pytestmark = pytest.mark.usefixtures("chinese_figures")``."""
+    import matplotlib
+    from matplotlib import pyplot as plt
+
+    from roofline_book.present.plotting import style
+
+    with matplotlib.rc_context():
+        style.setup_notebook("zh")
+        yield
+    plt.close("all")
+
+
+@pytest.fixture
+def zh(caplog):
+    """The book's Chinese font for the test's drawing; fails on any font warning, as the
+    build does."""
+    import logging
+    import warnings
+
+    import matplotlib
+    import matplotlib.pyplot
+
+    pytest.importorskip("noto_cjk_sans_otc", reason="the [zh] extra (noto-cjk-sans-otc)")
+    from roofline_book.present import plotting
+
+    plotting.use_cjk_font()
+    with matplotlib.rc_context({"font.family": plotting.CJK_FONTS}):
+        with caplog.at_level(logging.WARNING, logger="matplotlib"):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                yield
+    # a glyph missing from mathtext, a missing font weight: matplotlib logs each; a glyph
+    # missing from the text fonts: a UserWarning. The book's build fails on either.
+    warned = [r.getMessage() for r in caplog.get_records("call")]
+    warned += [str(w.message) for w in caught]
+    matplotlib.pyplot.close("all")
+    assert not warned, warned[:3]
+
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: The build folder: html/ and jupyter_execute/ live under it (override with BOOK_BUILD).
 BUILD = pathlib.Path(os.environ.get("BOOK_BUILD", ROOT / "_build"))

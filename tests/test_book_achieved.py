@@ -11,12 +11,11 @@ import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-from matplotlib import pyplot as plt  # noqa: E402
 
 from roofline_book import add, gemm, hardware  # noqa: E402
 from roofline_book.book import achieved as ba  # noqa: E402
 from roofline_book.measure.published import measurement  # noqa: E402
-from roofline_book.present.plotting import PALETTE, style  # noqa: E402
+from roofline_book.present.plotting import PALETTE  # noqa: E402
 
 H100 = hardware("h100-sxm")
 GEMM_4096 = 2 * 4096**3  # 137_438_953_472 FLOP
@@ -24,12 +23,7 @@ ADD_16M = add(4096 * 4096, "bf16")  # 16_777_216 FLOP, 6 B each: 100_663_296 B
 FA = measurement("fa3-bf16-d128", seqlen=16384)
 
 
-@pytest.fixture(autouse=True)
-def _chinese_figures():
-    with matplotlib.rc_context():
-        style.setup_notebook("zh")  # the book's style and CJK font, as the page draws
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("chinese_figures")
 
 
 def _points(ax) -> list[tuple[float, ...]]:

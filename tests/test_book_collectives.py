@@ -11,24 +11,17 @@ import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-from matplotlib import pyplot as plt  # noqa: E402
 
 from roofline_book import hardware  # noqa: E402
 from roofline_book.book import collectives as bc  # noqa: E402
 from roofline_book.measure.bench.timing import Timing  # noqa: E402
 from roofline_book.measure.collectives import Fit, Measurement, Point  # noqa: E402
 from roofline_book.measure.published import measurement  # noqa: E402
-from roofline_book.present.plotting import style  # noqa: E402
 
 B, ALPHA = 400e9, 2e-6  # an illustrative link: byte/s each way, s a step
 
 
-@pytest.fixture(autouse=True)
-def _chinese_figures():
-    with matplotlib.rc_context():
-        style.setup_notebook("zh")  # the book's style and CJK font, as the chapter draws
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("chinese_figures")
 
 
 def test_shape_table_writes_steps_shares_and_busbw_factors():

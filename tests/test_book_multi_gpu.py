@@ -10,14 +10,10 @@ network, 6.6 µs base latency a collective. Shapes from the config.json of Llama
 Mixed-precision Adam keeps 12 bytes of optimizer state a parameter (ZeRO paper, section 3.1).
 """
 
-import logging
-import warnings
-
 import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-from matplotlib import pyplot as plt  # noqa: E402
 
 from roofline_book import hardware  # noqa: E402
 from roofline_book.book import multi_gpu as mg  # noqa: E402
@@ -39,24 +35,6 @@ H100_CAP = 81_559 * 2**20
 PSI_8B = 8_030_261_248  # Llama-3-8B's published parameter count ("8.03B")
 PSI_70B = 70_553_706_496
 PSI_7B = 6_738_415_616  # Llama-2-7B
-
-
-@pytest.fixture
-def zh(caplog):
-    """The book's Chinese font for drawing; fails on any font warning, as the build does."""
-    pytest.importorskip("noto_cjk_sans_otc", reason="the [zh] extra (noto-cjk-sans-otc)")
-    from roofline_book.present import plotting
-
-    plotting.use_cjk_font()
-    with matplotlib.rc_context({"font.family": plotting.CJK_FONTS}):
-        with caplog.at_level(logging.WARNING, logger="matplotlib"):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                yield
-    warned = [r.getMessage() for r in caplog.get_records("call")]
-    warned += [str(w.message) for w in caught]
-    plt.close("all")
-    assert not warned, warned[:3]
 
 
 def _step(device_s, comm_s=0.0, latency_s=0.0, comms=()):

@@ -10,22 +10,15 @@ import matplotlib
 import pytest
 
 matplotlib.use("Agg")
-from matplotlib import pyplot as plt  # noqa: E402
 
 from roofline_book import hardware  # noqa: E402
 from roofline_book.book import precision as bp  # noqa: E402
-from roofline_book.present.plotting import style  # noqa: E402
 
 H100, A100 = hardware("h100-sxm"), hardware("a100-sxm")
 BF16, TF32, FP32, HBM = 989.4e12, 494.7e12, 67e12, 3.35e12
 
 
-@pytest.fixture(autouse=True)
-def _chinese_figures():
-    with matplotlib.rc_context():
-        style.setup_notebook("zh")  # the book's style and CJK font, as the page draws
-        yield
-    plt.close("all")
+pytestmark = pytest.mark.usefixtures("chinese_figures")
 
 
 def test_gemm_on_small_bf16_gemm():

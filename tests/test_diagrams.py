@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import re
-import warnings
 
 import matplotlib
 import pytest
@@ -25,22 +24,6 @@ from test_figure_language import ALLOWED, _names, english_words  # noqa: E402
 from roofline_book.present import plotting  # noqa: E402
 from roofline_book.present.diagrams import flash, inference, kernels  # noqa: E402
 from roofline_book.present.plotting.layout import overlaps  # noqa: E402
-
-
-@pytest.fixture
-def zh(caplog):
-    """The book's Chinese font for the test's drawing; fails on any font warning."""
-    plotting.use_cjk_font()
-    with matplotlib.rc_context({"font.family": plotting.CJK_FONTS}):
-        with caplog.at_level(logging.WARNING, logger="matplotlib"):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                yield
-    # a glyph missing from mathtext, a missing font weight: matplotlib logs each; a glyph
-    # missing from the text fonts: a UserWarning. The book's build fails on either.
-    warned = [r.getMessage() for r in caplog.get_records("call")]
-    warned += [str(w.message) for w in caught]
-    assert not warned, warned[:3]
 
 
 def words(fig) -> str:

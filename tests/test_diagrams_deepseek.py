@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 
 pytest.importorskip("noto_cjk_sans_otc", reason="the [zh] extra (noto-cjk-sans-otc)")
 
-from test_diagrams import legible, words, zh  # noqa: E402, F401
+from test_diagrams import legible, words  # noqa: E402
 
 from roofline_book import InvalidArgument  # noqa: E402
 from roofline_book.llm.inference import adhoc_model  # noqa: E402

@@ -23,15 +23,9 @@ from roofline_book.devices.sm import (  # noqa: E402
 )
 from roofline_book.devices.waves import gemm_waves  # noqa: E402
 from roofline_book.present.diagrams import hardware as hw  # noqa: E402
-from roofline_book.present.plotting import style  # noqa: E402
 from roofline_book.present.plotting.layout import overlaps  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def chinese_figures():
-    with matplotlib.rc_context():
-        style.setup_notebook("zh")
-        yield
+pytestmark = pytest.mark.usefixtures("chinese_figures")
 
 
 def _texts(fig):

@@ -14,15 +14,9 @@ matplotlib.use("Agg")
 
 from roofline_book import InvalidArgument  # noqa: E402
 from roofline_book.present.diagrams import parallel  # noqa: E402
-from roofline_book.present.plotting import style  # noqa: E402
 from roofline_book.present.plotting.layout import overlaps  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def chinese_figures():
-    with matplotlib.rc_context():
-        style.setup_notebook("zh")
-        yield
+pytestmark = pytest.mark.usefixtures("chinese_figures")
 
 
 def _texts(fig):
