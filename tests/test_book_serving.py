@@ -17,6 +17,7 @@ import dataclasses
 import math
 
 import pytest
+from serving_hand import ATT, CTX, HEAD, HIDDEN, LINEAR, M_KV, PARAMS, VOCAB, B, P, W  # noqa: E402
 
 from roofline_book import hardware
 from roofline_book.book import serving as bs
@@ -29,14 +30,7 @@ from roofline_book.serving.simulate import Deployment, Percentiles, ServeResult
 from roofline_book.serving.steps import StepTime
 from roofline_book.serving.workload import Lengths
 
-P, B, MEM = 989.4e12, 3.35e12, 81_559 * 2**20
-PARAMS, VOCAB, HIDDEN = 8_030_261_248, 128_256, 4096
-W = 2 * (PARAMS - VOCAB * HIDDEN)  # 15.01e9 B read a step
-LINEAR = 32 * (4096 * (4096 + 1024 + 1024 + 4096) + 3 * 4096 * 14336)  # 6.98e9
-HEAD = 2 * HIDDEN * VOCAB  # the LM head's FLOPs a token that emits
-M_KV = 2 * 32 * 8 * 128 * 2  # 131072 B
-ATT = 4 * 32 * 128 * 32  # attention FLOPs a query a key, all layers
-CTX = 1000 + 200 // 2  # the chapter's mean context
+MEM = 81_559 * 2**20
 PRE_1000 = 1000 * 2 * LINEAR + ATT * 1000 * 1001 / 2 + HEAD  # a 1000-token prompt's FLOPs
 
 H100 = hardware("h100-sxm")
